@@ -1,0 +1,30 @@
+"""frutebox-infra: a stack's armed models become a weights volume and one GPU pod each."""
+
+import os
+
+import pulumi
+
+from frutebox_infra.errors import FruteboxError
+from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.plan import Environment, plan_fleet
+from frutebox_infra.registry import load_registry
+from frutebox_infra.report.table import plan_table
+from frutebox_infra.settings import parse_settings
+
+stack = pulumi.get_stack()
+try:
+    settings = parse_settings(read_config(), where=f"stacks/Pulumi.{stack}.yaml")
+    plan = plan_fleet(
+        load_registry(), settings, stack=stack, environment=Environment.from_env(os.environ)
+    )
+except FruteboxError as error:
+    raise pulumi.RunError(str(error)) from None
+
+pulumi.log.info(plan_table(plan))
+if not plan.ok:
+    # Fail before registering anything: a plan with a problem must create nothing.
+    raise pulumi.RunError(
+        f"{len(plan.problems)} problem(s) in stack {stack}:\n"
+        + "\n".join(f"  - {p}" for p in plan.problems)
+    )
+declare_fleet(plan, credentials_from_config(settings, os.environ))

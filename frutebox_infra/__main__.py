@@ -1,0 +1,7 @@
+"""`python -m frutebox_infra`: the same command line as `frutebox`."""
+
+import sys
+
+from frutebox_infra.cli import main
+
+sys.exit(main())

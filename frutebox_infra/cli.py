@@ -1,0 +1,127 @@
+"""`frutebox`: the offline views (catalog, plan, diff) and the local RunPod emulator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+
+from frutebox_infra.errors import FruteboxError
+from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.recipes import ServeOptions
+from frutebox_infra.registry import load_registry
+from frutebox_infra.report.data import catalog_entry, plan_data
+from frutebox_infra.report.markdown import plan_markdown
+from frutebox_infra.report.table import catalog_table, plan_table
+from frutebox_infra.resolver import resolve
+from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+class Format(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    registry = load_registry()
+    environment = Environment.from_env(os.environ)
+    options = ServeOptions(hf_token_configured=environment.hf_token,
+                           spec_decode_enabled=environment.spec_decode)  # fmt: skip
+    resolutions = [resolve(registry, m.id, options) for m in registry.models]
+    if args.format is Format.JSON:
+        print(json.dumps([catalog_entry(r) for r in resolutions], indent=2))
+    else:
+        print(catalog_table(resolutions))
+    return EXIT_OK
+
+
+def load_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> FleetPlan:
+    registry = load_registry()
+    settings = load_settings(stack_file(stack, stacks_dir))
+    return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
+
+
+def render_plan(plan: FleetPlan, fmt: Format) -> str:
+    if fmt is Format.JSON:
+        return json.dumps(plan_data(plan), indent=2)
+    if fmt is Format.MARKDOWN:
+        return plan_markdown(plan)
+    return plan_table(plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    plan = load_plan(args.stack, Path(args.stacks_dir))
+    print(render_plan(plan, args.format))
+    if not plan.ok:
+        print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
+        return EXIT_PROBLEMS
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from frutebox_infra.diff import run_diff
+
+    return run_diff(base=args.base, head=args.head, stack=args.stack, fmt=str(args.format))
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from frutebox_infra.emulator.server import main as emulator_main
+
+    return emulator_main(list(args.rest))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="frutebox", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    models = sub.add_parser("models", help="the catalog: servable or why not, cheapest placement")
+    models.add_argument("--format", type=Format, choices=[Format.TABLE, Format.JSON],
+                        default=Format.TABLE)  # fmt: skip
+    models.set_defaults(run=cmd_models)
+
+    plan = sub.add_parser("plan", help="the plan `pulumi preview` shows, without Pulumi")
+    plan.add_argument("--stack", required=True)
+    plan.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    plan.add_argument("--stacks-dir", default=str(STACKS_DIR), help=argparse.SUPPRESS)
+    plan.set_defaults(run=cmd_plan)
+
+    diff = sub.add_parser("diff", help="cost/fit difference of a config change between git refs")
+    diff.add_argument("--base", required=True, help="git ref of the base (e.g. origin/main)")
+    diff.add_argument("--head", default=None, help="git ref of the head (default: work tree)")
+    diff.add_argument("--stack", required=True)
+    diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    diff.set_defaults(run=cmd_diff)
+
+    emulator = sub.add_parser("emulator", help="a local RunPod v2 emulator (loopback only)",
+                              add_help=False)  # fmt: skip
+    emulator.add_argument("rest", nargs=argparse.REMAINDER)
+    emulator.set_defaults(run=cmd_emulator)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except FruteboxError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"frutebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

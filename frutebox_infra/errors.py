@@ -1,0 +1,20 @@
+"""Domain errors the command line and the Pulumi program report without a traceback.
+
+    FruteboxError
+    ├── ConfigError      bad registry or stack file: names the file, the key and the fix
+    └── PlanError        the plan has problems: preview must fail before anything bills
+"""
+
+from __future__ import annotations
+
+
+class FruteboxError(Exception):
+    """Base of every error we expect and explain."""
+
+
+class ConfigError(FruteboxError):
+    """A registry or stack file is malformed or names something that does not exist."""
+
+
+class PlanError(FruteboxError):
+    """The fleet plan has problems; the message lists each with its fix."""

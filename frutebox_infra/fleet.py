@@ -1,0 +1,209 @@
+"""The Pulumi shell: declares the weights volume and one pod per armed model from a FleetPlan.
+
+The only module that imports pulumi. Nothing here talks to RunPod: each resource is a
+`pulumi_command.local.Command` whose create/update/delete run `python -m frutebox_infra.runpod`,
+which only happens on `pulumi up`/`destroy`, never during preview.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_command import local
+
+from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request
+from frutebox_infra.report.data import plan_data
+from frutebox_infra.settings import PROJECT, StackSettings
+
+RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
+"""FRUTEBOX_PYTHON (set by tools/env.sh) names the interpreter that has this package; the
+command text stays the same on every machine so it never shows up as a diff."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Secrets and endpoints for the deploy step; values may be secret Outputs."""
+
+    runpod_api_key: pulumi.Input[str] | None = None
+    hf_token: pulumi.Input[str] | None = None
+    runpod_api_url: str | None = None
+
+    def environment(self) -> dict[str, pulumi.Input[str]]:
+        env: dict[str, pulumi.Input[str]] = {}
+        if self.runpod_api_key is not None:
+            env["RUNPOD_API_KEY"] = pulumi.Output.secret(self.runpod_api_key)
+        if self.hf_token is not None:
+            env["FRUTEBOX_HF_TOKEN"] = pulumi.Output.secret(self.hf_token)
+        if self.runpod_api_url:
+            env["RUNPOD_API_URL"] = self.runpod_api_url
+        return env
+
+
+def _commands(kind: str) -> dict[str, str]:
+    return {action: f"{RUNPOD_COMMAND} {kind} {action}" for action in ("create", "update", "delete")}
+
+
+def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
+    # The deploy step prints only ids, GPU and cost; its inputs are secret because the API
+    # key is, but nothing secret reaches stdout, so the outputs stay readable.
+    return pulumi.Output.unsecret(stdout).apply(lambda text: json.loads(text) if text else {})
+
+
+@dataclass(frozen=True)
+class WeightsVolumeArgs:
+    name: str
+    size_gb: int
+    data_center: str
+    credentials: Credentials
+
+
+class WeightsVolume(pulumi.ComponentResource):
+    """The stack's network volume. Protected: it never leaves with a config change."""
+
+    volume_id: pulumi.Output[str]
+    size_gb: pulumi.Output[int]
+
+    def __init__(
+        self, name: str, args: WeightsVolumeArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("frutebox:index:WeightsVolume", name, None, opts)
+        request = {"name": args.name, "size": args.size_gb, "dataCenter": args.data_center}
+        command = local.Command(
+            f"{name}-volume",
+            **_commands("volume"),
+            stdin=json.dumps(request, sort_keys=True),
+            environment=args.credentials.environment(),
+            triggers=[args.data_center],
+            logging=local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        result = _result(command.stdout)
+        self.volume_id = result.apply(lambda r: str(r.get("volumeId", "")))
+        self.size_gb = result.apply(lambda r: int(r.get("size", args.size_gb)))
+        self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
+
+
+@dataclass(frozen=True)
+class ModelServerArgs:
+    stack: str
+    plan: ModelPlan
+    settings: StackSettings
+    volume_id: pulumi.Output[str]
+    credentials: Credentials
+
+
+class ModelServer(pulumi.ComponentResource):
+    """One armed model's GPU pod: created on the first placement RunPod has in stock."""
+
+    pod_id: pulumi.Output[str]
+    gpu_id: pulumi.Output[str]
+    gpu_count: pulumi.Output[int]
+    usd_per_hour: pulumi.Output[float]
+    url: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: ModelServerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("frutebox:index:ModelServer", name, None, opts)
+        plan, settings, stack = args.plan, args.settings, args.stack
+        stdin = args.volume_id.apply(
+            lambda vid: json.dumps(
+                pod_request(plan, settings, stack=stack, volume_id=vid), sort_keys=True
+            )
+        )
+        # What RunPod cannot change on a live pod is a replace: the GPU candidates, the data
+        # centre and the volume. Image, args, env and ports are PATCHed in place.
+        triggers: list[Any] = [
+            settings.data_center,
+            args.volume_id,
+            [f"{p.count}x {p.gpu.id}" for p in plan.candidates],
+        ]
+        command = local.Command(
+            f"{name}-pod",
+            **_commands("pod"),
+            stdin=stdin,
+            environment=args.credentials.environment(),
+            triggers=triggers,
+            logging=local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        result = _result(command.stdout)
+        self.pod_id = result.apply(lambda r: str(r.get("podId", "")))
+        self.gpu_id = result.apply(lambda r: str(r.get("gpuId", "")))
+        self.gpu_count = result.apply(lambda r: int(r.get("gpuCount") or 0))
+        self.usd_per_hour = result.apply(lambda r: float(r.get("costPerHour") or 0.0))
+        self.url = result.apply(lambda r: str(r.get("url", "")))
+        self.register_outputs({"podId": self.pod_id, "gpuId": self.gpu_id, "url": self.url})
+
+
+def declare_fleet(plan: FleetPlan, credentials: Credentials) -> None:
+    """Declare every resource of a plan that has no problems, and export the outputs."""
+    volume = WeightsVolume(
+        "weights",
+        WeightsVolumeArgs(
+            name=f"frutebox-{plan.stack}-weights",
+            size_gb=plan.volume.size_gb,
+            data_center=plan.settings.data_center,
+            credentials=credentials,
+        ),
+    )
+    servers: dict[str, ModelServer] = {}
+    for model in plan.models:
+        servers[model.model_id] = ModelServer(
+            model.model_id,
+            ModelServerArgs(plan.stack, model, plan.settings, volume.volume_id, credentials),
+            opts=pulumi.ResourceOptions(depends_on=[volume]),
+        )
+    pulumi.export("plan", plan_data(plan))
+    pulumi.export("volume", {"id": volume.volume_id, "sizeGb": volume.size_gb})
+    pulumi.export(
+        "pods",
+        {
+            mid: {
+                "name": pod_name(plan.stack, mid),
+                "podId": s.pod_id,
+                "gpuId": s.gpu_id,
+                "gpuCount": s.gpu_count,
+                "usdPerHour": s.usd_per_hour,
+                "url": s.url,
+            }
+            for mid, s in servers.items()
+        },
+    )
+
+
+def read_config() -> dict[str, Any]:
+    """This project's stack config as Python values (secrets only noticed, never read here)."""
+    values: dict[str, Any] = {}
+    prefix = f"{PROJECT}:"
+    for key, raw in pulumi.runtime.get_config_env().items():
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix) :]
+        values[name] = _decode(raw)
+    return values
+
+
+def _decode(raw: str) -> Any:
+    """Structured config arrives as JSON text; plain strings stay strings."""
+    text = raw.strip()
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:
+    config = pulumi.Config(PROJECT)
+    api_url = settings.runpod_api_url or env.get("RUNPOD_API_URL")
+    return Credentials(
+        runpod_api_key=config.get_secret("runpodApiKey"),
+        hf_token=config.get_secret("hfToken"),
+        runpod_api_url=api_url,
+    )

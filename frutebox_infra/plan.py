@@ -1,0 +1,253 @@
+"""The planner: a stack's settings + the registry -> the fleet plan preview shows and deploys."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
+from frutebox_infra.recipes.speculative import eagle3_env_name
+from frutebox_infra.registry import Registry
+from frutebox_infra.resolver import Cloud, Placement, Problem, Resolution, resolve
+from frutebox_infra.settings import StackSettings
+
+HOURS_PER_MONTH = 730
+VOLUME_MIN_GB, VOLUME_MAX_GB = 10, 4096
+VOLUME_TIER_GB = 1000
+VOLUME_USD_PER_GB_MONTH_SMALL = 0.07
+VOLUME_USD_PER_GB_MONTH_LARGE = 0.05
+"""RunPod network-volume storage: $0.07/GB-month under 1 TB, $0.05 above; billed even idle."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the shell learned from the process environment, handed in so planning stays pure."""
+
+    hf_token: bool = False
+    spec_decode: bool = True
+    eagle3_heads: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Environment:
+        return cls(
+            hf_token=bool(env.get("HF_TOKEN") or env.get("FRUTEBOX_HF_TOKEN")),
+            spec_decode=env.get("FRUTEBOX_SPEC_DECODE", "true").strip().lower() != "false",
+            eagle3_heads={k: v.strip() for k, v in env.items()
+                          if k.startswith("FRUTEBOX_EAGLE3_HEAD_") and v.strip()},  # fmt: skip
+        )
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One armed model: its resolution, the placement taken, and the allowed fallbacks."""
+
+    model_id: str
+    resolution: Resolution
+    placement: Placement | None
+    fallbacks: tuple[Placement, ...]
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def candidates(self) -> tuple[Placement, ...]:
+        """Cheapest first: what pod creation walks until one is in stock."""
+        return ((self.placement,) if self.placement else ()) + self.fallbacks
+
+    @property
+    def usd_per_hour_best(self) -> float:
+        return self.placement.usd_per_hour if self.placement else 0.0
+
+    @property
+    def usd_per_hour_worst(self) -> float:
+        return max((p.usd_per_hour for p in self.candidates), default=0.0)
+
+
+@dataclass(frozen=True)
+class VolumePlan:
+    """The stack's weights volume: sum of armed weights plus headroom, within RunPod's bounds."""
+
+    size_gb: int
+    weights_gb: float
+    data_center: str
+
+    @property
+    def usd_per_month(self) -> float:
+        rate = (VOLUME_USD_PER_GB_MONTH_LARGE if self.size_gb > VOLUME_TIER_GB
+                else VOLUME_USD_PER_GB_MONTH_SMALL)  # fmt: skip
+        return round(self.size_gb * rate, 2)
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    stack: str
+    settings: StackSettings
+    models: tuple[ModelPlan, ...]
+    volume: VolumePlan
+    problems: tuple[Problem, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def usd_per_hour_best(self) -> float:
+        return round(sum(m.usd_per_hour_best for m in self.models), 2)
+
+    @property
+    def usd_per_hour_worst(self) -> float:
+        return round(sum(m.usd_per_hour_worst for m in self.models), 2)
+
+    @property
+    def usd_per_month_best(self) -> float:
+        return round(self.usd_per_hour_best * HOURS_PER_MONTH + self.volume.usd_per_month, 2)
+
+    @property
+    def usd_per_month_worst(self) -> float:
+        return round(self.usd_per_hour_worst * HOURS_PER_MONTH + self.volume.usd_per_month, 2)
+
+    @property
+    def within_budget(self) -> bool:
+        return self.usd_per_hour_worst <= self.settings.budget_usd_per_hour + 1e-9
+
+    @property
+    def budget_headroom_usd_per_hour(self) -> float:
+        return round(self.settings.budget_usd_per_hour - self.usd_per_hour_worst, 2)
+
+    def model(self, model_id: str) -> ModelPlan | None:
+        return next((m for m in self.models if m.model_id == model_id), None)
+
+
+def plan_fleet(
+    registry: Registry,
+    settings: StackSettings,
+    *,
+    stack: str,
+    environment: Environment = Environment(),
+) -> FleetPlan:
+    """Plan every armed model; never raises for a bad plan, it lists problems instead."""
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    if registry.data_center(settings.data_center) is None:
+        known = ", ".join(d.id for d in registry.data_centers)
+        problems.append(Problem(
+            "unknown-data-centre",
+            f"data centre '{settings.data_center}' is not a RunPod data centre we know",
+            f"set frutebox-infra:dataCenter to one of {known}",
+        ))  # fmt: skip
+    if settings.cloud is Cloud.COMMUNITY:
+        problems.append(Problem(
+            "community-with-volume",
+            "cloud COMMUNITY cannot mount the stack's network volume (Secure Cloud only)",
+            "set frutebox-infra:cloud to SECURE",
+        ))  # fmt: skip
+    for model_id in sorted(set(settings.overrides) - set(settings.models)):
+        warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
+    models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
+    for plan in models:
+        problems.extend(plan.problems)
+    volume = _volume(registry, settings, models)
+    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
+    if not fleet.within_budget:
+        problems.append(Problem(
+            "over-budget",
+            f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the worst allowed"
+            f" placement (best ${fleet.usd_per_hour_best:.2f}/h), over its budget of"
+            f" ${settings.budget_usd_per_hour:.2f}/h",
+            "raise frutebox-infra:budgetUsdPerHour, lower maxFallbackPremium, or disarm a model",
+        ))  # fmt: skip
+    all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
+    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings))
+
+
+def _plan_model(
+    registry: Registry, settings: StackSettings, environment: Environment, model_id: str
+) -> ModelPlan:
+    override = settings.overrides.get(model_id)
+    gpu_id = None
+    problems: list[Problem] = []
+    if override is not None and override.gpu is not None:
+        gpu = registry.gpu(override.gpu)
+        if gpu is None:
+            known = ", ".join(g.id for g in registry.gpus)
+            problems.append(Problem(
+                "unknown-gpu",
+                f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type we know",
+                f"use one of: {known}",
+            ))  # fmt: skip
+            return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
+        gpu_id = gpu.id
+    options = ServeOptions(
+        context_tokens=override.context if override else None,
+        concurrency=override.concurrency if override else None,
+        min_sequences=(override.min_concurrent_sequences if override else None)
+        or settings.min_concurrent_sequences,
+        hf_token_configured=settings.hf_token_configured or environment.hf_token,
+        spec_decode_enabled=settings.spec_decode and environment.spec_decode,
+        eagle3_head=environment.eagle3_heads.get(eagle3_env_name(model_id)),
+    )
+    resolution = resolve(registry, model_id, options, cloud=settings.cloud, gpu_id=gpu_id)
+    if resolution.problem is not None:
+        problems.append(resolution.problem)
+    if not resolution.placements:
+        return ModelPlan(model_id, resolution, None, (), tuple(problems), resolution.warnings)
+    chosen, *rest = resolution.placements
+    ceiling = chosen.usd_per_hour * settings.max_fallback_premium + 1e-9
+    fallbacks = tuple(p for p in rest if p.usd_per_hour <= ceiling)
+    return ModelPlan(model_id, resolution, chosen, fallbacks, tuple(problems), resolution.warnings)
+
+
+def _volume(registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]) -> VolumePlan:
+    weights = 0.0
+    for plan in models:
+        serving = plan.resolution.serving
+        if serving is not None and serving.weights_disk_gb is not None:
+            weights += serving.weights_disk_gb
+    wanted = math.ceil(weights * (1 + settings.volume_headroom))
+    size = min(VOLUME_MAX_GB, max(VOLUME_MIN_GB, settings.min_volume_gb, wanted))
+    return VolumePlan(size, round(weights, 2), settings.data_center)
+
+
+def pod_name(stack: str, model_id: str) -> str:
+    """Unique per stack and model: the client adopts a pod by this name after a 5xx."""
+    return f"frutebox-{stack}-{model_id}"
+
+
+def pod_body(
+    plan: ModelPlan, placement: Placement, settings: StackSettings, *, stack: str, volume_id: str
+) -> dict[str, Any]:
+    """The exact RunPod v2 `POST /v2/pods` body for one placement."""
+    pod = placement.pod
+    return {
+        "name": pod_name(stack, plan.model_id),
+        "image": pod.image,
+        "args": pod.args,
+        "env": dict(pod.env),
+        "ports": pod.ports,
+        "disk": settings.container_disk_gb,
+        "gpu": {"id": placement.gpu.id, "count": placement.count},
+        "cloud": str(settings.cloud),
+        "dataCenterIds": [settings.data_center],
+        "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
+    }
+
+
+def pod_request(
+    plan: ModelPlan, settings: StackSettings, *, stack: str, volume_id: str
+) -> dict[str, Any]:
+    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health."""
+    assert plan.placement is not None
+    pod = plan.placement.pod
+    return {
+        "name": pod_name(stack, plan.model_id),
+        "candidates": [
+            pod_body(plan, p, settings, stack=stack, volume_id=volume_id) for p in plan.candidates
+        ],
+        "health": {"port": pod.port, "path": pod.health_path},
+        "ollamaPull": pod.ollama_pull,
+        "hfTokenEnv": list(pod.secret_env),
+        "timeouts": {"runningSeconds": 900, "healthySeconds": settings.health_timeout_seconds},
+        "meta": {"model": plan.model_id, "stack": stack},
+    }

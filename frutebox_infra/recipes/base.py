@@ -1,0 +1,106 @@
+"""What every engine recipe provides: the rules a placement must meet and the pod it runs."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.registry import Gpu, Image, Model, Runtime
+
+VOLUME_PATH = "/workspace"
+"""Where every pod mounts the stack's network volume; engine caches live below it."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Per-model serving targets after the stack's overrides; engine-independent."""
+
+    context_tokens: int | None = None
+    concurrency: int | None = None
+    min_sequences: int = 1
+    hf_token_configured: bool = False
+    spec_decode_enabled: bool = True
+    eagle3_head: str | None = None
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """The engine-specific part of a RunPod v2 pod body for one placement."""
+
+    image: str
+    args: str
+    env: Mapping[str, str]
+    port: int
+    health_path: str
+    secret_env: tuple[str, ...] = ()
+    """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
+    ollama_pull: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ports(self) -> list[str]:
+        return [f"{self.port}/http"]
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How a model is served by one engine, independent of the placement."""
+
+    weights_vram_gb: float
+    weights_disk_gb: float | None
+    context_tokens: int
+    concurrency: int
+    require_fp8: bool
+    memory_model: MemoryModel
+    static_allocation: bool = False
+    speculative: bool = False
+    warnings: tuple[str, ...] = field(default=())
+
+
+class Recipe(ABC):
+    """One serving engine. A runtime is servable exactly when a Recipe subclass exists for it."""
+
+    runtime: ClassVar[Runtime]
+    default_concurrency: ClassVar[int]
+
+    @abstractmethod
+    def missing(self, model: Model) -> str | None:
+        """Why the registry lacks what this engine needs for `model`, or None."""
+
+    @abstractmethod
+    def serving(self, model: Model, options: ServeOptions) -> Serving:
+        """Placement-independent serving facts; call only when `missing` is None."""
+
+    def count_problem(self, model: Model, count: int) -> str | None:
+        """Why `count` GPUs cannot serve `model` with this engine, or None."""
+        if count < model.min_gpus:
+            return f"below the model's minimum of {model.min_gpus} GPUs"
+        return None
+
+    def kv_dtype_bytes(self, gpu: Gpu) -> int:
+        """Bytes per cached KV element as this engine is launched on `gpu`."""
+        return 2
+
+    def gated_pull(self, model: Model) -> bool:
+        """Does this engine fetch the weights from a gated Hugging Face repo?"""
+        return model.source is not None and model.source.gated
+
+    @abstractmethod
+    def pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+    ) -> PodSpec:
+        """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
+
+
+def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The image's cache directories on the volume, plus engine-specific variables."""
+    env = dict(image.cache_env)
+    env.update(extra or {})
+    return env
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0

@@ -1,0 +1,76 @@
+"""llama.cpp server: the only engine for GGUF-only quants such as the sharded Kimi files."""
+
+from __future__ import annotations
+
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
+from frutebox_infra.recipes.speculative import join_args
+from frutebox_infra.registry import Gpu, GgufSource, Image, Model, Runtime
+
+
+class LlamaCpp(Recipe):
+    runtime = Runtime.LLAMACPP
+    default_concurrency = 8
+
+    def missing(self, model: Model) -> str | None:
+        gguf = _gguf(model)
+        if gguf is None:
+            return "the registry has no source.gguf (repo and quant) for it"
+        if (gguf.vram_gb or model.weights.vram_gb) is None:
+            return "the registry lacks the GGUF quant's VRAM size (source.gguf.vram_gb)"
+        if (gguf.context or model.context) is None:
+            return "the registry lacks a context length for it"
+        return None
+
+    def serving(self, model: Model, options: ServeOptions) -> Serving:
+        gguf = _gguf(model)
+        assert gguf is not None
+        vram = gguf.vram_gb or model.weights.vram_gb
+        context = options.context_tokens or gguf.context or model.context
+        assert vram is not None and context is not None
+        return Serving(
+            weights_vram_gb=vram,
+            weights_disk_gb=gguf.disk_gb or model.weights.disk_gb,
+            context_tokens=context,
+            concurrency=options.concurrency or self.default_concurrency,
+            require_fp8=False,
+            memory_model=MemoryModel.LLAMACPP,
+            static_allocation=True,
+        )
+
+    def gated_pull(self, model: Model) -> bool:
+        return False  # GGUF re-publications are open repos
+
+    def pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+    ) -> PodSpec:
+        gguf = _gguf(model)
+        assert gguf is not None
+        serving = self.serving(model, options)
+        slots = serving.concurrency
+        # -c is the total KV size split across the slots (the cache is not unified when
+        # --parallel is given), so every slot gets the model's full context only at slots x ctx.
+        words = [
+            "-hf", f"{gguf.repo}:{gguf.quant}",
+            "--host", "0.0.0.0", "--port", str(image.port),
+            "-ngl", "999",
+            "-c", str(slots * serving.context_tokens),
+            "--parallel", str(slots),
+            "--cont-batching",
+            "--jinja",
+        ]  # fmt: skip
+        notes = ()
+        if gguf.revision:
+            notes = (f"-hf takes no revision: {gguf.revision} documents what was tested",)
+        return PodSpec(
+            image=image.reference,
+            args=join_args(words),
+            env=env_with_cache(image),
+            port=image.port,
+            health_path=image.health_path,
+            notes=notes,
+        )
+
+
+def _gguf(model: Model) -> GgufSource | None:
+    return model.source.gguf if model.source else None

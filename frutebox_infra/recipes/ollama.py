@@ -1,0 +1,60 @@
+"""Ollama: simple single-file models pulled by their pinned library tag."""
+
+from __future__ import annotations
+
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
+from frutebox_infra.registry import Gpu, Image, Model, Runtime
+
+DEFAULT_OLLAMA_CONTEXT = 4096
+"""Ollama's own default context, used only when the registry records none."""
+
+
+class Ollama(Recipe):
+    runtime = Runtime.OLLAMA
+    default_concurrency = 4
+
+    def missing(self, model: Model) -> str | None:
+        if model.weights.vram_gb is None:
+            return "the registry lacks weights.vram_gb for its Ollama tag"
+        return None
+
+    def serving(self, model: Model, options: ServeOptions) -> Serving:
+        assert model.weights.vram_gb is not None
+        return Serving(
+            weights_vram_gb=model.weights.vram_gb,
+            weights_disk_gb=model.weights.disk_gb,
+            context_tokens=options.context_tokens or model.context or DEFAULT_OLLAMA_CONTEXT,
+            concurrency=options.concurrency or self.default_concurrency,
+            require_fp8=False,
+            memory_model=MemoryModel.LLAMACPP,
+            static_allocation=True,
+        )
+
+    def gated_pull(self, model: Model) -> bool:
+        return False  # the Ollama library serves its own copy; no Hugging Face token involved
+
+    def pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+    ) -> PodSpec:
+        assert model.source is not None and model.source.ollama_tag is not None
+        serving = self.serving(model, options)
+        # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
+        # model is pulled through the server's /api/pull once it answers (the deploy step).
+        env = env_with_cache(
+            image,
+            {
+                "OLLAMA_HOST": f"0.0.0.0:{image.port}",
+                "OLLAMA_CONTEXT_LENGTH": str(serving.context_tokens),
+                "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
+                "OLLAMA_KEEP_ALIVE": "-1",
+            },
+        )
+        return PodSpec(
+            image=image.reference,
+            args="serve",
+            env=env,
+            port=image.port,
+            health_path=image.health_path,
+            ollama_pull=model.source.ollama_tag,
+        )

@@ -1,0 +1,336 @@
+"""The registry: every model, GPU, image and data-centre fact, validated on load."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from frutebox_infra.errors import ConfigError
+
+REGISTRY_DIR = Path(__file__).resolve().parent.parent / "registry"
+
+
+class Frozen(BaseModel):
+    """Registry records are facts: immutable, and unknown keys are typos."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Runtime(StrEnum):
+    """Serving engines a model may declare; whether we can serve one is the recipes' call."""
+
+    SGLANG = "sglang"
+    VLLM = "vllm"
+    LLAMACPP = "llamacpp"
+    OLLAMA = "ollama"
+    COMFYUI = "comfyui"
+    TGI = "tgi"
+    DIFFUSERS = "diffusers"
+
+
+class Price(Frozen):
+    """On-demand price of one GPU, USD per hour, per RunPod cloud; None where never observed."""
+
+    secure: float | None = Field(default=None, gt=0)
+    community: float | None = Field(default=None, gt=0)
+    source: str
+
+
+class Gpu(Frozen):
+    """One RunPod GPU type. `vram_gb` is the marketed size; `memory_mib` what the driver reports."""
+
+    id: str = Field(min_length=1, description="RunPod GPU type id, e.g. 'NVIDIA H100 80GB HBM3'")
+    name: str
+    vram_gb: int = Field(gt=0)
+    memory_mib: int = Field(gt=0)
+    fp8: bool
+    max_count: int = Field(ge=1, le=8)
+    price_usd_per_hour: Price
+
+
+class Image(Frozen):
+    """A serving engine's container image and how RunPod's `args` reaches its process."""
+
+    repository: str
+    tag: str | None = None
+    port: int = Field(gt=0, lt=65536)
+    health_path: str = Field(pattern=r"^/")
+    entrypoint: Literal["none", "fixed-binary", "script"] = Field(
+        description="none: args is the whole command; fixed-binary: args are flags or"
+        " sub-commands of a fixed program; script: args are handed to an init script"
+    )
+    entrypoint_detail: str
+    cache_env: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}" if self.tag else self.repository
+
+    @property
+    def pinned(self) -> bool:
+        """A tag that names a version carries a digit; `latest` or `server-cuda` float."""
+        return self.tag is not None and any(ch.isdigit() for ch in self.tag)
+
+
+class GgufSource(Frozen):
+    """A GGUF quant served by llama.cpp's `-hf REPO:QUANT` (which takes no revision)."""
+
+    repo: str
+    quant: str
+    revision: str | None = None
+    disk_gb: float | None = Field(default=None, gt=0)
+    vram_gb: float | None = Field(default=None, gt=0)
+    context: int | None = Field(default=None, gt=0)
+
+
+class ComfyFile(Frozen):
+    """One file a ComfyUI model needs, and the flat `models/<folder>/` name it is stored under."""
+
+    path: str
+    folder: Literal[
+        "checkpoints", "diffusion_models", "text_encoders", "vae", "clip", "loras", "unet"
+    ]
+    rename: str | None = None
+
+    @property
+    def stored_name(self) -> str:
+        return self.rename or self.path.rsplit("/", 1)[-1]
+
+
+class ComfyRecipe(Frozen):
+    """Where ComfyUI's loadable files come from; `repo` is set when it is a repackaging."""
+
+    repo: str | None = None
+    revision: str | None = None
+    gated: bool = False
+    files: tuple[ComfyFile, ...] = Field(min_length=1)
+    note: str | None = None
+
+
+class Source(Frozen):
+    """The pinned origin of a model's weights."""
+
+    hf_repo: str | None = None
+    revision: str | None = None
+    gated: bool = False
+    ollama_tag: str | None = None
+    gguf: GgufSource | None = None
+    comfyui: ComfyRecipe | None = None
+
+
+class Weights(Frozen):
+    """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
+
+    format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
+    disk_gb: float | None = Field(default=None, gt=0)
+    vram_gb: float | None = Field(default=None, gt=0)
+    largest_component_gb: float | None = Field(default=None, gt=0)
+    source: str | None = None
+
+
+class Architecture(Frozen):
+    """What the KV-cache estimate needs, from the model's config.json."""
+
+    attention: Literal["gqa", "mla", "hybrid"] = "gqa"
+    layers: int = Field(gt=0)
+    attention_heads: int = Field(gt=0)
+    kv_heads: int | None = Field(default=None, gt=0)
+    head_dim: int | None = Field(default=None, gt=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    full_attention_layers: int | None = Field(default=None, gt=0)
+    state_bytes_per_sequence: int | None = Field(default=None, ge=0)
+    moe: bool = False
+    source: str
+
+    @model_validator(mode="after")
+    def _complete_for_kind(self) -> Architecture:
+        needed: dict[str, tuple[str, ...]] = {
+            "gqa": ("kv_heads", "head_dim"),
+            "mla": ("kv_lora_rank", "qk_rope_head_dim"),
+            "hybrid": ("kv_heads", "head_dim", "full_attention_layers"),
+        }
+        missing = [name for name in needed[self.attention] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"{self.attention} attention needs {', '.join(missing)}")
+        return self
+
+
+class SpecDecode(StrEnum):
+    NONE = "none"
+    MTP = "mtp"
+    DRAFT = "draft"
+    EAGLE3 = "eagle3"
+    P_EAGLE = "p-eagle"
+
+
+class Speed(Frozen):
+    """How a model drafts tokens speculatively; the method is a fact about the model."""
+
+    spec_decode: SpecDecode = SpecDecode.NONE
+    K: int = Field(default=7, ge=1, le=32)
+    draft_model: str | None = None
+
+
+class Model(Frozen):
+    """A catalog model and everything needed to serve it, or the reason it cannot be."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    capability: Literal["chat", "code", "vision", "image", "video", "audio", "music"]
+    runtimes: tuple[Runtime, ...] = ()
+    source: Source | None = None
+    source_unavailable: str | None = None
+    weights: Weights = Weights()
+    context: int | None = Field(default=None, gt=0)
+    min_gpus: int = Field(default=1, ge=1, le=8)
+    reasoning_parser: str | None = None
+    speed: Speed = Speed()
+    architecture: Architecture | None = None
+    engine_args: dict[Runtime, tuple[str, ...]] = Field(default_factory=dict)
+    """Extra flags a model needs on an engine (e.g. Mistral's own checkpoint format on vLLM)."""
+    notes: str | None = None
+
+
+class DataCenter(Frozen):
+    id: str
+    name: str
+
+
+class Registry(Frozen):
+    """The whole catalog, indexed by id."""
+
+    models: tuple[Model, ...]
+    gpus: tuple[Gpu, ...]
+    images: dict[Runtime, Image]
+    data_centers: tuple[DataCenter, ...]
+    max_gpus_per_pod: int = Field(ge=1, le=8)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Registry:
+        for label, ids in (
+            ("model", [m.id for m in self.models]),
+            ("gpu", [g.id for g in self.gpus]),
+            ("data centre", [d.id for d in self.data_centers]),
+        ):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {label} id(s): {', '.join(dupes)}")
+        return self
+
+    @cached_property
+    def models_by_id(self) -> Mapping[str, Model]:
+        return {m.id: m for m in self.models}
+
+    def model(self, model_id: str) -> Model | None:
+        return self.models_by_id.get(model_id)
+
+    def gpu(self, gpu_id: str) -> Gpu | None:
+        return next((g for g in self.gpus if g.id == gpu_id or g.name == gpu_id), None)
+
+    def data_center(self, dc_id: str) -> DataCenter | None:
+        return next((d for d in self.data_centers if d.id == dc_id), None)
+
+
+
+@dataclass(frozen=True)
+class RegistryFiles:
+    """The YAML texts a registry is built from, keyed by file name (for I/O-free loading)."""
+
+    texts: Mapping[str, str]
+
+
+FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml")
+
+
+def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
+    """Read the registry's YAML files; the only I/O in this module."""
+    texts: dict[str, str] = {}
+    for name in FILES:
+        path = directory / name
+        try:
+            texts[name] = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot read registry file ({exc.strerror}). "
+                "Fix: restore it from git (`git checkout -- registry/`)."
+            ) from exc
+    return RegistryFiles(texts)
+
+
+def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
+    """Validate the YAML texts into a Registry; errors name the file, the entry and the field."""
+    docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
+    sections: dict[str, Any] = {
+        "models": _section(docs, "models.yaml", "models", label),
+        "gpus": _section(docs, "gpus.yaml", "gpus", label),
+        "max_gpus_per_pod": docs["gpus.yaml"].get("max_gpus_per_pod", 8),
+        "images": _section(docs, "images.yaml", "images", label),
+        "data_centers": _section(docs, "datacenters.yaml", "data_centers", label),
+    }
+    origin = {
+        "models": "models.yaml",
+        "gpus": "gpus.yaml",
+        "max_gpus_per_pod": "gpus.yaml",
+        "images": "images.yaml",
+        "data_centers": "datacenters.yaml",
+    }
+    try:
+        return Registry.model_validate(sections)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, sections, origin, label)) from None
+
+
+def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
+    return parse_registry(read_registry_files(directory), label=str(directory))
+
+
+def _parse_yaml(where: str, text: str) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{where}:{at} is not valid YAML ({exc}). Fix the syntax.") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected a mapping at the top level.")
+    return doc
+
+
+def _section(docs: Mapping[str, dict[str, Any]], file: str, key: str, label: str) -> Any:
+    value = docs[file].get(key)
+    if value is None:
+        raise ConfigError(f"{label}/{file}: missing top-level key '{key}'.")
+    return value
+
+
+def _explain(
+    exc: ValidationError, sections: Mapping[str, Any], origin: Mapping[str, str], label: str
+) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        head = str(loc[0]) if loc else "models"
+        file = origin.get(head, "models.yaml")
+        entry = ""
+        if head in ("models", "gpus", "data_centers") and len(loc) > 1 and isinstance(loc[1], int):
+            items = sections.get(head) or []
+            item = items[loc[1]] if loc[1] < len(items) else {}
+            ident = item.get("id", f"#{loc[1] + 1}") if isinstance(item, dict) else loc[1]
+            entry = f" {head[:-1].replace('_', ' ')} '{ident}'"
+            loc = loc[2:]
+        elif head == "images" and len(loc) > 1:
+            entry = f" image '{loc[1]}'"
+            loc = loc[2:]
+        else:
+            loc = loc[1:]
+        field = ".".join(str(p) for p in loc) or "(entry)"
+        lines.append(f"{label}/{file}:{entry} field '{field}': {err['msg']}")
+    return "invalid registry:\n  " + "\n  ".join(lines)

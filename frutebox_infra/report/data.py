@@ -1,0 +1,104 @@
+"""The plan and catalog as plain data with stable camelCase keys (JSON, outputs, diffs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.resolver import Placement, Problem, Resolution
+
+SCHEMA_VERSION = 1
+
+
+def placement_data(p: Placement) -> dict[str, Any]:
+    return {
+        "gpuId": p.gpu.id,
+        "gpuType": p.gpu.name,
+        "count": p.count,
+        "vramGb": p.total_vram_gb,
+        "usdPerHour": p.usd_per_hour,
+    }
+
+
+def fit_data(p: Placement) -> dict[str, Any]:
+    f = p.fit
+    seqs = f.full_context_sequences
+    return {
+        "fits": f.fits,
+        "exact": f.exact,
+        "weightsGbPerGpu": round(f.weights_gb_per_gpu, 2),
+        "memoryBudgetGbPerGpu": round(f.memory_budget_gb_per_gpu, 2),
+        "kvBytesPerToken": f.kv_bytes_per_token,
+        "kvTokens": f.kv_tokens,
+        "fullContextSequences": None if seqs is None else round(seqs, 2),
+        "configuredSequences": f.configured_sequences,
+    }
+
+
+def problem_data(p: Problem, model: str | None = None) -> dict[str, Any]:
+    return {"model": model, "rule": p.rule, "message": p.message, "fix": p.fix, "text": str(p)}
+
+
+def model_plan_data(m: ModelPlan) -> dict[str, Any]:
+    r = m.resolution
+    serving = r.serving
+    return {
+        "id": m.model_id,
+        "engine": r.engine,
+        "image": r.image.reference if r.image else None,
+        "imagePinned": r.image.pinned if r.image else None,
+        "contextTokens": serving.context_tokens if serving else None,
+        "placement": placement_data(m.placement) if m.placement else None,
+        "fallbacks": [placement_data(p) for p in m.fallbacks],
+        "fit": fit_data(m.placement) if m.placement else None,
+        "usdPerHourBest": round(m.usd_per_hour_best, 2),
+        "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
+        "problems": [problem_data(p, m.model_id) for p in m.problems],
+        "warnings": list(m.warnings),
+    }
+
+
+def plan_data(plan: FleetPlan) -> dict[str, Any]:
+    s = plan.settings
+    return {
+        "version": SCHEMA_VERSION,
+        "stack": plan.stack,
+        "dataCenter": s.data_center,
+        "cloud": str(s.cloud),
+        "models": [model_plan_data(m) for m in plan.models],
+        "volume": {
+            "sizeGb": plan.volume.size_gb,
+            "weightsGb": plan.volume.weights_gb,
+            "usdPerMonth": plan.volume.usd_per_month,
+            "dataCenter": plan.volume.data_center,
+        },
+        "cost": {
+            "usdPerHourBest": plan.usd_per_hour_best,
+            "usdPerHourWorst": plan.usd_per_hour_worst,
+            "usdPerMonthBest": plan.usd_per_month_best,
+            "usdPerMonthWorst": plan.usd_per_month_worst,
+        },
+        "budget": {
+            "maxUsdPerHour": s.budget_usd_per_hour,
+            "withinBudget": plan.within_budget,
+            "headroomUsdPerHour": plan.budget_headroom_usd_per_hour,
+        },
+        "problems": [problem_data(p) for p in plan.problems],
+        "warnings": list(plan.warnings),
+    }
+
+
+def catalog_entry(r: Resolution) -> dict[str, Any]:
+    m = r.model
+    return {
+        "id": r.model_id,
+        "name": m.name if m else None,
+        "capability": m.capability if m else None,
+        "engine": r.engine,
+        "servable": r.servable,
+        "problem": str(r.problem) if r.problem else None,
+        "problemRule": r.problem.rule if r.problem else None,
+        "cheapest": placement_data(r.placements[0]) if r.placements else None,
+        "placements": [placement_data(p) for p in r.placements],
+        "warnings": list(r.warnings),
+    }

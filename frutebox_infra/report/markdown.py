@@ -1,0 +1,49 @@
+"""The plan as Markdown, for a pull-request comment."""
+
+from __future__ import annotations
+
+from frutebox_infra.plan import FleetPlan
+from frutebox_infra.report.table import fit_cell, image_cell
+from frutebox_infra.report.text import usd
+
+
+def plan_markdown(plan: FleetPlan) -> str:
+    s = plan.settings
+    verdict = "✅ ready to deploy" if plan.ok else "❌ preview fails"
+    lines = [
+        f"### frutebox plan: `{plan.stack}` — {verdict}",
+        "",
+        "| model | engine | image | GPU | VRAM | fit | $/h | $/h max | fallbacks |",
+        "|---|---|---|---|---|---|---:|---:|---:|",
+    ]
+    for m in plan.models:
+        p = m.placement
+        cells = [
+            f"`{m.model_id}`",
+            m.resolution.engine or "—",
+            image_cell(m),
+            p.label if p else "—",
+            f"{p.total_vram_gb} GB" if p else "—",
+            fit_cell(m),
+            usd(m.usd_per_hour_best) if p else "—",
+            usd(m.usd_per_hour_worst) if p else "—",
+            str(len(m.fallbacks)) if p else "—",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    v = plan.volume
+    lines += [
+        "",
+        f"- **Volume:** {v.size_gb} GB in {s.data_center}, {usd(v.usd_per_month)}/month",
+        f"- **Pods:** {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst",
+        f"- **Fleet:** {usd(plan.usd_per_month_best)}/month best,"
+        f" {usd(plan.usd_per_month_worst)}/month worst",
+        f"- **Budget:** {usd(s.budget_usd_per_hour)}/h — "
+        + ("within budget" if plan.within_budget else "**over budget**"),
+    ]
+    if plan.warnings:
+        lines += ["", "<details><summary>Warnings</summary>", ""]
+        lines += [f"- {w}" for w in plan.warnings]
+        lines += ["", "</details>"]
+    if plan.problems:
+        lines += ["", "**Problems:**", ""] + [f"- {p}" for p in plan.problems]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""The plan and the catalog as text a person reads in a terminal or a preview log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.report.text import table, usd
+from frutebox_infra.resolver import Resolution
+
+
+def fit_cell(m: ModelPlan) -> str:
+    if m.placement is None:
+        return "-"
+    f = m.placement.fit
+    weights = f"{f.weights_gb_per_gpu:.0f}G/gpu"
+    return f"{weights} {f.summary}" + ("" if f.exact else "~")
+
+
+def image_cell(m: ModelPlan) -> str:
+    image = m.resolution.image
+    if image is None:
+        return "-"
+    return (image.tag or "untagged") + ("" if image.pinned else " (unpinned)")
+
+
+def plan_table(plan: FleetPlan) -> str:
+    rows = []
+    for m in plan.models:
+        p = m.placement
+        rows.append([
+            m.model_id,
+            m.resolution.engine or "-",
+            image_cell(m),
+            p.label if p else "-",
+            f"{p.total_vram_gb}G" if p else "-",
+            fit_cell(m),
+            usd(m.usd_per_hour_best) if p else "-",
+            usd(m.usd_per_hour_worst) if p else "-",
+            str(len(m.fallbacks)) if p else "-",
+        ])  # fmt: skip
+    headers = ["MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB"]
+    s = plan.settings
+    v = plan.volume
+    lines = [
+        f"frutebox plan: stack {plan.stack}, {s.cloud} cloud in {s.data_center}",
+        "",
+        table(headers, rows) if rows else "(no models armed)",
+        "",
+        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom,"
+        f" never shrinks): {usd(v.usd_per_month)}/month",
+        f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
+        f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
+        f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
+        " worst (730 h + volume)",
+        f"budget  {usd(s.budget_usd_per_hour)}/h: "
+        + (f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom" if plan.within_budget
+           else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"),  # fmt: skip
+        "FIT = weights per GPU, full-context sequences held / configured; ~ = coarse estimate.",
+    ]
+    lines += _listed("warnings", plan.warnings)
+    lines += _listed("PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems])
+    return "\n".join(lines)
+
+
+def catalog_table(resolutions: Sequence[Resolution]) -> str:
+    rows = []
+    for r in resolutions:
+        p = r.placements[0] if r.placements else None
+        rows.append([
+            r.model_id,
+            r.engine or "-",
+            "yes" if r.servable else "no",
+            p.label if p else "-",
+            usd(p.usd_per_hour) if p else "-",
+            str(len(r.placements)),
+            (r.problem.rule + ": " + r.problem.fix) if r.problem else "",
+        ])  # fmt: skip
+    headers = ["MODEL", "ENGINE", "OK", "CHEAPEST", "$/H", "N", "WHY NOT / FIX"]
+    servable = sum(r.servable for r in resolutions)
+    return table(headers, rows) + f"\n\n{servable} of {len(resolutions)} models servable."
+
+
+def _listed(title: str, items: Sequence[str]) -> list[str]:
+    if not items:
+        return []
+    return ["", f"{title}:"] + [f"  - {item}" for item in items]

@@ -1,0 +1,34 @@
+"""Fixed-width text tables that stay readable at 100 columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:
+    """Left-aligned columns; the widest column is truncated with an ellipsis to fit `width`."""
+    cols = len(headers)
+    widths = [max([len(headers[i])] + [len(r[i]) for r in rows]) for i in range(cols)]
+    overflow = sum(widths) + 2 * (cols - 1) - width
+    while overflow > 0:
+        widest = max(range(cols), key=lambda i: widths[i])
+        if widths[widest] <= 8:
+            break
+        cut = min(overflow, widths[widest] - 8)
+        widths[widest] -= cut
+        overflow -= cut
+    lines = [_line(headers, widths), _line(["-" * w for w in widths], widths)]
+    lines += [_line(r, widths) for r in rows]
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    out = []
+    for cell, w in zip(cells, widths, strict=True):
+        text = cell if len(cell) <= w else cell[: w - 1] + "…"
+        out.append(text.ljust(w))
+    return "  ".join(out).rstrip()
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}"

@@ -33,8 +33,9 @@ class Format(StrEnum):
 def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
-    options = ServeOptions(hf_token_configured=environment.hf_token,
-                           spec_decode_enabled=environment.spec_decode)  # fmt: skip
+    options = ServeOptions(
+        hf_token_configured=environment.hf_token, spec_decode_enabled=environment.spec_decode
+    )
     resolutions = [resolve(registry, m.id, options) for m in registry.models]
     if args.format is Format.JSON:
         print(json.dumps([catalog_entry(r) for r in resolutions], indent=2))
@@ -84,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     models = sub.add_parser("models", help="the catalog: servable or why not, cheapest placement")
-    models.add_argument("--format", type=Format, choices=[Format.TABLE, Format.JSON],
-                        default=Format.TABLE)  # fmt: skip
+    models.add_argument(
+        "--format", type=Format, choices=[Format.TABLE, Format.JSON], default=Format.TABLE
+    )
     models.set_defaults(run=cmd_models)
 
     plan = sub.add_parser("plan", help="the plan `pulumi preview` shows, without Pulumi")
@@ -101,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     diff.set_defaults(run=cmd_diff)
 
-    emulator = sub.add_parser("emulator", help="a local RunPod v2 emulator (loopback only)",
-                              add_help=False)  # fmt: skip
+    emulator = sub.add_parser(
+        "emulator", help="a local RunPod v2 emulator (loopback only)", add_help=False
+    )
     emulator.add_argument("rest", nargs=argparse.REMAINDER)
     emulator.set_defaults(run=cmd_emulator)
     return parser

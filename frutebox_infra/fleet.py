@@ -43,8 +43,8 @@ class Credentials:
         return env
 
 
-def _commands(kind: str) -> dict[str, str]:
-    return {action: f"{RUNPOD_COMMAND} {kind} {action}" for action in ("create", "update", "delete")}
+def _command(kind: str, action: str) -> str:
+    return f"{RUNPOD_COMMAND} {kind} {action}"
 
 
 def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
@@ -74,7 +74,9 @@ class WeightsVolume(pulumi.ComponentResource):
         request = {"name": args.name, "size": args.size_gb, "dataCenter": args.data_center}
         command = local.Command(
             f"{name}-volume",
-            **_commands("volume"),
+            create=_command("volume", "create"),
+            update=_command("volume", "update"),
+            delete=_command("volume", "delete"),
             stdin=json.dumps(request, sort_keys=True),
             environment=args.credentials.environment(),
             triggers=[args.data_center],
@@ -124,7 +126,9 @@ class ModelServer(pulumi.ComponentResource):
         ]
         command = local.Command(
             f"{name}-pod",
-            **_commands("pod"),
+            create=_command("pod", "create"),
+            update=_command("pod", "update"),
+            delete=_command("pod", "delete"),
             stdin=stdin,
             environment=args.credentials.environment(),
             triggers=triggers,

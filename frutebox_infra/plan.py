@@ -34,8 +34,11 @@ class Environment:
         return cls(
             hf_token=bool(env.get("HF_TOKEN") or env.get("FRUTEBOX_HF_TOKEN")),
             spec_decode=env.get("FRUTEBOX_SPEC_DECODE", "true").strip().lower() != "false",
-            eagle3_heads={k: v.strip() for k, v in env.items()
-                          if k.startswith("FRUTEBOX_EAGLE3_HEAD_") and v.strip()},  # fmt: skip
+            eagle3_heads={
+                k: v.strip()
+                for k, v in env.items()
+                if k.startswith("FRUTEBOX_EAGLE3_HEAD_") and v.strip()
+            },
         )
 
 
@@ -74,8 +77,11 @@ class VolumePlan:
 
     @property
     def usd_per_month(self) -> float:
-        rate = (VOLUME_USD_PER_GB_MONTH_LARGE if self.size_gb > VOLUME_TIER_GB
-                else VOLUME_USD_PER_GB_MONTH_SMALL)  # fmt: skip
+        rate = (
+            VOLUME_USD_PER_GB_MONTH_LARGE
+            if self.size_gb > VOLUME_TIER_GB
+            else VOLUME_USD_PER_GB_MONTH_SMALL
+        )
         return round(self.size_gb * rate, 2)
 
 
@@ -132,17 +138,21 @@ def plan_fleet(
     warnings: list[str] = []
     if registry.data_center(settings.data_center) is None:
         known = ", ".join(d.id for d in registry.data_centers)
-        problems.append(Problem(
-            "unknown-data-centre",
-            f"data centre '{settings.data_center}' is not a RunPod data centre we know",
-            f"set frutebox-infra:dataCenter to one of {known}",
-        ))  # fmt: skip
+        problems.append(
+            Problem(
+                "unknown-data-centre",
+                f"data centre '{settings.data_center}' is not a RunPod data centre we know",
+                f"set frutebox-infra:dataCenter to one of {known}",
+            )
+        )
     if settings.cloud is Cloud.COMMUNITY:
-        problems.append(Problem(
-            "community-with-volume",
-            "cloud COMMUNITY cannot mount the stack's network volume (Secure Cloud only)",
-            "set frutebox-infra:cloud to SECURE",
-        ))  # fmt: skip
+        problems.append(
+            Problem(
+                "community-with-volume",
+                "cloud COMMUNITY cannot mount the stack's network volume (Secure Cloud only)",
+                "set frutebox-infra:cloud to SECURE",
+            )
+        )
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
     models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
@@ -151,13 +161,16 @@ def plan_fleet(
     volume = _volume(registry, settings, models)
     fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
     if not fleet.within_budget:
-        problems.append(Problem(
-            "over-budget",
-            f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the worst allowed"
-            f" placement (best ${fleet.usd_per_hour_best:.2f}/h), over its budget of"
-            f" ${settings.budget_usd_per_hour:.2f}/h",
-            "raise frutebox-infra:budgetUsdPerHour, lower maxFallbackPremium, or disarm a model",
-        ))  # fmt: skip
+        problems.append(
+            Problem(
+                "over-budget",
+                f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the worst allowed"
+                f" placement (best ${fleet.usd_per_hour_best:.2f}/h), over its budget of"
+                f" ${settings.budget_usd_per_hour:.2f}/h",
+                "raise frutebox-infra:budgetUsdPerHour, lower maxFallbackPremium,"
+                " or disarm a model",
+            )
+        )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
     return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings))
 
@@ -172,11 +185,14 @@ def _plan_model(
         gpu = registry.gpu(override.gpu)
         if gpu is None:
             known = ", ".join(g.id for g in registry.gpus)
-            problems.append(Problem(
-                "unknown-gpu",
-                f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type we know",
-                f"use one of: {known}",
-            ))  # fmt: skip
+            problems.append(
+                Problem(
+                    "unknown-gpu",
+                    f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type"
+                    " we know",
+                    f"use one of: {known}",
+                )
+            )
             return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
         gpu_id = gpu.id
     options = ServeOptions(
@@ -199,7 +215,9 @@ def _plan_model(
     return ModelPlan(model_id, resolution, chosen, fallbacks, tuple(problems), resolution.warnings)
 
 
-def _volume(registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]) -> VolumePlan:
+def _volume(
+    registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]
+) -> VolumePlan:
     weights = 0.0
     for plan in models:
         serving = plan.resolution.serving

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -237,7 +237,6 @@ class Registry(Frozen):
 
     def data_center(self, dc_id: str) -> DataCenter | None:
         return next((d for d in self.data_centers if d.id == dc_id), None)
-
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, PodSpec
 from frutebox_infra.recipes.base import ServeOptions, Serving
 from frutebox_infra.registry import Gpu, Image, Model, Registry
 
+DEFAULT_OPTIONS = ServeOptions()
+
 
 class Cloud(StrEnum):
     SECURE = "SECURE"
@@ -89,7 +91,7 @@ class Resolution:
 def resolve(
     registry: Registry,
     model_id: str,
-    options: ServeOptions = ServeOptions(),
+    options: ServeOptions = DEFAULT_OPTIONS,
     *,
     cloud: Cloud = Cloud.SECURE,
     gpu_id: str | None = None,
@@ -188,8 +190,9 @@ def _rank(
     for gpu in registry.gpus:
         if gpu_id is not None and gpu.id != gpu_id:
             continue
-        candidate, placement = _smallest_fitting(registry, model, recipe, image, serving, gpu,
-                                                 options, cloud)  # fmt: skip
+        candidate, placement = _smallest_fitting(
+            registry, model, recipe, image, serving, gpu, options, cloud
+        )
         considered.append(candidate)
         if placement is not None:
             placements.append(placement)
@@ -207,7 +210,9 @@ def _smallest_fitting(
     options: ServeOptions,
     cloud: Cloud,
 ) -> tuple[Candidate, Placement | None]:
-    price = gpu.price_usd_per_hour.secure if cloud is Cloud.SECURE else gpu.price_usd_per_hour.community
+    price = (
+        gpu.price_usd_per_hour.secure if cloud is Cloud.SECURE else gpu.price_usd_per_hour.community
+    )
     if price is None:
         return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
     if serving.require_fp8 and not gpu.fp8:
@@ -268,8 +273,9 @@ def _no_placement(
     gpu_id: str | None,
 ) -> Problem:
     fitted = [c for c in considered if c.fit is not None]
-    closest = max(fitted, key=lambda c: c.fit.available_gb - c.fit.needed_gb if c.fit else 0.0,
-                  default=None)  # fmt: skip
+    closest = max(
+        fitted, key=lambda c: c.fit.available_gb - c.fit.needed_gb if c.fit else 0.0, default=None
+    )
     detail = (
         f"; closest: {closest.count}x {closest.gpu.name} {closest.rejected}"
         if closest is not None
@@ -296,9 +302,13 @@ def _source_warnings(model: Model, recipe: Recipe, image: Image) -> list[str]:
     source = model.source
     comfy = source.comfyui if source else None
     repack_pinned = comfy is not None and comfy.repo is not None and comfy.revision is not None
-    if source and source.hf_repo and not source.revision and recipe.runtime in (
-        "sglang", "vllm", "comfyui"
-    ) and not repack_pinned:  # fmt: skip
+    if (
+        source
+        and source.hf_repo
+        and not source.revision
+        and recipe.runtime in ("sglang", "vllm", "comfyui")
+        and not repack_pinned
+    ):
         warnings.append(
             f"weights {source.hf_repo} are not pinned to a revision: a pod pulls whatever"
             " `main` is that day (add source.revision)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
 from frutebox_infra.recipes.speculative import join_args
-from frutebox_infra.registry import Gpu, GgufSource, Image, Model, Runtime
+from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime
 
 
 class LlamaCpp(Recipe):
@@ -51,15 +51,22 @@ class LlamaCpp(Recipe):
         # -c is the total KV size split across the slots (the cache is not unified when
         # --parallel is given), so every slot gets the model's full context only at slots x ctx.
         words = [
-            "-hf", f"{gguf.repo}:{gguf.quant}",
-            "--host", "0.0.0.0", "--port", str(image.port),
-            "-ngl", "999",
-            "-c", str(slots * serving.context_tokens),
-            "--parallel", str(slots),
+            "-hf",
+            f"{gguf.repo}:{gguf.quant}",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(image.port),
+            "-ngl",
+            "999",
+            "-c",
+            str(slots * serving.context_tokens),
+            "--parallel",
+            str(slots),
             "--cont-batching",
             "--jinja",
-        ]  # fmt: skip
-        notes = ()
+        ]
+        notes: tuple[str, ...] = ()
         if gguf.revision:
             notes = (f"-hf takes no revision: {gguf.revision} documents what was tested",)
         return PodSpec(

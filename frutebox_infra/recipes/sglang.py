@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, PodSpec, env_with_cache
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
 from frutebox_infra.recipes.speculative import join_args, speculation
 from frutebox_infra.recipes.tensor_parallel import tp_problem
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
@@ -18,7 +18,10 @@ class SGLang(Recipe):
 
     def serving(self, model: Model, options: ServeOptions) -> Serving:
         spec = speculation(
-            model, self.runtime, enabled=options.spec_decode_enabled, eagle3_head=options.eagle3_head
+            model,
+            self.runtime,
+            enabled=options.spec_decode_enabled,
+            eagle3_head=options.eagle3_head,
         )
         assert model.weights.vram_gb is not None and model.context is not None
         return Serving(
@@ -47,19 +50,29 @@ class SGLang(Recipe):
         if model.source.revision:
             words += ["--revision", model.source.revision]
         words += [
-            "--host", "0.0.0.0", "--port", str(image.port),
-            "--tp", str(count),
-            "--context-length", str(serving.context_tokens),
-        ]  # fmt: skip
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(image.port),
+            "--tp",
+            str(count),
+            "--context-length",
+            str(serving.context_tokens),
+        ]
         if model.reasoning_parser:
             words += ["--reasoning-parser", model.reasoning_parser]
         words += [
-            "--max-running-requests", str(serving.concurrency),
-            "--kv-cache-dtype", "fp8_e5m2",
+            "--max-running-requests",
+            str(serving.concurrency),
+            "--kv-cache-dtype",
+            "fp8_e5m2",
             "--enable-hierarchical-cache",
-        ]  # fmt: skip
+        ]
         spec = speculation(
-            model, self.runtime, enabled=options.spec_decode_enabled, eagle3_head=options.eagle3_head
+            model,
+            self.runtime,
+            enabled=options.spec_decode_enabled,
+            eagle3_head=options.eagle3_head,
         )
         words += spec.flags
         return PodSpec(

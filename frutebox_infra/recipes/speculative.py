@@ -42,7 +42,9 @@ def speculation(
     if method is SpecDecode.DRAFT:
         draft = model.speed.draft_model
         if not draft:
-            return Speculation(note="speculative decoding off: method 'draft' needs speed.draft_model")
+            return Speculation(
+                note="speculative decoding off: method 'draft' needs speed.draft_model"
+            )
         if engine is Runtime.SGLANG:
             return Speculation(_sglang("STANDALONE", draft, steps))
         return Speculation(_vllm({"method": "draft_model", "model": draft}, steps))
@@ -65,10 +67,13 @@ def speculation(
 
 def _sglang(algorithm: str, draft: str, steps: int) -> tuple[str, ...]:
     return (
-        "--speculative-algorithm", algorithm,
-        "--speculative-draft-model-path", draft,
-        "--speculative-num-steps", str(steps),
-    )  # fmt: skip
+        "--speculative-algorithm",
+        algorithm,
+        "--speculative-draft-model-path",
+        draft,
+        "--speculative-num-steps",
+        str(steps),
+    )
 
 
 def _vllm(config: dict[str, object], steps: int) -> tuple[str, ...]:

@@ -19,7 +19,10 @@ class VLLM(Recipe):
 
     def serving(self, model: Model, options: ServeOptions) -> Serving:
         spec = speculation(
-            model, self.runtime, enabled=options.spec_decode_enabled, eagle3_head=options.eagle3_head
+            model,
+            self.runtime,
+            enabled=options.spec_decode_enabled,
+            eagle3_head=options.eagle3_head,
         )
         assert model.weights.vram_gb is not None and model.context is not None
         return Serving(
@@ -50,18 +53,27 @@ class VLLM(Recipe):
         if model.source.revision:
             words += ["--revision", model.source.revision]
         words += [
-            "--host", "0.0.0.0", "--port", str(image.port),
-            "--tensor-parallel-size", str(count),
-            "--max-model-len", str(serving.context_tokens),
-            "--max-num-seqs", str(serving.concurrency),
-        ]  # fmt: skip
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(image.port),
+            "--tensor-parallel-size",
+            str(count),
+            "--max-model-len",
+            str(serving.context_tokens),
+            "--max-num-seqs",
+            str(serving.concurrency),
+        ]
         if self.kv_dtype_bytes(gpu) == 1:
             words += ["--kv-cache-dtype", "fp8"]
         if model.reasoning_parser:
             words += ["--reasoning-parser", model.reasoning_parser]
         words += model.engine_args.get(self.runtime, ())
         spec = speculation(
-            model, self.runtime, enabled=options.spec_decode_enabled, eagle3_head=options.eagle3_head
+            model,
+            self.runtime,
+            enabled=options.spec_decode_enabled,
+            eagle3_head=options.eagle3_head,
         )
         words += spec.flags
         return PodSpec(

@@ -28,17 +28,19 @@ def plan_table(plan: FleetPlan) -> str:
     rows = []
     for m in plan.models:
         p = m.placement
-        rows.append([
-            m.model_id,
-            m.resolution.engine or "-",
-            image_cell(m),
-            p.label if p else "-",
-            f"{p.total_vram_gb}G" if p else "-",
-            fit_cell(m),
-            usd(m.usd_per_hour_best) if p else "-",
-            usd(m.usd_per_hour_worst) if p else "-",
-            str(len(m.fallbacks)) if p else "-",
-        ])  # fmt: skip
+        rows.append(
+            [
+                m.model_id,
+                m.resolution.engine or "-",
+                image_cell(m),
+                p.label if p else "-",
+                f"{p.total_vram_gb}G" if p else "-",
+                fit_cell(m),
+                usd(m.usd_per_hour_best) if p else "-",
+                usd(m.usd_per_hour_worst) if p else "-",
+                str(len(m.fallbacks)) if p else "-",
+            ]
+        )
     headers = ["MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB"]
     s = plan.settings
     v = plan.volume
@@ -54,12 +56,17 @@ def plan_table(plan: FleetPlan) -> str:
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
         " worst (730 h + volume)",
         f"budget  {usd(s.budget_usd_per_hour)}/h: "
-        + (f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom" if plan.within_budget
-           else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"),  # fmt: skip
+        + (
+            f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom"
+            if plan.within_budget
+            else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"
+        ),
         "FIT = weights per GPU, full-context sequences held / configured; ~ = coarse estimate.",
     ]
     lines += _listed("warnings", plan.warnings)
-    lines += _listed("PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems])
+    lines += _listed(
+        "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
+    )
     return "\n".join(lines)
 
 
@@ -67,15 +74,17 @@ def catalog_table(resolutions: Sequence[Resolution]) -> str:
     rows = []
     for r in resolutions:
         p = r.placements[0] if r.placements else None
-        rows.append([
-            r.model_id,
-            r.engine or "-",
-            "yes" if r.servable else "no",
-            p.label if p else "-",
-            usd(p.usd_per_hour) if p else "-",
-            str(len(r.placements)),
-            (r.problem.rule + ": " + r.problem.fix) if r.problem else "",
-        ])  # fmt: skip
+        rows.append(
+            [
+                r.model_id,
+                r.engine or "-",
+                "yes" if r.servable else "no",
+                p.label if p else "-",
+                usd(p.usd_per_hour) if p else "-",
+                str(len(r.placements)),
+                (r.problem.rule + ": " + r.problem.fix) if r.problem else "",
+            ]
+        )
     headers = ["MODEL", "ENGINE", "OK", "CHEAPEST", "$/H", "N", "WHY NOT / FIX"]
     servable = sum(r.servable for r in resolutions)
     return table(headers, rows) + f"\n\n{servable} of {len(resolutions)} models servable."

@@ -1,0 +1,343 @@
+"""Cost and fit difference of one stack's config between two git refs, for pull-request checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from pathlib import Path
+
+from frutebox_infra.errors import ConfigError, FruteboxError
+from frutebox_infra.plan import Environment, FleetPlan, ModelPlan, plan_fleet
+from frutebox_infra.registry import FILES, RegistryFiles, parse_registry
+from frutebox_infra.resolver import Problem
+from frutebox_infra.settings import parse_settings, stack_config_from_text
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+FORMATS = ("table", "json", "markdown")
+
+
+class UsageError(FruteboxError):
+    """The command was asked for something that cannot be answered (bad ref, no such stack)."""
+
+
+class Change(StrEnum):
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class ModelSnapshot:
+    """What a reviewer compares for one armed model on one side of the change."""
+
+    engine: str | None
+    image: str | None
+    gpu: str | None
+    """GPU type name of the placement taken (None when the model cannot be placed)."""
+    gpu_count: int | None
+    usd_per_hour_best: float
+    """USD per hour of the pod on the placement taken."""
+    usd_per_hour_worst: float
+    """USD per hour of the dearest allowed fallback placement."""
+    fallbacks: int
+    context_tokens: int | None
+    full_context_sequences: float | None
+    """Full-context sequences the placement holds; None for a coarse (headroom-rule) estimate."""
+    configured_sequences: int | None
+    problems: tuple[str, ...]
+
+    @property
+    def placement(self) -> str | None:
+        return f"{self.gpu_count}x {self.gpu}" if self.gpu else None
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """One model across the change: armed before, after, or both."""
+
+    model_id: str
+    before: ModelSnapshot | None
+    after: ModelSnapshot | None
+
+    @property
+    def change(self) -> Change:
+        if self.before is None:
+            return Change.ADDED
+        if self.after is None:
+            return Change.REMOVED
+        return Change.CHANGED if self.changed_fields else Change.UNCHANGED
+
+    @property
+    def changed_fields(self) -> tuple[str, ...]:
+        """Snapshot fields that differ; every field for a model added or removed."""
+        names = tuple(f.name for f in fields(ModelSnapshot))
+        if self.before is None or self.after is None:
+            return names
+        return tuple(n for n in names if getattr(self.before, n) != getattr(self.after, n))
+
+    @property
+    def usd_per_hour_best(self) -> Amount:
+        return Amount(_usd(self.before, best=True), _usd(self.after, best=True))
+
+    @property
+    def usd_per_hour_worst(self) -> Amount:
+        return Amount(_usd(self.before, best=False), _usd(self.after, best=False))
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A number before and after the change (0 on a side where the stack does not exist)."""
+
+    before: float
+    after: float
+
+    @property
+    def delta(self) -> float:
+        # `+ 0.0` turns -0.0 into 0.0 so an unchanged amount never prints as "-$0.00".
+        return round(self.after - self.before, 2) + 0.0
+
+
+@dataclass(frozen=True)
+class FleetDiff:
+    """A stack's plan before and after a config change, and the verdict on the after side."""
+
+    stack: str
+    base_exists: bool
+    head_exists: bool
+    models: tuple[ModelChange, ...]
+    """Every model armed on either side, by id."""
+    usd_per_hour_best: Amount
+    usd_per_hour_worst: Amount
+    usd_per_month_best: Amount
+    usd_per_month_worst: Amount
+    volume_size_gb: Amount
+    """The planned volume size; the deployed volume never shrinks below what it was."""
+    volume_usd_per_month: Amount
+    budget_usd_per_hour: Amount
+    within_budget: bool | None
+    """The after side's verdict; None when the stack is removed."""
+    budget_headroom_usd_per_hour: float | None
+    problems: tuple[Problem, ...]
+    """Problems of the after side: each one fails `pulumi preview`."""
+    warnings: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def changes(self) -> tuple[ModelChange, ...]:
+        return tuple(m for m in self.models if m.change is not Change.UNCHANGED)
+
+    @property
+    def unchanged(self) -> tuple[str, ...]:
+        return tuple(m.model_id for m in self.models if m.change is Change.UNCHANGED)
+
+    @property
+    def volume_shrink_ignored(self) -> bool:
+        """True when the after plan wants a smaller volume than before: it keeps its size."""
+        return self.volume_size_gb.after < self.volume_size_gb.before
+
+
+def snapshot(m: ModelPlan) -> ModelSnapshot:
+    p = m.placement
+    serving = m.resolution.serving
+    image = m.resolution.image
+    seqs = p.fit.full_context_sequences if p else None
+    return ModelSnapshot(
+        engine=m.resolution.engine,
+        image=image.reference if image else None,
+        gpu=p.gpu.name if p else None,
+        gpu_count=p.count if p else None,
+        usd_per_hour_best=round(m.usd_per_hour_best, 2),
+        usd_per_hour_worst=round(m.usd_per_hour_worst, 2),
+        fallbacks=len(m.fallbacks),
+        context_tokens=serving.context_tokens if serving else None,
+        full_context_sequences=None if seqs is None else round(seqs, 2),
+        configured_sequences=p.fit.configured_sequences if p else None,
+        problems=tuple(str(x) for x in m.problems),
+    )
+
+
+def diff_plans(before: FleetPlan | None, after: FleetPlan | None) -> FleetDiff:
+    """Compare two plans of one stack; None is a side where the stack file does not exist."""
+    old = {m.model_id: snapshot(m) for m in before.models} if before else {}
+    new = {m.model_id: snapshot(m) for m in after.models} if after else {}
+    models = tuple(ModelChange(i, old.get(i), new.get(i)) for i in sorted(old.keys() | new.keys()))
+    stack = after.stack if after else before.stack if before else ""
+
+    def amount(get: str) -> Amount:
+        return Amount(_attr(before, get), _attr(after, get))
+
+    return FleetDiff(
+        stack=stack,
+        base_exists=before is not None,
+        head_exists=after is not None,
+        models=models,
+        usd_per_hour_best=amount("usd_per_hour_best"),
+        usd_per_hour_worst=amount("usd_per_hour_worst"),
+        usd_per_month_best=amount("usd_per_month_best"),
+        usd_per_month_worst=amount("usd_per_month_worst"),
+        volume_size_gb=Amount(
+            before.volume.size_gb if before else 0, after.volume.size_gb if after else 0
+        ),
+        volume_usd_per_month=Amount(
+            before.volume.usd_per_month if before else 0.0,
+            after.volume.usd_per_month if after else 0.0,
+        ),
+        budget_usd_per_hour=Amount(
+            before.settings.budget_usd_per_hour if before else 0.0,
+            after.settings.budget_usd_per_hour if after else 0.0,
+        ),
+        within_budget=after.within_budget if after else None,
+        budget_headroom_usd_per_hour=after.budget_headroom_usd_per_hour if after else None,
+        problems=after.problems if after else (),
+        warnings=after.warnings if after else (),
+    )
+
+
+def _attr(plan: FleetPlan | None, name: str) -> float:
+    value: float = getattr(plan, name) if plan is not None else 0.0
+    return value
+
+
+def _usd(side: ModelSnapshot | None, *, best: bool) -> float:
+    if side is None:
+        return 0.0
+    return side.usd_per_hour_best if best else side.usd_per_hour_worst
+
+
+# --- the thin I/O shell: git reading, planning both sides, rendering, exit code ---
+
+
+@dataclass(frozen=True)
+class ConfigAtRef:
+    """The stack file and registry texts as they are at one ref (or in the work tree)."""
+
+    label: str
+    stack_text: str
+    registry: RegistryFiles
+
+
+def stack_path(stack: str) -> str:
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+    except FileNotFoundError:
+        raise UsageError("git is not installed (or not on PATH); `diff` reads refs with git")
+
+
+def repo_root(start: Path) -> Path:
+    done = _git(start, "rev-parse", "--show-toplevel")
+    if done.returncode != 0:
+        raise UsageError(f"{start} is not inside a git repository; run `diff` from the checkout")
+    return Path(done.stdout.decode().strip())
+
+
+def read_config_at(repo: Path, ref: str | None, stack: str) -> ConfigAtRef | None:
+    """The stack's config at `ref` (None: the work tree); None when the stack file is absent."""
+    if ref is None:
+        return _read_work_tree(repo, stack)
+    commit = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if commit.returncode != 0:
+        raise UsageError(
+            f"git ref '{ref}' does not name a commit in {repo}. Fix: fetch it (in CI:"
+            " actions/checkout with fetch-depth: 0) or pass an existing branch, tag or SHA."
+        )
+    sha = commit.stdout.decode().strip()
+    listed = _git(repo, "ls-tree", "-r", "--name-only", sha, "--", stack_path(stack), "registry")
+    present = set(listed.stdout.decode().splitlines())
+    if stack_path(stack) not in present:
+        return None
+    texts = {
+        name: _show(repo, sha, f"registry/{name}", ref)
+        for name in FILES
+        if f"registry/{name}" in present
+    }
+    return ConfigAtRef(ref, _show(repo, sha, stack_path(stack), ref), RegistryFiles(texts))
+
+
+def _show(repo: Path, sha: str, path: str, ref: str) -> str:
+    done = _git(repo, "show", f"{sha}:{path}")
+    if done.returncode != 0:
+        raise UsageError(f"git cannot show {path} at '{ref}': {done.stderr.decode().strip()}")
+    return done.stdout.decode("utf-8")
+
+
+def _read_work_tree(repo: Path, stack: str) -> ConfigAtRef | None:
+    path = repo / stack_path(stack)
+    if not path.is_file():
+        return None
+    texts = {n: (repo / "registry" / n).read_text("utf-8") for n in FILES
+             if (repo / "registry" / n).is_file()}  # fmt: skip
+    return ConfigAtRef("work tree", path.read_text("utf-8"), RegistryFiles(texts))
+
+
+def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> FleetPlan:
+    """Plan one side with the same parsers and planner preview uses."""
+    missing = [n for n in FILES if n not in config.registry.texts]
+    if missing:
+        raise ConfigError(
+            f"{config.label}: registry/{', registry/'.join(missing)} missing; the stack cannot be"
+            " planned without the whole registry"
+        )
+    registry = parse_registry(config.registry, label=f"{config.label}:registry")
+    where = f"{config.label}:{stack_path(stack)}"
+    settings = parse_settings(stack_config_from_text(config.stack_text, where=where), where=where)
+    return plan_fleet(registry, settings, stack=stack, environment=environment)
+
+
+def render(diff: FleetDiff, fmt: str, *, base: str, head: str) -> str:
+    # Imported here, not at the top: the renderers import this module's types.
+    from frutebox_infra.report.diff_data import diff_data
+    from frutebox_infra.report.diff_markdown import diff_markdown
+    from frutebox_infra.report.diff_table import diff_table
+
+    if fmt == "json":
+        return json.dumps(diff_data(diff, base=base, head=head), indent=2)
+    if fmt == "markdown":
+        return diff_markdown(diff, base=base, head=head)
+    return diff_table(diff, base=base, head=head)
+
+
+def run_diff(
+    *, base: str, head: str | None, stack: str, fmt: str, repo: Path | None = None
+) -> int:
+    """Print the diff of `stack` from `base` to `head`; 0 head ok, 1 head has problems, 2 usage."""
+    try:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
+        root = repo_root(repo or Path.cwd())
+        before_config = read_config_at(root, base, stack)
+        after_config = read_config_at(root, head, stack)
+        head_label = head or "work tree"
+        if before_config is None and after_config is None:
+            raise UsageError(
+                f"stack '{stack}' has no {stack_path(stack)} at '{base}' nor at '{head_label}'."
+                " Fix: pass a stack that exists (stacks/Pulumi.<stack>.yaml)."
+            )
+        environment = Environment.from_env(os.environ)
+        before = plan_config(before_config, stack, environment) if before_config else None
+        after = plan_config(after_config, stack, environment) if after_config else None
+    except UsageError as exc:
+        print(f"frutebox diff: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except FruteboxError as exc:
+        # A side that does not parse cannot be deployed either: the check fails.
+        print(f"frutebox diff: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    diff = diff_plans(before, after)
+    print(render(diff, fmt, base=base, head=head_label))
+    if not diff.ok:
+        print(f"\n{len(diff.problems)} problem(s) at {head_label}: `pulumi preview` would fail.",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_PROBLEMS
+    return EXIT_OK

@@ -1,0 +1,126 @@
+"""`pulumi preview` of the real program on the real engine: what a user sees before billing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from frutebox_infra.plan import plan_fleet
+from frutebox_infra.registry import load_registry
+from frutebox_infra.report.data import plan_data
+from frutebox_infra.report.table import plan_table
+from frutebox_infra.settings import load_settings
+from tests.e2e.project import PulumiProject
+
+
+def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiProject) -> None:
+    preview = project.preview("dev")
+    assert preview.code == 0, preview.stderr
+    settings = load_settings(project.stack_path("dev"))
+    creates = preview.urns("create")
+    pods = [u.rsplit("::", 1)[1] for u in creates if u.endswith("-pod")]
+    assert sorted(pods) == sorted(f"{m}-pod" for m in settings.models)
+    assert [u for u in creates if u.endswith("::weights-volume")]
+    servers = [u for u in creates if u.split("::")[2].endswith("frutebox:index:ModelServer")]
+    assert len(servers) == len(settings.models)
+    # The table a user reads and the stack outputs are the same plan, number for number.
+    plan = plan_fleet(load_registry(), settings, stack="dev")
+    assert preview.outputs["plan"] == plan_data(plan)
+    assert plan_table(plan) in preview.diagnostics
+
+
+def test_preview_declares_the_pod_request_the_plan_promised(project: PulumiProject) -> None:
+    preview = project.preview("dev")
+    settings = load_settings(project.stack_path("dev"))
+    plan = plan_fleet(load_registry(), settings, stack="dev")
+    step = preview.step("qwen3-8b-pod")
+    inputs = step["new"]["inputs"]
+    assert inputs["create"].endswith("-m frutebox_infra.runpod pod create")
+    assert inputs["delete"].endswith("-m frutebox_infra.runpod pod delete")
+    model = plan.model("qwen3-8b")
+    assert model is not None and model.placement is not None
+    # stdin waits on the volume id, so it is unknown in preview; the triggers are known.
+    triggers = inputs["triggers"]
+    assert settings.data_center in triggers
+    assert [f"{p.count}x {p.gpu.id}" for p in model.candidates] in triggers
+
+
+def test_prod_preview_shows_fit_and_the_volume_is_protected(project: PulumiProject) -> None:
+    preview = project.preview("prod")
+    assert preview.code == 0, preview.stderr
+    plan = preview.outputs["plan"]
+    assert {m["id"] for m in plan["models"]} >= {"qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6"}
+    for model in plan["models"]:
+        assert model["placement"] is not None, model["id"]
+        assert model["fit"]["fits"] is True
+    exact = [m for m in plan["models"] if m["engine"] in ("sglang", "llamacpp")]
+    assert exact
+    assert all(m["fit"]["exact"] and m["fit"]["fullContextSequences"] >= 1 for m in exact)
+    assert "qwen3-235b-a22b" in preview.diagnostics and " seq " in preview.diagnostics
+    assert preview.step("weights-volume")["new"]["protect"] is True
+
+
+BROKEN = [
+    pytest.param({"models": ["no-such-model"]}, "not in the model registry", id="unknown-model"),
+    pytest.param(
+        {"models": ["qwen3-8b"], "budgetUsdPerHour": 0.05}, "over its budget", id="over-budget"
+    ),
+    pytest.param({"models": ["flux.1-schnell"]}, "no-recipe", id="unservable-model"),
+    pytest.param({"models": ["stable-audio-open-1.5"]}, "gated", id="gated-without-token"),
+    pytest.param(
+        {"models": ["qwen3-8b"], "dataCenter": "MARS-1"}, "MARS-1", id="unknown-data-centre"
+    ),
+    pytest.param(
+        {"models": ["qwen3-8b"], "overrides": {"qwen3-8b": {"gpu": "TPU v9"}}},
+        "TPU v9",
+        id="unknown-gpu",
+    ),
+    pytest.param(
+        {"models": ["qwen3-8b"], "cloud": "COMMUNITY"}, "Secure Cloud only", id="community"
+    ),
+    pytest.param(
+        {"models": ["qwen3-8b"], "budgetUsdPerHour": "lots"}, "budgetUsdPerHour", id="bad-type"
+    ),
+    pytest.param(
+        {"models": ["qwen3-8b"], "budgetUsdPerHour": -3}, "budgetUsdPerHour", id="negative-budget"
+    ),
+    pytest.param({"models": "qwen3-8b"}, "frutebox-infra:models", id="models-not-a-list"),
+    pytest.param(
+        {"models": ["qwen3-235b-a22b"], "overrides": {"qwen3-235b-a22b": {"context": 9_000_000}}},
+        "fits no placement",
+        id="context-fits-nowhere",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "message"), BROKEN)
+def test_a_broken_stack_fails_preview_and_plans_no_resource(
+    project: PulumiProject, config: dict[str, Any], message: str
+) -> None:
+    project.write_stack("broken", {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 50, **config})
+    preview = project.preview("broken")
+    assert preview.code != 0
+    assert preview.urns("create") == []
+    text = preview.diagnostics + preview.stderr
+    assert message in text
+    assert "Traceback" not in text
+
+
+def test_malformed_stack_yaml_fails_without_a_traceback(project: PulumiProject) -> None:
+    project.write_stack_text("broken", "config:\n  frutebox-infra:models: [qwen3-8b\n")
+    proc = project.pulumi("preview", "--stack", "broken", check=False)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_offline_plan_matches_the_preview_outputs(project: PulumiProject) -> None:
+    preview = project.preview("prod")
+    proc = subprocess.run(
+        [project.env["FRUTEBOX_PYTHON"], "-m", "frutebox_infra", "plan", "--stack", "prod",
+         "--format", "json", "--stacks-dir", str(project.root / "stacks")],
+        capture_output=True, text=True, check=True, env=project.env,
+    )  # fmt: skip
+    assert json.loads(proc.stdout) == preview.outputs["plan"]

@@ -144,7 +144,13 @@ class ModelServer(pulumi.ComponentResource):
         self.register_outputs({"podId": self.pod_id, "gpuId": self.gpu_id, "url": self.url})
 
 
-def declare_fleet(plan: FleetPlan, credentials: Credentials) -> None:
+@dataclass(frozen=True)
+class Fleet:
+    volume: WeightsVolume
+    servers: Mapping[str, ModelServer]
+
+
+def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
     volume = WeightsVolume(
         "weights",
@@ -178,6 +184,7 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> None:
             for mid, s in servers.items()
         },
     )
+    return Fleet(volume, servers)
 
 
 def read_config() -> dict[str, Any]:

@@ -1,0 +1,124 @@
+"""The Pulumi shell under Pulumi's mocks: which resources a plan declares, with which inputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pulumi
+import pytest
+
+from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
+from frutebox_infra.registry import load_registry
+from frutebox_infra.settings import parse_settings
+
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+
+
+class Recorder(pulumi.runtime.Mocks):
+    """Answers each registration like the deploy step would, and remembers what was declared."""
+
+    def __init__(self) -> None:
+        self.resources: dict[str, pulumi.runtime.MockResourceArgs] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources[args.name] = args
+        state = dict(args.inputs)
+        if args.typ == "command:local:Command":
+            if args.name.endswith("-volume"):
+                state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17})
+            else:
+                model = args.name.removesuffix("-pod")
+                state["stdout"] = json.dumps(
+                    {"podId": f"pod-{model}", "gpuId": "NVIDIA RTX A4000", "gpuCount": 1,
+                     "costPerHour": 0.17, "url": f"https://pod-{model}-8080.example"}
+                )  # fmt: skip
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[Any]]:
+        return {}, []
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    mocks = Recorder()
+    pulumi.runtime.set_mocks(mocks, project="frutebox-infra", stack="dev", preview=False)
+    yield mocks
+
+
+def dev_plan(**overrides: Any) -> FleetPlan:
+    config = {"models": ["qwen3-8b", "sdxl-1.0"], "dataCenter": "EU-RO-1",
+              "budgetUsdPerHour": 5, **overrides}  # fmt: skip
+    settings = parse_settings(config, where="test")
+    return plan_fleet(load_registry(), settings, stack="dev")
+
+
+@pulumi.runtime.test
+def test_plan_declares_a_protected_volume_and_one_server_per_model(recorder: Recorder) -> Any:
+    from frutebox_infra.fleet import Credentials, declare_fleet
+
+    plan = dev_plan()
+    fleet = declare_fleet(plan, Credentials(runpod_api_key="rk-secret", hf_token=None))
+
+    def check(_: Any) -> None:
+        res = recorder.resources
+        assert res["weights"].typ == "frutebox:index:WeightsVolume"
+        assert res["qwen3-8b"].typ == "frutebox:index:ModelServer"
+        assert res["sdxl-1.0"].typ == "frutebox:index:ModelServer"
+        volume = res["weights-volume"]
+        assert json.loads(volume.inputs["stdin"]) == {
+            "name": "frutebox-dev-weights", "size": plan.volume.size_gb, "dataCenter": "EU-RO-1"
+        }  # fmt: skip
+        assert volume.inputs["triggers"] == ["EU-RO-1"]
+        assert volume.inputs["create"].endswith("frutebox_infra.runpod volume create")
+        assert set(res) == {"weights", "weights-volume", "qwen3-8b", "qwen3-8b-pod",
+                            "sdxl-1.0", "sdxl-1.0-pod"}  # fmt: skip
+
+    return pulumi.Output.all(*(s.pod_id for s in fleet.servers.values())).apply(check)
+
+
+@pulumi.runtime.test
+def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) -> Any:
+    from frutebox_infra.fleet import Credentials, declare_fleet
+
+    plan = dev_plan()
+    fleet = declare_fleet(plan, Credentials())
+    model = plan.model("qwen3-8b")
+    assert model is not None
+
+    def check(_: Any) -> None:
+        pod = recorder.resources["qwen3-8b-pod"]
+        request = json.loads(pod.inputs["stdin"])
+        assert request == pod_request(model, plan.settings, stack="dev", volume_id="vol-123")
+        body = request["candidates"][0]
+        assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
+        assert body["gpu"] == {"id": model.candidates[0].gpu.id, "count": 1}
+        assert request["ollamaPull"] == "qwen3:8b"
+        triggers = pod.inputs["triggers"]
+        assert "EU-RO-1" in triggers and "vol-123" in triggers
+        assert "RUNPOD_API_KEY" not in pod.inputs.get("environment", {})
+
+    return fleet.servers["qwen3-8b"].pod_id.apply(check)
+
+
+@pulumi.runtime.test
+def test_secrets_reach_the_deploy_step_only_as_secret_environment(recorder: Recorder) -> Any:
+    from frutebox_infra.fleet import Credentials, declare_fleet
+
+    fleet = declare_fleet(dev_plan(), Credentials(runpod_api_key="rk-secret", hf_token="hf-secret"))
+
+    def check(_: Any) -> None:
+        pod = recorder.resources["qwen3-8b-pod"]
+        wrapped = pod.inputs["environment"]
+        # Pulumi's wire form of a secret: the whole environment is encrypted in state.
+        assert wrapped[SECRET_SIG] == SECRET_SIG_VALUE
+        env = wrapped["value"]
+        assert env["RUNPOD_API_KEY"] == "rk-secret"
+        assert env["FRUTEBOX_HF_TOKEN"] == "hf-secret"
+        assert "rk-secret" not in pod.inputs["stdin"]
+        assert "hf-secret" not in pod.inputs["stdin"]
+
+    return fleet.servers["qwen3-8b"].pod_id.apply(check)

@@ -1,0 +1,140 @@
+"""The Pulumi toolchain facts, in Python, for tests and bench scripts.
+
+Why: they run the pulumi CLI as a subprocess and need exactly the environment
+that ``source tools/env.sh`` gives a developer, and a toolchain that exists.
+This module mirrors tools/env.sh (tests/test_toolchain.py checks that the two
+agree) and fronts tools/setup-toolchain, which finds or builds the pinned
+toolchain. It does not import pulumi, so it is cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from frutebox_infra.errors import FruteboxError
+
+#: The pinned CLI version; tools/setup-toolchain and tools/pulumi/go.mod pin the same.
+PULUMI_VERSION = "v3.274.1"
+#: The command provider version, matching the pulumi-command Python package.
+COMMAND_VERSION = "1.2.1"
+#: The documented passphrase of the local, in-checkout file backend.
+LOCAL_PASSPHRASE = "frutebox-local"
+
+
+class ToolchainError(FruteboxError):
+    """The pinned Pulumi toolchain could not be found or built."""
+
+
+def repo_root() -> Path:
+    """The checkout this module lives in: .tools/ and .pulumi-state/ are relative to it."""
+    return Path(__file__).resolve().parent.parent
+
+
+def tools_bin() -> Path:
+    """Where tools/setup-toolchain puts the binaries it builds (git-ignored)."""
+    return repo_root() / ".tools" / "bin"
+
+
+def hermetic_env(
+    base: Mapping[str, str] | None = None, *, backend_dir: Path | None = None
+) -> dict[str, str]:
+    """The environment ``source tools/env.sh`` would produce from ``base``.
+
+    ``base`` defaults to the current environment. The rules are env.sh's: our
+    built toolchain first on PATH with its own PULUMI_HOME; a user's
+    PULUMI_BACKEND_URL is kept (team backends work unchanged), else the local
+    file backend in the checkout; the local default passphrase only for a
+    file backend inside the checkout when the user set no passphrase (nor a
+    passphrase file); no update checks, no plugin downloads, and the Automation
+    API's real version check. ``backend_dir`` (tests' throwaway backends)
+    replaces the backend with ``file://<backend_dir>`` and, being local and
+    throwaway like the in-checkout backend, gets the same passphrase default.
+    """
+    env = dict(os.environ if base is None else base)
+    root = repo_root()
+
+    bin_dir = tools_bin()
+    if os.access(bin_dir / "pulumi", os.X_OK):
+        path = env.get("PATH", "")
+        if not f":{path}:".startswith(f":{bin_dir}:"):
+            env["PATH"] = f"{bin_dir}:{path}" if path else str(bin_dir)
+        env["PULUMI_HOME"] = str(root / ".tools" / "pulumi-home")
+
+    throwaway = False
+    if backend_dir is not None:
+        backend_dir = backend_dir.resolve()
+        backend_dir.mkdir(parents=True, exist_ok=True)
+        env["PULUMI_BACKEND_URL"] = f"file://{backend_dir}"
+        throwaway = True
+    elif not env.get("PULUMI_BACKEND_URL"):
+        (root / ".pulumi-state").mkdir(exist_ok=True)
+        env["PULUMI_BACKEND_URL"] = f"file://{root}/.pulumi-state"
+
+    backend = env["PULUMI_BACKEND_URL"]
+    if (
+        backend.startswith("file://")
+        and "PULUMI_CONFIG_PASSPHRASE" not in env
+        and "PULUMI_CONFIG_PASSPHRASE_FILE" not in env
+    ):
+        path = backend.removeprefix("file://").removesuffix("/")
+        if throwaway or path == str(root) or path.startswith(f"{root}/"):
+            env["PULUMI_CONFIG_PASSPHRASE"] = LOCAL_PASSPHRASE
+
+    env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+    env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
+    env.pop("PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK", None)
+
+    venv_python = root / ".venv" / "bin" / "python"
+    if os.access(venv_python, os.X_OK):
+        env["FRUTEBOX_PYTHON"] = str(venv_python)
+    return env
+
+
+def ensure_toolchain() -> Path:
+    """The directory holding the pinned ``pulumi``, building it first if needed.
+
+    Runs tools/setup-toolchain, which returns at once when the toolchain is
+    already built (or a suitable pulumi is on PATH) and otherwise builds it
+    from Go modules, printing progress on stderr (minutes, the first time).
+    """
+    script = repo_root() / "tools" / "setup-toolchain"
+    try:
+        proc = subprocess.run([str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {script}: {exc}") from exc
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise ToolchainError(
+            f"{script} failed with exit code {proc.returncode}; its messages are above"
+        )
+    bin_dir = Path(lines[-1])
+    if not os.access(bin_dir / "pulumi", os.X_OK):
+        raise ToolchainError(f"{script} reported {bin_dir}, which holds no pulumi")
+    return bin_dir
+
+
+def pulumi_version(pulumi: Path | str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """What ``pulumi version`` prints (e.g. ``v3.274.1``), run in the hermetic environment.
+
+    ``pulumi`` defaults to the one in our built toolchain, else the one on PATH.
+    """
+    if pulumi is None:
+        built = tools_bin() / "pulumi"
+        pulumi = built if os.access(built, os.X_OK) else "pulumi"
+    try:
+        proc = subprocess.run(
+            [str(pulumi), "version"],
+            env=hermetic_env(env),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"cannot run {pulumi} version: {exc}") from exc
+    if proc.returncode != 0:
+        raise ToolchainError(f"{pulumi} version failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()

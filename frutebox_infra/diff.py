@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 
 from frutebox_infra.errors import ConfigError, FruteboxError
-from frutebox_infra.plan import Environment, FleetPlan, ModelPlan, plan_fleet
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPlan, plan_fleet
 from frutebox_infra.registry import FILES, RegistryFiles, parse_registry
 from frutebox_infra.resolver import Problem
 from frutebox_infra.settings import parse_settings, stack_config_from_text
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "json", "markdown")
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class UsageError(FruteboxError):
@@ -115,8 +119,11 @@ class FleetDiff:
     usd_per_hour_worst: Amount
     usd_per_month_best: Amount
     usd_per_month_worst: Amount
+    """Pods for 730 h plus the volume as it will really be (it never shrinks)."""
     volume_size_gb: Amount
-    """The planned volume size; the deployed volume never shrinks below what it was."""
+    """Before: the base plan's size; after: the larger of that and the head plan's size."""
+    volume_planned_gb: int
+    """What the head plan asks for; a request below the current size is ignored by `up`."""
     volume_usd_per_month: Amount
     budget_usd_per_hour: Amount
     within_budget: bool | None
@@ -140,8 +147,8 @@ class FleetDiff:
 
     @property
     def volume_shrink_ignored(self) -> bool:
-        """True when the after plan wants a smaller volume than before: it keeps its size."""
-        return self.volume_size_gb.after < self.volume_size_gb.before
+        """True when the head plan asks for a smaller volume than exists: it keeps its size."""
+        return self.volume_planned_gb < self.volume_size_gb.before
 
 
 def snapshot(m: ModelPlan) -> ModelSnapshot:
@@ -157,7 +164,10 @@ def snapshot(m: ModelPlan) -> ModelSnapshot:
         usd_per_hour_best=round(m.usd_per_hour_best, 2),
         usd_per_hour_worst=round(m.usd_per_hour_worst, 2),
         fallbacks=len(m.fallbacks),
-        context_tokens=serving.context_tokens if serving else None,
+        # A diffusion model has no context window; its placeholder would read as 1 token.
+        context_tokens=serving.context_tokens
+        if serving and serving.memory_model is not MemoryModel.DIFFUSION
+        else None,
         full_context_sequences=None if seqs is None else round(seqs, 2),
         configured_sequences=p.fit.configured_sequences if p else None,
         problems=tuple(str(x) for x in m.problems),
@@ -169,41 +179,43 @@ def diff_plans(before: FleetPlan | None, after: FleetPlan | None) -> FleetDiff:
     old = {m.model_id: snapshot(m) for m in before.models} if before else {}
     new = {m.model_id: snapshot(m) for m in after.models} if after else {}
     models = tuple(ModelChange(i, old.get(i), new.get(i)) for i in sorted(old.keys() | new.keys()))
-    stack = after.stack if after else before.stack if before else ""
 
-    def amount(get: str) -> Amount:
-        return Amount(_attr(before, get), _attr(after, get))
+    def side(get: Callable[[FleetPlan], float]) -> Amount:
+        return Amount(get(before) if before else 0.0, get(after) if after else 0.0)
 
+    # The volume is protected and grow-only: after a shrinking change, and even after the stack
+    # file is removed, it keeps its size and bills for it.
+    planned = after.volume.size_gb if after else 0
+    old_size = before.volume.size_gb if before else 0
+    kept = max(old_size, planned)
+    source = after or before
+    kept_usd = replace(source.volume, size_gb=kept).usd_per_month if source and kept else 0.0
+    best = side(lambda p: p.usd_per_hour_best)
+    worst = side(lambda p: p.usd_per_hour_worst)
     return FleetDiff(
-        stack=stack,
+        stack=after.stack if after else before.stack if before else "",
         base_exists=before is not None,
         head_exists=after is not None,
         models=models,
-        usd_per_hour_best=amount("usd_per_hour_best"),
-        usd_per_hour_worst=amount("usd_per_hour_worst"),
-        usd_per_month_best=amount("usd_per_month_best"),
-        usd_per_month_worst=amount("usd_per_month_worst"),
-        volume_size_gb=Amount(
-            before.volume.size_gb if before else 0, after.volume.size_gb if after else 0
+        usd_per_hour_best=best,
+        usd_per_hour_worst=worst,
+        usd_per_month_best=Amount(
+            before.usd_per_month_best if before else 0.0,
+            round(best.after * HOURS_PER_MONTH + kept_usd, 2),
         ),
-        volume_usd_per_month=Amount(
-            before.volume.usd_per_month if before else 0.0,
-            after.volume.usd_per_month if after else 0.0,
+        usd_per_month_worst=Amount(
+            before.usd_per_month_worst if before else 0.0,
+            round(worst.after * HOURS_PER_MONTH + kept_usd, 2),
         ),
-        budget_usd_per_hour=Amount(
-            before.settings.budget_usd_per_hour if before else 0.0,
-            after.settings.budget_usd_per_hour if after else 0.0,
-        ),
+        volume_size_gb=Amount(old_size, kept),
+        volume_planned_gb=planned,
+        volume_usd_per_month=Amount(before.volume.usd_per_month if before else 0.0, kept_usd),
+        budget_usd_per_hour=side(lambda p: p.settings.budget_usd_per_hour),
         within_budget=after.within_budget if after else None,
         budget_headroom_usd_per_hour=after.budget_headroom_usd_per_hour if after else None,
         problems=after.problems if after else (),
         warnings=after.warnings if after else (),
     )
-
-
-def _attr(plan: FleetPlan | None, name: str) -> float:
-    value: float = getattr(plan, name) if plan is not None else 0.0
-    return value
 
 
 def _usd(side: ModelSnapshot | None, *, best: bool) -> float:
@@ -232,7 +244,9 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
     except FileNotFoundError:
-        raise UsageError("git is not installed (or not on PATH); `diff` reads refs with git")
+        raise UsageError(
+            "git is not installed (or not on PATH); `diff` reads refs with git"
+        ) from None
 
 
 def repo_root(start: Path) -> Path:
@@ -269,16 +283,30 @@ def _show(repo: Path, sha: str, path: str, ref: str) -> str:
     done = _git(repo, "show", f"{sha}:{path}")
     if done.returncode != 0:
         raise UsageError(f"git cannot show {path} at '{ref}': {done.stderr.decode().strip()}")
-    return done.stdout.decode("utf-8")
+    return _decode(done.stdout, f"{ref}:{path}")
 
 
 def _read_work_tree(repo: Path, stack: str) -> ConfigAtRef | None:
     path = repo / stack_path(stack)
     if not path.is_file():
         return None
-    texts = {n: (repo / "registry" / n).read_text("utf-8") for n in FILES
-             if (repo / "registry" / n).is_file()}  # fmt: skip
-    return ConfigAtRef("work tree", path.read_text("utf-8"), RegistryFiles(texts))
+    paths = [repo / "registry" / n for n in FILES]
+    texts = {p.name: _read(p) for p in paths if p.is_file()}
+    return ConfigAtRef("work tree", _read(path), RegistryFiles(texts))
+
+
+def _read(path: Path) -> str:
+    try:
+        return _decode(path.read_bytes(), str(path))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text. Fix: save it as UTF-8.") from None
 
 
 def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> FleetPlan:
@@ -308,13 +336,13 @@ def render(diff: FleetDiff, fmt: str, *, base: str, head: str) -> str:
     return diff_table(diff, base=base, head=head)
 
 
-def run_diff(
-    *, base: str, head: str | None, stack: str, fmt: str, repo: Path | None = None
-) -> int:
+def run_diff(*, base: str, head: str | None, stack: str, fmt: str, repo: Path | None = None) -> int:
     """Print the diff of `stack` from `base` to `head`; 0 head ok, 1 head has problems, 2 usage."""
     try:
         if fmt not in FORMATS:
             raise UsageError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
+        if not STACK_NAME.fullmatch(stack):
+            raise UsageError(f"'{stack}' is not a stack name (letters, digits, '.', '_', '-')")
         root = repo_root(repo or Path.cwd())
         before_config = read_config_at(root, base, stack)
         after_config = read_config_at(root, head, stack)

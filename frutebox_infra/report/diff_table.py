@@ -1,0 +1,146 @@
+"""A config change's cost/fit difference as text for a terminal, plus cells the Markdown shares."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from frutebox_infra.diff import Amount, Change, FleetDiff, ModelChange, ModelSnapshot
+from frutebox_infra.report.text import table, usd
+
+ARROW = "→"
+
+
+def signed_usd(value: float) -> str:
+    if value == 0:
+        return "±$0.00"
+    return ("+" if value > 0 else "-") + usd(abs(value))
+
+
+def amount_cell(a: Amount, unit: str = "") -> str:
+    """`$before → $after (±delta)` in USD per `unit`, or the one value when it did not move."""
+    if a.delta == 0:
+        return usd(a.after) + unit
+    return f"{usd(a.before)}{unit} {ARROW} {usd(a.after)}{unit} ({signed_usd(a.delta)}{unit})"
+
+
+def fit_text(s: ModelSnapshot) -> str:
+    if s.gpu is None:
+        return "no placement"
+    if s.full_context_sequences is None:
+        return "coarse"
+    # Floored to one decimal like the plan table, so both views print the same number.
+    seqs = math.floor(s.full_context_sequences * 10) / 10
+    return f"{seqs:g}/{s.configured_sequences} seq"
+
+
+def image_text(s: ModelSnapshot) -> str:
+    return s.image.rsplit("/", 1)[-1] if s.image else "-"
+
+
+def _placement(s: ModelSnapshot) -> str:
+    return s.placement or "-"
+
+
+def _context(s: ModelSnapshot) -> str:
+    return str(s.context_tokens) if s.context_tokens is not None else "-"
+
+
+def _engine(s: ModelSnapshot) -> str:
+    return s.engine or "-"
+
+
+COLUMNS: tuple[tuple[str, Callable[[ModelSnapshot], str]], ...] = (
+    ("ENGINE", _engine),
+    ("GPU", _placement),
+    ("FIT", fit_text),
+    ("CONTEXT", _context),
+    ("IMAGE", image_text),
+)
+"""Per-model columns shown as `before → after` when they differ."""
+
+
+def side_cell(m: ModelChange, get: Callable[[ModelSnapshot], str]) -> str:
+    if m.before is None or m.after is None:
+        side = m.after or m.before
+        assert side is not None
+        return get(side)
+    old, new = get(m.before), get(m.after)
+    return new if old == new else f"{old} {ARROW} {new}"
+
+
+def usd_cell(m: ModelChange, *, best: bool) -> str:
+    a = m.usd_per_hour_best if best else m.usd_per_hour_worst
+    if m.change in (Change.ADDED, Change.REMOVED):
+        return signed_usd(a.delta)
+    return amount_cell(a, "/h")
+
+
+def model_cells(m: ModelChange) -> list[str]:
+    """CHANGE, MODEL, the COLUMNS, $/H, $/H MAX — shared by the table and the Markdown."""
+    cells = [str(m.change), m.model_id]
+    cells += [side_cell(m, get) for _, get in COLUMNS]
+    cells += [usd_cell(m, best=True), usd_cell(m, best=False)]
+    return cells
+
+
+HEADERS = ["CHANGE", "MODEL", *(name for name, _ in COLUMNS), "$/H", "$/H MAX"]
+
+
+def verdict(d: FleetDiff) -> str:
+    if not d.head_exists:
+        return "stack removed"
+    if d.ok:
+        return "ok, within budget"
+    return "over budget" if d.within_budget is False else f"{len(d.problems)} problem(s)"
+
+
+def volume_line(d: FleetDiff) -> str:
+    v = d.volume_size_gb
+    size = f"{v.after:g} GB" if v.delta == 0 else f"{v.before:g} GB {ARROW} {v.after:g} GB"
+    line = f"{size}, {amount_cell(d.volume_usd_per_month, '/month')}"
+    if d.volume_shrink_ignored:
+        line += f" (the plan asks for {d.volume_planned_gb} GB, but the volume never shrinks)"
+    return line
+
+
+def pods_text(d: FleetDiff) -> str:
+    return (f"{amount_cell(d.usd_per_hour_best, '/h')} best,"
+            f" {amount_cell(d.usd_per_hour_worst, '/h')} worst")  # fmt: skip
+
+
+def fleet_text(d: FleetDiff) -> str:
+    return (f"{amount_cell(d.usd_per_month_best, '/month')} best,"
+            f" {amount_cell(d.usd_per_month_worst, '/month')} worst (730 h + volume)")  # fmt: skip
+
+
+def budget_text(d: FleetDiff) -> str:
+    if not d.head_exists or d.budget_headroom_usd_per_hour is None:
+        return "no stack after the change"
+    head = d.budget_headroom_usd_per_hour
+    state = (f"within, {usd(head)}/h headroom" if d.within_budget
+             else f"OVER by {usd(-head)}/h")  # fmt: skip
+    return f"{amount_cell(d.budget_usd_per_hour, '/h')}: {state}"
+
+
+def diff_table(d: FleetDiff, *, base: str, head: str) -> str:
+    lines = [f"frutebox diff: stack {d.stack}, {base} {ARROW} {head}: {verdict(d)}", ""]
+    if not d.base_exists:
+        lines += [f"new stack: it does not exist at {base}", ""]
+    rows = [model_cells(m) for m in d.changes]
+    lines.append(table(HEADERS, rows, width=120) if rows else "(no model changes)")
+    if d.unchanged:
+        lines += ["", "unchanged: " + ", ".join(d.unchanged)]
+    lines += [
+        "",
+        f"pods    {pods_text(d)}",
+        f"fleet   {fleet_text(d)}",
+        f"volume  {volume_line(d)}",
+        f"budget  {budget_text(d)}",
+    ]
+    if d.warnings:
+        lines += ["", "warnings after:"] + [f"  - {w}" for w in d.warnings]
+    if d.problems:
+        lines += ["", "PROBLEMS after (preview fails, nothing is created):"]
+        lines += [f"  - {p}" for p in d.problems]
+    return "\n".join(lines)

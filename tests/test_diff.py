@@ -1,0 +1,492 @@
+"""`frutebox diff`: the cost/fit difference of a config change between two git refs.
+
+The git tests build throwaway repositories holding the project's registry and dev stack file,
+commit a change, and compare; expected numbers come from planning the same files directly, so
+a change to the catalog's prices cannot break them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from frutebox_infra.diff import Change, FleetDiff, diff_plans, run_diff, snapshot
+from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.registry import FILES, load_registry
+from frutebox_infra.report.diff_data import DIFF_SCHEMA_VERSION, diff_data
+from frutebox_infra.report.diff_markdown import diff_markdown
+from frutebox_infra.report.diff_table import diff_table, fit_text, signed_usd
+from frutebox_infra.report.text import usd
+from frutebox_infra.resolver import resolve
+from frutebox_infra.settings import load_settings, parse_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
+PREFIX = "frutebox-infra:"
+
+Config = dict[str, Any]
+
+
+class Repo:
+    """A throwaway git repository with the project's registry and one stack file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.env = {
+            **os.environ,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        }
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(["git", "-C", str(self.path), *args], env=self.env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return done.stdout.strip()
+
+    def stack_file(self, stack: str = "dev") -> Path:
+        return self.path / "stacks" / f"Pulumi.{stack}.yaml"
+
+    def config(self, stack: str = "dev") -> Config:
+        doc = yaml.safe_load(self.stack_file(stack).read_text())
+        return {k[len(PREFIX) :]: v for k, v in doc["config"].items() if k.startswith(PREFIX)}
+
+    def write(self, config: Config, stack: str = "dev") -> None:
+        doc = {"config": {PREFIX + k: v for k, v in config.items()}}
+        self.stack_file(stack).write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def edit(self, change: Callable[[Config], None], stack: str = "dev") -> None:
+        config = self.config(stack)
+        change(config)
+        self.write(config, stack)
+
+    def commit(self, message: str) -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def plan(self, stack: str = "dev") -> FleetPlan:
+        """The work tree's plan, straight from the planner: the expected numbers."""
+        registry = load_registry(self.path / "registry")
+        return plan_fleet(registry, load_settings(self.stack_file(stack)), stack=stack)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo")
+    (r.path / "registry").mkdir(parents=True)
+    (r.path / "stacks").mkdir()
+    for name in FILES:
+        shutil.copy(ROOT / "registry" / name, r.path / "registry" / name)
+    shutil.copy(ROOT / "stacks" / "Pulumi.dev.yaml", r.stack_file())
+    r.git("init", "-q", "-b", "main")
+    r.commit("base")
+    return r
+
+
+def diff_json(
+    repo: Repo, capsys: pytest.CaptureFixture[str], base: str, head: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    code = run_diff(base=base, head=head, stack="dev", fmt="json", repo=repo.path)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def cheapest_unarmed(repo: Repo) -> str:
+    """A servable model the stack does not arm yet, the cheapest one: arming it stays in budget."""
+    registry = load_registry(repo.path / "registry")
+    armed = set(repo.config()["models"])
+    servable = [r for r in (resolve(registry, m.id) for m in registry.models)
+                if r.servable and r.model_id not in armed]  # fmt: skip
+    return min(servable, key=lambda r: r.placements[0].usd_per_hour).model_id
+
+
+def arm(model_id: str) -> Callable[[Config], None]:
+    return lambda c: c.__setitem__("models", [*c["models"], model_id])
+
+
+def by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {m["id"]: m for m in data["models"]}
+
+
+# --- through git -------------------------------------------------------------------------
+
+
+def test_arming_a_model_shows_it_added_with_its_cost(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    before = repo.plan()
+    model = cheapest_unarmed(repo)
+    repo.edit(arm(model))
+    head = repo.commit(f"arm {model}")
+    after = repo.plan()
+    planned = after.model(model)
+    assert planned is not None and planned.placement is not None
+
+    code, data = diff_json(repo, capsys, base, head)
+
+    assert code == 0
+    assert [m["id"] for m in data["models"]] == [model]
+    added = data["models"][0]
+    assert added["change"] == "added" and added["before"] is None
+    assert added["after"]["gpuType"] == planned.placement.gpu.name
+    assert added["after"]["gpuCount"] == planned.placement.count
+    assert added["usdPerHourBest"]["delta"] == round(planned.usd_per_hour_best, 2) > 0
+    assert added["usdPerHourWorst"]["delta"] == round(planned.usd_per_hour_worst, 2)
+    cost = data["cost"]["usdPerHourBest"]
+    assert (cost["before"], cost["after"]) == (before.usd_per_hour_best, after.usd_per_hour_best)
+    assert cost["delta"] == round(after.usd_per_hour_best - before.usd_per_hour_best, 2)
+    assert data["unchanged"] == sorted(repo.config()["models"][:-1])
+    assert data["ok"] is True and data["budget"]["withinBudget"] is True
+
+
+def test_reverting_the_arming_commit_shows_the_exact_inverse(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    repo.edit(arm(cheapest_unarmed(repo)))
+    armed = repo.commit("arm")
+    repo.git("revert", "--no-edit", armed)
+    reverted = repo.git("rev-parse", "HEAD")
+
+    _, forward = diff_json(repo, capsys, base, armed)
+    _, back = diff_json(repo, capsys, armed, reverted)
+
+    inverse = {Change.ADDED: Change.REMOVED, Change.REMOVED: Change.ADDED}
+    assert by_id(forward).keys() == by_id(back).keys() != set()
+    for model_id, f in by_id(forward).items():
+        b = by_id(back)[model_id]
+        assert b["change"] == inverse[Change(f["change"])]
+        assert (b["before"], b["after"]) == (f["after"], f["before"])
+        for key in ("usdPerHourBest", "usdPerHourWorst"):
+            assert b[key]["delta"] == -f[key]["delta"]
+    for key in ("usdPerHourBest", "usdPerHourWorst"):
+        f_cost, b_cost = forward["cost"][key], back["cost"][key]
+        assert (b_cost["before"], b_cost["after"]) == (f_cost["after"], f_cost["before"])
+        assert b_cost["delta"] == -f_cost["delta"]
+    # What a revert does not undo: the volume grew and keeps its size (and its bill).
+    f_vol, b_vol = forward["volume"]["sizeGb"], back["volume"]["sizeGb"]
+    assert f_vol["delta"] > 0
+    assert b_vol == {"before": f_vol["after"], "after": f_vol["after"], "delta": 0}
+    assert back["volume"]["shrinkIgnored"] is True
+    volume_usd = forward["volume"]["usdPerMonth"]["delta"]
+    for key in ("usdPerMonthBest", "usdPerMonthWorst"):
+        undone = -forward["cost"][key]["delta"] + volume_usd
+        assert back["cost"][key]["delta"] == pytest.approx(undone, abs=0.011)
+
+
+def test_changing_a_models_context_shows_the_fit_change(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    before = repo.plan()
+    target = next(m for m in before.models
+                  if m.placement and m.placement.fit.full_context_sequences)  # fmt: skip
+    assert target.resolution.serving is not None and target.placement is not None
+    context = target.resolution.serving.context_tokens // 2
+    override = {target.model_id: {"context": context}}
+    repo.edit(lambda c: c.setdefault("overrides", {}).update(override))
+    head = repo.commit("halve the context")
+    after_model = repo.plan().model(target.model_id)
+    assert after_model is not None and after_model.placement is not None
+
+    code, data = diff_json(repo, capsys, base, head)
+
+    assert code == 0
+    changed = by_id(data)[target.model_id]
+    assert changed["change"] == "changed"
+    assert {"contextTokens", "fullContextSequences"} <= set(changed["changedFields"])
+    assert changed["before"]["contextTokens"] == context * 2
+    assert changed["after"]["contextTokens"] == context
+    seqs_before = changed["before"]["fullContextSequences"]
+    seqs_after = changed["after"]["fullContextSequences"]
+    assert seqs_before == round(target.placement.fit.full_context_sequences or 0, 2)
+    assert seqs_after == round(after_model.placement.fit.full_context_sequences or 0, 2)
+    assert seqs_after > seqs_before
+
+    run_diff(base=base, head=head, stack="dev", fmt="markdown", repo=repo.path)
+    markdown = capsys.readouterr().out
+    row = next(line for line in markdown.splitlines() if f"`{target.model_id}`" in line)
+    assert f"| {context * 2} → {context} |" in row
+    assert f"| {fit_text(snapshot(target))} → {fit_text(snapshot(after_model))} |" in row
+
+
+def test_an_over_budget_change_is_flagged_and_exits_1(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A budget just above today's worst case: arming anything crosses it.
+    worst = repo.plan().usd_per_hour_worst
+    repo.edit(lambda c: c.__setitem__("budgetUsdPerHour", round(worst + 0.01, 2)))
+    base = repo.commit("tight budget")
+    repo.edit(arm(cheapest_unarmed(repo)))
+    head = repo.commit("arm one more")
+
+    code = run_diff(base=base, head=head, stack="dev", fmt="markdown", repo=repo.path)
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.splitlines()[0] == "### frutebox diff: `dev` — ❌ over budget"
+    assert "[over-budget]" in out and "OVER by" in out
+    assert "problem(s)" in err and "pulumi preview" in err
+    code, data = diff_json(repo, capsys, base, head)
+    assert code == 1 and data["ok"] is False and data["budget"]["withinBudget"] is False
+    assert [p["rule"] for p in data["problems"]] == ["over-budget"]
+
+
+def test_a_model_that_cannot_be_served_after_the_change_fails_the_check(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    repo.edit(arm("no-such-model"))
+    head = repo.commit("typo")
+
+    code, data = diff_json(repo, capsys, base, head)
+
+    assert code == 1
+    added = by_id(data)["no-such-model"]
+    assert added["change"] == "added" and added["after"]["gpuType"] is None
+    assert added["after"]["problems"] and data["problems"]
+
+
+@pytest.mark.parametrize("ref", ["no-such-branch", "origin/main", "-rf", "HEAD~5"])
+def test_a_bad_ref_exits_2_naming_the_ref(
+    repo: Repo, capsys: pytest.CaptureFixture[str], ref: str
+) -> None:
+    code = run_diff(base=ref, head=None, stack="dev", fmt="markdown", repo=repo.path)
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert f"git ref '{ref}' does not name a commit" in err
+    assert "fetch-depth: 0" in err and "Traceback" not in err
+
+
+def test_a_bad_head_ref_exits_2_too(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_diff(base="HEAD", head="nope", stack="dev", fmt="table", repo=repo.path)
+    assert code == 2 and "git ref 'nope'" in capsys.readouterr().err
+
+
+def test_a_stack_missing_at_both_refs_or_a_bad_format_exits_2(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_diff(base="HEAD", head=None, stack="staging", fmt="table", repo=repo.path) == 2
+    assert "stacks/Pulumi.staging.yaml" in capsys.readouterr().err
+    assert run_diff(base="HEAD", head=None, stack="dev", fmt="html", repo=repo.path) == 2
+    assert "unknown format 'html'" in capsys.readouterr().err
+    assert run_diff(base="HEAD", head=None, stack="../dev", fmt="json", repo=repo.path) == 2
+    assert "'../dev' is not a stack name" in capsys.readouterr().err
+
+
+def test_outside_a_git_repository_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_diff(base="HEAD", head=None, stack="dev", fmt="table", repo=tmp_path)
+    assert code == 2 and "not inside a git repository" in capsys.readouterr().err
+
+
+def test_malformed_yaml_at_the_head_names_the_ref_and_file(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo.stack_file().write_text("config:\n  frutebox-infra:models: [qwen3-8b\n")
+    head = repo.commit("broken")
+
+    code = run_diff(base="HEAD~1", head=head, stack="dev", fmt="table", repo=repo.path)
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"{head}:stacks/Pulumi.dev.yaml" in err and "Traceback" not in err
+
+
+def test_a_new_stack_is_everything_added(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    repo.write({**repo.config(), "budgetUsdPerHour": 5}, stack="staging")
+    head = repo.commit("new stack")
+    plan = repo.plan("staging")
+
+    code = run_diff(base=base, head=head, stack="staging", fmt="json", repo=repo.path)
+
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (data["baseExists"], data["headExists"]) == (False, True)
+    assert {m["id"]: m["change"] for m in data["models"]} == {
+        m.model_id: "added" for m in plan.models
+    }
+    assert data["cost"]["usdPerMonthBest"] == {
+        "before": 0.0, "after": plan.usd_per_month_best, "delta": plan.usd_per_month_best
+    }  # fmt: skip
+    assert data["volume"]["sizeGb"]["after"] == plan.volume.size_gb
+
+
+def test_a_removed_stack_is_everything_removed_and_keeps_its_volume(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = repo.plan()
+    repo.stack_file().unlink()
+    head = repo.commit("remove dev")
+
+    code, data = diff_json(repo, capsys, "HEAD~1", head)
+
+    assert code == 0
+    assert {m["change"] for m in data["models"]} == {"removed"}
+    assert len(data["models"]) == len(plan.models)
+    assert data["cost"]["usdPerHourBest"]["after"] == 0
+    assert data["volume"]["sizeGb"]["after"] == plan.volume.size_gb
+    assert data["budget"]["withinBudget"] is None and data["headExists"] is False
+
+
+def test_the_default_head_is_the_work_tree(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    model = cheapest_unarmed(repo)
+    repo.edit(arm(model))  # not committed
+
+    code = run_diff(base="HEAD", head=None, stack="dev", fmt="table", repo=repo.path)
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("frutebox diff: stack dev, HEAD → work tree: ok, within budget")
+    assert any(line.startswith(f"added   {model}") for line in out.splitlines())
+
+
+def test_the_workflow_diff_command_runs_as_a_subprocess(repo: Repo) -> None:
+    """The exact command line preview.yml runs, with the env the workflow step sets."""
+    command = workflow_diff_command()
+    repo.git("update-ref", "refs/remotes/origin/main", "HEAD")
+    model = cheapest_unarmed(repo)
+    repo.edit(arm(model))
+    repo.commit("arm")
+    env = {**repo.env, "BASE_REF": "main", "STACK": "dev",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+
+    done = subprocess.run(["bash", "-c", command], cwd=repo.path, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("### frutebox diff: `dev` — ✅")
+    assert "`origin/main` → `work tree`" in done.stdout
+    assert f"| added | `{model}` |" in done.stdout
+
+
+def workflow_diff_command() -> str:
+    """The `frutebox_infra diff` command of preview.yml's diff step, without its redirection."""
+    doc = yaml.safe_load(PREVIEW_WORKFLOW.read_text())
+    steps = doc["jobs"]["preview"]["steps"]
+    script: str = next(s["run"] for s in steps if "frutebox_infra diff" in s.get("run", ""))
+    line = next(x for x in script.splitlines() if "python -m frutebox_infra diff" in x)
+    return line.split(" > ", 1)[0].strip()
+
+
+# --- the pure comparison -----------------------------------------------------------------
+
+
+def dev_plan(**config: Any) -> FleetPlan:
+    base = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    values = {k[len(PREFIX) :]: v for k, v in base.items()} | config
+    return plan_fleet(load_registry(), parse_settings(values, where="test"), stack="dev")
+
+
+def test_a_plan_against_itself_has_no_changes() -> None:
+    plan = dev_plan()
+    d = diff_plans(plan, plan)
+    assert d.changes == () and len(d.unchanged) == len(plan.models)
+    assert all(a.delta == 0 for a in (d.usd_per_hour_best, d.usd_per_month_worst))
+    assert not d.volume_shrink_ignored and d.ok
+
+
+def test_diff_plans_is_antisymmetric_for_models_and_hourly_cost() -> None:
+    a, b = dev_plan(), dev_plan(models=["qwen3-8b"], budgetUsdPerHour=1)
+    forward, back = diff_plans(a, b), diff_plans(b, a)
+    assert [m.model_id for m in forward.models] == [m.model_id for m in back.models]
+    for f, r in zip(forward.models, back.models, strict=True):
+        assert (r.before, r.after) == (f.after, f.before)
+        assert r.usd_per_hour_best.delta == -f.usd_per_hour_best.delta
+    assert back.usd_per_hour_worst.delta == -forward.usd_per_hour_worst.delta
+    assert back.budget_usd_per_hour.delta == -forward.budget_usd_per_hour.delta
+
+
+def test_no_side_is_empty_and_none_to_plan_is_all_added() -> None:
+    plan = dev_plan()
+    d = diff_plans(None, plan)
+    assert {m.change for m in d.models} == {Change.ADDED}
+    assert not d.base_exists and d.head_exists and d.stack == "dev"
+    empty = diff_plans(None, None)
+    assert empty.models == () and empty.ok and empty.within_budget is None
+
+
+# --- renderers ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def arming_diff() -> tuple[FleetDiff, FleetPlan, FleetPlan]:
+    before = dev_plan(models=["qwen3-8b"])
+    after = dev_plan()
+    return diff_plans(before, after), before, after
+
+
+def test_renderers_contain_the_numbers(
+    arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan],
+) -> None:
+    d, before, after = arming_diff
+    table = diff_table(d, base="origin/main", head="HEAD")
+    markdown = diff_markdown(d, base="origin/main", head="HEAD")
+    data = diff_data(d, base="origin/main", head="HEAD")
+    hourly = (f"{usd(before.usd_per_hour_best)}/h → {usd(after.usd_per_hour_best)}/h"
+              f" ({signed_usd(d.usd_per_hour_best.delta)}/h)")  # fmt: skip
+    monthly = f"{usd(before.usd_per_month_worst)}/month → {usd(after.usd_per_month_worst)}/month"
+    volume = f"{before.volume.size_gb} GB → {after.volume.size_gb} GB"
+    for text in (table, markdown):
+        assert hourly in text and monthly in text and volume in text
+        for m in d.changes:
+            assert m.after is not None
+            assert signed_usd(m.usd_per_hour_best.delta) in text
+            assert fit_text(m.after) in text
+            assert f"{m.after.gpu_count}x {m.after.gpu}" in text
+    assert "| added | `llama-3.2-1b` |" in markdown
+    assert markdown.startswith("### frutebox diff: `dev` — ✅ ok, within budget\n")
+    assert "**Budget:**" in markdown and "headroom" in markdown
+    assert data["cost"]["usdPerHourBest"] == {
+        "before": before.usd_per_hour_best,
+        "after": after.usd_per_hour_best,
+        "delta": d.usd_per_hour_best.delta,
+    }
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_the_json_keys_are_stable(arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan]) -> None:
+    data = diff_data(arming_diff[0], base="a", head="b")
+    assert data["version"] == DIFF_SCHEMA_VERSION == 1
+    assert list(data) == [
+        "version", "stack", "base", "head", "baseExists", "headExists", "ok", "models",
+        "unchanged", "cost", "volume", "budget", "problems", "warnings",
+    ]  # fmt: skip
+    assert list(data["models"][0]) == [
+        "id", "change", "changedFields", "before", "after", "usdPerHourBest", "usdPerHourWorst",
+    ]  # fmt: skip
+    assert list(data["models"][0]["after"]) == [
+        "engine", "image", "gpuType", "gpuCount", "usdPerHourBest", "usdPerHourWorst",
+        "fallbacks", "contextTokens", "fullContextSequences", "configuredSequences", "problems",
+    ]  # fmt: skip
+    assert list(data["cost"]) == [
+        "usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMonthWorst",
+    ]  # fmt: skip
+    assert list(data["volume"]) == ["sizeGb", "usdPerMonth", "shrinkIgnored"]
+    assert list(data["budget"]) == ["maxUsdPerHour", "withinBudget", "headroomUsdPerHour"]
+    assert list(data["cost"]["usdPerHourBest"]) == ["before", "after", "delta"]
+
+
+def test_a_shrinking_volume_is_shown_as_kept() -> None:
+    d = diff_plans(dev_plan(), dev_plan(models=["llama-3.2-1b"]))
+    assert d.volume_shrink_ignored
+    assert d.volume_size_gb.after == d.volume_size_gb.before
+    assert "never shrinks" in diff_table(d, base="a", head="b")
+    assert "never shrinks" in diff_markdown(d, base="a", head="b")

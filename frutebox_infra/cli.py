@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from frutebox_infra.errors import FruteboxError
+from frutebox_infra.errors import FruteboxError, UsageError
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.registry import load_registry
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"frutebox: {exc}", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_PROBLEMS
     except BrokenPipeError:
         return EXIT_OK
 

@@ -2,6 +2,7 @@
 
     FruteboxError
     ├── ConfigError      bad registry or stack file: names the file, the key and the fix
+    │   └── UsageError   the command named something that is not there (a stack, a ref)
     └── PlanError        the plan has problems: preview must fail before anything bills
 """
 
@@ -14,6 +15,10 @@ class FruteboxError(Exception):
 
 class ConfigError(FruteboxError):
     """A registry or stack file is malformed or names something that does not exist."""
+
+
+class UsageError(ConfigError):
+    """The user asked for a stack, file or ref that does not exist."""
 
 
 class PlanError(FruteboxError):

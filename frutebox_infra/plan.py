@@ -18,7 +18,8 @@ VOLUME_MIN_GB, VOLUME_MAX_GB = 10, 4096
 VOLUME_TIER_GB = 1000
 VOLUME_USD_PER_GB_MONTH_SMALL = 0.07
 VOLUME_USD_PER_GB_MONTH_LARGE = 0.05
-"""RunPod network-volume storage: $0.07/GB-month under 1 TB, $0.05 above; billed even idle."""
+"""RunPod network-volume storage: $0.07/GB-month under 1 TB, $0.05 above; billed even idle.
+The rate is picked by the volume's whole size, as RunPod's price list reads."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from frutebox_infra.errors import ConfigError
+from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.resolver import Cloud
 
 PROJECT = "frutebox-infra"
@@ -103,7 +103,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(
+        raise UsageError(
             f"{path}: cannot read the stack file ({exc.strerror}). Fix: create it, or pick a"
             f" stack that exists ({', '.join(sorted(_stacks(path.parent))) or 'none found'})."
         ) from None

@@ -59,6 +59,11 @@ class Serving:
     speculative: bool = False
     warnings: tuple[str, ...] = field(default=())
 
+    @property
+    def token_context(self) -> bool:
+        """Diffusion pipelines have no token context; their `context_tokens` is a placeholder."""
+        return self.memory_model is not MemoryModel.DIFFUSION
+
 
 class Recipe(ABC):
     """One serving engine. A runtime is servable exactly when a Recipe subclass exists for it."""

@@ -47,7 +47,7 @@ def model_plan_data(m: ModelPlan) -> dict[str, Any]:
         "engine": r.engine,
         "image": r.image.reference if r.image else None,
         "imagePinned": r.image.pinned if r.image else None,
-        "contextTokens": serving.context_tokens if serving else None,
+        "contextTokens": serving.context_tokens if serving and serving.token_context else None,
         "placement": placement_data(m.placement) if m.placement else None,
         "fallbacks": [placement_data(p) for p in m.fallbacks],
         "fit": fit_data(m.placement) if m.placement else None,

@@ -49,8 +49,8 @@ def plan_table(plan: FleetPlan) -> str:
         "",
         table(headers, rows) if rows else "(no models armed)",
         "",
-        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom,"
-        f" never shrinks): {usd(v.usd_per_month)}/month",
+        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom):"
+        f" {usd(v.usd_per_month)}/month; it only grows, so a larger existing volume stays",
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from frutebox_infra.errors import FruteboxError, UsageError
+from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, FruteboxError, UsageError
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.registry import load_registry
@@ -20,8 +20,6 @@ from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
 class Format(StrEnum):

@@ -12,20 +12,22 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from pathlib import Path
 
-from frutebox_infra.errors import ConfigError, FruteboxError
+from frutebox_infra.errors import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    ConfigError,
+    FruteboxError,
+    UsageError,
+)
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPlan, plan_fleet
 from frutebox_infra.registry import FILES, RegistryFiles, parse_registry
 from frutebox_infra.resolver import Problem
 from frutebox_infra.settings import parse_settings, stack_config_from_text
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 FORMATS = ("table", "json", "markdown")
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-class UsageError(FruteboxError):
-    """The command was asked for something that cannot be answered (bad ref, no such stack)."""
 
 
 class Change(StrEnum):

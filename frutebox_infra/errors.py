@@ -1,12 +1,15 @@
 """Domain errors the command line and the Pulumi program report without a traceback.
 
-    FruteboxError
-    ├── ConfigError      bad registry or stack file: names the file, the key and the fix
-    │   └── UsageError   the command named something that is not there (a stack, a ref)
-    └── PlanError        the plan has problems: preview must fail before anything bills
+FruteboxError
+├── ConfigError      bad registry or stack file: names the file, the key and the fix
+│   └── UsageError   the command named something that is not there (a stack, a ref)
+└── PlanError        the plan has problems: preview must fail before anything bills
 """
 
 from __future__ import annotations
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+"""Exit codes of every command: ok; problems (preview would fail); a usage error."""
 
 
 class FruteboxError(Exception):

@@ -71,12 +71,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(base=args.base, head=args.head, stack=args.stack, fmt=str(args.format))
 
 
-def cmd_emulator(args: argparse.Namespace) -> int:
-    from frutebox_infra.emulator.server import main as emulator_main
-
-    return emulator_main(list(args.rest))
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="frutebox", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -101,17 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     diff.set_defaults(run=cmd_diff)
 
-    emulator = sub.add_parser(
-        "emulator", help="a local RunPod v2 emulator (loopback only)", add_help=False
-    )
-    emulator.add_argument("rest", nargs=argparse.REMAINDER)
-    emulator.set_defaults(run=cmd_emulator)
+    sub.add_parser("emulator", help="a local RunPod v2 emulator (loopback only); see --help")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["emulator"]:
+        # The emulator owns its own options; argparse would take them for ours.
+        from frutebox_infra.emulator.server import main as emulator_main
+
+        return emulator_main(words[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)

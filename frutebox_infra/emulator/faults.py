@@ -1,0 +1,143 @@
+"""Faults as data: instructions queued per API operation and consumed first in, first out."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+OPERATIONS = frozenset(
+    {
+        "pods.list",
+        "pods.create",
+        "pods.get",
+        "pods.update",
+        "pods.delete",
+        "pods.action",
+        "volumes.list",
+        "volumes.create",
+        "volumes.get",
+        "volumes.update",
+        "volumes.delete",
+    }
+)
+
+
+class FaultAction(StrEnum):
+    RETURN_400_CAPACITY = "return-400-capacity"
+    RETURN_402 = "return-402"
+    RETURN_403 = "return-403"
+    RETURN_404 = "return-404"
+    RETURN_429 = "return-429"
+    RETURN_500 = "return-500"
+    RETURN_503 = "return-503"
+    RETURN_503_AFTER_CREATE = "return-503-after-create"
+    POD_ERROR = "pod-error"
+    NEVER_HEALTHY = "never-healthy"
+    PULL_FAILS = "pull-fails"
+
+
+# What the next created pod does instead of serving; the create itself succeeds.
+POD_ACTIONS = frozenset({FaultAction.POD_ERROR, FaultAction.NEVER_HEALTHY, FaultAction.PULL_FAILS})
+STATUS = {
+    FaultAction.RETURN_400_CAPACITY: 400,
+    FaultAction.RETURN_402: 402,
+    FaultAction.RETURN_403: 403,
+    FaultAction.RETURN_404: 404,
+    FaultAction.RETURN_429: 429,
+    FaultAction.RETURN_500: 500,
+    FaultAction.RETURN_503: 503,
+    FaultAction.RETURN_503_AFTER_CREATE: 503,
+}
+
+
+class FaultError(ValueError):
+    """An instruction the emulator does not understand; the route answers 400."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One instruction: `op` fails once with `action`; `retry_after_s` only for return-429."""
+
+    op: str
+    action: FaultAction
+    retry_after_s: int = 0
+
+    @property
+    def status(self) -> int:
+        return STATUS[self.action]
+
+    @property
+    def affects_pod(self) -> bool:
+        return self.action in POD_ACTIONS
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"op": self.op, "action": str(self.action)}
+        if self.action is FaultAction.RETURN_429:
+            data["retryAfter"] = self.retry_after_s
+        return data
+
+
+def parse_faults(data: Any) -> list[Fault]:
+    """Read `[{op, action, retryAfter?, times?}, ...]` (or one such object)."""
+    items = data if isinstance(data, list) else [data]
+    faults: list[Fault] = []
+    for index, item in enumerate(items):
+        where = f"fault {index}"
+        if not isinstance(item, dict):
+            raise FaultError(f"{where} is not an object with op and action")
+        unknown = set(item) - {"op", "action", "retryAfter", "times"}
+        if unknown:
+            raise FaultError(f"{where} has unknown key(s) {', '.join(sorted(unknown))}")
+        op, action = item.get("op"), item.get("action")
+        if op not in OPERATIONS:
+            raise FaultError(f"{where}: unknown op {op!r}; known: {', '.join(sorted(OPERATIONS))}")
+        try:
+            kind = FaultAction(str(action))
+        except ValueError:
+            known = ", ".join(a.value for a in FaultAction)
+            raise FaultError(f"{where}: unknown action {action!r}; known: {known}") from None
+        if kind is FaultAction.RETURN_503_AFTER_CREATE and not str(op).endswith(".create"):
+            raise FaultError(f"{where}: {kind} only applies to a create operation")
+        if kind in POD_ACTIONS and op != "pods.create":
+            raise FaultError(f"{where}: {kind} only applies to pods.create")
+        retry_after, times = item.get("retryAfter", 0), item.get("times", 1)
+        if not isinstance(retry_after, int) or retry_after < 0:
+            raise FaultError(f"{where}: retryAfter must be whole seconds >= 0")
+        if not isinstance(times, int) or times < 1:
+            raise FaultError(f"{where}: times must be an integer >= 1")
+        faults.extend(Fault(str(op), kind, retry_after) for _ in range(times))
+    return faults
+
+
+class FaultQueue:
+    """Pending faults, one FIFO per operation. Not thread-safe: the routes serialise calls."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, deque[Fault]] = {}
+
+    def add(self, faults: Iterable[Fault]) -> None:
+        for fault in faults:
+            self._queues.setdefault(fault.op, deque()).append(fault)
+
+    def _take(self, op: str, *, affects_pod: bool) -> Fault | None:
+        queue = self._queues.get(op)
+        if queue and queue[0].affects_pod == affects_pod:
+            return queue.popleft()
+        return None
+
+    def take_response(self, op: str) -> Fault | None:
+        """The head fault for `op` if it changes the HTTP answer."""
+        return self._take(op, affects_pod=False)
+
+    def take_pod_fault(self, op: str) -> Fault | None:
+        """The head fault for `op` if it changes the created pod; kept until a pod is created."""
+        return self._take(op, affects_pod=True)
+
+    def clear(self) -> None:
+        self._queues.clear()
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [f.to_json() for queue in self._queues.values() for f in queue]

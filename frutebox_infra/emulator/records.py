@@ -1,0 +1,127 @@
+"""Pods and network volumes as the emulated account stores them, and as the API shows them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+LIVE = frozenset({"PROVISIONING", "STARTING", "RUNNING"})
+# Stopped (EXITED) and terminated pods have released their GPUs.
+HOLDS_GPUS = frozenset({"PROVISIONING", "STARTING", "RUNNING", "ERROR"})
+ACTIONS = {
+    "PROVISIONING": ["stop", "terminate"],
+    "STARTING": ["stop", "terminate"],
+    "RUNNING": ["stop", "restart", "terminate"],
+    "EXITED": ["start", "terminate"],
+    "ERROR": ["start", "terminate"],
+    "TERMINATED": [],
+}
+RESTART_FIELDS = frozenset({"image", "args", "env", "ports", "disk", "registry", "mounts"})
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class PodRecord:
+    """A pod as the account remembers it; `body` is the create body with PATCHes applied."""
+
+    id: str
+    name: str
+    body: dict[str, Any]
+    status: str
+    data_center_id: str
+    cost_per_hour: float
+    created_at: str
+    started_at: str | None = None
+    fault: str | None = None
+    pulled: list[str] = field(default_factory=list)
+
+    @property
+    def gpu(self) -> tuple[str, int] | None:
+        gpu = self.body.get("gpu")
+        return (gpu["id"], gpu.get("count", 1)) if isinstance(gpu, dict) else None
+
+    @property
+    def volume_id(self) -> str | None:
+        network = (self.body.get("mounts") or {}).get("network") or []
+        return str(network[0]["volumeId"]) if network else None
+
+    def view(self) -> dict[str, Any]:
+        """The pod as GET /v2/pods/{id} shows it (schema `Pod`)."""
+        b = self.body
+        running = self.status == "RUNNING"
+        ports = list(b.get("ports") or [])
+        pod: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "actions": ACTIONS[self.status],
+            "image": b.get("image", ""),
+            "args": b.get("args", ""),
+            "disk": b.get("disk", 20),
+            "mounts": b.get("mounts") or {},
+            "ports": ports,
+            "env": b.get("env") or {},
+            "registry": b.get("registry"),
+            "cloud": b.get("cloud", "SECURE"),
+            "dataCenterId": self.data_center_id,
+            "cudaVersion": "12.8" if self.gpu else None,
+            "ssh": {
+                "proxy": {
+                    "host": "ssh.runpod.io",
+                    "port": 22,
+                    "username": f"{self.id}-emu",
+                    "command": f"ssh {self.id}-emu@ssh.runpod.io",
+                },
+                "direct": None,
+            },
+            "template": None,
+            "cost": self.cost_per_hour if self.status in HOLDS_GPUS else 0.0,
+            "locked": bool(b.get("locked", False)),
+            "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
+            "runtime": {
+                "uptime": 0,
+                "ports": [
+                    {
+                        "private": int(p.split("/")[0]),
+                        "public": None,
+                        "type": p.split("/")[-1],
+                        "ip": None,
+                    }
+                    for p in ports
+                ],
+            }
+            if running
+            else None,
+            "createdAt": self.created_at,
+            "startedAt": self.started_at,
+        }
+        if self.gpu:
+            pod["gpu"] = {"id": self.gpu[0], "count": self.gpu[1]}
+        else:
+            pod["cpu"] = {**b["cpu"], "memory": 4 * b["cpu"]["vcpuCount"]}
+        return pod
+
+
+@dataclass
+class VolumeRecord:
+    """A network volume; `size` in GB."""
+
+    id: str
+    name: str
+    size: int
+    data_center: str
+    type: str = "STANDARD"
+    deleted: bool = False
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "size": self.size,
+            "dataCenter": self.data_center,
+            "type": self.type,
+        }

@@ -1,0 +1,321 @@
+"""Thin HTTP routes: auth, the OpenAPI contract, faults, then the account; errors as RFC 9457."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from frutebox_infra.emulator.catalog import gpu_types
+from frutebox_infra.emulator.contract import Contract
+from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.faults import FaultAction, FaultError, FaultQueue, parse_faults
+from frutebox_infra.emulator.state import Account
+
+PROXY = re.compile(r"^/proxy/(?P<pod>[A-Za-z0-9]+)-(?P<port>\d{1,5})(?P<rest>/.*)?$")
+FAULT_DETAIL = {
+    400: CAPACITY_DETAIL,
+    402: "Insufficient balance to create this pod. Add funds and try again.",
+    403: "access denied for the requested pool",
+    404: "resource not found",
+    429: "rate limit exceeded for the minute window",
+    500: "internal server error",
+    503: "upstream temporarily unavailable",
+}
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def problem(cls, problem: ApiProblem) -> Response:
+        headers = {"Content-Type": "application/problem+json", **problem.headers}
+        return cls(problem.status, problem.body(), headers)
+
+    def payload(self) -> bytes:
+        return b"" if self.body is None else json.dumps(self.body).encode()
+
+
+Params = dict[str, str]
+Handler = Callable[["App", Params, Any, dict[str, list[str]]], Response]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    op: str
+    schema: str | None
+    handler: Handler
+
+
+class App:
+    """Every request goes through `handle`, one at a time, whatever thread serves it."""
+
+    def __init__(
+        self,
+        account: Account,
+        *,
+        proxy_base: str = "",
+        on_change: Callable[[], None] | None = None,
+        contract: Contract | None = None,
+    ) -> None:
+        self.account = account
+        self.faults = FaultQueue()
+        self.contract = contract or Contract()
+        self.proxy_base = proxy_base
+        self._on_change = on_change or (lambda: None)
+        self._lock = threading.RLock()
+
+    @property
+    def proxy_url_template(self) -> str:
+        return f"{self.proxy_base}/proxy/{{podId}}-{{port}}"
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], raw: bytes) -> Response:
+        """`headers` keys in lower case."""
+        url = urlsplit(target)
+        with self._lock:
+            if url.path.startswith("/_emulator/"):
+                response = self._control(method, url.path, raw)
+            elif match := PROXY.match(url.path):
+                response = self._proxy(match, method, headers, raw)
+            else:
+                response = self._api(method, url.path, parse_qs(url.query), headers, raw)
+            self._on_change()
+            return response
+
+    def _api(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        headers: Mapping[str, str],
+        raw: bytes,
+    ) -> Response:
+        matches = [(r, m) for r in ROUTES if (m := r.pattern.fullmatch(path))]
+        chosen = next(((r, m) for r, m in matches if r.method == method), None)
+        if chosen is None:
+            if matches:
+                allow = ", ".join(r.method for r, _ in matches)
+                problem = ApiProblem(
+                    405,
+                    "The requested method is not allowed for this path.",
+                    headers={"Allow": allow},
+                )
+                return Response.problem(problem)
+            return Response.problem(ApiProblem(404, f"no route for {path}"))
+        route, match = chosen
+        entry: dict[str, Any] = {"op": route.op, "method": method, "path": path, "body": None}
+        try:
+            response = self._run(route, match.groupdict(), query, headers, raw, entry)
+        except ApiProblem as problem:
+            response = Response.problem(problem)
+        except Exception as exc:  # an emulator bug should read as a 500, not a dropped socket
+            response = Response.problem(ApiProblem(500, f"emulator error: {exc!r}"))
+        entry["status"] = response.status
+        self.account.requests.append(entry)
+        return response
+
+    def _run(
+        self,
+        route: Route,
+        params: Params,
+        query: dict[str, list[str]],
+        headers: Mapping[str, str],
+        raw: bytes,
+        entry: dict[str, Any],
+    ) -> Response:
+        token = headers.get("authorization", "")
+        if not token.startswith("Bearer ") or not token[7:].strip():
+            raise ApiProblem(401, "missing bearer token")
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                entry["body"] = raw.decode("utf-8", "replace")
+                raise ApiProblem(400, "request body is not valid JSON") from None
+        entry["body"] = body
+        if route.schema is not None:
+            errors = self.contract.errors(route.schema, body)
+            if errors:
+                raise ApiProblem(422, "Request validation failed.", errors=errors)
+        fault = self.faults.take_response(route.op)
+        if fault is not None and fault.action is not FaultAction.RETURN_503_AFTER_CREATE:
+            extra = {"Retry-After": str(fault.retry_after_s)} if fault.status == 429 else None
+            raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
+        response = route.handler(self, params, body, query)
+        if route.op == "pods.create" and response.status == 201:
+            pod_fault = self.faults.take_pod_fault(route.op)
+            if pod_fault is not None:
+                self.account.mark(response.body["id"], pod_fault.action.value)
+        if fault is not None:
+            raise ApiProblem(503, FAULT_DETAIL[503])
+        return response
+
+    def _control(self, method: str, path: str, raw: bytes) -> Response:
+        if (method, path) == ("POST", "/_emulator/faults"):
+            try:
+                faults = parse_faults(json.loads(raw or b"null"))
+            except (ValueError, FaultError) as exc:
+                return Response.problem(ApiProblem(400, f"bad fault instruction: {exc}"))
+            self.faults.add(faults)
+            return Response(200, {"pending": self.faults.pending()})
+        if (method, path) == ("POST", "/_emulator/reset"):
+            self.account.reset()
+            self.faults.clear()
+            return Response(200, {})
+        if (method, path) == ("GET", "/_emulator/state"):
+            state = self.account.snapshot()
+            state.update(faults=self.faults.pending(), proxyUrlTemplate=self.proxy_url_template)
+            return Response(200, state)
+        return Response.problem(ApiProblem(404, f"no emulator control at {method} {path}"))
+
+    def _proxy(
+        self, match: re.Match[str], method: str, headers: Mapping[str, str], raw: bytes
+    ) -> Response:
+        path = match["rest"] or "/"
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        status, payload = self.account.proxy(match["pod"], int(match["port"]), method, path, body)
+        # Whether a credential reached the pod is recorded, never the credential itself.
+        self.account.requests.append(
+            {
+                "op": "proxy",
+                "method": method,
+                "path": path,
+                "pod": match["pod"],
+                "port": int(match["port"]),
+                "body": body,
+                "status": status,
+                "authorization": "authorization" in headers,
+            }
+        )
+        return Response(status, payload)
+
+    # Handlers
+
+    def create_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(201, self.account.create_pod(body).view())
+
+    def list_pods(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(200, {"pods": [p.view() for p in self.account.list_pods()]})
+
+    def get_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(200, self.account.read_pod(params["id"]).view())
+
+    def update_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(200, self.account.update_pod(params["id"], body).view())
+
+    def delete_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        self.account.terminate_pod(params["id"])
+        return Response(204)
+
+    def pod_action(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        pod = self.account.pod_action(params["id"], body["action"])
+        return Response(204) if pod is None else Response(200, pod.view())
+
+    def create_volume(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(201, self.account.create_volume(body).view())
+
+    def list_volumes(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        volumes = [v.view() for v in self.account.list_volumes()]
+        return Response(200, {"networkVolumes": volumes})
+
+    def get_volume(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(200, self.account.volume(params["id"]).view())
+
+    def update_volume(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        return Response(200, self.account.update_volume(params["id"], body).view())
+
+    def delete_volume(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        self.account.delete_volume(params["id"])
+        return Response(204)
+
+
+def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+    with_stock = "AVAILABILITY" in ",".join(query.get("include", [])).upper()
+    gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
+    return Response(200, {"gpus": gpus})
+
+
+def _route(method: str, path: str, op: str, schema: str | None, handler: Handler) -> Route:
+    pattern = re.compile(path.replace("{id}", "(?P<id>[^/]+)"))
+    return Route(method, pattern, op, schema, handler)
+
+
+ROUTES = (
+    _route("GET", "/v2/pods", "pods.list", None, App.list_pods),
+    _route("POST", "/v2/pods", "pods.create", "CreatePodRequest", App.create_pod),
+    _route("GET", "/v2/pods/{id}", "pods.get", None, App.get_pod),
+    _route("PATCH", "/v2/pods/{id}", "pods.update", "UpdatePodRequest", App.update_pod),
+    _route("DELETE", "/v2/pods/{id}", "pods.delete", None, App.delete_pod),
+    _route("POST", "/v2/pods/{id}/action", "pods.action", "PodActionRequest", App.pod_action),
+    _route("GET", "/v2/network-volumes", "volumes.list", None, App.list_volumes),
+    _route(
+        "POST",
+        "/v2/network-volumes",
+        "volumes.create",
+        "CreateNetworkVolumeRequest",
+        App.create_volume,
+    ),
+    _route("GET", "/v2/network-volumes/{id}", "volumes.get", None, App.get_volume),
+    _route(
+        "PATCH",
+        "/v2/network-volumes/{id}",
+        "volumes.update",
+        "UpdateNetworkVolumeRequest",
+        App.update_volume,
+    ),
+    _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
+    _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
+)
+
+
+class EmulatorHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: App) -> None:
+        self.app = app
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, RequestHandler)
+
+
+class RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; without this each answer waits ~40 ms
+    # for a delayed ACK, which makes polling clients crawl.
+    disable_nagle_algorithm = True
+    server: EmulatorHTTPServer
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        response = self.server.app.handle(self.command, self.path, headers, raw)
+        payload = response.payload()
+        self.send_response(response.status)
+        if payload and "Content-Type" not in response.headers:
+            self.send_header("Content-Type", "application/json")
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read the request log from /_emulator/state instead."""

@@ -1,0 +1,189 @@
+"""`frutebox emulator`: serve the emulated RunPod v2 API and pod proxy on a loopback address."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from frutebox_infra.emulator.catalog import Catalog, CatalogError, Stock, load_catalog, parse_stock
+from frutebox_infra.emulator.routes import App, EmulatorHTTPServer
+from frutebox_infra.emulator.state import Account
+
+REGISTRY_DIR = Path(__file__).resolve().parents[2] / "registry"
+
+
+class UsageError(ValueError):
+    """A command-line value the emulator cannot use; the message says which and why."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class StateFile:
+    """The account as JSON on disk, rewritten atomically after every request."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self, catalog: Catalog, stock: Stock | None) -> Account | None:
+        if not self.path.is_file():
+            return None
+        try:
+            return Account.restore(catalog, json.loads(self.path.read_text("utf-8")), stock)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(
+                f"--state {self.path}: not an emulator state file ({exc!r});"
+                " move it away to start fresh"
+            ) from exc
+
+    def save(self, account: Account) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(account.snapshot(), handle)
+        os.replace(tmp, self.path)
+
+
+def url_of(server: EmulatorHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    shown = f"[{host!s}]" if ":" in str(host) else str(host)
+    return f"http://{shown}:{port}"
+
+
+@dataclass
+class RunningEmulator:
+    """An emulator serving from a background thread (tests, scripts)."""
+
+    server: EmulatorHTTPServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        return url_of(self.server)
+
+    @property
+    def app(self) -> App:
+        return self.server.app
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def build(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    stock: Stock | None = None,
+    state_file: Path | None = None,
+    proxy_base: str | None = None,
+    catalog: Catalog | None = None,
+) -> EmulatorHTTPServer:
+    """Bind the server (loopback only); nothing is served until serve_forever runs."""
+    if not is_loopback(host):
+        raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
+    catalog = catalog or load_catalog(REGISTRY_DIR)
+    store = StateFile(state_file) if state_file else None
+    account = (store.load(catalog, stock) if store else None) or Account(catalog, stock)
+    app = App(account, on_change=(lambda: store.save(account)) if store else None)
+    server = EmulatorHTTPServer((host, port), app)
+    app.proxy_base = (proxy_base or url_of(server)).rstrip("/")
+    return server
+
+
+def start(**options: Any) -> RunningEmulator:
+    """`build` with the same options, then serve from a daemon thread."""
+    server = build(**options)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},
+        name="runpod-emulator",
+        daemon=True,
+    )
+    thread.start()
+    return RunningEmulator(server, thread)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="frutebox emulator",
+        description="Emulate the RunPod REST v2 API (and each pod's proxied HTTP ports) on"
+        " loopback. The first stdout line is the bound URL.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--state", type=Path, help="keep the account in this JSON file")
+    parser.add_argument(
+        "--stock",
+        action="append",
+        default=[],
+        metavar="GPU_ID=N[@DC]",
+        help="free GPUs per type and data centre (default: plenty everywhere)",
+    )
+    parser.add_argument(
+        "--proxy-base", help="base URL pods' ports are served under (default: this server)"
+    )
+    parser.add_argument(
+        "--registry",
+        default=str(REGISTRY_DIR),
+        help="directory with gpus.yaml and datacenters.yaml for prices, or"
+        " 'none' for the built-in table",
+    )
+    return parser
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        registry = None if args.registry == "none" else Path(args.registry)
+        catalog = load_catalog(registry)
+        stock = parse_stock(args.stock, catalog) if args.stock else None
+        server = build(
+            host=args.host,
+            port=args.port,
+            stock=stock,
+            state_file=args.state,
+            proxy_base=args.proxy_base,
+            catalog=catalog,
+        )
+    except (UsageError, CatalogError, OSError) as exc:
+        print(f"frutebox emulator: {exc}", file=sys.stderr)
+        return 2
+    url = url_of(server)
+    print(url, flush=True)
+    print(
+        f"export RUNPOD_API_URL={url} RUNPOD_API_KEY=anything"
+        f" RUNPOD_PROXY_URL_TEMPLATE='{server.app.proxy_url_template}'",
+        file=sys.stderr,
+        flush=True,
+    )
+    with contextlib.suppress(ValueError):  # signal handlers only install on the main thread
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

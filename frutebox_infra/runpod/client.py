@@ -1,0 +1,327 @@
+"""Typed RunPod REST v2 client on httpx, and a client for a pod's proxied HTTP ports."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from frutebox_infra.runpod.errors import (
+    ConfigurationError,
+    Problem,
+    ProtocolError,
+    TransportError,
+    api_error,
+)
+
+DEFAULT_API_URL = "https://api.runpod.io"
+DEFAULT_PROXY_URL_TEMPLATE = "https://{podId}-{port}.proxy.runpod.net"
+
+# httpx raises these three families; none of them may leave the package untranslated.
+_HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+
+Sleep = Callable[[float], None]
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _Wire(BaseModel):
+    """API payloads: read what we use, ignore what the API may add later."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class GpuSpec(_Wire):
+    id: str
+    count: int = 1
+
+
+class Pod(_Wire):
+    """The fields of a v2 `Pod` the provisioner reads; `cost` is USD per hour."""
+
+    id: str
+    name: str
+    status: str
+    image: str | None = None
+    args: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    ports: list[str] = Field(default_factory=list)
+    disk: int | None = None
+    gpu: GpuSpec | None = None
+    cloud: str | None = None
+    data_center_id: str | None = Field(default=None, alias="dataCenterId")
+    cost: float = 0.0
+    mounts: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def volume_id(self) -> str | None:
+        network = self.mounts.get("network") or []
+        first = network[0] if isinstance(network, list) and network else None
+        return str(first["volumeId"]) if isinstance(first, dict) and "volumeId" in first else None
+
+
+class NetworkVolume(_Wire):
+    """A v2 network volume; `size` is in GB."""
+
+    id: str
+    name: str
+    size: int
+    data_center: str = Field(alias="dataCenter")
+    type: str | None = None
+
+
+class _PodList(_Wire):
+    pods: list[Pod]
+
+
+class _VolumeList(_Wire):
+    network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How often and how long to retry 429 and 5xx answers; all durations in seconds."""
+
+    max_attempts: int = 5
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential delay before retry number `attempt` (1-based)."""
+        return float(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
+
+    def wait_before_retry(self, problem: Problem, attempt: int) -> float:
+        if problem.status == 429 and problem.retry_after_s is not None:
+            return min(problem.retry_after_s, self.max_retry_after_s)
+        return self.backoff(attempt)
+
+
+def retryable(status: int) -> bool:
+    """429 and 5xx are not the request's fault: the same request may succeed later."""
+    return status == 429 or status >= 500
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def problem_of(response: httpx.Response) -> Problem:
+    """Read an RFC 9457 problem; a non-problem body still yields a usable description."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    retry_after = _retry_after(response.headers.get("Retry-After"))
+    if isinstance(body, dict) and "detail" in body:
+        errors = body.get("errors") or []
+        return Problem(
+            status=response.status_code,
+            title=str(body.get("title") or response.reason_phrase),
+            detail=str(body["detail"]),
+            errors=tuple(str(e) for e in errors) if isinstance(errors, list) else (),
+            retry_after_s=retry_after,
+        )
+    text = response.text.strip().replace("\n", " ")[:300]
+    return Problem(
+        status=response.status_code,
+        title=response.reason_phrase or "HTTP error",
+        detail=text or "(empty body)",
+        retry_after_s=retry_after,
+    )
+
+
+def _parse(model: type[_M], response: httpx.Response, operation: str) -> _M:
+    try:
+        return model.model_validate(response.json())
+    except (ValueError, ValidationError) as exc:
+        raise ProtocolError(
+            f"{operation} answered {response.status_code} with a body that is not a valid"
+            f" {model.__name__.lstrip('_')}: {str(exc).splitlines()[0]}. Check RUNPOD_API_URL"
+            " points at the RunPod v2 API."
+        ) from exc
+
+
+class RunPodClient:
+    """RunPod REST v2 over httpx. Idempotent calls retry 429/5xx; creates never do here."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str = DEFAULT_API_URL,
+        timeout_s: float = 60.0,
+        connect_timeout_s: float = 10.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Sleep = time.sleep,
+    ) -> None:
+        if not api_key:
+            raise ConfigurationError(
+                "No RunPod API key. Set the stack secret frutebox-infra:runpodApiKey"
+                " (pulumi config set --secret frutebox-infra:runpodApiKey ...) or export"
+                " RUNPOD_API_KEY."
+            )
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        try:
+            self._http = httpx.Client(
+                base_url=base_url.rstrip("/"),
+                headers={
+                    "Authorization": f"Bearer {api_key}",
+                    "Accept": "application/json",
+                    "User-Agent": "frutebox-infra",
+                },
+                timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+                transport=transport,
+            )
+        except _HTTPX_FAILURES as exc:
+            raise ConfigurationError(
+                f"RUNPOD_API_URL {base_url!r} is not a usable URL ({exc}); unset it to use"
+                f" {DEFAULT_API_URL}."
+            ) from exc
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RunPodClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _send_once(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None
+    ) -> httpx.Response:
+        """One exchange, no retry; only transport failures raise."""
+        operation = f"{method} {path}"
+        try:
+            return self._http.request(method, path, json=dict(body) if body is not None else None)
+        except _HTTPX_FAILURES as exc:
+            raise TransportError(
+                f"{operation}: no answer from the RunPod API ({type(exc).__name__}: {exc})."
+                " Check the network and RUNPOD_API_URL, then run the command again."
+            ) from exc
+
+    def _call(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None, *, retry: bool = True
+    ) -> httpx.Response:
+        operation = f"{method} {path}"
+        attempt = 1
+        while True:
+            try:
+                response = self._send_once(method, path, body)
+            except TransportError:
+                if not retry or attempt >= self.retry.max_attempts:
+                    raise
+                self._sleep(self.retry.backoff(attempt))
+                attempt += 1
+                continue
+            if response.is_success:
+                return response
+            problem = problem_of(response)
+            if retry and retryable(problem.status) and attempt < self.retry.max_attempts:
+                self._sleep(self.retry.wait_before_retry(problem, attempt))
+                attempt += 1
+                continue
+            raise api_error(problem, operation=operation)
+
+    # Pods
+
+    def create_pod_once(self, body: Mapping[str, Any]) -> Pod:
+        """POST /v2/pods once: a 5xx may still have created a pod, so the caller decides."""
+        response = self._call("POST", "/v2/pods", body, retry=False)
+        return _parse(Pod, response, "POST /v2/pods")
+
+    def list_pods(self) -> list[Pod]:
+        response = self._call("GET", "/v2/pods")
+        return _parse(_PodList, response, "GET /v2/pods").pods
+
+    def get_pod(self, pod_id: str) -> Pod:
+        response = self._call("GET", f"/v2/pods/{pod_id}")
+        return _parse(Pod, response, f"GET /v2/pods/{pod_id}")
+
+    def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:
+        response = self._call("PATCH", f"/v2/pods/{pod_id}", body)
+        return _parse(Pod, response, f"PATCH /v2/pods/{pod_id}")
+
+    def delete_pod(self, pod_id: str) -> None:
+        self._call("DELETE", f"/v2/pods/{pod_id}")
+
+    # Network volumes
+
+    def create_volume_once(self, body: Mapping[str, Any]) -> NetworkVolume:
+        response = self._call("POST", "/v2/network-volumes", body, retry=False)
+        return _parse(NetworkVolume, response, "POST /v2/network-volumes")
+
+    def list_volumes(self) -> list[NetworkVolume]:
+        response = self._call("GET", "/v2/network-volumes")
+        return _parse(_VolumeList, response, "GET /v2/network-volumes").network_volumes
+
+    def get_volume(self, volume_id: str) -> NetworkVolume:
+        response = self._call("GET", f"/v2/network-volumes/{volume_id}")
+        return _parse(NetworkVolume, response, f"GET /v2/network-volumes/{volume_id}")
+
+    def update_volume(self, volume_id: str, body: Mapping[str, Any]) -> NetworkVolume:
+        response = self._call("PATCH", f"/v2/network-volumes/{volume_id}", body)
+        return _parse(NetworkVolume, response, f"PATCH /v2/network-volumes/{volume_id}")
+
+    def delete_volume(self, volume_id: str) -> None:
+        self._call("DELETE", f"/v2/network-volumes/{volume_id}")
+
+
+class ProxyClient:
+    """Talks to a pod's HTTP port through the RunPod proxy; never sends the API key."""
+
+    def __init__(
+        self,
+        *,
+        template: str = DEFAULT_PROXY_URL_TEMPLATE,
+        timeout_s: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if "{podId}" not in template or "{port}" not in template:
+            raise ConfigurationError(
+                f"RUNPOD_PROXY_URL_TEMPLATE {template!r} must contain {{podId}} and {{port}};"
+                f" unset it to use {DEFAULT_PROXY_URL_TEMPLATE}."
+            )
+        self.template = template.rstrip("/")
+        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def url(self, pod_id: str, port: int) -> str:
+        # str.replace rather than format: a template is data, not code.
+        return self.template.replace("{podId}", pod_id).replace("{port}", str(port))
+
+    def probe(self, url: str) -> int | None:
+        """Status code of GET url, or None while nothing answers at all."""
+        try:
+            return self._http.get(url).status_code
+        except _HTTPX_FAILURES:
+            return None
+
+    def post_json(self, url: str, body: Mapping[str, Any], *, timeout_s: float) -> httpx.Response:
+        try:
+            return self._http.post(url, json=dict(body), timeout=timeout_s)
+        except _HTTPX_FAILURES as exc:
+            raise TransportError(f"POST {url}: no answer ({type(exc).__name__}: {exc}).") from exc

@@ -1,0 +1,154 @@
+"""Errors the RunPod client and provisioner raise; nothing else escapes the package.
+
+    RunPodError                     base: every failure the package reports
+    ├── ConfigurationError          missing API key, malformed request or previous result
+    ├── TransportError              no usable HTTP exchange (connection, timeout, bad URL)
+    ├── ProtocolError               the API answered something that is not its documented JSON
+    ├── ApiError                    the API answered with an RFC 9457 problem
+    │   ├── BadRequestError         400: a rule was broken, or no capacity for this candidate
+    │   ├── AuthenticationError     401: the API key was refused
+    │   ├── ForbiddenError          403: the key may not use this pool or resource
+    │   ├── InsufficientBalanceError  402: no candidate can succeed
+    │   ├── NotFoundError           404
+    │   ├── ConflictError           409: action not valid for the pod's status
+    │   ├── ContractError           422: our request breaks the schema; never retried
+    │   ├── RateLimitedError        429 after the bounded retries
+    │   └── ServerError             5xx after the bounded retries
+    ├── PlacementError              every candidate was refused; lists what each answered
+    └── PodFailedError              the pod never served (error state, timeout, failed pull);
+                                    it has been terminated unless the message says otherwise
+
+Every message ends with what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+class RunPodError(Exception):
+    """Base of every error the RunPod package raises."""
+
+
+class ConfigurationError(RunPodError):
+    """The environment, the request on stdin or the previous result is unusable."""
+
+
+class TransportError(RunPodError):
+    """The HTTP exchange itself failed: connection refused, timeout, invalid URL."""
+
+
+class ProtocolError(RunPodError):
+    """The API answered with a body that is not the JSON its contract documents."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An RFC 9457 problem document as RunPod v2 returns it."""
+
+    status: int
+    title: str
+    detail: str
+    errors: tuple[str, ...] = field(default=())
+    retry_after_s: float | None = None
+
+    def describe(self) -> str:
+        text = f"{self.status} {self.title}: {self.detail.rstrip('.')}"
+        if self.errors:
+            text += " [" + "; ".join(self.errors) + "]"
+        return text
+
+
+class ApiError(RunPodError):
+    """The API answered with a problem document."""
+
+    def __init__(self, problem: Problem, *, operation: str, hint: str = "") -> None:
+        self.problem = problem
+        self.operation = operation
+        message = f"{operation} failed: {problem.describe()}."
+        super().__init__(f"{message} {hint}" if hint else message)
+
+    @property
+    def status(self) -> int:
+        return self.problem.status
+
+
+class BadRequestError(ApiError):
+    """400: the body matches the contract but breaks a rule, or there is no capacity."""
+
+
+class AuthenticationError(ApiError):
+    """401: the API key is missing, malformed or revoked."""
+
+
+class ForbiddenError(ApiError):
+    """403: the key may not use this pool or resource."""
+
+
+class InsufficientBalanceError(ApiError):
+    """402: the account balance cannot pay for a pod."""
+
+
+class NotFoundError(ApiError):
+    """404: the pod or volume does not exist (or is no longer visible)."""
+
+
+class ConflictError(ApiError):
+    """409: the action is not valid for the resource's current state."""
+
+
+class ContractError(ApiError):
+    """422: the request breaks the OpenAPI contract — a bug on our side."""
+
+
+class RateLimitedError(ApiError):
+    """429 that persisted through every allowed retry."""
+
+
+class ServerError(ApiError):
+    """5xx that persisted through every allowed retry."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    402: InsufficientBalanceError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: ContractError,
+    429: RateLimitedError,
+}
+
+
+def api_error(problem: Problem, *, operation: str, hint: str = "") -> ApiError:
+    """The most specific ApiError subclass for the problem's status."""
+    kind = ServerError if problem.status >= 500 else _BY_STATUS.get(problem.status, ApiError)
+    return kind(problem, operation=operation, hint=hint)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one candidate answered during placement."""
+
+    gpu_id: str
+    count: int
+    outcome: str
+
+
+class PlacementError(RunPodError):
+    """No candidate produced a pod; `attempts` says what each one answered."""
+
+    def __init__(self, message: str, *, attempts: Sequence[Attempt]) -> None:
+        self.attempts = tuple(attempts)
+        super().__init__(message)
+
+
+class PodFailedError(RunPodError):
+    """The pod never served; it was terminated so that nothing bills for it."""
+
+    def __init__(self, message: str, *, pod_id: str, last_status: str) -> None:
+        self.pod_id = pod_id
+        self.last_status = last_status
+        super().__init__(message)

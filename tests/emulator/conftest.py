@@ -1,0 +1,54 @@
+"""Fixtures for the emulator: an account, the in-process app, and a helper to call routes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.routes import App, Response
+from frutebox_infra.emulator.state import Account
+
+Call = Callable[..., Response]
+
+
+@pytest.fixture
+def account() -> Account:
+    return Account(Catalog.builtin())
+
+
+@pytest.fixture
+def app(account: Account) -> App:
+    return App(account, proxy_base="http://127.0.0.1:9")
+
+
+@pytest.fixture
+def call(app: App) -> Call:
+    def send(
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        auth: str | None = "Bearer t",
+        raw: bytes | None = None,
+    ) -> Response:
+        headers = {"authorization": auth} if auth is not None else {}
+        payload = raw if raw is not None else b"" if body is None else json.dumps(body).encode()
+        return app.handle(method, path, headers, payload)
+
+    return send
+
+
+def pod_body(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": "p",
+        "image": "img:1",
+        "ports": ["8080/http"],
+        "gpu": {"id": "NVIDIA A40", "count": 1},
+        "dataCenterIds": ["EU-RO-1"],
+    }
+    body.update(overrides)
+    return body

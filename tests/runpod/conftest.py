@@ -1,0 +1,169 @@
+"""Fixtures for the RunPod client: a scripted fake API on httpx.MockTransport, and the emulator."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.server import RunningEmulator, start
+from frutebox_infra.runpod.client import ProxyClient, RetryPolicy, RunPodClient
+from frutebox_infra.runpod.lifecycle import Provisioner
+
+API = "https://api.test"
+PROXY = "https://{podId}-{port}.proxy.test"
+API_KEY = "rpa_TESTKEY_0123456789abcdef"
+HF_TOKEN = "hf_TESTTOKEN_abcdef0123456789"
+
+Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
+
+
+def problem(
+    status: int,
+    detail: str,
+    *,
+    errors: list[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    body: dict[str, Any] = {"title": "Error", "status": status, "detail": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def pod(
+    pod_id: str = "pod1",
+    *,
+    name: str = "frutebox-dev-m",
+    status: str = "PROVISIONING",
+    gpu: str = "NVIDIA A40",
+    count: int = 1,
+    cost: float = 0.4,
+) -> dict[str, Any]:
+    return {
+        "id": pod_id,
+        "name": name,
+        "status": status,
+        "image": "img:1",
+        "args": "",
+        "env": {},
+        "ports": ["8080/http"],
+        "disk": 20,
+        "gpu": {"id": gpu, "count": count},
+        "cloud": "SECURE",
+        "dataCenterId": "EU-RO-1",
+        "cost": cost,
+        "mounts": {"network": [{"volumeId": "vol1", "path": "/workspace"}]},
+    }
+
+
+def ok(status: int = 200, body: Any = None) -> httpx.Response:
+    return httpx.Response(status, json=body) if body is not None else httpx.Response(status)
+
+
+@dataclass
+class FakeApi:
+    """Answers queued per (method, path); the last queued answer repeats. Records requests."""
+
+    queues: dict[tuple[str, str], deque[Answer]] = field(default_factory=lambda: defaultdict(deque))
+    requests: list[httpx.Request] = field(default_factory=list)
+
+    def on(self, method: str, path: str, *answers: Answer) -> FakeApi:
+        self.queues[(method, path)].extend(answers)
+        return self
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        path = request.url.path if request.url.host.startswith("api.") else str(request.url)
+        queue = self.queues.get((request.method, path))
+        if not queue:
+            return problem(404, f"no fake answer for {request.method} {path}")
+        answer = queue.popleft() if len(queue) > 1 else queue[0]
+        return answer(request) if callable(answer) else answer
+
+    def calls(self, method: str | None = None, path: str | None = None) -> list[httpx.Request]:
+        return [
+            r
+            for r in self.requests
+            if (method is None or r.method == method) and (path is None or r.url.path == path)
+        ]
+
+    def bodies(self, method: str, path: str) -> list[Any]:
+        return [json.loads(r.content) for r in self.calls(method, path)]
+
+    def trail(self) -> list[str]:
+        return [f"{r.method} {r.url.path}" for r in self.requests]
+
+
+@dataclass
+class Clock:
+    """Fake time: sleeping advances it, and every sleep is recorded."""
+
+    now: float = 0.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += max(seconds, 0.001)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def fake() -> FakeApi:
+    return FakeApi()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def client(fake: FakeApi, clock: Clock) -> Iterator[RunPodClient]:
+    api = RunPodClient(
+        api_key=API_KEY,
+        base_url=API,
+        transport=httpx.MockTransport(fake),
+        retry=RetryPolicy(max_attempts=3, backoff_s=0.5),
+        sleep=clock.sleep,
+    )
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def logs() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def provisioner(client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]) -> Provisioner:
+    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
+    return Provisioner(client, proxy, log=logs.append, sleep=clock.sleep, clock=clock)
+
+
+@pytest.fixture
+def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
+    started: list[RunningEmulator] = []
+
+    def make(stock: Stock | None = None) -> RunningEmulator:
+        running = start(host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin())
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def emulator(emulator_factory: Callable[..., RunningEmulator]) -> RunningEmulator:
+    return emulator_factory()

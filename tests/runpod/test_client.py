@@ -1,0 +1,238 @@
+"""The typed v2 client: auth, parsing, retries of idempotent calls, and error translation."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.client import (
+    ProxyClient,
+    RetryPolicy,
+    RunPodClient,
+    problem_of,
+)
+from tests.runpod.conftest import API, API_KEY, PROXY, Clock, FakeApi, ok, pod, problem
+
+
+def test_sends_the_bearer_key_and_parses_the_pod(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="RUNNING", cost=0.8, count=2)))
+    got = client.get_pod("pod1")
+    assert (got.status, got.cost, got.gpu and got.gpu.count, got.volume_id) == (
+        "RUNNING",
+        0.8,
+        2,
+        "vol1",
+    )
+    assert got.data_center_id == "EU-RO-1"
+    assert fake.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+    assert str(fake.requests[0].url) == f"{API}/v2/pods/pod1"
+
+
+def test_a_missing_api_key_names_the_stack_secret_and_the_variable() -> None:
+    with pytest.raises(errors.ConfigurationError) as caught:
+        RunPodClient(api_key="")
+    assert "frutebox-infra:runpodApiKey" in str(caught.value)
+    assert "RUNPOD_API_KEY" in str(caught.value)
+
+
+def test_list_pods_reads_the_documented_envelope(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods", ok(200, {"pods": [pod("a"), pod("b", name="other")]}))
+    assert [p.id for p in client.list_pods()] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        pytest.param(400, errors.BadRequestError, id="400"),
+        pytest.param(401, errors.AuthenticationError, id="401"),
+        pytest.param(402, errors.InsufficientBalanceError, id="402"),
+        pytest.param(403, errors.ForbiddenError, id="403"),
+        pytest.param(404, errors.NotFoundError, id="404"),
+        pytest.param(409, errors.ConflictError, id="409"),
+        pytest.param(422, errors.ContractError, id="422"),
+        pytest.param(418, errors.ApiError, id="other-4xx"),
+    ],
+)
+def test_each_problem_status_has_its_own_error(
+    client: RunPodClient, fake: FakeApi, status: int, kind: type[errors.ApiError]
+) -> None:
+    fake.on("PATCH", "/v2/pods/pod1", problem(status, "nope", errors=["$.image: bad"]))
+    with pytest.raises(kind) as caught:
+        client.update_pod("pod1", {"image": "x"})
+    assert type(caught.value) is kind
+    assert caught.value.problem.errors == ("$.image: bad",)
+    assert "$.image: bad" in str(caught.value)
+    assert len(fake.requests) == 1  # 4xx are never retried
+
+
+def test_idempotent_calls_retry_5xx_with_backoff(
+    client: RunPodClient, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on(
+        "GET", "/v2/pods/pod1", problem(502, "bad gateway"), problem(500, "oops"), ok(200, pod())
+    )
+    assert client.get_pod("pod1").id == "pod1"
+    assert clock.sleeps == [0.5, 1.0]
+
+
+def test_idempotent_calls_wait_retry_after_on_429(
+    client: RunPodClient, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on(
+        "DELETE", "/v2/pods/pod1", problem(429, "slow down", headers={"Retry-After": "7"}), ok(204)
+    )
+    client.delete_pod("pod1")
+    assert clock.sleeps == [7.0]
+
+
+def test_retries_are_bounded(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods", problem(503, "down"))
+    with pytest.raises(errors.ServerError) as caught:
+        client.list_pods()
+    assert caught.value.status == 503
+    assert len(fake.requests) == 3
+
+
+def test_create_is_sent_once_even_on_5xx(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    with pytest.raises(errors.ServerError):
+        client.create_pod_once({"name": "x"})
+    assert len(fake.requests) == 1
+
+
+def test_a_body_that_is_not_the_contract_is_a_protocol_error(
+    client: RunPodClient, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", httpx.Response(200, text="<html>proxy login</html>"))
+    with pytest.raises(errors.ProtocolError, match="RUNPOD_API_URL"):
+        client.get_pod("pod1")
+    fake.on("GET", "/v2/network-volumes/v", ok(200, {"id": "v"}))
+    with pytest.raises(errors.ProtocolError):
+        client.get_volume("v")
+
+
+def test_problem_of_reads_problem_json_and_tolerates_other_bodies() -> None:
+    parsed = problem_of(problem(429, "rate", headers={"Retry-After": "12"}))
+    assert (parsed.status, parsed.detail, parsed.retry_after_s) == (429, "rate", 12.0)
+    dated = problem_of(
+        httpx.Response(429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})
+    )
+    assert dated.retry_after_s == 0.0  # a date in the past means "now"
+    plain = problem_of(httpx.Response(502, text="Bad gateway\nfrom the edge"))
+    assert (plain.status, plain.detail) == (502, "Bad gateway from the edge")
+    assert problem_of(httpx.Response(500)).detail == "(empty body)"
+
+
+def test_retry_policy_caps_backoff_and_retry_after() -> None:
+    policy = RetryPolicy(backoff_s=1, max_backoff_s=5, max_retry_after_s=30)
+    assert [policy.backoff(n) for n in (1, 2, 3, 4)] == [1, 2, 4, 5]
+    big = errors.Problem(status=429, title="t", detail="d", retry_after_s=3600)
+    assert policy.wait_before_retry(big, 1) == 30
+
+
+def test_volume_calls_use_the_v2_paths(client: RunPodClient, fake: FakeApi) -> None:
+    vol = {"id": "v1", "name": "w", "size": 50, "dataCenter": "EU-RO-1", "type": "STANDARD"}
+    fake.on("POST", "/v2/network-volumes", ok(201, vol))
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [vol]}))
+    fake.on("PATCH", "/v2/network-volumes/v1", ok(200, {**vol, "size": 80}))
+    fake.on("DELETE", "/v2/network-volumes/v1", ok(204))
+    assert client.create_volume_once({"name": "w", "size": 50, "dataCenter": "EU-RO-1"}).id == "v1"
+    assert [v.data_center for v in client.list_volumes()] == ["EU-RO-1"]
+    assert client.update_volume("v1", {"size": 80}).size == 80
+    client.delete_volume("v1")
+    assert fake.trail() == [
+        "POST /v2/network-volumes",
+        "GET /v2/network-volumes",
+        "PATCH /v2/network-volumes/v1",
+        "DELETE /v2/network-volumes/v1",
+    ]
+
+
+def test_proxy_urls_fill_the_template_and_never_carry_the_api_key(fake: FakeApi) -> None:
+    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
+    url = proxy.url("abc", 8080)
+    assert url == "https://abc-8080.proxy.test"
+    fake.on("GET", url + "/health", ok(200, {}))
+    assert proxy.probe(url + "/health") == 200
+    assert "authorization" not in fake.requests[0].headers
+
+
+def test_a_proxy_template_without_placeholders_is_refused() -> None:
+    with pytest.raises(errors.ConfigurationError, match="podId"):
+        ProxyClient(template="https://proxy.test/{port}")
+
+
+HTTPX_FAILURES: list[type[Exception]] = [
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.ReadTimeout,
+    httpx.WriteTimeout,
+    httpx.PoolTimeout,
+    httpx.ReadError,
+    httpx.WriteError,
+    httpx.RemoteProtocolError,
+    httpx.LocalProtocolError,
+    httpx.ProxyError,
+    httpx.UnsupportedProtocol,
+    httpx.DecodingError,
+    httpx.TooManyRedirects,
+]
+
+CALLS: list[Callable[[RunPodClient], Any]] = [
+    lambda c: c.create_pod_once({"name": "x"}),
+    lambda c: c.list_pods(),
+    lambda c: c.get_pod("p"),
+    lambda c: c.update_pod("p", {"image": "i"}),
+    lambda c: c.delete_pod("p"),
+    lambda c: c.create_volume_once({"name": "x", "size": 10, "dataCenter": "EU-RO-1"}),
+    lambda c: c.list_volumes(),
+    lambda c: c.get_volume("v"),
+    lambda c: c.update_volume("v", {"size": 20}),
+    lambda c: c.delete_volume("v"),
+]
+
+
+def test_every_public_client_call_is_exercised_below() -> None:
+    public = {
+        n for n, f in inspect.getmembers(RunPodClient, inspect.isfunction) if not n.startswith("_")
+    } - {"close"}
+    assert len(public) == len(CALLS)
+
+
+@given(failure=st.sampled_from(HTTPX_FAILURES), call=st.sampled_from(CALLS))
+def test_no_httpx_exception_leaks_through_the_public_surface(
+    failure: type[Exception], call: Callable[[RunPodClient], Any]
+) -> None:
+    def explode(request: httpx.Request) -> httpx.Response:
+        if failure is httpx.TooManyRedirects or issubclass(failure, httpx.RequestError):
+            raise failure("boom", request=request)
+        raise failure("boom")
+
+    api = RunPodClient(
+        api_key=API_KEY,
+        base_url=API,
+        transport=httpx.MockTransport(explode),
+        retry=RetryPolicy(max_attempts=2, backoff_s=0),
+        sleep=lambda s: None,
+    )
+    with pytest.raises(errors.RunPodError) as caught:
+        call(api)
+    assert isinstance(caught.value, errors.TransportError)
+    assert isinstance(caught.value.__cause__, httpx.HTTPError)
+    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(explode))
+    assert proxy.probe("https://p-1.proxy.test/") is None
+    with pytest.raises(errors.TransportError):
+        proxy.post_json("https://p-1.proxy.test/api/pull", {}, timeout_s=1)
+
+
+def test_an_unusable_api_url_is_a_transport_error_not_an_httpx_one() -> None:
+    api = RunPodClient(api_key=API_KEY, base_url="htp:/nowhere", retry=RetryPolicy(max_attempts=1))
+    with pytest.raises(errors.RunPodError):
+        api.list_pods()

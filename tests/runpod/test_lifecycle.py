@@ -1,0 +1,213 @@
+"""Wait for RUNNING and healthy, pull, and tear down on any failure; volume grow/shrink rules."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.client import NetworkVolume
+from frutebox_infra.runpod.lifecycle import Health, Provisioner, Timeouts
+from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem
+
+TIMEOUTS = Timeouts(running_s=30, healthy_s=60, poll_interval_s=2, pull_s=5)
+HEALTH = Health(port=8080, path="/health")
+HEALTH_URL = "https://pod1-8080.proxy.test/health"
+PULL_URL = "https://pod1-8080.proxy.test/api/pull"
+
+
+def states(*statuses: str) -> list[httpx.Response]:
+    return [ok(200, pod(status=s)) for s in statuses]
+
+
+def test_wait_running_polls_until_running(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("PROVISIONING", "STARTING", "RUNNING"))
+    assert provisioner.wait_running("pod1", TIMEOUTS).status == "RUNNING"
+    assert clock.sleeps == [2, 2]
+
+
+@pytest.mark.parametrize("dead", ["ERROR", "EXITED", "TERMINATED"])
+def test_wait_running_fails_on_a_dead_status(
+    provisioner: Provisioner, fake: FakeApi, dead: str
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("STARTING", dead))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.wait_running("pod1", TIMEOUTS)
+    assert caught.value.last_status == dead
+    assert "pod1" in str(caught.value)
+
+
+def test_wait_running_times_out_naming_status_and_timeout(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("STARTING"))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.wait_running("pod1", TIMEOUTS)
+    message = str(caught.value)
+    assert "still STARTING after 30s" in message and "FRUTEBOX_RUNNING_TIMEOUT_S" in message
+    assert 30 <= clock.now <= 32
+
+
+def test_wait_healthy_polls_the_proxy_until_2xx(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(502, {}), ok(404, {}), ok(204))
+    provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
+    assert len(fake.calls("GET", "/health")) == 3
+    assert all("authorization" not in r.headers for r in fake.calls("GET", "/health"))
+
+
+def test_wait_healthy_gives_up_after_its_timeout(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(502, {}))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
+    message = str(caught.value)
+    assert "never became healthy" in message and HEALTH_URL in message
+    assert "HTTP 502" in message and "60s" in message
+
+
+def test_wait_healthy_stops_early_when_the_pod_dies(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING", "ERROR"))
+    fake.on("GET", HEALTH_URL, ok(502, {}))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
+    assert caught.value.last_status == "ERROR"
+    assert clock.now < 10
+
+
+def test_pull_posts_the_tag_without_streaming(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("POST", PULL_URL, ok(200, {"status": "success"}))
+    provisioner.pull("pod1", HEALTH, "qwen3:8b", TIMEOUTS)
+    assert fake.requests[0].read() == b'{"model":"qwen3:8b","stream":false}'
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(ok(500, {"error": "pull model manifest: file does not exist"}), id="500"),
+        pytest.param(ok(200, {"status": "downloading"}), id="not-success"),
+        pytest.param(httpx.Response(200, text="not json"), id="not-json"),
+    ],
+)
+def test_a_failed_pull_is_a_pod_failure(
+    provisioner: Provisioner, fake: FakeApi, answer: httpx.Response
+) -> None:
+    fake.on("POST", PULL_URL, answer)
+    with pytest.raises(errors.PodFailedError, match="could not pull qwen3:8b"):
+        provisioner.pull("pod1", HEALTH, "qwen3:8b", TIMEOUTS)
+
+
+def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("STARTING", "RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("POST", PULL_URL, ok(200, {"status": "success"}))
+    got = provisioner.bring_up("pod1", health=HEALTH, ollama_tag="qwen3:8b", timeouts=TIMEOUTS)
+    assert got.status == "RUNNING"
+    assert not fake.calls("DELETE")
+
+
+def test_bring_up_terminates_a_pod_that_never_serves(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(502, {}))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+    assert "terminated so that it does not bill" in str(caught.value)
+    assert caught.value.last_status == "RUNNING"
+    assert len(fake.calls("DELETE", "/v2/pods/pod1")) == 1
+
+
+def test_bring_up_terminates_after_a_failed_pull(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("POST", PULL_URL, ok(500, {"error": "no such model"}))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError, match="no such model"):
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag="nope:1b", timeouts=TIMEOUTS)
+    assert len(fake.calls("DELETE")) == 1
+
+
+def test_bring_up_terminates_on_an_api_failure_while_waiting(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", problem(401, "token revoked"))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError, match="token revoked"):
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+    assert len(fake.calls("DELETE")) == 1
+
+
+def test_bring_up_terminates_on_interrupt(provisioner: Provisioner, fake: FakeApi) -> None:
+    def interrupt(request: httpx.Request) -> httpx.Response:
+        raise KeyboardInterrupt
+
+    fake.on("GET", "/v2/pods/pod1", interrupt)
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(KeyboardInterrupt):
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+    assert len(fake.calls("DELETE")) == 1
+
+
+def test_a_failed_teardown_says_the_pod_may_still_bill(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("ERROR"))
+    fake.on("DELETE", "/v2/pods/pod1", problem(403, "no delete permission"))
+    with pytest.raises(errors.PodFailedError, match="may still bill"):
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+
+
+def test_terminate_treats_404_as_already_gone(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("DELETE", "/v2/pods/gone", problem(404, "pod not found"))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    assert provisioner.terminate("gone") is False
+    assert provisioner.terminate("pod1") is True
+
+
+VOL = {"id": "v1", "name": "w", "size": 100, "dataCenter": "EU-RO-1", "type": "STANDARD"}
+
+
+def test_a_volume_grows_when_asked_bigger(
+    provisioner: Provisioner, fake: FakeApi, logs: list[str]
+) -> None:
+    fake.on("PATCH", "/v2/network-volumes/v1", ok(200, {**VOL, "size": 150}))
+    grown = provisioner.grow_volume(NetworkVolume.model_validate(VOL), 150)
+    assert grown.size == 150
+    assert fake.bodies("PATCH", "/v2/network-volumes/v1") == [{"size": 150}]
+
+
+def test_a_volume_never_shrinks_and_says_so(
+    provisioner: Provisioner, fake: FakeApi, logs: list[str]
+) -> None:
+    kept = provisioner.grow_volume(NetworkVolume.model_validate(VOL), 40)
+    assert kept.size == 100
+    assert not fake.requests
+    assert any("never shrink" in line for line in logs)
+
+
+def test_volume_create_adopts_after_a_5xx(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on(
+        "GET",
+        "/v2/network-volumes",
+        ok(200, {"networkVolumes": []}),
+        ok(200, {"networkVolumes": [{**VOL, "size": 50}]}),
+    )
+    fake.on("POST", "/v2/network-volumes", problem(503, "down"))
+    volume, outcome = provisioner.create_volume("w", 50, "EU-RO-1")
+    assert (volume.id, outcome) == ("v1", "adopted")
+    assert len(fake.calls("POST")) == 1
+
+
+def test_volume_delete_treats_404_as_gone(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("DELETE", "/v2/network-volumes/v1", problem(404, "not found"))
+    assert provisioner.delete_volume("v1") is False

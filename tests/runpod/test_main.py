@@ -1,0 +1,353 @@
+"""The command entry in-process against the emulator: contract, env, secrets and every action."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.runpod.__main__ import main
+from tests.runpod.conftest import API_KEY, HF_TOKEN
+
+POD_NAME = "frutebox-dev-qwen3-8b"
+RESULT_KEYS = {
+    "podId",
+    "name",
+    "gpuId",
+    "gpuCount",
+    "candidateIndex",
+    "candidatesTried",
+    "dataCenterId",
+    "costPerHour",
+    "image",
+    "url",
+    "status",
+    "volumeId",
+    "meta",
+}
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def result(self) -> Any:
+        return json.loads(self.out)
+
+
+def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
+    env = {
+        "RUNPOD_API_URL": emulator.url,
+        "RUNPOD_API_KEY": API_KEY,
+        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        "FRUTEBOX_HF_TOKEN": HF_TOKEN,
+        "FRUTEBOX_POLL_INTERVAL_S": "0.002",
+        "FRUTEBOX_RETRY_BACKOFF_S": "0",
+        "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
+        "FRUTEBOX_HEALTH_TIMEOUT_S": "5",
+    }
+    env.update(extra)
+    return {k: v for k, v in env.items() if v}
+
+
+def run(
+    args: str,
+    request: Any = None,
+    *,
+    env: dict[str, str],
+    previous: Any = None,
+    transport: httpx.BaseTransport | None = None,
+) -> Run:
+    if previous is not None:
+        env = {**env, "PULUMI_COMMAND_STDOUT": json.dumps(previous)}
+    stdin = io.StringIO(
+        "" if request is None else request if isinstance(request, str) else json.dumps(request)
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env, transport=transport)
+    done = Run(code, out.getvalue(), err.getvalue())
+    for secret in (API_KEY, HF_TOKEN):
+        assert secret not in done.out + done.err
+    return done
+
+
+def volume(emulator: RunningEmulator, dc: str = "EU-RO-1") -> str:
+    return emulator.app.account.create_volume({"name": "w", "size": 50, "dataCenter": dc}).id
+
+
+def candidate(
+    volume_id: str, gpu: str, *, port: int = 8080, image: str = "img:1", dc: str = "EU-RO-1"
+) -> dict[str, Any]:
+    return {
+        "name": POD_NAME,
+        "image": image,
+        "args": "--port 8080",
+        "env": {"A": "1"},
+        "ports": [f"{port}/http"],
+        "disk": 20,
+        "gpu": {"id": gpu, "count": 1},
+        "cloud": "SECURE",
+        "dataCenterIds": [dc],
+        "mounts": {"network": [{"volumeId": volume_id, "path": "/workspace"}]},
+    }
+
+
+def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) -> dict[str, Any]:
+    request = {
+        "name": POD_NAME,
+        "candidates": [candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
+        "health": {"port": port, "path": "/health"},
+        "ollamaPull": None,
+        "hfTokenEnv": ["HF_TOKEN"],
+        "timeouts": {"runningSeconds": 900, "healthySeconds": 1800},
+        "meta": {"model": "qwen3-8b", "stack": "dev"},
+    }
+    request.update(overrides)
+    return request
+
+
+def state(emulator: RunningEmulator) -> Any:
+    return httpx.get(f"{emulator.url}/_emulator/state").json()
+
+
+def faults(emulator: RunningEmulator, *items: dict[str, Any]) -> None:
+    httpx.post(f"{emulator.url}/_emulator/faults", json=list(items)).raise_for_status()
+
+
+def test_create_prints_exactly_the_result_contract(emulator: RunningEmulator) -> None:
+    done = run("pod create", pod_request(volume(emulator)), env=env_for(emulator))
+    assert done.code == 0, done.err
+    result = done.result
+    assert set(result) == RESULT_KEYS
+    assert result["candidatesTried"] == [
+        {"gpuId": "NVIDIA RTX A4000", "count": 1, "outcome": "created"}
+    ]
+    assert (result["status"], result["costPerHour"], result["candidateIndex"]) == (
+        "RUNNING",
+        0.17,
+        0,
+    )
+    assert result["url"] == emulator.app.proxy_url_template.replace(
+        "{podId}", result["podId"]
+    ).replace("{port}", "8080")
+    assert result["meta"] == {"model": "qwen3-8b", "stack": "dev"}
+    assert done.out.count("\n") == 1
+
+
+def test_the_hf_token_is_filled_in_only_on_the_wire(emulator: RunningEmulator) -> None:
+    assert run("pod create", pod_request(volume(emulator)), env=env_for(emulator)).code == 0
+    posted = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+    assert posted[0]["env"] == {"A": "1", "HF_TOKEN": HF_TOKEN}
+
+
+def test_without_an_hf_token_the_variable_is_left_out(emulator: RunningEmulator) -> None:
+    request = pod_request(volume(emulator))
+    request["candidates"][0]["env"]["HF_TOKEN"] = "placeholder"
+    done = run("pod create", request, env=env_for(emulator, FRUTEBOX_HF_TOKEN=""))
+    assert done.code == 0, done.err
+    posted = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+    assert posted[0]["env"] == {"A": "1"}
+
+
+def test_a_secret_echoed_by_anything_is_redacted(emulator: RunningEmulator) -> None:
+    request = pod_request(volume(emulator))
+    request["candidates"][0]["image"] = HF_TOKEN  # absurd, but proves the safety net
+    done = run("pod create", request, env=env_for(emulator))
+    assert done.code == 0
+    assert done.result["image"] == "***"
+
+
+def test_secrets_are_redacted_from_errors_and_tracebacks_too(emulator: RunningEmulator) -> None:
+    request = pod_request(volume(emulator))
+    request["candidates"][0]["name"] = API_KEY  # lands in the error message verbatim
+    done = run("pod create", request, env=env_for(emulator, FRUTEBOX_DEBUG="1"))
+    assert done.code == 1
+    assert "'***'" in done.err and "Traceback" in done.err
+
+
+def test_a_missing_api_key_names_the_config_key_and_the_variable(
+    emulator: RunningEmulator,
+) -> None:
+    done = run(
+        "pod create", pod_request(volume(emulator)), env=env_for(emulator, RUNPOD_API_KEY="")
+    )
+    assert done.code == 1 and done.out == ""
+    assert "frutebox-infra:runpodApiKey" in done.err and "RUNPOD_API_KEY" in done.err
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: r.update(bogus=1), "bogus", id="unknown-key"),
+        pytest.param(lambda r: r.update(candidates=[]), "candidates", id="no-candidates"),
+        pytest.param(
+            lambda r: r["candidates"][0].update(name="other"), "must match", id="name-mismatch"
+        ),
+        pytest.param(
+            lambda r: r["candidates"][0].update(ports=["22/tcp"]),
+            "8080/http",
+            id="health-port-not-exposed",
+        ),
+        pytest.param(lambda r: r["candidates"][0].pop("gpu"), "gpu.id", id="no-gpu"),
+        pytest.param(lambda r: r["health"].update(path="health"), "health.path", id="bad-path"),
+    ],
+)
+def test_a_bad_request_is_one_paragraph_without_traceback(
+    emulator: RunningEmulator, mutate: Callable[[dict[str, Any]], None], expected: str
+) -> None:
+    request = pod_request(volume(emulator))
+    mutate(request)
+    done = run("pod create", request, env=env_for(emulator))
+    assert done.code == 1
+    assert expected in done.err
+    assert "Traceback" not in done.err
+    assert done.err.startswith("error: ") and done.err.count("\n") == 1
+    assert not [r for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+
+
+def test_stdin_that_is_not_json_and_the_debug_traceback(emulator: RunningEmulator) -> None:
+    plain = run("pod create", "{nope", env=env_for(emulator))
+    assert plain.code == 1 and "not JSON" in plain.err and "Traceback" not in plain.err
+    debug = run("pod create", "{nope", env=env_for(emulator, FRUTEBOX_DEBUG="1"))
+    assert debug.code == 1 and "Traceback" in debug.err
+
+
+def test_an_unexpected_exception_is_still_one_paragraph(emulator: RunningEmulator) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("bug in a transport")
+
+    done = run(
+        "pod create", pod_request("v"), env=env_for(emulator), transport=httpx.MockTransport(broken)
+    )
+    assert done.code == 1
+    assert "internal error" in done.err and "FRUTEBOX_DEBUG=1" in done.err
+
+
+def test_env_timeouts_override_the_request(emulator: RunningEmulator) -> None:
+    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    done = run(
+        "pod create",
+        pod_request(volume(emulator)),
+        env=env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="0.2"),
+    )
+    assert done.code == 1
+    assert "never became healthy" in done.err and "0.2s" in done.err
+    assert [p["status"] for p in state(emulator)["pods"]] == ["TERMINATED"]
+
+
+def test_a_bad_timeout_variable_is_named(emulator: RunningEmulator) -> None:
+    done = run(
+        "pod create", pod_request("v"), env=env_for(emulator, FRUTEBOX_RUNNING_TIMEOUT_S="soon")
+    )
+    assert done.code == 1 and "FRUTEBOX_RUNNING_TIMEOUT_S" in done.err
+
+
+def test_update_patches_only_the_changed_fields_in_place(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    request = pod_request(volume(emulator), "NVIDIA RTX A4000", "NVIDIA RTX A5000")
+    first = run("pod create", request, env=env).result
+    request["candidates"][0]["image"] = "img:2"
+    request["candidates"][1]["image"] = "img:2"
+    done = run("pod update", request, env=env, previous=first)
+    assert done.code == 0, done.err
+    assert (done.result["podId"], done.result["image"]) == (first["podId"], "img:2")
+    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
+    assert patches == [{"image": "img:2"}]
+    again = run("pod update", request, env=env, previous=done.result)
+    assert again.code == 0 and "nothing to change" in again.err
+    assert len([r for r in state(emulator)["requests"] if r["op"] == "pods.update"]) == 1
+
+
+def test_update_keeps_the_candidate_that_matches_the_running_gpu(
+    emulator: RunningEmulator,
+) -> None:
+    env = env_for(emulator)
+    vid = volume(emulator)
+    faults(emulator, {"op": "pods.create", "action": "return-400-capacity"})
+    request = pod_request(vid, "NVIDIA RTX A4000", "NVIDIA RTX A5000")
+    first = run("pod create", request, env=env).result
+    assert first["gpuId"] == "NVIDIA RTX A5000"
+    request["candidates"][1]["args"] = "--port 8080 --tp 1"
+    done = run("pod update", request, env=env, previous=first).result
+    assert done["candidateIndex"] == 1 and done["candidatesTried"] == first["candidatesTried"]
+    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
+    assert patches == [{"args": "--port 8080 --tp 1"}]
+
+
+def test_update_of_a_pod_that_is_gone_creates_a_new_one(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    request = pod_request(volume(emulator))
+    first = run("pod create", request, env=env).result
+    emulator.app.account.terminate_pod(first["podId"])
+    done = run("pod update", request, env=env, previous=first)
+    assert done.code == 0, done.err
+    assert done.result["podId"] != first["podId"]
+    assert "no longer exists" in done.err
+
+
+def test_update_without_a_previous_result_creates(emulator: RunningEmulator) -> None:
+    done = run("pod update", pod_request(volume(emulator)), env=env_for(emulator))
+    assert done.code == 0 and done.result["status"] == "RUNNING"
+
+
+def test_delete_terminates_and_tolerates_gone_or_missing(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    first = run("pod create", pod_request(volume(emulator)), env=env).result
+    done = run("pod delete", env=env, previous=first)
+    assert (done.code, done.out.strip()) == (0, "{}")
+    assert [p["status"] for p in state(emulator)["pods"]] == ["TERMINATED"]
+    again = run("pod delete", env=env, previous=first)
+    assert again.code == 0 and "already gone" in again.err
+    assert run("pod delete", env=env).code == 0
+
+
+def test_delete_refuses_a_previous_result_it_cannot_read(emulator: RunningEmulator) -> None:
+    env = {**env_for(emulator), "PULUMI_COMMAND_STDOUT": "pod abc created"}
+    done = run("pod delete", env=env)
+    assert done.code == 1 and "PULUMI_COMMAND_STDOUT" in done.err
+
+
+def test_volume_create_update_and_delete(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    request = {"name": "frutebox-dev-weights", "size": 100, "dataCenter": "EU-RO-1"}
+    created = run("volume create", request, env=env).result
+    assert set(created) == {"volumeId", "name", "size", "dataCenter"}
+    grown = run("volume update", {**request, "size": 150}, env=env, previous=created)
+    assert grown.result["size"] == 150
+    shrunk = run("volume update", {**request, "size": 60}, env=env, previous=grown.result)
+    assert shrunk.code == 0 and shrunk.result["size"] == 150
+    assert "never shrink" in shrunk.err
+    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "volumes.update"]
+    assert patches == [{"size": 150}]
+    moved = run("volume update", {**request, "dataCenter": "EU-SE-1"}, env=env, previous=created)
+    assert moved.code == 1 and "cannot move" in moved.err
+    assert run("volume delete", env=env, previous=created).code == 0
+    assert run("volume delete", env=env, previous=created).code == 0
+
+
+def test_a_volume_in_use_is_not_deleted(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    vid = volume(emulator)
+    assert run("pod create", pod_request(vid), env=env).code == 0
+    done = run("volume delete", env=env, previous={"volumeId": vid})
+    assert done.code == 1 and "mounted by pod" in done.err
+
+
+def test_the_command_and_the_emulator_never_import_pulumi() -> None:
+    code = (
+        "import sys, frutebox_infra.runpod.__main__, frutebox_infra.emulator.server;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_command')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

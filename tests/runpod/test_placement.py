@@ -1,0 +1,264 @@
+"""Create with candidates: each status rule of the v2 create contract, and adopt-after-5xx."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.placement import gpu_of, place
+from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem
+
+NAME = "frutebox-dev-m"
+CAPACITY_DETAIL = (
+    "There are no longer any instances available with the requested specifications."
+    " Please refresh and try again."
+)
+
+
+def body(gpu: str, count: int = 1) -> dict[str, Any]:
+    return {
+        "name": NAME,
+        "image": "img:1",
+        "gpu": {"id": gpu, "count": count},
+        "ports": ["8080/http"],
+    }
+
+
+CANDIDATES = [body("NVIDIA RTX A4000"), body("NVIDIA RTX A5000"), body("NVIDIA A40", 2)]
+
+
+def created(gpu: str, pod_id: str = "new1", count: int = 1) -> httpx.Response:
+    return ok(201, pod(pod_id, name=NAME, gpu=gpu, count=count))
+
+
+def run(
+    client: RunPodClient,
+    clock: Clock,
+    logs: list[str],
+    candidates: list[dict[str, Any]] = CANDIDATES,
+) -> Any:
+    return place(client, NAME, candidates, sleep=clock.sleep, log=logs.append)
+
+
+def posted_gpus(fake: FakeApi) -> list[str]:
+    return [b["gpu"]["id"] for b in fake.bodies("POST", "/v2/pods")]
+
+
+@pytest.fixture(autouse=True)
+def no_pods_yet(fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods", ok(200, {"pods": []}))
+
+
+def test_the_cheapest_candidate_in_stock_wins(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert (placement.pod.id, placement.candidate_index) == ("new1", 0)
+    assert [a.outcome for a in placement.attempts] == ["created"]
+    assert posted_gpus(fake) == ["NVIDIA RTX A4000"]
+
+
+def test_400_no_capacity_moves_to_the_next_candidate(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(400, CAPACITY_DETAIL), created("NVIDIA RTX A5000"))
+    placement = run(client, clock, logs)
+    assert placement.candidate_index == 1
+    assert [(a.gpu_id, a.outcome) for a in placement.attempts] == [
+        ("NVIDIA RTX A4000", "no-capacity"),
+        ("NVIDIA RTX A5000", "created"),
+    ]
+    assert clock.sleeps == []
+
+
+def test_403_skips_the_candidate(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(403, "access denied"), created("NVIDIA RTX A5000"))
+    placement = run(client, clock, logs)
+    assert [a.outcome for a in placement.attempts] == ["forbidden", "created"]
+
+
+def test_every_candidate_out_of_capacity_fails_naming_the_last_detail(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(400, CAPACITY_DETAIL))
+    with pytest.raises(errors.PlacementError) as caught:
+        run(client, clock, logs)
+    assert CAPACITY_DETAIL in str(caught.value)
+    assert [a.outcome for a in caught.value.attempts] == ["no-capacity"] * 3
+    assert posted_gpus(fake) == [b["gpu"]["id"] for b in CANDIDATES]
+
+
+def test_every_candidate_refused_with_400_is_a_request_problem(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on(
+        "POST",
+        "/v2/pods",
+        problem(400, CAPACITY_DETAIL),
+        problem(400, "network volume vol1 is in EU-SE-1; dataCenterIds must include it"),
+    )
+    with pytest.raises(errors.PlacementError) as caught:
+        run(client, clock, logs)
+    message = str(caught.value)
+    assert "problem with the request" in message
+    assert "dataCenterIds must include it" in message
+
+
+def test_402_stops_without_trying_other_candidates(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(402, "insufficient balance"))
+    with pytest.raises(errors.InsufficientBalanceError, match="add funds"):
+        run(client, clock, logs)
+    assert len(fake.calls("POST")) == 1
+
+
+def test_422_stops_never_retries_and_shows_the_errors(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on(
+        "POST",
+        "/v2/pods",
+        problem(
+            422,
+            "Request validation failed.",
+            errors=["$.gpu.count: 0 is less than the minimum of 1"],
+        ),
+    )
+    with pytest.raises(errors.ContractError) as caught:
+        run(client, clock, logs)
+    assert "$.gpu.count: 0 is less than the minimum of 1" in str(caught.value)
+    assert "never retried" in str(caught.value)
+    assert len(fake.calls("POST")) == 1
+
+
+def test_429_waits_retry_after_then_retries_the_same_candidate(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on(
+        "POST",
+        "/v2/pods",
+        problem(429, "slow", headers={"Retry-After": "9"}),
+        created("NVIDIA RTX A4000"),
+    )
+    placement = run(client, clock, logs)
+    assert placement.candidate_index == 0
+    assert clock.sleeps == [9.0]
+    assert posted_gpus(fake) == ["NVIDIA RTX A4000", "NVIDIA RTX A4000"]
+    assert fake.calls("GET", "/v2/pods") == fake.calls("GET")[:1]  # a 429 created nothing
+
+
+def test_429_retries_are_bounded(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(429, "slow", headers={"Retry-After": "1"}))
+    with pytest.raises(errors.RateLimitedError, match="after 3 attempts"):
+        run(client, clock, logs)
+    assert len(fake.calls("POST")) == 3
+
+
+def test_a_5xx_that_created_the_pod_is_adopted_not_created_twice(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on(
+        "GET",
+        "/v2/pods",
+        ok(200, {"pods": []}),
+        ok(200, {"pods": [pod("ghost", name=NAME, gpu="NVIDIA RTX A4000")]}),
+    )
+    fake.on("POST", "/v2/pods", problem(503, "upstream unavailable"))
+    placement = run(client, clock, logs)
+    assert (placement.pod.id, placement.attempts[0].outcome) == ("ghost", "adopted")
+    assert len(fake.calls("POST")) == 1
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods"]
+
+
+def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(500, "oops"), created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert placement.attempts[0].outcome == "created"
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
+    assert clock.sleeps == [0.5]
+
+
+def test_a_pod_with_our_name_from_before_is_never_adopted(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    old = pod("old", name=NAME, status="RUNNING")
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", ok(200, {"pods": [old]}))
+    fake.on("POST", "/v2/pods", problem(502, "bad gateway"), created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert placement.pod.id == "new1"
+    assert any("already exist (old)" in line for line in logs)
+
+
+def test_a_lost_connection_on_create_is_treated_like_a_5xx(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    def drop(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    fake.on("POST", "/v2/pods", drop)
+    assert run(client, clock, logs).pod.id == "made"
+
+
+def test_duplicates_found_after_a_5xx_are_terminated(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on(
+        "GET",
+        "/v2/pods",
+        ok(200, {"pods": []}),
+        ok(200, {"pods": [pod("a", name=NAME), pod("b", name=NAME)]}),
+    )
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    fake.on("DELETE", "/v2/pods/b", ok(204))
+    assert run(client, clock, logs).pod.id == "a"
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/b"]
+
+
+def test_persistent_5xx_gives_up_after_checking_each_time(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    with pytest.raises(errors.ServerError, match="nothing was left behind"):
+        run(client, clock, logs)
+    assert len(fake.calls("POST")) == 3
+    assert len(fake.calls("GET", "/v2/pods")) == 1 + 3
+
+
+def test_when_the_lookup_after_a_5xx_fails_the_error_warns_of_a_billing_pod(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), problem(403, "no list permission"))
+    fake.on("POST", "/v2/pods", problem(500, "oops"))
+    with pytest.raises(errors.RunPodError, match="may exist and bill"):
+        run(client, clock, logs)
+    assert len(fake.calls("POST")) == 1
+
+
+@pytest.mark.parametrize(
+    ("candidate", "expected"),
+    [
+        pytest.param({"gpu": {"id": "NVIDIA A40", "count": 2}}, ("NVIDIA A40", 2), id="both"),
+        pytest.param({"gpu": {"id": "NVIDIA A40"}}, ("NVIDIA A40", 1), id="count-defaults-1"),
+        pytest.param({"cpu": {"id": "cpu5c"}}, ("", 0), id="no-gpu"),
+    ],
+)
+def test_gpu_of(candidate: dict[str, Any], expected: tuple[str, int]) -> None:
+    assert gpu_of(candidate) == expected

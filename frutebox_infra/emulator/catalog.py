@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from frutebox_infra.errors import ConfigError
+from frutebox_infra.registry import REGISTRY_DIR, Registry, load_registry
 
 DEFAULT_STOCK = 64
 
@@ -28,27 +29,6 @@ class GpuType:
     community_usd_per_hour: float | None = None
 
 
-BUILTIN_GPUS = (
-    GpuType("NVIDIA RTX A4000", "RTX A4000", 16, 8, 0.17),
-    GpuType("NVIDIA RTX A5000", "RTX A5000", 24, 8, 0.26),
-    GpuType("NVIDIA A40", "A40", 48, 8, 0.40),
-    GpuType("NVIDIA RTX A6000", "RTX A6000", 48, 8, 0.49),
-    GpuType("NVIDIA A100 80GB PCIe", "A100 PCIe", 80, 8, 1.19),
-    GpuType("NVIDIA A100-SXM4-80GB", "A100 SXM", 80, 8, 1.29),
-    GpuType("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000", 96, 8, 2.09),
-    GpuType("NVIDIA H100 80GB HBM3", "H100 SXM", 80, 8, 2.69),
-    GpuType("NVIDIA H200", "H200 SXM", 141, 8, 4.59, 3.59),
-)
-BUILTIN_DATA_CENTERS = {
-    "EU-RO-1": "Romania",
-    "EU-SE-1": "Sweden",
-    "EU-CZ-1": "Czech Republic",
-    "US-TX-3": "Texas",
-    "US-KS-2": "Kansas",
-    "CA-MTL-1": "Montreal",
-}
-
-
 @dataclass(frozen=True)
 class Catalog:
     """What the emulated account can buy, and where."""
@@ -57,8 +37,25 @@ class Catalog:
     data_centers: Mapping[str, str]
 
     @classmethod
+    def from_registry(cls, registry: Registry) -> Catalog:
+        """The account sells exactly the registry's GPUs, at its prices, in its data centres."""
+        gpus = {
+            g.id: GpuType(
+                id=g.id,
+                name=g.name,
+                memory_gb=g.vram_gb,
+                max_count=g.max_count,
+                secure_usd_per_hour=g.price_usd_per_hour.secure or 0.0,
+                community_usd_per_hour=g.price_usd_per_hour.community,
+            )
+            for g in registry.gpus
+        }
+        return cls(gpus, {d.id: d.name for d in registry.data_centers})
+
+    @classmethod
     def builtin(cls) -> Catalog:
-        return cls({g.id: g for g in BUILTIN_GPUS}, dict(BUILTIN_DATA_CENTERS))
+        """The project's own registry: one home for every GPU and price fact."""
+        return cls.from_registry(load_registry())
 
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:
         gpu = self.gpus[gpu_id]
@@ -74,45 +71,12 @@ def full_stock(catalog: Catalog, per_cell: int = DEFAULT_STOCK) -> Stock:
     return {(g, dc): per_cell for g in catalog.gpus for dc in catalog.data_centers}
 
 
-def _yaml_rows(path: Path, key: str) -> list[dict[str, Any]] | None:
-    if not path.is_file():
-        return None
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    rows = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise CatalogError(f"{path}: expected a list under {key!r}")
-    return rows
-
-
 def load_catalog(registry_dir: Path | None) -> Catalog:
-    """Prices and GPU types from gpus.yaml, data centres from datacenters.yaml, else built-ins."""
-    catalog = Catalog.builtin()
-    if registry_dir is None:
-        return catalog
-    gpus, data_centers = dict(catalog.gpus), dict(catalog.data_centers)
+    """The catalog of the registry in `registry_dir` (None: the project's registry)."""
     try:
-        gpu_rows = _yaml_rows(registry_dir / "gpus.yaml", "gpus")
-        if gpu_rows is not None:
-            gpus = {}
-            for row in gpu_rows:
-                price = row["price_usd_per_hour"]
-                community = price.get("community")
-                gpus[row["id"]] = GpuType(
-                    id=row["id"],
-                    name=str(row.get("name", row["id"])),
-                    memory_gb=int(row.get("vram_gb", 0)),
-                    max_count=int(row.get("max_count", 8)),
-                    secure_usd_per_hour=float(price["secure"]),
-                    community_usd_per_hour=None if community is None else float(community),
-                )
-        for row in _yaml_rows(registry_dir / "datacenters.yaml", "data_centers") or []:
-            data_centers[row["id"]] = str(row.get("name", row["id"]))
-    except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
-        raise CatalogError(
-            f"{registry_dir}: cannot read GPU prices or data centres ({exc!r});"
-            " fix the file or pass --registry none for built-in prices"
-        ) from exc
-    return Catalog(gpus, data_centers)
+        return Catalog.from_registry(load_registry(registry_dir or REGISTRY_DIR))
+    except ConfigError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 def parse_stock(specs: Sequence[str], catalog: Catalog) -> Stock:

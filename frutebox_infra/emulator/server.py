@@ -19,8 +19,7 @@ from typing import Any
 from frutebox_infra.emulator.catalog import Catalog, CatalogError, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.routes import App, EmulatorHTTPServer
 from frutebox_infra.emulator.state import Account
-
-REGISTRY_DIR = Path(__file__).resolve().parents[2] / "registry"
+from frutebox_infra.registry import REGISTRY_DIR
 
 
 class UsageError(ValueError):
@@ -143,8 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--registry",
         default=str(REGISTRY_DIR),
-        help="directory with gpus.yaml and datacenters.yaml for prices, or"
-        " 'none' for the built-in table",
+        help="registry directory whose GPUs, prices and data centres the account sells",
     )
     return parser
 
@@ -156,8 +154,7 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        registry = None if args.registry == "none" else Path(args.registry)
-        catalog = load_catalog(registry)
+        catalog = load_catalog(Path(args.registry))
         stock = parse_stock(args.stock, catalog) if args.stock else None
         server = build(
             host=args.host,

@@ -1,60 +1,48 @@
-"""The catalog: prices from the registry when present, built-ins otherwise, and --stock parsing."""
+"""The catalog: the registry's GPUs, prices and data centres, and --stock parsing."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from frutebox_infra.emulator.catalog import (
-    BUILTIN_DATA_CENTERS,
     Catalog,
     CatalogError,
     gpu_types,
     load_catalog,
     parse_stock,
 )
-from frutebox_infra.emulator.server import REGISTRY_DIR
+from frutebox_infra.registry import REGISTRY_DIR, load_registry
 
 CATALOG = Catalog.builtin()
 
 
-def test_the_builtin_table_covers_the_spec_gpus_and_data_centres() -> None:
-    assert CATALOG.usd_per_hour("NVIDIA H100 80GB HBM3", "SECURE") == 2.69
+def test_the_catalog_sells_the_registry_gpus_at_registry_prices() -> None:
+    registry = load_registry()
+    assert set(CATALOG.gpus) == {g.id for g in registry.gpus}
+    for gpu in registry.gpus:
+        assert CATALOG.usd_per_hour(gpu.id, "SECURE") == gpu.price_usd_per_hour.secure
     assert CATALOG.usd_per_hour("NVIDIA H200", "COMMUNITY") == 3.59
-    assert CATALOG.usd_per_hour("NVIDIA A40", "COMMUNITY") == 0.40  # no community price known
-    assert {"EU-RO-1", "EU-SE-1", "US-TX-3", "US-KS-2", "EU-CZ-1", "CA-MTL-1"} <= set(
-        BUILTIN_DATA_CENTERS
-    )
+    # No community price recorded: the emulator charges the secure one.
+    assert CATALOG.usd_per_hour("NVIDIA A40", "COMMUNITY") == 0.40
+    assert set(CATALOG.data_centers) == {d.id for d in registry.data_centers}
 
 
-def test_prices_come_from_a_registry_directory(tmp_path: Path) -> None:
-    (tmp_path / "gpus.yaml").write_text(
-        "gpus:\n"
-        "  - id: NVIDIA A40\n    name: A40\n    vram_gb: 48\n    max_count: 4\n"
-        "    price_usd_per_hour: {secure: 0.5, community: 0.3, source: test}\n"
-    )
-    (tmp_path / "datacenters.yaml").write_text("data_centers:\n  - {id: AP-JP-1, name: Japan}\n")
-    catalog = load_catalog(tmp_path)
-    assert list(catalog.gpus) == ["NVIDIA A40"]
-    assert catalog.gpus["NVIDIA A40"].max_count == 4
-    assert catalog.usd_per_hour("NVIDIA A40", "COMMUNITY") == 0.3
-    assert "AP-JP-1" in catalog.data_centers and "EU-RO-1" in catalog.data_centers
-
-
-def test_the_project_registry_loads_if_present() -> None:
-    if not (REGISTRY_DIR / "gpus.yaml").is_file():
-        pytest.skip("registry/gpus.yaml not present")
-    catalog = load_catalog(REGISTRY_DIR)
-    assert "NVIDIA H100 80GB HBM3" in catalog.gpus
-    assert all(g.secure_usd_per_hour > 0 for g in catalog.gpus.values())
-
-
-def test_a_broken_price_file_is_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "gpus.yaml").write_text("gpus:\n  - id: NVIDIA A40\n")
-    with pytest.raises(CatalogError, match="--registry none"):
-        load_catalog(tmp_path)
+def test_prices_come_from_the_registry_directory_given(tmp_path: Path) -> None:
+    shutil.copytree(REGISTRY_DIR, tmp_path / "registry")
+    gpus = tmp_path / "registry" / "gpus.yaml"
+    gpus.write_text(gpus.read_text().replace("secure: 0.40", "secure: 0.55"))
+    assert load_catalog(tmp_path / "registry").usd_per_hour("NVIDIA A40", "SECURE") == 0.55
     assert load_catalog(None) == Catalog.builtin()
+
+
+def test_a_broken_registry_is_a_clear_error(tmp_path: Path) -> None:
+    shutil.copytree(REGISTRY_DIR, tmp_path / "registry")
+    (tmp_path / "registry" / "gpus.yaml").write_text("gpus:\n  - id: NVIDIA A40\n")
+    with pytest.raises(CatalogError, match=r"gpus\.yaml"):
+        load_catalog(tmp_path / "registry")
 
 
 def test_stock_specs() -> None:

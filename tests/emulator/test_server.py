@@ -35,14 +35,14 @@ def test_is_loopback(host: str, loopback: bool) -> None:
 
 
 def test_a_non_loopback_host_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--host", "0.0.0.0", "--port", "0", "--registry", "none"]) == 2
+    assert main(["--host", "0.0.0.0", "--port", "0"]) == 2
     assert "loopback" in capsys.readouterr().err
     with pytest.raises(UsageError):
         build(host="10.0.0.1")
 
 
 def test_a_bad_stock_spec_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--stock", "NVIDIA A40=many", "--registry", "none"]) == 2
+    assert main(["--stock", "NVIDIA A40=many"]) == 2
     assert "GPU_ID=N" in capsys.readouterr().err
 
 
@@ -84,8 +84,6 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
             "frutebox_infra.emulator",
             "--port",
             "0",
-            "--registry",
-            "none",
             "--stock",
             "NVIDIA A40=1@EU-RO-1",
             "--proxy-base",

@@ -51,7 +51,7 @@ def test_no_stock_answers_the_capacity_400_and_terminating_frees_it() -> None:
 def test_cost_is_the_gpu_price_times_the_count() -> None:
     account = Account(Catalog.builtin())
     pod = account.create_pod(pod_body(gpu={"id": "NVIDIA H100 80GB HBM3", "count": 2}))
-    assert pod.view()["cost"] == pytest.approx(5.38)
+    assert pod.view()["cost"] == pytest.approx(2 * 3.49)  # registry secure H100 price
     community = account.create_pod(
         pod_body(gpu={"id": "NVIDIA H200", "count": 1}, cloud="COMMUNITY")
     )

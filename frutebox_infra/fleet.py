@@ -62,7 +62,13 @@ class WeightsVolumeArgs:
 
 
 class WeightsVolume(pulumi.ComponentResource):
-    """The stack's network volume. Protected: it never leaves with a config change."""
+    """The stack's network volume. Protected: it never leaves with a config change.
+
+    Two commands, so the volume id stays known while the size changes: one creates (and on
+    an explicit destroy deletes) the volume and ignores later size changes; the other grows
+    it to the plan's size. Pods depend on the id only, so arming a model never looks like a
+    reason to replace every pod.
+    """
 
     volume_id: pulumi.Output[str]
     size_gb: pulumi.Output[int]
@@ -72,20 +78,30 @@ class WeightsVolume(pulumi.ComponentResource):
     ) -> None:
         super().__init__("frutebox:index:WeightsVolume", name, None, opts)
         request = {"name": args.name, "size": args.size_gb, "dataCenter": args.data_center}
-        command = local.Command(
+        environment = args.credentials.environment()
+        volume = local.Command(
             f"{name}-volume",
             create=_command("volume", "create"),
-            update=_command("volume", "update"),
             delete=_command("volume", "delete"),
             stdin=json.dumps(request, sort_keys=True),
-            environment=args.credentials.environment(),
+            environment=environment,
             triggers=[args.data_center],
             logging=local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
+            opts=pulumi.ResourceOptions(parent=self, protect=True, ignore_changes=["stdin"]),
         )
-        result = _result(command.stdout)
-        self.volume_id = result.apply(lambda r: str(r.get("volumeId", "")))
-        self.size_gb = result.apply(lambda r: int(r.get("size", args.size_gb)))
+        self.volume_id = _result(volume.stdout).apply(lambda r: str(r.get("volumeId", "")))
+        grow = local.Command(
+            f"{name}-size",
+            create=_command("volume", "grow"),
+            update=_command("volume", "grow"),
+            stdin=self.volume_id.apply(
+                lambda vid: json.dumps({"volumeId": vid, "size": args.size_gb}, sort_keys=True)
+            ),
+            environment=environment,
+            logging=local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.size_gb = _result(grow.stdout).apply(lambda r: int(r.get("size", args.size_gb)))
         self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
 
 

@@ -28,7 +28,7 @@ class Recorder(pulumi.runtime.Mocks):
         self.resources[args.name] = args
         state = dict(args.inputs)
         if args.typ == "command:local:Command":
-            if args.name.endswith("-volume"):
+            if args.name.endswith(("-volume", "-size")):
                 state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17})
             else:
                 model = args.name.removesuffix("-pod")
@@ -74,8 +74,14 @@ def test_plan_declares_a_protected_volume_and_one_server_per_model(recorder: Rec
         }  # fmt: skip
         assert volume.inputs["triggers"] == ["EU-RO-1"]
         assert volume.inputs["create"].endswith("frutebox_infra.runpod volume create")
-        assert set(res) == {"weights", "weights-volume", "qwen3-8b", "qwen3-8b-pod",
-                            "sdxl-1.0", "sdxl-1.0-pod"}  # fmt: skip
+        size = res["weights-size"]
+        assert json.loads(size.inputs["stdin"]) == {
+            "volumeId": "vol-123",
+            "size": plan.volume.size_gb,
+        }
+        assert size.inputs["update"].endswith("frutebox_infra.runpod volume grow")
+        assert set(res) == {"weights", "weights-volume", "weights-size", "qwen3-8b",
+                            "qwen3-8b-pod", "sdxl-1.0", "sdxl-1.0-pod"}  # fmt: skip
 
     return pulumi.Output.all(*(s.pod_id for s in fleet.servers.values())).apply(check)
 

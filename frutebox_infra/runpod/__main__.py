@@ -16,6 +16,7 @@ import httpx
 
 from frutebox_infra.runpod.client import NetworkVolume, Pod
 from frutebox_infra.runpod.command_io import (
+    GrowRequest,
     PodRequest,
     PreviousPod,
     PreviousVolume,
@@ -40,6 +41,7 @@ class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"
+    GROW = "grow"
 
 
 def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any]]:
@@ -213,6 +215,11 @@ def volume_update(
     return _volume_result(prov.grow_volume(volume, request.size))
 
 
+def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
+    volume = session.prov.api.get_volume(request.volumeId)
+    return _volume_result(session.prov.grow_volume(volume, request.size))
+
+
 def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
     if previous is None:
         session.log("no volume recorded; nothing to delete")
@@ -226,6 +233,10 @@ def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str
 def run(
     resource: Resource, action: Action, session: Session, stdin: TextIO, env: Mapping[str, str]
 ) -> dict[str, Any]:
+    if action is Action.GROW:
+        if resource is not Resource.VOLUME:
+            raise ConfigurationError("only a volume grows; use `volume grow`")
+        return volume_grow(session, read_request(GrowRequest, stdin))
     if resource is Resource.POD:
         if action is Action.DELETE:
             return pod_delete(session, read_previous(PreviousPod, env))

@@ -60,6 +60,13 @@ class VolumeRequest(_Strict):
     dataCenter: str = Field(min_length=1)
 
 
+class GrowRequest(_Strict):
+    """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
+
+    volumeId: str = Field(min_length=1)
+    size: int = Field(ge=10, le=4096)
+
+
 class PreviousPod(BaseModel):
     model_config = ConfigDict(extra="ignore")
     podId: str

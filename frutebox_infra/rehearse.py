@@ -1,0 +1,67 @@
+"""Rehearse a deployment with no RunPod account: `pulumi up` a stack against the local emulator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from frutebox_infra.emulator.catalog import load_catalog
+from frutebox_infra.emulator.server import start
+from frutebox_infra.registry import REGISTRY_DIR
+from frutebox_infra.toolchain import hermetic_env, repo_root
+
+REHEARSAL_KEY = "rehearsal-key"
+"""The emulator accepts any bearer token; this one is obviously not a real key."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/dev rehearse", description=__doc__)
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--keep", action="store_true", help="leave the pods up (no destroy)")
+    args = parser.parse_args(argv)
+
+    root = repo_root()
+    backend = root / ".pulumi-state" / "rehearsal"
+    # Every rehearsal starts from nothing: a fresh emulator account and a fresh backend.
+    shutil.rmtree(backend, ignore_errors=True)
+    emulator = start(catalog=load_catalog(REGISTRY_DIR))
+    env = hermetic_env(backend_dir=backend)
+    env.update(
+        RUNPOD_API_URL=emulator.url,
+        RUNPOD_API_KEY=REHEARSAL_KEY,
+        RUNPOD_PROXY_URL_TEMPLATE=emulator.app.proxy_url_template,
+        FRUTEBOX_RUNNING_TIMEOUT_S="30",
+        FRUTEBOX_HEALTH_TIMEOUT_S="30",
+    )
+
+    def pulumi(*words: str) -> int:
+        print(f"$ pulumi {' '.join(words)}", file=sys.stderr, flush=True)
+        return subprocess.run(["pulumi", *words, "--non-interactive"], cwd=root, env=env).returncode
+
+    try:
+        print(f"RunPod v2 emulator at {emulator.url} (loopback only)", file=sys.stderr)
+        if pulumi("stack", "init", args.stack) != 0:
+            return 1
+        if pulumi("up", "--stack", args.stack, "--yes", "--skip-preview") != 0:
+            return 1
+        pulumi("stack", "output", "pods", "--stack", args.stack)
+        pods = emulator.app.account.snapshot().get("pods", [])
+        live = [p for p in pods if p.get("status") != "TERMINATED"]
+        print(f"\nThe emulator now runs {len(live)} pod(s):")
+        for pod in live:
+            gpu = pod.get("gpu") or {}
+            print(f"  {pod['name']}: {gpu.get('count')}x {gpu.get('id')} {pod['status']}")
+        print(json.dumps({"volumes": emulator.app.account.snapshot().get("volumes", [])}))
+        if not args.keep:
+            pulumi("destroy", "--stack", args.stack, "--yes", "--exclude-protected")
+        return 0
+    finally:
+        emulator.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -224,7 +224,8 @@ def _volume(
         serving = plan.resolution.serving
         if serving is not None and serving.weights_disk_gb is not None:
             weights += serving.weights_disk_gb
-    wanted = math.ceil(weights * (1 + settings.volume_headroom))
+    # Rounded first so that 100 GB x 1.1 asks for 110 GB, not 111 by a float's last bit.
+    wanted = math.ceil(round(weights * (1 + settings.volume_headroom), 6))
     size = min(VOLUME_MAX_GB, max(VOLUME_MIN_GB, settings.min_volume_gb, wanted))
     return VolumePlan(size, round(weights, 2), settings.data_center)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -220,7 +221,7 @@ class Registry(Frozen):
             ("gpu", [g.id for g in self.gpus]),
             ("data centre", [d.id for d in self.data_centers]),
         ):
-            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
             if dupes:
                 raise ValueError(f"duplicate {label} id(s): {', '.join(dupes)}")
         return self
@@ -291,9 +292,13 @@ def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
     return parse_registry(read_registry_files(directory), label=str(directory))
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML was built with it: the same documents, ~10x faster."""
+
+
 def _parse_yaml(where: str, text: str) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

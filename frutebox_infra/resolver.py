@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, PodSpec, Recipe
@@ -54,7 +55,15 @@ class Placement:
     usd_per_hour: float
     """USD per hour for the whole pod (price per GPU x count) in the stack's cloud."""
     fit: Fit
-    pod: PodSpec
+    recipe: Recipe = field(compare=False, repr=False)
+    model: Model = field(compare=False, repr=False)
+    image: Image = field(compare=False, repr=False)
+    options: ServeOptions = field(compare=False, repr=False)
+
+    @cached_property
+    def pod(self) -> PodSpec:
+        """Rendered on first use: most fitting placements are ranked, never deployed."""
+        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.options)
 
     @property
     def total_vram_gb(self) -> int:
@@ -238,8 +247,8 @@ def _smallest_fitting(
         fit = estimate(request, gpu, count)
         cost = round(price * count, 2)
         if fit.fits:
-            pod = recipe.pod(model, image, gpu, count, options)
-            return Candidate(gpu, count, cost, fit, None), Placement(gpu, count, cost, fit, pod)
+            placement = Placement(gpu, count, cost, fit, recipe, model, image, options)
+            return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ class StackSettings(BaseModel):
     @field_validator("models")
     @classmethod
     def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        dupes = sorted({m for m in value if value.count(m) > 1})
+        dupes = sorted(m for m, n in Counter(value).items() if n > 1)
         if dupes:
             raise ValueError(f"model(s) armed twice: {', '.join(dupes)}")
         return value

@@ -1,0 +1,176 @@
+"""Shared helpers for the bench scripts: timing, tables, fit requests and throwaway projects.
+
+Why a module of its own: every script times the same way (median of repeated runs, so one
+slow run on a busy machine does not decide a figure), prints the same kind of table, and the
+two that compare against the planner must build a `FitRequest` exactly as the resolver does
+without reaching into its private helpers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from frutebox_infra.fit import Fit, FitRequest, estimate
+from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
+from frutebox_infra.registry import Gpu, Model
+from frutebox_infra.report.text import table
+from frutebox_infra.resolver import Cloud
+from frutebox_infra.toolchain import hermetic_env, repo_root
+
+T = TypeVar("T")
+
+ROOT = repo_root()
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """Wall seconds of one call and its result (perf_counter: monotonic, highest resolution)."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def median_seconds(fn: Callable[[], object], runs: int) -> float:
+    """Median wall time of `runs` calls: robust to the odd run a busy 2-core machine spoils."""
+    return statistics.median(timed(fn)[0] for _ in range(runs))
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    print(table(headers, rows, width=200))
+
+
+def heading(text: str) -> None:
+    print(f"\n== {text}")
+
+
+def price(gpu: Gpu, cloud: Cloud = Cloud.SECURE) -> float | None:
+    p = gpu.price_usd_per_hour
+    return p.secure if cloud is Cloud.SECURE else p.community
+
+
+def fit_request(
+    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
+) -> FitRequest:
+    """The request the resolver builds for `model` on `gpu`, rebuilt from the public facts."""
+    return FitRequest(
+        engine=serving.memory_model,
+        weights_gb=serving.weights_vram_gb,
+        context_tokens=serving.context_tokens,
+        configured_sequences=serving.concurrency,
+        min_sequences=options.min_sequences,
+        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
+        architecture=model.architecture,
+        static_allocation=serving.static_allocation,
+        speculative=serving.speculative,
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Would `count` x `gpu` serve the model under our rules, and if not, which rule says no."""
+
+    fits: bool
+    reason: str | None
+    fit: Fit | None
+
+
+def judge(
+    model: Model,
+    recipe: Recipe,
+    serving: Serving,
+    options: ServeOptions,
+    gpu: Gpu,
+    count: int,
+) -> Verdict:
+    """Every rule a placement must pass, applied to one (gpu, count) with no search at all."""
+    if serving.require_fp8 and not gpu.fp8:
+        return Verdict(False, "FP8 checkpoint on a GPU without native FP8", None)
+    problem = recipe.count_problem(model, count)
+    if problem is not None:
+        return Verdict(False, problem, None)
+    fit = estimate(fit_request(model, recipe, serving, options, gpu), gpu, count)
+    return Verdict(fit.fits, fit.reason, fit)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A throwaway Pulumi project directory on its own throwaway file backend."""
+
+    root: Path
+    backend: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = hermetic_env(backend_dir=self.backend)
+        env.pop("RUNPOD_API_KEY", None)
+        env.pop("HF_TOKEN", None)
+        return env
+
+    def pulumi(self, *args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            ["pulumi", *args, "--non-interactive"],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if proc.returncode != 0:
+            sys.exit(
+                f"pulumi {' '.join(args)} failed in {self.root} ({proc.returncode}):\n"
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            )
+        return proc
+
+    def init(self, stack: str) -> None:
+        self.pulumi("stack", "init", stack)
+
+
+def real_project(tmp: Path) -> Project:
+    """The checkout's own Pulumi.yaml, __main__.py and stacks/, on the checkout's .venv."""
+    root = tmp / "frutebox"
+    root.mkdir(parents=True)
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "stacks", root / "stacks")
+    _use_checkout_venv(root / "Pulumi.yaml")
+    return Project(root, tmp / "frutebox-backend")
+
+
+def bare_project(tmp: Path, name: str, program: str) -> Project:
+    """A Python program with the same runtime options (interpreter, virtualenv) and no config."""
+    root = tmp / name
+    root.mkdir(parents=True)
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    bare = {"name": name, "runtime": doc["runtime"]}
+    (root / "Pulumi.yaml").write_text(yaml.safe_dump(bare, sort_keys=False))
+    _use_checkout_venv(root / "Pulumi.yaml")
+    (root / "__main__.py").write_text(program)
+    return Project(root, tmp / f"{name}-backend")
+
+
+def _use_checkout_venv(pulumi_yaml: Path) -> None:
+    doc: dict[str, Any] = yaml.safe_load(pulumi_yaml.read_text())
+    doc["runtime"]["options"]["virtualenv"] = str(ROOT / ".venv")
+    pulumi_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def require_toolchain() -> None:
+    """Fail with the set-up command, not a stack trace, when the pulumi CLI is not built."""
+    if shutil.which("pulumi", path=hermetic_env()["PATH"]) is None:
+        sys.exit("no pulumi CLI: run `tools/dev setup` first")
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"

@@ -1,0 +1,140 @@
+"""What the prod fleet costs as planned, against the placement an operator would pick by hand.
+
+The naive rule is the seed's: each model on the smallest single GPU whose VRAM covers
+1.15 x its weights (the cheaper one where two types have the same VRAM), else 8x H200.
+For every model the script also asks our estimator whether that naive pick would even
+serve: FP8 weights on Ampere, a tensor-parallel degree the heads do not allow, a count under
+the model's minimum, or too little KV cache for the configured full-context sequences.
+
+Run: .venv/bin/python bench/fleet_cost.py [STACK]   (default prod)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from _common import Verdict, heading, judge, price, print_table
+
+from frutebox_infra.fit import HEADROOM
+from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
+from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.registry import Gpu, Registry, load_registry
+from frutebox_infra.settings import StackSettings, load_settings, stack_file
+
+FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
+
+
+def naive_pick(registry: Registry, weights_gb: float) -> tuple[Gpu, int]:
+    """Smallest single GPU with VRAM >= 1.15 x weights (cheapest on a VRAM tie), else 8x H200."""
+    need = weights_gb * HEADROOM
+    singles = [g for g in registry.gpus if g.vram_gb >= need and price(g) is not None]
+    if singles:
+        return min(singles, key=lambda g: (g.vram_gb, price(g) or 0.0)), 1
+    fallback = registry.gpu(FALLBACK_GPU)
+    assert fallback is not None
+    return fallback, FALLBACK_COUNT
+
+
+def naive_verdict(plan: ModelPlan, settings: StackSettings, gpu: Gpu, count: int) -> Verdict:
+    """Our estimator's word on the naive pick, serving the model exactly as the plan does."""
+    r = plan.resolution
+    assert r.model is not None and r.recipe is not None and r.serving is not None
+    override = settings.overrides.get(plan.model_id)
+    options = ServeOptions(
+        min_sequences=(override.min_concurrent_sequences if override else None)
+        or settings.min_concurrent_sequences
+    )
+    return judge(r.model, r.recipe, r.serving, options, gpu, count)
+
+
+def main() -> int:
+    stack = sys.argv[1] if len(sys.argv) > 1 else "prod"
+    registry = load_registry()
+    settings = load_settings(stack_file(stack))
+    plan = plan_fleet(registry, settings, stack=stack)
+    print(
+        f"stack {stack}: {len(plan.models)} armed models, SECURE on-demand prices,"
+        f" {HOURS_PER_MONTH} h/month"
+    )
+    rows: list[list[str]] = []
+    planned_total = naive_total = 0.0
+    naive_failures = 0
+    for m in plan.models:
+        if m.placement is None or m.resolution.serving is None:
+            rows.append([m.model_id, "-", "no placement", *["-"] * 8])
+            continue
+        weights = m.resolution.serving.weights_vram_gb
+        gpu, count = naive_pick(registry, weights)
+        naive_usd = round((price(gpu) or 0.0) * count, 2)
+        verdict = naive_verdict(m, settings, gpu, count)
+        naive_failures += not verdict.fits
+        planned_total += m.placement.usd_per_hour
+        naive_total += naive_usd
+        rows.append(
+            [
+                m.model_id,
+                f"{weights:g} GB",
+                m.placement.label,
+                f"${m.placement.usd_per_hour:.2f}",
+                f"${m.placement.usd_per_hour * HOURS_PER_MONTH:,.0f}",
+                f"{count}x {gpu.name}",
+                f"${naive_usd:.2f}",
+                f"${naive_usd * HOURS_PER_MONTH:,.0f}",
+                f"{naive_usd - m.placement.usd_per_hour:+.2f}",
+                "yes" if verdict.fits else "NO",
+                _why(verdict),
+            ]
+        )
+    heading("per model: pod $/h and $/month, planned vs naive")
+    print_table(
+        [
+            "MODEL",
+            "WEIGHTS",
+            "PLANNED",
+            "$/H",
+            "$/MONTH",
+            "NAIVE (1.15x)",
+            "$/H",
+            "$/MONTH",
+            "NAIVE-PLAN $/H",
+            "NAIVE FITS",
+            "WHY NOT",
+        ],
+        rows,
+    )
+    volume = plan.volume.usd_per_month
+    heading("fleet")
+    print_table(
+        ["", "PODS $/H", "PODS $/MONTH", "+ VOLUME $/MONTH", "FLEET $/MONTH"],
+        [
+            [
+                label,
+                f"${usd:,.2f}",
+                f"${usd * HOURS_PER_MONTH:,.2f}",
+                f"${volume:,.2f}",
+                f"${usd * HOURS_PER_MONTH + volume:,.2f}",
+            ]
+            for label, usd in (("planned", planned_total), ("naive", naive_total))
+        ],
+    )
+    saving = naive_total - planned_total
+    print(
+        f"saving of the plan over the naive picks: ${saving:,.2f}/h ="
+        f" ${saving * HOURS_PER_MONTH:,.2f}/month ({saving / naive_total:.0%} of the naive pods)"
+    )
+    print(
+        f"naive picks that would not serve under our estimator: {naive_failures} of"
+        f" {len(plan.models)}"
+        + (" (the naive total counts them anyway: it is a lower bound)" if naive_failures else "")
+    )
+    return 0
+
+
+def _why(verdict: Verdict) -> str:
+    if verdict.fits:
+        return ""
+    return (verdict.reason or "").split(":")[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""How planning time grows with the number of armed models: it must stay linear.
+
+Synthesizes 10 .. 10,000 armed models by cloning the catalog models that resolve to a
+placement (so every synthetic model does the full work: engine, fit on every GPU type and
+count, pods for every fitting placement) under new ids, into a Registry built in memory,
+with stack settings from `parse_settings`. Nothing is written to disk.
+
+Prints per size the median seconds of `plan_fleet`, microseconds per model, and the ratio of
+per-model time at the largest size to the smallest (machine speed cancels out of the ratio).
+Also prints the set-up costs outside `plan_fleet` (Registry validation, settings parsing) and
+the report rendering, because a preview pays those too, and a cProfile of the 1,000 plan.
+
+Run: .venv/bin/python bench/plan_scale.py
+"""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import io
+import pstats
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from _common import heading, median_seconds, print_table
+
+from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.registry import Model, Registry, load_registry
+from frutebox_infra.report.data import plan_data
+from frutebox_infra.report.table import plan_table
+from frutebox_infra.resolver import resolve
+from frutebox_infra.settings import StackSettings, parse_settings
+
+SIZES = (10, 100, 1_000, 10_000)
+RUNS = {10: 25, 100: 11, 1_000: 5, 10_000: 3}
+"""More runs where one run is short, so the median is not a timer-resolution artefact."""
+TARGET_LINEAR = 2.0
+TARGET_1000_SECONDS = 1.0
+
+
+def servable_templates(catalog: Registry) -> list[Model]:
+    """Catalog models that resolve to a placement (token configured: gated ones count too)."""
+    options = ServeOptions(hf_token_configured=True)
+    return [m for m in catalog.models if resolve(catalog, m.id, options).servable]
+
+
+def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
+    """`n` clones with fresh ids over the real GPU inventory, validated as a Registry."""
+    clones = tuple(
+        templates[i % len(templates)].model_copy(
+            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}"}
+        )
+        for i in range(n)
+    )
+    return Registry(
+        models=clones,
+        gpus=catalog.gpus,
+        images=catalog.images,
+        data_centers=catalog.data_centers,
+        max_gpus_per_pod=catalog.max_gpus_per_pod,
+    )
+
+
+def synthetic_settings(registry: Registry) -> StackSettings:
+    config = {
+        "models": [m.id for m in registry.models],
+        "dataCenter": registry.data_centers[0].id,
+        "budgetUsdPerHour": 1e9,
+        "hfToken": "configured",
+    }
+    return parse_settings(config, where="bench/plan_scale.py")
+
+
+def plan(registry: Registry, settings: StackSettings) -> FleetPlan:
+    return plan_fleet(registry, settings, stack="bench")
+
+
+def render(result: FleetPlan) -> None:
+    plan_table(result)
+    plan_data(result)
+
+
+PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
+    ("  resolve (per model)", ("resolver.py", "resolve")),
+    ("    fit.estimate (per gpu, count)", ("fit.py", "estimate")),
+    ("    recipe.pod (per fitting gpu type)", ("recipes/", "pod")),
+    ("    recipe.serving", ("recipes/", "serving")),
+    ("    recipe.count_problem", ("recipes/", "count_problem")),
+)
+"""Where to look: cumulative time of these (file, function) pairs, summed over recipes."""
+
+
+def _cumulative(stats: pstats.Stats, where: tuple[str, str]) -> float:
+    """Cumulative seconds of every function named `where[1]` in a file matching `where[0]`.
+
+    Counts only calls from outside files matching `where[0]`, so a recipe's pod() calling its
+    own serving(), or SGLang's count_problem() calling the base one, is not counted twice.
+    """
+    path, name = where
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, dict[Any, Any]]] = stats.stats  # type: ignore[attr-defined]
+    seconds = 0.0
+    for (file, _line, func), (*_, callers) in raw.items():
+        if func != name or path not in file:
+            continue
+        for (caller_file, _l, _f), (*_, caller_cumtime) in callers.items():
+            if path not in caller_file:
+                seconds += caller_cumtime
+    return seconds
+
+
+@dataclass(frozen=True)
+class Size:
+    """Median seconds at one number of armed models."""
+
+    n: int
+    plan_s: float
+    plan_nogc_s: float
+    """Only measured at the largest size: the same plan with the cyclic GC switched off."""
+    registry_s: float
+    settings_s: float
+    render_s: float
+
+
+def measure(catalog: Registry, templates: list[Model], n: int) -> Size:
+    registry = synthetic_registry(catalog, templates, n)
+    settings = synthetic_settings(registry)
+    result = plan(registry, settings)  # warm-up; also checks the plan is what we think
+    assert len(result.models) == n and all(m.placement for m in result.models)
+    runs = RUNS[n]
+    registry_s = median_seconds(lambda: synthetic_registry(catalog, templates, n), runs)
+    settings_s = median_seconds(lambda: synthetic_settings(registry), runs)
+    render_s = median_seconds(lambda: render(result), max(1, runs // 2))
+    gc.collect()
+    plan_s = median_seconds(lambda: plan(registry, settings), runs)
+    plan_nogc_s = plan_s
+    if n == SIZES[-1]:
+        gc.disable()
+        try:
+            plan_nogc_s = median_seconds(lambda: plan(registry, settings), runs)
+        finally:
+            gc.enable()
+    return Size(n, plan_s, plan_nogc_s, registry_s, settings_s, render_s)
+
+
+def main() -> int:
+    catalog = load_registry()
+    templates = servable_templates(catalog)
+    print(
+        f"templates: {len(templates)} servable catalog models cloned round-robin"
+        f" ({', '.join(m.id for m in templates)})"
+    )
+    print(f"GPU inventory: {len(catalog.gpus)} types x counts 1..{catalog.max_gpus_per_pod}")
+
+    sizes = [measure(catalog, templates, n) for n in SIZES]
+    rows = [
+        [
+            f"{m.n:,}",
+            str(RUNS[m.n]),
+            f"{m.plan_s:.4f}",
+            f"{m.plan_s / m.n * 1e6:.0f}",
+            f"{m.registry_s:.5f}",
+            f"{m.settings_s:.5f}",
+            f"{m.render_s:.4f}",
+            f"{m.render_s / m.n * 1e6:.0f}",
+        ]
+        for m in sizes
+    ]
+    heading("plan_fleet time by number of armed models (median wall seconds)")
+    print_table(
+        [
+            "MODELS",
+            "RUNS",
+            "PLAN S",
+            "PLAN US/MODEL",
+            "REGISTRY BUILD S",
+            "SETTINGS PARSE S",
+            "REPORT S",
+            "REPORT US/MODEL",
+        ],
+        rows,
+    )
+
+    small, large = sizes[0], sizes[-1]
+    growth = (large.plan_s / large.n) / (small.plan_s / small.n)
+    seconds_1000 = next(m.plan_s for m in sizes if m.n == 1_000)
+    heading("targets")
+    print(
+        f"per-model time {large.n:,} vs {small.n}: {growth:.2f}x"
+        f" (target <= {TARGET_LINEAR:.0f}x): {'MET' if growth <= TARGET_LINEAR else 'MISSED'}"
+    )
+    print(
+        f"1,000 models: {seconds_1000:.3f} s (target < {TARGET_1000_SECONDS:.0f} s):"
+        f" {'MET' if seconds_1000 < TARGET_1000_SECONDS else 'MISSED'}"
+    )
+    print(
+        f"{large.n:,} models with the cyclic GC off: {large.plan_nogc_s / large.n * 1e6:.0f}"
+        f" us/model ({(large.plan_nogc_s / large.n) / (small.plan_s / small.n):.2f}x the"
+        f" {small.n}-model figure): what growth remains is the GC scanning a bigger heap"
+    )
+    for label, first, last in (
+        ("Registry validation", small.registry_s, large.registry_s),
+        ("parse_settings", small.settings_s, large.settings_s),
+    ):
+        print(
+            f"{label} (outside plan_fleet) per-model {large.n:,} vs {small.n}:"
+            f" {(last / large.n) / (first / small.n):.1f}x ({last:.3f} s at {large.n:,})"
+        )
+
+    heading("where plan_fleet spends its time: cProfile, 1,000 models")
+    registry = synthetic_registry(catalog, templates, 1_000)
+    settings = synthetic_settings(registry)
+    profiler = cProfile.Profile()
+    result = profiler.runcall(plan, registry, settings)
+    stats = pstats.Stats(profiler)
+    total = _cumulative(stats, ("plan.py", "plan_fleet"))
+    print_table(
+        ["PART", "CUM S", "SHARE"],
+        [
+            [label, f"{seconds:.3f}", f"{seconds / total:.0%}"]
+            for label, seconds in (
+                ("plan_fleet (under the profiler)", total),
+                *((label, _cumulative(stats, where)) for label, where in PARTS),
+            )
+        ],
+    )
+    built = sum(len(m.resolution.placements) for m in result.models)
+    used = sum(len(m.candidates) for m in result.models)
+    print(
+        f"pods rendered: {built:,} (one per fitting GPU type); pods the plan keeps"
+        f" (placement + fallbacks within the premium): {used:,}"
+    )
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(8)
+    print("\n".join(line for line in out.getvalue().splitlines()[4:] if line.strip()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""What our program adds to `pulumi preview`, against an empty Python program on the same setup.
+
+Part 1 times `pulumi preview` of the dev and prod stacks of a throwaway copy of this project,
+and of two reference programs with the same runtime options (this checkout's .venv) on the
+same kind of backend (a throwaway local file backend each):
+  - empty:         `import pulumi` and nothing else (the floor of any Python Pulumi program);
+  - one command:   `import pulumi` + one `pulumi_command.local.Command` (the floor of any
+                   program that uses the command provider, as ours does: it adds the
+                   provider plugin's start-up to every preview).
+One warm-up each, then RUNS rounds, programs interleaved so machine noise hits all alike;
+medians and ratios (machine speed cancels out of a ratio). Target: prod <= 1.5x empty.
+
+Part 2 times the program's own start-up outside Pulumi in fresh interpreters: importing what
+__main__.py imports, loading the registry, planning prod and rendering, each phase apart;
+then `-X importtime` says which imports cost what beyond `import pulumi`.
+
+Run: .venv/bin/python bench/preview_overhead.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from _common import (
+    PYTHON,
+    ROOT,
+    Project,
+    bare_project,
+    heading,
+    median_seconds,
+    print_table,
+    real_project,
+    require_toolchain,
+)
+
+from frutebox_infra.registry import Registry, load_registry, read_registry_files
+
+RUNS = 5
+STARTUP_RUNS = 7
+IMPORTTIME_RUNS = 5
+"""One -X importtime run is noisy module by module; the median of each module's time is not."""
+TARGET = 1.5
+
+EMPTY_PROGRAM = "import pulumi  # noqa: F401\n"
+COMMAND_PROGRAM = """\
+import pulumi  # noqa: F401
+from pulumi_command import local
+
+local.Command("noop", create="true")
+"""
+
+LAZY = (
+    "httpx",
+    "jsonschema",
+    "frutebox_infra.runpod",
+    "frutebox_infra.cli",
+    "frutebox_infra.diff",
+    "frutebox_infra.emulator",
+)
+"""Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
+deploy step's HTTP client, the schema validator, the CLI, the diff and the emulator)."""
+
+STARTUP_PROBE = f"""\
+import json, time
+LAZY = {LAZY!r}
+t0 = time.perf_counter()
+import pulumi
+t1 = time.perf_counter()
+import pulumi_command.local
+t2 = time.perf_counter()
+from frutebox_infra.errors import FruteboxError
+from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.plan import Environment, plan_fleet
+from frutebox_infra.registry import load_registry
+from frutebox_infra.report.table import plan_table
+from frutebox_infra.settings import load_settings, parse_settings, stack_file
+t3 = time.perf_counter()
+registry = load_registry()
+t4 = time.perf_counter()
+plan = plan_fleet(registry, load_settings(stack_file("prod")), stack="prod")
+t5 = time.perf_counter()
+plan_table(plan)
+from frutebox_infra.report.data import plan_data
+plan_data(plan)
+t6 = time.perf_counter()
+import sys
+absent = [m for m in LAZY if m not in sys.modules]
+print(json.dumps([[t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5], absent]))
+"""
+PHASES = (
+    "import pulumi",
+    "import pulumi_command",
+    "import frutebox_infra (as __main__.py)",
+    "load_registry (read + validate YAML)",
+    "plan_fleet prod (settings + plan)",
+    "render table + outputs data",
+)
+
+_IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")
+
+
+def preview_seconds(project: Project, stack: str) -> float:
+    start = time.perf_counter()
+    project.pulumi("preview", "--stack", stack, "--diff=false")
+    return time.perf_counter() - start
+
+
+def part_previews() -> None:
+    with tempfile.TemporaryDirectory(prefix="frutebox-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        real = real_project(tmp)
+        empty = bare_project(tmp, "empty", EMPTY_PROGRAM)
+        command = bare_project(tmp, "one-command", COMMAND_PROGRAM)
+        targets = {
+            "empty (import pulumi)": (empty, "bench"),
+            "one command resource": (command, "bench"),
+            "frutebox dev": (real, "dev"),
+            "frutebox prod": (real, "prod"),
+        }
+        for project, stack in set(targets.values()):
+            project.init(stack)
+        for project, stack in targets.values():
+            preview_seconds(project, stack)  # warm-up: plugin discovery, OS page cache
+        times: dict[str, list[float]] = defaultdict(list)
+        for _ in range(RUNS):
+            for label, (project, stack) in targets.items():
+                times[label].append(preview_seconds(project, stack))
+    medians = {label: statistics.median(runs) for label, runs in times.items()}
+    base = medians["empty (import pulumi)"]
+    heading(f"`pulumi preview` wall seconds, {RUNS} runs each after a warm-up (file backend)")
+    print_table(
+        ["PROGRAM", "MEDIAN S", "MIN S", "MAX S", "VS EMPTY", "OVER EMPTY S"],
+        [
+            [
+                label,
+                f"{medians[label]:.3f}",
+                f"{min(runs):.3f}",
+                f"{max(runs):.3f}",
+                f"{medians[label] / base:.2f}x",
+                f"{medians[label] - base:+.3f}",
+            ]
+            for label, runs in times.items()
+        ],
+    )
+    prod, dev = medians["frutebox prod"], medians["frutebox dev"]
+    floor = medians["one command resource"]
+    print(
+        f"prod/empty: {prod / base:.2f}x  dev/empty: {dev / base:.2f}x  (target prod <= {TARGET}x)"
+    )
+    print(f"target: {'MET' if prod / base <= TARGET else 'MISSED'}")
+    print(
+        f"of prod's {prod - base:+.3f} s over empty, {floor - base:+.3f} s is the command"
+        f" provider's floor (any program with one Command pays it) and {prod - floor:+.3f} s"
+        " is ours (imports, registry, plan, registering its resources)"
+    )
+
+
+def run_python(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PYTHON), *flags, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+
+
+def wall(code: str) -> float:
+    start = time.perf_counter()
+    run_python(code)
+    return time.perf_counter() - start
+
+
+def part_startup() -> None:
+    phases: list[list[float]] = []
+    whole: list[float] = []
+    bare: list[float] = []
+    for _ in range(STARTUP_RUNS):
+        start = time.perf_counter()
+        timings, absent = json.loads(run_python(STARTUP_PROBE).stdout)
+        phases.append(timings)
+        whole.append(time.perf_counter() - start)
+        bare.append(wall("import pulumi"))
+    heading(f"program start-up outside Pulumi, fresh interpreter, median of {STARTUP_RUNS}")
+    medians = [statistics.median(p[i] for p in phases) for i in range(len(PHASES))]
+    rows = [[name, f"{1000 * s:.1f}"] for name, s in zip(PHASES, medians, strict=True)]
+    rows.append(
+        ["process wall: python + everything above", f"{1000 * statistics.median(whole):.1f}"]
+    )
+    rows.append(
+        ["process wall: python -c 'import pulumi'", f"{1000 * statistics.median(bare):.1f}"]
+    )
+    print_table(["PHASE", "MS"], rows)
+    ours = sum(medians[2:])
+    print(
+        f"ours (after pulumi and pulumi_command are imported): {1000 * ours:.1f} ms;"
+        f" pulumi_command import: {1000 * medians[1]:.1f} ms"
+    )
+    loaded = sorted(set(LAZY) - set(absent))
+    print(
+        f"not imported at start-up, as it should be: {', '.join(sorted(absent)) or 'none'}"
+        + (f"; imported although preview does not need it: {', '.join(loaded)}" if loaded else "")
+    )
+    print_registry_split()
+    print_import_costs()
+
+
+def print_registry_split() -> None:
+    """load_registry by step, and the same YAML through libyaml: where its time could go."""
+    files = read_registry_files()
+    docs = {name: yaml.safe_load(text) for name, text in files.texts.items()}
+    sections = {
+        "models": docs["models.yaml"]["models"],
+        "gpus": docs["gpus.yaml"]["gpus"],
+        "max_gpus_per_pod": docs["gpus.yaml"].get("max_gpus_per_pod", 8),
+        "images": docs["images.yaml"]["images"],
+        "data_centers": docs["datacenters.yaml"]["data_centers"],
+    }
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("read the 4 YAML files", read_registry_files),
+        (
+            "yaml.safe_load (pure-Python SafeLoader, as now)",
+            lambda: [yaml.safe_load(t) for t in files.texts.values()],
+        ),
+        ("pydantic validation", lambda: Registry.model_validate(sections)),
+        ("load_registry total", load_registry),
+    ]
+    if getattr(yaml, "__with_libyaml__", False):
+        steps.append(
+            (
+                "alternative: yaml.load(Loader=yaml.CSafeLoader) (libyaml)",
+                lambda: [yaml.load(t, Loader=yaml.CSafeLoader) for t in files.texts.values()],
+            )
+        )
+    heading(f"load_registry by step, in-process, median of {STARTUP_RUNS}")
+    print_table(
+        ["STEP", "MS"],
+        [[label, f"{1000 * median_seconds(fn, STARTUP_RUNS):.1f}"] for label, fn in steps],
+    )
+
+
+def print_import_costs() -> None:
+    """Self time of every module imported after `pulumi`, summed by top-level package."""
+    samples: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for _ in range(IMPORTTIME_RUNS):
+        for name, own_us, cumulative_us in _imports_after_pulumi():
+            samples[name].append((own_us, cumulative_us))
+    modules: dict[str, tuple[float, float]] = {
+        name: (
+            statistics.median(s for s, _ in runs),
+            statistics.median(c for _, c in runs),
+        )
+        for name, runs in samples.items()
+    }
+    by_package: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for name, (self_us, _) in modules.items():
+        package = name.split(".")[0]
+        by_package[package] += self_us
+        count[package] += 1
+    total = sum(by_package.values())
+    heading(
+        "imports beyond `import pulumi` (python -X importtime), self time by package,"
+        f" median of {IMPORTTIME_RUNS}"
+    )
+    print_table(
+        ["PACKAGE", "MODULES", "MS", "SHARE"],
+        [
+            [package, str(count[package]), f"{us / 1000:.1f}", f"{us / total:.0%}"]
+            for package, us in sorted(by_package.items(), key=lambda kv: -kv[1])[:12]
+        ]
+        + [["total", str(len(modules)), f"{total / 1000:.1f}", "100%"]],
+    )
+    heading("costliest single modules beyond `import pulumi` (self time)")
+    top = sorted(modules.items(), key=lambda kv: -kv[1][0])[:12]
+    print_table(
+        ["MODULE", "SELF MS", "CUMULATIVE MS"],
+        [[name, f"{s / 1000:.1f}", f"{c / 1000:.1f}"] for name, (s, c) in top],
+    )
+
+
+def _imports_after_pulumi() -> list[tuple[str, int, int]]:
+    """(module, self us, cumulative us) of each module first imported after `import pulumi`."""
+    code = STARTUP_PROBE.replace("print(json.dumps(", "((")
+    lines = run_python(code, "-X", "importtime").stderr.splitlines()
+    entries = [m.groups() for m in map(_IMPORTTIME.match, lines) if m]
+    # importtime lists a module after its imports; `pulumi`'s own line closes its block.
+    end = next(
+        i for i, (_, _, indent, name) in enumerate(entries) if name == "pulumi" and not indent
+    )
+    return [(name, int(s), int(c)) for s, c, _, name in entries[end + 1 :]]
+
+
+def main() -> int:
+    require_toolchain()
+    part_previews()
+    part_startup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -160,6 +160,17 @@ def plan_fleet(
     for plan in models:
         problems.extend(plan.problems)
     volume = _volume(registry, settings, models)
+    if volume.weights_gb * (1 + settings.volume_headroom) > VOLUME_MAX_GB:
+        problems.append(
+            Problem(
+                "volume-too-small",
+                f"the armed weights need {volume.weights_gb:g} GB plus"
+                f" {settings.volume_headroom:.0%} headroom, more than the largest RunPod network"
+                f" volume ({VOLUME_MAX_GB} GB)",
+                "disarm a model, lower frutebox-infra:volumeHeadroom, or split the fleet"
+                " across stacks",
+            )
+        )
     fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
     if not fleet.within_budget:
         problems.append(

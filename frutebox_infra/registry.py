@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from frutebox_infra.errors import ConfigError
 
@@ -214,17 +221,13 @@ class Registry(Frozen):
     data_centers: tuple[DataCenter, ...]
     max_gpus_per_pod: int = Field(ge=1, le=8)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> Registry:
-        for label, ids in (
-            ("model", [m.id for m in self.models]),
-            ("gpu", [g.id for g in self.gpus]),
-            ("data centre", [d.id for d in self.data_centers]),
-        ):
-            dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
-            if dupes:
-                raise ValueError(f"duplicate {label} id(s): {', '.join(dupes)}")
-        return self
+    @field_validator("models", "gpus", "data_centers")
+    @classmethod
+    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter, ...]) -> Any:
+        dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
+        if dupes:
+            raise ValueError(f"duplicate id(s): {', '.join(dupes)}")
+        return items
 
     @cached_property
     def models_by_id(self) -> Mapping[str, Model]:
@@ -333,8 +336,10 @@ def _explain(
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
+        elif head not in ("models", "gpus", "data_centers", "images"):
+            loc = loc[:1]  # a top-level key such as max_gpus_per_pod names itself
         else:
             loc = loc[1:]
-        field = ".".join(str(p) for p in loc) or "(entry)"
+        field = ".".join(str(p) for p in loc) or head
         lines.append(f"{label}/{file}:{entry} field '{field}': {err['msg']}")
     return "invalid registry:\n  " + "\n  ".join(lines)

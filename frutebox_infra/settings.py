@@ -22,7 +22,9 @@ SECRET_KEYS = ("runpodApiKey", "hfToken")
 class ModelOverride(BaseModel):
     """Per-model serving targets that win over the registry's defaults."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
+    )
 
     context: int | None = Field(default=None, gt=0, le=10_000_000)
     concurrency: int | None = Field(default=None, ge=1, le=1024)
@@ -35,7 +37,9 @@ class ModelOverride(BaseModel):
 class StackSettings(BaseModel):
     """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
+    )
 
     models: tuple[str, ...] = Field(default=(), description="armed model ids")
     data_center: str = Field(alias="dataCenter", min_length=1)
@@ -51,6 +55,7 @@ class StackSettings(BaseModel):
     runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
     health_timeout_seconds: int = Field(default=1800, alias="healthTimeoutSeconds", ge=1)
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
+    """Derived from the secret's presence, never read from the stack file."""
 
     @field_validator("models", mode="before")
     @classmethod
@@ -58,6 +63,11 @@ class StackSettings(BaseModel):
         if isinstance(value, str):
             raise ValueError("must be a list of model ids, e.g. [qwen3-8b, sdxl-1.0]")
         return value
+
+    @field_validator("runpod_api_url")
+    @classmethod
+    def _unset_when_empty(cls, value: str | None) -> str | None:
+        return value or None
 
     @field_validator("models")
     @classmethod
@@ -70,29 +80,42 @@ class StackSettings(BaseModel):
 
 def parse_settings(config: Mapping[str, Any], *, where: str) -> StackSettings:
     """Validate a stack's `frutebox-infra:`-stripped config; errors name file, key and fix."""
-    values = {k: v for k, v in config.items() if k not in SECRET_KEYS}
-    values["hfTokenConfigured"] = bool(config.get("hfToken")) or bool(
-        config.get("hfTokenConfigured")
-    )
+    values = {k: v for k, v in config.items() if k not in (*SECRET_KEYS, "hfTokenConfigured")}
+    values["hfTokenConfigured"] = bool(config.get("hfToken"))
     try:
         return StackSettings.model_validate(values)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"]) or "(config)"
-            hint = _HINTS.get(str(err["loc"][0]) if err["loc"] else "", "")
-            lines.append(f"{where}: key '{PROJECT}:{key}': {err['msg']}{hint}")
+            head = str(err["loc"][0]) if err["loc"] else ""
+            if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+                fix = f"remove it, or use one of: {', '.join(_KNOWN_KEYS)}"
+            else:
+                fix = _FIXES.get(head, "see its description in Pulumi.yaml")
+            lines.append(f"{where}: key '{PROJECT}:{key}': {err['msg']} (fix: {fix})")
         raise ConfigError("invalid stack config:\n  " + "\n  ".join(lines)) from None
 
 
-_HINTS = {
-    "models": " (fix: a YAML list of ids from `frutebox models`)",
-    "dataCenter": " (fix: a RunPod data centre id such as EU-RO-1)",
-    "budgetUsdPerHour": " (fix: a positive number of USD per hour)",
-    "maxFallbackPremium": " (fix: a ratio >= 1.0, e.g. 1.5)",
-    "cloud": " (fix: SECURE or COMMUNITY)",
-    "overrides": " (fix: a map of model id -> {context, concurrency, gpu, minConcurrentSequences})",
+_FIXES = {
+    "models": "a YAML list of ids from `frutebox models`",
+    "dataCenter": "a RunPod data centre id such as EU-RO-1",
+    "budgetUsdPerHour": "a positive, finite number of USD per hour",
+    "maxFallbackPremium": "a ratio from 1.0 to 10, e.g. 1.5",
+    "cloud": "SECURE or COMMUNITY",
+    "containerDiskGb": "a whole number of GB from 1 to 2048",
+    "volumeHeadroom": "a fraction from 0 to 10, e.g. 0.2 for 20%",
+    "minVolumeGb": "a whole number of GB from 10 to 4096 (RunPod's volume sizes)",
+    "minConcurrentSequences": "a whole number from 1 to 1024",
+    "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
+    "specDecode": "true or false",
+    "runpodApiUrl": "the RunPod API base URL, or leave it unset",
+    "healthTimeoutSeconds": "a whole number of seconds, at least 1",
 }
+_KNOWN_KEYS = tuple(
+    sorted((f.alias or name) for name, f in StackSettings.model_fields.items()
+           if name != "hf_token_configured") + list(SECRET_KEYS)
+)  # fmt: skip
 
 
 def stack_file(stack: str, directory: Path = STACKS_DIR) -> Path:

@@ -1,0 +1,190 @@
+"""Builders for small synthetic registries and stacks, and the real catalog loaded once.
+
+Tests build just the GPUs and models a rule needs, so a change to the real catalog cannot make
+a rule's test pass or fail by accident; tests about the real catalog use `real_registry()`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from frutebox_infra.registry import (
+    REGISTRY_DIR,
+    Architecture,
+    DataCenter,
+    Gpu,
+    Image,
+    Model,
+    Registry,
+    RegistryFiles,
+    Runtime,
+    load_registry,
+    read_registry_files,
+)
+from frutebox_infra.settings import StackSettings, parse_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+OPENAPI_CANDIDATES = (
+    ROOT.parent / "shared" / "runpod" / "openapi-v2.json",
+    ROOT / "frutebox_infra" / "emulator" / "openapi-v2.json",
+)
+
+GB = 10**9
+GIB = 2**30
+MIB = 2**20
+
+
+@cache
+def real_registry() -> Registry:
+    """The checked-in catalog, parsed once per test session."""
+    return load_registry(REGISTRY_DIR)
+
+
+@cache
+def real_files() -> RegistryFiles:
+    return read_registry_files(REGISTRY_DIR)
+
+
+def files_with(**replacements: str) -> RegistryFiles:
+    """The real registry texts with some files replaced, e.g. `files_with(models="models: []")`."""
+    texts = dict(real_files().texts)
+    for stem, text in replacements.items():
+        texts[f"{stem}.yaml"] = text
+    return RegistryFiles(texts)
+
+
+def real_gpu(name: str) -> Gpu:
+    gpu = real_registry().gpu(name)
+    assert gpu is not None, name
+    return gpu
+
+
+def gpu(
+    gpu_id: str = "TEST GPU",
+    *,
+    vram_gb: int = 80,
+    memory_mib: int | None = None,
+    fp8: bool = True,
+    secure: float | None = 1.0,
+    community: float | None = None,
+    max_count: int = 8,
+) -> Gpu:
+    """A GPU type; `memory_mib` defaults to exactly `vram_gb` GiB."""
+    return Gpu(
+        id=gpu_id,
+        name=gpu_id,
+        vram_gb=vram_gb,
+        memory_mib=memory_mib if memory_mib is not None else vram_gb * 1024,
+        fp8=fp8,
+        max_count=max_count,
+        price_usd_per_hour={"secure": secure, "community": community, "source": "test"},
+    )
+
+
+def gqa(
+    layers: int = 32,
+    heads: int = 32,
+    kv_heads: int = 8,
+    head_dim: int = 128,
+    *,
+    moe: bool = False,
+) -> Architecture:
+    return Architecture(
+        attention="gqa",
+        layers=layers,
+        attention_heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        moe=moe,
+        source="test",
+    )
+
+
+def model(model_id: str = "test-model", **fields: Any) -> Model:
+    """A catalog entry; only `id`, `name` and `capability` are filled in unless given."""
+    data: dict[str, Any] = {"id": model_id, "name": model_id, "capability": "chat"}
+    data.update(fields)
+    return Model.model_validate(data)
+
+
+def sglang_model(
+    model_id: str = "test-sglang", *, vram_gb: float = 20.0, fmt: str = "bf16", **fields: Any
+) -> Model:
+    """A model only SGLang serves, with weights and context; architecture unknown by default."""
+    data: dict[str, Any] = {
+        "runtimes": ["sglang"],
+        "source": {"hf_repo": f"org/{model_id}", "revision": "0" * 40},
+        "weights": {"format": fmt, "disk_gb": vram_gb, "vram_gb": vram_gb},
+        "context": 8192,
+    }
+    data.update(fields)
+    return model(model_id, **data)
+
+
+def ollama_model(
+    model_id: str = "test-ollama",
+    *,
+    vram_gb: float = 2.0,
+    disk_gb: float | None = None,
+    **fields: Any,
+) -> Model:
+    data: dict[str, Any] = {
+        "runtimes": ["ollama"],
+        "source": {"ollama_tag": f"{model_id.replace('-', '')}:1b"},
+        "weights": {"format": "gguf", "disk_gb": disk_gb or vram_gb, "vram_gb": vram_gb},
+        "context": 4096,
+    }
+    data.update(fields)
+    return model(model_id, **data)
+
+
+def real_images() -> dict[Runtime, Image]:
+    return dict(real_registry().images)
+
+
+def registry(
+    models: Iterable[Model] = (),
+    gpus: Iterable[Gpu] | None = None,
+    *,
+    images: Mapping[Runtime, Image] | None = None,
+    data_centers: Sequence[str] = ("EU-RO-1",),
+    max_gpus_per_pod: int = 8,
+) -> Registry:
+    """A registry of exactly these models and GPUs, with the real (pinned) engine images."""
+    return Registry(
+        models=tuple(models),
+        gpus=tuple(gpus) if gpus is not None else (gpu(),),
+        images=dict(images) if images is not None else real_images(),
+        data_centers=tuple(DataCenter(id=d, name=d) for d in data_centers),
+        max_gpus_per_pod=max_gpus_per_pod,
+    )
+
+
+def settings(**config: Any) -> StackSettings:
+    """Stack settings from camelCase config keys, with a data centre and a budget by default."""
+    values: dict[str, Any] = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 1000}
+    values.update(config)
+    return parse_settings(values, where="stacks/Pulumi.test.yaml")
+
+
+def words(args: str) -> list[str]:
+    """An args string split as a shell would split it."""
+    return shlex.split(args)
+
+
+def flag(args: str | list[str], name: str) -> str:
+    """The value following `name` in an args string (exactly one occurrence)."""
+    split = words(args) if isinstance(args, str) else args
+    assert split.count(name) == 1, f"{name} occurs {split.count(name)} times in {split}"
+    return split[split.index(name) + 1]
+
+
+def openapi_path() -> Path:
+    for path in OPENAPI_CANDIDATES:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"RunPod OpenAPI document not found in {OPENAPI_CANDIDATES}")

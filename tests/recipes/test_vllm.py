@@ -1,0 +1,147 @@
+"""vLLM: the model as `vllm serve`'s first argument, TP per placement, Mistral's formats."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from frutebox_infra.recipes import ServeOptions
+from frutebox_infra.recipes.vllm import VLLM
+from frutebox_infra.registry import Runtime
+from tests.factories import flag, gqa, model, words
+from tests.recipes.conftest import BuildPod
+
+MISTRAL_FORMAT = [
+    "--tokenizer-mode",
+    "mistral",
+    "--config-format",
+    "mistral",
+    "--load-format",
+    "mistral",
+]
+
+
+def vllm_model(model_id: str = "test-vllm", **fields: object):  # type: ignore[no-untyped-def]
+    data: dict[str, object] = {
+        "runtimes": ["vllm"],
+        "source": {"hf_repo": f"org/{model_id}"},
+        "weights": {"format": "bf16", "disk_gb": 10, "vram_gb": 10},
+        "context": 8192,
+    }
+    data.update(fields)
+    return model(model_id, **data)
+
+
+def test_model_is_the_first_argument(build_pod: BuildPod) -> None:
+    pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1)
+    assert words(pod.args)[0] == "mistralai/Pixtral-12B-2409"
+    assert pod.image.startswith("vllm/vllm-openai:")
+    assert flag(pod.args, "--port") == str(pod.port)
+    assert flag(pod.args, "--host") == "0.0.0.0"
+
+
+@pytest.mark.parametrize("count", [1, 2, 4, 8])
+def test_tensor_parallel_size_is_the_placement_gpu_count(build_pod: BuildPod, count: int) -> None:
+    pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", count)
+    assert flag(pod.args, "--tensor-parallel-size") == str(count)
+
+
+def test_context_and_concurrency_flags(build_pod: BuildPod) -> None:
+    pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1)
+    assert flag(pod.args, "--max-model-len") == "32768"
+    assert flag(pod.args, "--max-num-seqs") == "16"
+    pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1, context_tokens=4096, concurrency=3)
+    assert (flag(pod.args, "--max-model-len"), flag(pod.args, "--max-num-seqs")) == ("4096", "3")
+
+
+@pytest.mark.parametrize(
+    ("model_id", "gpu_id", "count"),
+    [
+        pytest.param("pixtral", "NVIDIA A40", 1, id="pixtral"),
+        pytest.param("mistral-large-3", "NVIDIA H200", 8, id="mistral-large-3"),
+    ],
+)
+def test_mistral_models_load_mistral_formats(
+    build_pod: BuildPod, model_id: str, gpu_id: str, count: int
+) -> None:
+    split = words(build_pod(model_id, Runtime.VLLM, gpu_id, count).args)
+    for name, value in zip(MISTRAL_FORMAT[::2], MISTRAL_FORMAT[1::2], strict=True):
+        assert flag(split, name) == value
+
+
+def test_other_models_get_no_mistral_flags(build_pod: BuildPod) -> None:
+    assert "--tokenizer-mode" not in words(
+        build_pod("apertus-70b", Runtime.VLLM, "NVIDIA H200", 2).args
+    )
+
+
+def test_revision_and_reasoning_parser_when_recorded(build_pod: BuildPod) -> None:
+    m = vllm_model(
+        "pinned", source={"hf_repo": "org/p", "revision": "a" * 40}, reasoning_parser="qwen3"
+    )
+    pod = build_pod(m, Runtime.VLLM, "NVIDIA H200", 1)
+    assert flag(pod.args, "--revision") == "a" * 40
+    assert flag(pod.args, "--reasoning-parser") == "qwen3"
+    plain = build_pod(vllm_model("unpinned"), Runtime.VLLM, "NVIDIA H200", 1)
+    assert "--revision" not in words(plain.args)
+    assert "--reasoning-parser" not in words(plain.args)
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "kv_flag"),
+    [
+        pytest.param("NVIDIA H200", "fp8", id="fp8-gpu"),
+        pytest.param("NVIDIA A40", None, id="ampere-keeps-bf16"),
+    ],
+)
+def test_fp8_kv_cache_only_where_the_gpu_runs_it(
+    build_pod: BuildPod,
+    catalog,
+    gpu_id: str,
+    kv_flag: str | None,  # type: ignore[no-untyped-def]
+) -> None:
+    split = words(build_pod("pixtral", Runtime.VLLM, gpu_id, 1).args)
+    if kv_flag is None:
+        assert "--kv-cache-dtype" not in split
+        assert VLLM().kv_dtype_bytes(catalog.gpu(gpu_id)) == 2
+    else:
+        assert flag(split, "--kv-cache-dtype") == kv_flag
+        assert VLLM().kv_dtype_bytes(catalog.gpu(gpu_id)) == 1
+
+
+def test_weights_cache_lives_on_the_volume(build_pod: BuildPod) -> None:
+    assert (
+        build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1).env["HF_HOME"].startswith("/workspace/")
+    )
+
+
+@pytest.mark.parametrize("model_id", ["pixtral", "mistral-large-3", "apertus-70b"])
+def test_args_survive_a_shell_split_round_trip(build_pod: BuildPod, model_id: str) -> None:
+    args = build_pod(model_id, Runtime.VLLM, "NVIDIA H200", 8).args
+    assert shlex.join(shlex.split(args)) == args
+
+
+@pytest.mark.parametrize(
+    ("count", "ok"),
+    [
+        pytest.param(1, False, id="below-min"),
+        pytest.param(2, True, id="min"),
+        pytest.param(3, False, id="not-power-of-two"),
+        pytest.param(4, True, id="four"),
+        pytest.param(8, False, id="does-not-divide-12-heads"),
+    ],
+)
+def test_count_is_a_power_of_two_dividing_heads(count: int, ok: bool) -> None:
+    m = vllm_model("tp", min_gpus=2, architecture=gqa(heads=12, kv_heads=4).model_dump())
+    assert (VLLM().count_problem(m, count) is None) is ok
+
+
+def test_vllm_only_model_without_weights_is_missing_facts() -> None:
+    reason = VLLM().missing(vllm_model("gappy", weights={"format": "bf16"}))
+    assert reason is not None and "weights.vram_gb" in reason and "vllm" in reason
+
+
+def test_fp8_checkpoint_requires_fp8_gpu() -> None:
+    m = vllm_model("fp8", weights={"format": "fp8", "vram_gb": 10})
+    assert VLLM().serving(m, ServeOptions()).require_fp8

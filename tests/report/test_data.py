@@ -1,0 +1,177 @@
+"""The JSON contract of `plan` and `models --format json`: keys pinned, values true."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.recipes import ServeOptions
+from frutebox_infra.report.data import SCHEMA_VERSION, catalog_entry, plan_data
+from frutebox_infra.resolver import resolve
+from tests.factories import real_registry, settings
+
+# The shape the issue asks for (must be present) ...
+ISSUE_PLAN = {"stack", "models", "volume", "cost", "budget", "problems", "warnings"}
+ISSUE_MODEL = {"id", "engine", "image", "placement", "fallbacks", "fit", "problems", "warnings"}
+ISSUE_PLACEMENT = {"gpuId", "gpuType", "count", "vramGb", "usdPerHour"}
+ISSUE_FIT = {
+    "fits",
+    "weightsGbPerGpu",
+    "kvBytesPerToken",
+    "kvTokens",
+    "fullContextSequences",
+    "configuredSequences",
+    "exact",
+}
+ISSUE_VOLUME = {"sizeGb", "usdPerMonth"}
+ISSUE_COST = {"usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMonthWorst"}
+ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
+ISSUE_CATALOG = {"id", "engine", "servable", "problem", "cheapest", "placements"}
+
+# ... and the whole contract as shipped: a change here is a deliberate, versioned change.
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud"}
+MODEL_KEYS = ISSUE_MODEL | {"imagePinned", "contextTokens", "usdPerHourBest", "usdPerHourWorst"}
+FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu"}
+VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter"}
+BUDGET_KEYS = ISSUE_BUDGET | {"headroomUsdPerHour"}
+PROBLEM_KEYS = {"model", "rule", "message", "fix", "text"}
+CATALOG_KEYS = ISSUE_CATALOG | {"name", "capability", "problemRule", "warnings"}
+
+
+def fleet(models: list[str], **config: Any) -> FleetPlan:
+    return plan_fleet(
+        real_registry(), settings(models=models, **config), stack="prod", environment=Environment()
+    )
+
+
+def as_json(data: Any) -> Any:
+    """Round-trip through strict JSON: NaN or Infinity would not survive `allow_nan=False`."""
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-1.5"]
+
+
+def test_plan_json_has_the_issue_shape() -> None:
+    data = as_json(plan_data(fleet(PROD_LIKE)))
+    assert data.keys() >= ISSUE_PLAN
+    assert data["volume"].keys() >= ISSUE_VOLUME
+    assert data["cost"].keys() >= ISSUE_COST
+    assert data["budget"].keys() >= ISSUE_BUDGET
+    for m in data["models"]:
+        assert m.keys() >= ISSUE_MODEL
+        assert m["placement"].keys() >= ISSUE_PLACEMENT
+        assert m["fit"].keys() >= ISSUE_FIT
+        for fb in m["fallbacks"]:
+            assert fb.keys() >= ISSUE_PLACEMENT
+
+
+def test_plan_json_keys_are_pinned() -> None:
+    data = as_json(plan_data(fleet([*PROD_LIKE, "ghost"], budgetUsdPerHour=1)))
+    assert data["version"] == SCHEMA_VERSION == 1
+    assert set(data) == PLAN_KEYS
+    assert set(data["volume"]) == VOLUME_KEYS
+    assert set(data["cost"]) == ISSUE_COST
+    assert set(data["budget"]) == BUDGET_KEYS
+    for m in data["models"]:
+        assert set(m) == MODEL_KEYS
+        if m["placement"] is not None:
+            assert set(m["placement"]) == ISSUE_PLACEMENT
+            assert set(m["fit"]) == FIT_KEYS
+        for p in m["problems"]:
+            assert set(p) == PROBLEM_KEYS
+    assert data["problems"] and all(set(p) == PROBLEM_KEYS for p in data["problems"])
+
+
+def test_plan_json_values_are_the_plan() -> None:
+    plan = fleet(PROD_LIKE)
+    data = as_json(plan_data(plan))
+    assert data["stack"] == "prod"
+    assert [m["id"] for m in data["models"]] == PROD_LIKE
+    assert data["cost"] == {
+        "usdPerHourBest": plan.usd_per_hour_best,
+        "usdPerHourWorst": plan.usd_per_hour_worst,
+        "usdPerMonthBest": plan.usd_per_month_best,
+        "usdPerMonthWorst": plan.usd_per_month_worst,
+    }
+    assert data["volume"]["sizeGb"] == plan.volume.size_gb
+    assert data["budget"]["withinBudget"] is plan.within_budget
+    for m, mp in zip(data["models"], plan.models, strict=True):
+        p = mp.placement
+        assert p is not None
+        assert m["placement"] == {
+            "gpuId": p.gpu.id,
+            "gpuType": p.gpu.name,
+            "count": p.count,
+            "vramGb": p.gpu.vram_gb * p.count,
+            "usdPerHour": p.usd_per_hour,
+        }
+        assert m["engine"] == mp.resolution.engine
+        assert m["fit"]["fits"] is True
+        assert isinstance(m["fit"]["exact"], bool)
+        assert m["fit"]["kvBytesPerToken"] == p.fit.kv_bytes_per_token
+        assert len(m["fallbacks"]) == len(mp.fallbacks)
+
+
+def test_a_model_that_cannot_be_placed_has_nulls_not_zeros() -> None:
+    data = as_json(plan_data(fleet(["stable-audio-open-1.5"])))
+    [m] = data["models"]
+    assert m["placement"] is None and m["fit"] is None and m["fallbacks"] == []
+    [problem] = m["problems"]
+    assert problem["rule"] == "gated-no-token" and problem["model"] == "stable-audio-open-1.5"
+    assert problem["fix"] and "Fix:" in problem["text"]
+
+
+def test_problems_name_model_rule_and_fix() -> None:
+    data = as_json(plan_data(fleet(["ghost"], dataCenter="MARS-1")))
+    rules = {p["rule"] for p in data["problems"]}
+    assert {"unknown-model", "unknown-data-centre"} <= rules
+    for p in data["problems"]:
+        assert p["message"] and p["fix"]
+
+
+# ---- the catalog ---------------------------------------------------------------------------
+
+
+def catalog(token: bool = False) -> list[dict[str, Any]]:
+    reg = real_registry()
+    options = ServeOptions(hf_token_configured=token)
+    return as_json([catalog_entry(resolve(reg, m.id, options)) for m in reg.models])  # type: ignore[no-any-return]
+
+
+def test_catalog_lists_every_registry_model() -> None:
+    assert [e["id"] for e in catalog()] == [m.id for m in real_registry().models]
+
+
+def test_catalog_keys_are_pinned() -> None:
+    for entry in catalog():
+        assert entry.keys() >= ISSUE_CATALOG
+        assert set(entry) == CATALOG_KEYS
+        if entry["cheapest"] is not None:
+            assert set(entry["cheapest"]) == ISSUE_PLACEMENT
+            assert entry["cheapest"] == entry["placements"][0]
+        for p in entry["placements"]:
+            assert set(p) == ISSUE_PLACEMENT
+
+
+@pytest.mark.parametrize("token", [False, True])
+def test_each_unservable_model_says_the_rule_and_the_fix(token: bool) -> None:
+    for entry in catalog(token):
+        if entry["servable"]:
+            assert entry["problem"] is None and entry["cheapest"] is not None
+            assert entry["engine"]
+        else:
+            assert entry["cheapest"] is None and entry["placements"] == []
+            assert entry["problemRule"] and f"[{entry['problemRule']}]" in entry["problem"]
+            assert "Fix:" in entry["problem"]
+
+
+def test_catalog_says_why_the_known_gaps_are_gaps() -> None:
+    by_id = {e["id"]: e for e in catalog()}
+    assert by_id["stable-audio-open-1.5"]["problemRule"] == "gated-no-token"
+    assert by_id["flux.1-schnell"]["problemRule"] == "no-recipe"
+    assert by_id["glm-5.2"]["problemRule"] == "no-recipe"
+    assert by_id["llama-3.2-1b"]["servable"] is True

@@ -1,0 +1,351 @@
+"""The fit model (SPEC §4): KV bytes per token, engine memory pools, and the worked checks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from frutebox_infra.fit import (
+    HEADROOM,
+    FitRequest,
+    MemoryModel,
+    estimate,
+    kv_bytes_per_token,
+    sglang_static_fraction,
+)
+from frutebox_infra.registry import Architecture
+from tests.factories import GB, GIB, MIB, gpu, gqa, real_gpu, real_registry
+
+H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
+A5000 = "NVIDIA RTX A5000"
+
+KIMI_K2 = Architecture(
+    attention="mla",
+    layers=61,
+    attention_heads=64,
+    kv_lora_rank=512,
+    qk_rope_head_dim=64,
+    moe=True,
+    source="Kimi-K2 config.json",
+)
+QWEN3_235B = gqa(layers=94, heads=64, kv_heads=4, head_dim=128, moe=True)
+QWEN3_32B = gqa(layers=64, heads=64, kv_heads=8, head_dim=128)
+QWEN3_8B = gqa(layers=36, heads=32, kv_heads=8, head_dim=128)
+QWEN36_27B = Architecture(
+    attention="hybrid",
+    layers=64,
+    attention_heads=24,
+    kv_heads=4,
+    head_dim=256,
+    full_attention_layers=16,
+    state_bytes_per_sequence=150 * 2**20,
+    source="test",
+)
+
+
+def request(
+    engine: MemoryModel = MemoryModel.VLLM,
+    *,
+    weights_gb: float = 10.0,
+    context: int = 32768,
+    configured: int = 16,
+    min_sequences: int = 1,
+    kv_bytes: int = 2,
+    arch: Architecture | None = QWEN3_8B,
+    static: bool = False,
+) -> FitRequest:
+    return FitRequest(
+        engine=engine,
+        weights_gb=weights_gb,
+        context_tokens=context,
+        configured_sequences=configured,
+        min_sequences=min_sequences,
+        kv_dtype_bytes=kv_bytes,
+        architecture=arch,
+        static_allocation=static,
+    )
+
+
+# ---- KV bytes per token -------------------------------------------------------------------
+
+
+def test_kimi_k2_mla_is_68_6_kib_per_token_in_bf16() -> None:
+    per_token = kv_bytes_per_token(KIMI_K2, 1, 2)
+    assert per_token == 61 * (512 + 64) * 2
+    assert round(per_token / 1024, 1) == 68.6
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_mla_is_not_divided_by_tensor_parallelism(tp: int) -> None:
+    assert kv_bytes_per_token(KIMI_K2, tp, 2) == kv_bytes_per_token(KIMI_K2, 1, 2)
+
+
+def test_mla_is_far_below_what_the_gqa_formula_would_claim() -> None:
+    # 64 heads x 128 dims of K and V per layer would be ~25x the compressed latent.
+    as_if_gqa = 2 * 61 * 64 * 128 * 2
+    assert as_if_gqa / kv_bytes_per_token(KIMI_K2, 1, 2) > 20
+
+
+def test_the_real_kimi_entries_use_mla() -> None:
+    for model_id in ("kimi-k2.6", "kimi-k2.7-code"):
+        arch = real_registry().model(model_id).architecture  # type: ignore[union-attr]
+        assert arch is not None
+        assert round(kv_bytes_per_token(arch, 8, 2) / 1024, 1) == 68.6
+
+
+def test_qwen3_235b_is_188_kib_per_token_in_bf16() -> None:
+    per_token = kv_bytes_per_token(QWEN3_235B, 1, 2)
+    assert per_token == 2 * 94 * 4 * 128 * 2
+    assert round(per_token / 1024) == 188
+    arch = real_registry().model("qwen3-235b-a22b").architecture  # type: ignore[union-attr]
+    assert arch is not None and kv_bytes_per_token(arch, 1, 2) == per_token
+
+
+@pytest.mark.parametrize(
+    ("kv_heads", "tp", "heads_per_rank"),
+    [
+        pytest.param(8, 1, 8, id="tp1"),
+        pytest.param(8, 2, 4, id="sharded-2"),
+        pytest.param(8, 8, 1, id="sharded-8"),
+        pytest.param(4, 4, 1, id="exactly-one-each"),
+        pytest.param(4, 8, 1, id="replicated-fewer-kv-than-ranks"),
+        pytest.param(1, 8, 1, id="mqa-replicated"),
+    ],
+)
+def test_gqa_kv_heads_per_rank_are_copied_when_fewer_than_ranks(
+    kv_heads: int, tp: int, heads_per_rank: int
+) -> None:
+    arch = gqa(layers=10, heads=32, kv_heads=kv_heads, head_dim=128)
+    assert kv_bytes_per_token(arch, tp, 2) == 2 * 10 * heads_per_rank * 128 * 2
+
+
+def test_head_dim_is_the_config_value_not_hidden_over_heads() -> None:
+    # Qwen3-8B: hidden 4096 / 32 heads = 128 coincides; Qwen3-32B: 5120 / 64 = 80, not 128.
+    assert kv_bytes_per_token(QWEN3_32B, 1, 2) == 2 * 64 * 8 * 128 * 2
+
+
+def test_hybrid_counts_only_full_attention_layers() -> None:
+    per_token = kv_bytes_per_token(QWEN36_27B, 1, 2)
+    assert per_token == 2 * 16 * 4 * 256 * 2
+    as_if_all = QWEN36_27B.model_copy(update={"attention": "gqa"})
+    assert kv_bytes_per_token(as_if_all, 1, 2) == 4 * per_token
+
+
+def test_hybrid_adds_its_per_sequence_state() -> None:
+    gpu_ = real_gpu(H200)
+    without_state = QWEN36_27B.model_copy(update={"state_bytes_per_sequence": 0})
+    req = request(MemoryModel.SGLANG, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
+    with_fit = estimate(req, gpu_, 1)
+    bare_fit = estimate(dataclasses.replace(req, architecture=without_state), gpu_, 1)
+    assert with_fit.kv_bytes_per_token == bare_fit.kv_bytes_per_token
+    assert with_fit.kv_tokens == bare_fit.kv_tokens
+    pool = (bare_fit.memory_budget_gb_per_gpu - bare_fit.weights_gb_per_gpu) * GB
+    per_sequence = 32768 * bare_fit.kv_bytes_per_token + 150 * 2**20  # type: ignore[operator]
+    assert with_fit.full_context_sequences == pytest.approx(pool / per_sequence, rel=1e-6)
+    assert with_fit.full_context_sequences < bare_fit.full_context_sequences  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        pytest.param(KIMI_K2, id="mla"),
+        pytest.param(QWEN3_235B, id="gqa"),
+        pytest.param(QWEN36_27B, id="hybrid"),
+    ],
+)
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_fp8_kv_halves_bf16(arch: Architecture, tp: int) -> None:
+    assert kv_bytes_per_token(arch, tp, 1) * 2 == kv_bytes_per_token(arch, tp, 2)
+
+
+# ---- engine memory pools --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "fraction"),
+    [pytest.param(H100, 0.835, id="h100-80"), pytest.param(H200, 0.907, id="h200")],
+)
+def test_sglang_static_fraction(gpu_id: str, fraction: float) -> None:
+    assert sglang_static_fraction(real_gpu(gpu_id).memory_mib, 1) == pytest.approx(
+        fraction, abs=0.0015
+    )
+
+
+def test_sglang_pool_is_vram_times_fraction_minus_weights() -> None:
+    h100 = real_gpu(H100)
+    fit = estimate(request(MemoryModel.SGLANG, weights_gb=40, kv_bytes=1), h100, 1)
+    fraction = sglang_static_fraction(h100.memory_mib, 1)
+    assert fit.memory_budget_gb_per_gpu == pytest.approx(h100.memory_mib * MIB * fraction / GB)
+    pool = h100.memory_mib * MIB * fraction - 40 * GB
+    assert fit.kv_tokens == int(pool // fit.kv_bytes_per_token)  # type: ignore[operator]
+
+
+def test_vllm_budget_is_ninety_percent_of_the_card_in_bytes() -> None:
+    # 81559 MiB x 0.9 is 76.97 GB; a GiB-as-GB slip would say 71.7.
+    fit = estimate(request(MemoryModel.VLLM, weights_gb=20), real_gpu(H100), 1)
+    assert fit.memory_budget_gb_per_gpu == pytest.approx(81559 * MIB * 0.9 / GB)
+    assert round(fit.memory_budget_gb_per_gpu, 2) == 76.97
+
+
+def test_vllm_reserves_more_activation_memory_for_moe() -> None:
+    dense = estimate(request(weights_gb=20, arch=QWEN3_32B), real_gpu(H100), 1)
+    moe = estimate(
+        request(weights_gb=20, arch=QWEN3_32B.model_copy(update={"moe": True})), real_gpu(H100), 1
+    )
+    lost = (dense.kv_tokens - moe.kv_tokens) * dense.kv_bytes_per_token  # type: ignore[operator]
+    assert lost == pytest.approx(2.5 * GIB, rel=1e-3)
+
+
+# ---- the SPEC's worked checks ---------------------------------------------------------------
+
+
+def test_qwen3_32b_bf16_on_one_h100_with_vllm_does_not_hold_one_sequence() -> None:
+    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B), real_gpu(H100), 1)
+    assert fit.exact
+    assert fit.full_context_sequences is not None and fit.full_context_sequences < 1
+    assert not fit.fits
+    assert fit.reason
+
+
+def test_qwen3_32b_bf16_on_two_h100_with_vllm_holds_eight_to_nine() -> None:
+    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B), real_gpu(H100), 2)
+    assert fit.fits
+    assert fit.weights_gb_per_gpu == pytest.approx(32.75)
+    assert 8 <= fit.full_context_sequences < 10  # type: ignore[operator]
+
+
+def test_qwen3_32b_on_two_h100_with_fp8_kv_holds_about_seventeen() -> None:
+    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B, kv_bytes=1), real_gpu(H100), 2)
+    assert fit.full_context_sequences == pytest.approx(17, abs=1)
+
+
+def test_qwen3_8b_bf16_on_a_24gb_card_with_sglang_holds_about_one() -> None:
+    fit = estimate(
+        request(MemoryModel.SGLANG, weights_gb=16.4, arch=QWEN3_8B, kv_bytes=2), real_gpu(A5000), 1
+    )
+    assert fit.fits
+    assert fit.full_context_sequences == pytest.approx(1, abs=0.5)
+
+
+# ---- bounds, each on both sides -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param(MemoryModel.SGLANG, id="sglang"),
+        pytest.param(MemoryModel.VLLM, id="vllm"),
+        pytest.param(MemoryModel.LLAMACPP, id="llamacpp"),
+    ],
+)
+def test_one_full_context_sequence_is_the_floor(engine: MemoryModel) -> None:
+    h100 = real_gpu(H100)
+    probe = estimate(request(engine, weights_gb=30, context=1000), h100, 1)
+    assert probe.kv_tokens is not None and probe.kv_tokens > 1000
+    at_capacity = estimate(request(engine, weights_gb=30, context=probe.kv_tokens), h100, 1)
+    beyond = estimate(request(engine, weights_gb=30, context=probe.kv_tokens + 1), h100, 1)
+    assert at_capacity.fits and at_capacity.full_context_sequences >= 1  # type: ignore[operator]
+    assert not beyond.fits and beyond.full_context_sequences < 1  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("min_sequences", "fits"),
+    [pytest.param(4, True, id="held"), pytest.param(5, False, id="not-held")],
+)
+def test_min_sequences_is_a_floor(min_sequences: int, fits: bool) -> None:
+    h100 = real_gpu(H100)
+    probe = estimate(request(weights_gb=30, context=1000), h100, 1)
+    context = probe.kv_tokens // 4  # type: ignore[operator]
+    fit = estimate(request(weights_gb=30, context=context, min_sequences=min_sequences), h100, 1)
+    assert fit.fits is fits
+
+
+@pytest.mark.parametrize(
+    ("slots_held", "fits"),
+    [pytest.param(8, True, id="all-slots"), pytest.param(7, False, id="one-slot-short")],
+)
+def test_llamacpp_static_allocation_needs_every_slot_at_full_context(
+    slots_held: int, fits: bool
+) -> None:
+    h100 = real_gpu(H100)
+    probe = estimate(request(MemoryModel.LLAMACPP, weights_gb=30, context=1000), h100, 1)
+    context = probe.kv_tokens // slots_held  # type: ignore[operator]
+    static = request(
+        MemoryModel.LLAMACPP, weights_gb=30, context=context, configured=8, static=True
+    )
+    assert estimate(static, h100, 1).fits is fits
+    # Without static allocation one sequence is enough, so the same pod would "fit".
+    assert estimate(dataclasses.replace(static, static_allocation=False), h100, 1).fits
+
+
+def test_llamacpp_splits_layers_so_pools_add_up_across_gpus() -> None:
+    h100 = real_gpu(H100)
+    one = estimate(request(MemoryModel.LLAMACPP, weights_gb=30, arch=KIMI_K2), h100, 1)
+    two = estimate(request(MemoryModel.LLAMACPP, weights_gb=30, arch=KIMI_K2), h100, 2)
+    assert two.weights_gb_per_gpu == pytest.approx(15)
+    assert two.kv_tokens > 2 * one.kv_tokens  # type: ignore[operator]
+
+
+# ---- coarse fallback and units --------------------------------------------------------------
+
+# A card of exactly 10,000 MiB = 10.486 GB. The headroom rule fits weights up to
+# 10.486 / 1.15 = 9.118 GB. Reading MiB as MB, or GB as GiB, moves that edge below 9.1 GB.
+TEN_THOUSAND_MIB = gpu("TEN-K", vram_gb=10, memory_mib=10_000)
+
+
+@pytest.mark.parametrize(
+    ("weights_gb", "fits"),
+    [pytest.param(9.1, True, id="9.1GB-fits"), pytest.param(9.2, False, id="9.2GB-does-not")],
+)
+def test_coarse_rule_is_weights_times_headroom_in_consistent_units(
+    weights_gb: float, fits: bool
+) -> None:
+    fit = estimate(request(MemoryModel.VLLM, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, 1)
+    assert HEADROOM == 1.15
+    assert fit.fits is fits
+    assert fit.exact is False
+    assert fit.full_context_sequences is None and fit.kv_bytes_per_token is None
+    assert fit.needed_gb == pytest.approx(weights_gb * 1.15)
+    assert fit.available_gb == pytest.approx(10_000 * MIB / GB)
+
+
+@pytest.mark.parametrize(
+    ("count", "fits"), [pytest.param(2, False, id="two-short"), pytest.param(3, True, id="three")]
+)
+def test_coarse_rule_counts_every_gpu(count: int, fits: bool) -> None:
+    fit = estimate(request(MemoryModel.SGLANG, weights_gb=25, arch=None), TEN_THOUSAND_MIB, count)
+    assert fit.fits is fits
+    assert fit.weights_gb_per_gpu == pytest.approx(25 / count)
+
+
+@pytest.mark.parametrize(
+    ("count", "weights_gb", "fits"),
+    [
+        pytest.param(1, 10.4, True, id="fits-one"),
+        pytest.param(1, 10.5, False, id="too-big"),
+        pytest.param(2, 10.4, False, id="never-two-gpus"),
+    ],
+)
+def test_diffusion_runs_on_one_gpu(count: int, weights_gb: float, fits: bool) -> None:
+    fit = estimate(
+        request(MemoryModel.DIFFUSION, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, count
+    )
+    assert fit.fits is fits
+    assert fit.exact is False
+
+
+def test_weights_are_reported_in_gb_per_gpu() -> None:
+    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B), real_gpu(H200), 2)
+    assert fit.weights_gb_per_gpu == pytest.approx(32.75)
+    assert fit.gpu_count == 2
+
+
+def test_summary_says_sequences_held_against_configured() -> None:
+    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B, configured=16), real_gpu(H100), 2)
+    held = fit.full_context_sequences
+    assert held is not None
+    assert fit.summary == f"{int(held * 10) / 10:g}/16 seq"
+    coarse = estimate(request(weights_gb=1, arch=None), TEN_THOUSAND_MIB, 1)
+    assert "coarse" in coarse.summary

@@ -1,0 +1,366 @@
+"""The planner: fallbacks, worst case, volume, cost, budget, stack-level problems, the pod body."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry as SchemaRegistry
+from referencing import Resource
+from referencing.jsonschema import DRAFT202012
+
+from frutebox_infra.plan import (
+    HOURS_PER_MONTH,
+    Environment,
+    FleetPlan,
+    VolumePlan,
+    plan_fleet,
+    pod_body,
+    pod_name,
+    pod_request,
+)
+from frutebox_infra.registry import Model, Registry
+from tests.factories import (
+    flag,
+    gpu,
+    ollama_model,
+    openapi_path,
+    real_registry,
+    registry,
+    settings,
+    sglang_model,
+)
+
+P100 = gpu("P-1.00", vram_gb=80, secure=1.00)
+P150 = gpu("P-1.50", vram_gb=80, secure=1.50)
+P151 = gpu("P-1.51", vram_gb=80, secure=1.51)
+TEN_GB = sglang_model("ten", vram_gb=10)
+
+
+def plan(
+    catalog: list[Model], gpus: tuple[Any, ...] = (P100, P150, P151), **config: Any
+) -> FleetPlan:
+    """Plan a synthetic catalog; every catalog model is armed unless `models=` says otherwise."""
+    config.setdefault("models", [m.id for m in catalog])
+    return plan_fleet(registry(catalog, gpus), settings(**config), stack="test")
+
+
+def rules(fleet: FleetPlan) -> list[str]:
+    return [p.rule for p in fleet.problems]
+
+
+# ---- fallbacks and the worst case ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("premium", "fallbacks"),
+    [
+        pytest.param(1.0, [], id="none-at-1.0"),
+        pytest.param(1.49, [], id="just-below-1.50"),
+        pytest.param(1.5, ["P-1.50"], id="1.50-allowed-at-1.5"),
+        pytest.param(1.51, ["P-1.50", "P-1.51"], id="1.51-allowed-at-1.51"),
+    ],
+)
+def test_fallbacks_only_within_the_premium(premium: float, fallbacks: list[str]) -> None:
+    m = plan([TEN_GB], maxFallbackPremium=premium).model("ten")
+    assert m is not None and m.placement is not None
+    assert m.placement.gpu.id == "P-1.00"
+    assert [p.gpu.id for p in m.fallbacks] == fallbacks
+
+
+def test_worst_case_is_the_dearest_allowed_candidate() -> None:
+    fleet = plan([TEN_GB, sglang_model("other", vram_gb=10)], maxFallbackPremium=1.5)
+    m = fleet.model("ten")
+    assert m is not None
+    assert (m.usd_per_hour_best, m.usd_per_hour_worst) == (1.00, 1.50)
+    assert [p.usd_per_hour for p in m.candidates] == [1.00, 1.50]
+    assert (fleet.usd_per_hour_best, fleet.usd_per_hour_worst) == (2.00, 3.00)
+
+
+def test_without_fallbacks_worst_is_best() -> None:
+    m = plan([TEN_GB], maxFallbackPremium=1.0).model("ten")
+    assert m is not None and m.usd_per_hour_worst == m.usd_per_hour_best == 1.00
+
+
+# ---- the volume ------------------------------------------------------------------------------
+
+
+def weights(model_id: str, disk_gb: float) -> Model:
+    return ollama_model(model_id, vram_gb=1, disk_gb=disk_gb)
+
+
+@pytest.mark.parametrize(
+    ("disks", "headroom", "size"),
+    [
+        pytest.param([100, 50], 0.2, 180, id="sum-plus-20pct"),
+        pytest.param([100], 0.1, 110, id="exact-product-is-not-rounded-up"),
+        pytest.param([100.5], 0.0, 101, id="fractions-round-up"),
+        pytest.param([13.44], 0.2, 17, id="dev-like"),
+    ],
+)
+def test_volume_is_armed_weights_plus_headroom(
+    disks: list[float], headroom: float, size: int
+) -> None:
+    models = [weights(f"w{i}", d) for i, d in enumerate(disks)]
+    fleet = plan(models, volumeHeadroom=headroom)
+    assert fleet.volume.weights_gb == pytest.approx(sum(disks))
+    assert fleet.volume.size_gb == size
+
+
+def test_unarmed_models_take_no_volume() -> None:
+    fleet = plan([weights("armed", 100), weights("idle", 900)], models=["armed"], volumeHeadroom=0)
+    assert fleet.volume.size_gb == 100
+
+
+@pytest.mark.parametrize(
+    ("disk", "min_volume", "size"),
+    [
+        pytest.param(1, 10, 10, id="runpod-minimum-10"),
+        pytest.param(9, 10, 10, id="just-under-minimum"),
+        pytest.param(11, 10, 11, id="just-over-minimum"),
+        pytest.param(100, 500, 500, id="stack-minimum-wins"),
+        pytest.param(600, 500, 600, id="weights-beat-stack-minimum"),
+        pytest.param(4096, 10, 4096, id="runpod-maximum"),
+        pytest.param(5000, 10, 4096, id="capped-at-4096"),
+    ],
+)
+def test_volume_bounds(disk: float, min_volume: int, size: int) -> None:
+    fleet = plan([weights("w", disk)], volumeHeadroom=0, minVolumeGb=min_volume)
+    assert fleet.volume.size_gb == size
+
+
+def test_weights_no_volume_can_hold_are_a_problem() -> None:
+    # RunPod's largest volume is 4096 GB: capping silently would fail the download after the
+    # GPUs are billing, so preview must refuse it.
+    small = plan([weights("w", 4000)], volumeHeadroom=0)
+    assert small.ok and small.volume.size_gb == 4000
+    huge = plan([weights("w", 5000)], volumeHeadroom=0)
+    assert not huge.ok, "5000 GB of weights planned onto a 4096 GB volume without a problem"
+
+
+def test_no_models_still_keeps_a_volume() -> None:
+    fleet = plan([], models=[])
+    assert fleet.volume.size_gb == 10
+    assert fleet.usd_per_month_best == fleet.volume.usd_per_month > 0
+
+
+@pytest.mark.parametrize(
+    ("size", "usd_per_month"),
+    [
+        pytest.param(10, 0.70, id="10GB"),
+        pytest.param(999, 69.93, id="999GB-at-0.07"),
+        pytest.param(1001, 50.05, id="1001GB-at-0.05"),
+        pytest.param(4096, 204.80, id="4096GB-at-0.05"),
+    ],
+)
+def test_volume_price_tiers(size: int, usd_per_month: float) -> None:
+    assert VolumePlan(size, 0.0, "EU-RO-1").usd_per_month == pytest.approx(usd_per_month)
+    fleet = plan([], models=[], minVolumeGb=size)
+    assert fleet.volume.usd_per_month == pytest.approx(usd_per_month)
+
+
+# ---- cost and budget -------------------------------------------------------------------------
+
+
+def test_fleet_month_is_730_hours_of_pods_plus_the_volume() -> None:
+    fleet = plan([TEN_GB], maxFallbackPremium=1.5)
+    assert HOURS_PER_MONTH == 730
+    assert fleet.usd_per_month_best == pytest.approx(730 * 1.00 + fleet.volume.usd_per_month)
+    assert fleet.usd_per_month_worst == pytest.approx(730 * 1.50 + fleet.volume.usd_per_month)
+
+
+@pytest.mark.parametrize(
+    ("budget", "within"),
+    [
+        pytest.param(1.50, True, id="worst-equals-budget"),
+        pytest.param(1.49, False, id="worst-over-budget"),
+    ],
+)
+def test_budget_is_checked_against_the_worst_case(budget: float, within: bool) -> None:
+    fleet = plan([TEN_GB], maxFallbackPremium=1.5, budgetUsdPerHour=budget)
+    assert fleet.within_budget is within
+    assert ("over-budget" in rules(fleet)) is not within
+    assert fleet.ok is within
+
+
+def test_over_budget_names_the_numbers_and_the_fix() -> None:
+    fleet = plan([TEN_GB], maxFallbackPremium=1.5, budgetUsdPerHour=1.2)
+    [problem] = [p for p in fleet.problems if p.rule == "over-budget"]
+    assert "$1.50" in problem.message and "$1.20" in problem.message
+    assert "budgetUsdPerHour" in problem.fix
+    assert fleet.budget_headroom_usd_per_hour == pytest.approx(-0.30)
+
+
+# ---- stack-level problems --------------------------------------------------------------------
+
+
+def test_an_unknown_data_centre_is_a_problem() -> None:
+    fleet = plan([TEN_GB], dataCenter="MARS-1")
+    [problem] = [p for p in fleet.problems if p.rule == "unknown-data-centre"]
+    assert "MARS-1" in problem.message and "EU-RO-1" in problem.fix
+
+
+def test_an_unknown_gpu_override_is_a_problem() -> None:
+    fleet = plan([TEN_GB], overrides={"ten": {"gpu": "NVIDIA B200"}})
+    [problem] = [p for p in fleet.problems if p.rule == "unknown-gpu"]
+    assert "NVIDIA B200" in problem.message and "P-1.00" in problem.fix
+    m = fleet.model("ten")
+    assert m is not None and m.placement is None
+
+
+def test_a_gpu_override_pins_every_candidate() -> None:
+    m = plan([TEN_GB], maxFallbackPremium=2, overrides={"ten": {"gpu": "P-1.51"}}).model("ten")
+    assert m is not None and [p.gpu.id for p in m.candidates] == ["P-1.51"]
+
+
+def test_community_cloud_cannot_mount_the_volume() -> None:
+    fleet = plan([TEN_GB], gpus=(gpu("C", secure=1.0, community=0.5),), cloud="COMMUNITY")
+    assert "community-with-volume" in rules(fleet)
+
+
+def test_secure_cloud_has_no_cloud_problem() -> None:
+    assert plan([TEN_GB]).problems == ()
+
+
+def test_model_problems_fail_the_plan() -> None:
+    fleet = plan([TEN_GB], models=["ten", "ghost"])
+    assert rules(fleet) == ["unknown-model"]
+    assert not fleet.ok
+
+
+def test_an_override_for_an_unarmed_model_is_warned_about() -> None:
+    fleet = plan([TEN_GB], overrides={"ghost": {"context": 4096}})
+    assert any("ghost" in w for w in fleet.warnings)
+
+
+def test_overrides_reach_the_pod() -> None:
+    m = plan([TEN_GB], overrides={"ten": {"context": 2048, "concurrency": 3}}).model("ten")
+    assert m is not None and m.placement is not None
+    assert flag(m.placement.pod.args, "--context-length") == "2048"
+    assert flag(m.placement.pod.args, "--max-running-requests") == "3"
+
+
+@pytest.mark.parametrize(
+    ("env", "servable"),
+    [pytest.param({}, False, id="no-token"), pytest.param({"HF_TOKEN": "x"}, True, id="token")],
+)
+def test_an_hf_token_in_the_environment_counts(env: dict[str, str], servable: bool) -> None:
+    fleet = plan_fleet(
+        real_registry(),
+        settings(models=["stable-audio-open-1.5"]),
+        stack="t",
+        environment=Environment.from_env(env),
+    )
+    assert fleet.ok is servable
+
+
+def test_plan_fleet_never_mutates_its_inputs() -> None:
+    reg = real_registry()
+    s = settings(
+        models=["qwen3-8b", "kimi-k2.6", "ghost"],
+        overrides={"kimi-k2.6": {"context": 8192}, "qwen3-8b": {"gpu": "NVIDIA H200"}},
+    )
+    env = Environment.from_env({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": "org/head"})
+    before = (reg.model_dump(), s.model_dump(), dict(env.eagle3_heads))
+    first = plan_fleet(reg, s, stack="t", environment=env)
+    assert (reg.model_dump(), s.model_dump(), dict(env.eagle3_heads)) == before
+    second = plan_fleet(reg, s, stack="t", environment=env)
+    assert first == second
+
+
+# ---- the RunPod pod body ---------------------------------------------------------------------
+
+
+@cache
+def create_pod_validator() -> Draft202012Validator:
+    doc = json.loads(openapi_path().read_text())
+    uri = "urn:runpod:openapi-v2"
+    schemas = SchemaRegistry().with_resource(
+        uri, Resource.from_contents(doc, default_specification=DRAFT202012)
+    )
+    schema = {"$ref": f"{uri}#/components/schemas/CreatePodRequest"}
+    return Draft202012Validator(schema, registry=schemas)
+
+
+def all_servable_plan() -> tuple[FleetPlan, Registry]:
+    reg = real_registry()
+    armed = [m.id for m in reg.models]
+    fleet = plan_fleet(
+        reg, settings(models=armed), stack="prod", environment=Environment(hf_token=True)
+    )
+    return fleet, reg
+
+
+def test_the_validator_can_fail() -> None:
+    validator = create_pod_validator()
+    good = {"name": "x", "image": "a:b", "gpu": {"id": "NVIDIA H200", "count": 1}}
+    assert not list(validator.iter_errors(good))
+    assert list(validator.iter_errors({**good, "entrypoint": ["sh"]}))
+    assert list(validator.iter_errors({k: v for k, v in good.items() if k != "name"}))
+    assert list(validator.iter_errors({**good, "mounts": {"network": [{"volumeId": "v"}]}}))
+
+
+def test_every_pod_body_is_a_valid_create_pod_request() -> None:
+    fleet, _ = all_servable_plan()
+    validator = create_pod_validator()
+    bodies = 0
+    for m in fleet.models:
+        for p in m.candidates:
+            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="vol-123")
+            errors = [e.message for e in validator.iter_errors(body)]
+            assert not errors, (m.model_id, errors)
+            assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
+            assert body["dataCenterIds"] == ["EU-RO-1"]
+            assert body["cloud"] == "SECURE"
+            assert body["gpu"] == {"id": p.gpu.id, "count": p.count}
+            assert body["name"] == pod_name("prod", m.model_id)
+            assert body["args"] == p.pod.args and body["image"] == p.pod.image
+            assert body["ports"] == [f"{p.pod.port}/http"]
+            bodies += 1
+    assert bodies >= len([m for m in fleet.models if m.placement])
+
+
+def test_pod_names_are_unique_per_stack_and_model() -> None:
+    names = {pod_name(s, m) for s in ("dev", "prod") for m in ("qwen3-8b", "sdxl-1.0")}
+    assert len(names) == 4
+
+
+def test_pod_request_walks_candidates_cheapest_first() -> None:
+    fleet, _ = all_servable_plan()
+    for m in fleet.models:
+        if m.placement is None:
+            continue
+        request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1")
+        costs = [c["gpu"]["count"] for c in request["candidates"]]
+        assert len(costs) == 1 + len(m.fallbacks)
+        prices = [p.usd_per_hour for p in m.candidates]
+        assert prices == sorted(prices)
+        for candidate in request["candidates"]:
+            args = candidate["args"]
+            if m.resolution.engine == "sglang":
+                assert flag(args, "--tp") == str(candidate["gpu"]["count"])
+            if m.resolution.engine == "vllm":
+                assert flag(args, "--tensor-parallel-size") == str(candidate["gpu"]["count"])
+
+
+@pytest.mark.parametrize(
+    ("model_id", "pull", "token_env"),
+    [
+        pytest.param("qwen3-8b", "qwen3:8b", [], id="ollama-pull"),
+        pytest.param("stable-audio-open-1.5", None, ["HF_TOKEN"], id="gated-token-env"),
+        pytest.param("sdxl-1.0", None, [], id="open"),
+    ],
+)
+def test_pod_request_carries_the_pull_and_the_token_env(
+    model_id: str, pull: str | None, token_env: list[str]
+) -> None:
+    fleet, _ = all_servable_plan()
+    m = fleet.model(model_id)
+    assert m is not None
+    request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1")
+    assert request["ollamaPull"] == pull
+    assert request["hfTokenEnv"] == token_env
+    assert request["health"]["path"].startswith("/")

@@ -1,0 +1,514 @@
+"""The registry: the catalog holds the SPEC's facts; a bad file names file, entry and field."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from frutebox_infra.errors import ConfigError
+from frutebox_infra.registry import Runtime, parse_registry
+from tests.factories import files_with, real_files, real_registry
+
+SPEC_MODELS = (
+    "qwen3-235b-a22b",
+    "qwen-3.6-27b",
+    "qwen3-coder",
+    "kimi-k2.7-code",
+    "kimi-k2.6",
+    "qwen3-8b",
+    "llama-3.2-1b",
+    "mistral-large-3",
+    "pixtral",
+    "apertus-70b",
+    "deepseek-v4.1-flash",
+    "glm-5.2",
+    "sdxl-1.0",
+    "stable-audio-open-1.5",
+    "qwen-image-20b",
+    "ace-step-1.5",
+    "wan-2.2",
+    "flux.1-schnell",
+    "sd-3.5-large",
+)
+
+
+@pytest.mark.parametrize("model_id", SPEC_MODELS)
+def test_every_named_model_is_in_the_catalog(model_id: str) -> None:
+    assert real_registry().model(model_id) is not None
+
+
+# (RunPod GPU type id, VRAM GB, native FP8) from SPEC §3.
+SPEC_GPUS = (
+    ("NVIDIA RTX A4000", 16, False),
+    ("NVIDIA RTX A5000", 24, False),
+    ("NVIDIA A40", 48, False),
+    ("NVIDIA RTX A6000", 48, False),
+    ("NVIDIA A100 80GB PCIe", 80, False),
+    ("NVIDIA A100-SXM4-80GB", 80, False),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 96, True),
+    ("NVIDIA H100 80GB HBM3", 80, True),
+    ("NVIDIA H200", 141, True),
+)
+
+
+def test_gpu_ids_are_exactly_the_runpod_ids() -> None:
+    assert {g.id for g in real_registry().gpus} == {gpu_id for gpu_id, _, _ in SPEC_GPUS}
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "vram_gb", "fp8"), [pytest.param(*g, id=g[0]) for g in SPEC_GPUS]
+)
+def test_gpu_memory_and_fp8_are_the_spec_facts(gpu_id: str, vram_gb: int, fp8: bool) -> None:
+    gpu = real_registry().gpu(gpu_id)
+    assert gpu is not None
+    assert (gpu.vram_gb, gpu.fp8) == (vram_gb, fp8)
+    # The driver reports marketed "GB" as GiB, less what ECC and the driver reserve.
+    assert 0.9 * vram_gb * 1024 <= gpu.memory_mib <= 1.02 * vram_gb * 1024
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "usd"),
+    [
+        pytest.param("NVIDIA RTX A4000", 0.17, id="a4000"),
+        pytest.param("NVIDIA RTX A5000", 0.26, id="a5000"),
+        pytest.param("NVIDIA A40", 0.40, id="a40"),
+        pytest.param("NVIDIA RTX A6000", 0.49, id="a6000"),
+        pytest.param("NVIDIA A100 80GB PCIe", 1.19, id="a100-pcie"),
+        pytest.param("NVIDIA A100-SXM4-80GB", 1.29, id="a100-sxm"),
+        pytest.param("NVIDIA RTX PRO 6000 Blackwell Server Edition", 2.09, id="rtx-pro-6000"),
+        pytest.param("NVIDIA H100 80GB HBM3", 2.69, id="h100"),
+        pytest.param("NVIDIA H200", 4.59, id="h200"),
+    ],
+)
+def test_the_observed_spec_price_is_recorded(gpu_id: str, usd: float) -> None:
+    # The registry corrects the brief's H100 figure (it is the COMMUNITY rate, with a dated
+    # source); every SPEC price must still be on record in one of the two clouds.
+    price = real_registry().gpu(gpu_id).price_usd_per_hour  # type: ignore[union-attr]
+    assert usd in (price.secure, price.community)
+    assert price.secure is not None and price.secure >= usd
+
+
+def test_at_most_eight_gpus_per_pod() -> None:
+    reg = real_registry()
+    assert reg.max_gpus_per_pod == 8
+    assert all(g.max_count <= 8 for g in reg.gpus)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "repo", "vram_gb", "context", "min_gpus", "parser"),
+    [
+        pytest.param(
+            "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-FP8", 235, 32768, 2, "qwen3", id="qwen3-235b"
+        ),
+        pytest.param(
+            "qwen-3.6-27b", "Qwen/Qwen3.6-27B-FP8", 31, 32768, 1, "qwen3", id="qwen-3.6-27b"
+        ),
+    ],
+)
+def test_sglang_fp8_recipes_carry_the_seed_facts(
+    model_id: str, repo: str, vram_gb: float, context: int, min_gpus: int, parser: str
+) -> None:
+    m = real_registry().model(model_id)
+    assert m is not None and m.source is not None
+    assert m.source.hf_repo == repo
+    assert m.weights.format == "fp8"
+    assert m.weights.vram_gb == vram_gb
+    assert (m.context, m.min_gpus, m.reasoning_parser) == (context, min_gpus, parser)
+    assert Runtime.SGLANG in m.runtimes
+
+
+@pytest.mark.parametrize(
+    ("model_id", "repo", "quant", "context"),
+    [
+        pytest.param(
+            "kimi-k2.7-code",
+            "unsloth/Kimi-K2.7-Code-GGUF",
+            "UD-Q8_K_XL",
+            32768,
+            id="kimi-k2.7-code",
+        ),
+        pytest.param("kimi-k2.6", "unsloth/Kimi-K2.6-GGUF", "UD-Q4_K_XL", 16384, id="kimi-k2.6"),
+        pytest.param(
+            "qwen3-235b-a22b",
+            "unsloth/Qwen3-235B-A22B-GGUF",
+            "UD-Q4_K_XL",
+            16384,
+            id="qwen3-235b-gguf",
+        ),
+    ],
+)
+def test_gguf_sources_carry_the_seed_facts(
+    model_id: str, repo: str, quant: str, context: int
+) -> None:
+    m = real_registry().model(model_id)
+    assert m is not None and m.source is not None and m.source.gguf is not None
+    gguf = m.source.gguf
+    assert (gguf.repo, gguf.quant) == (repo, quant)
+    assert (gguf.context or m.context) == context
+    assert (gguf.vram_gb or m.weights.vram_gb) is not None
+
+
+def test_kimi_quants_are_served_by_llamacpp_only() -> None:
+    for model_id in ("kimi-k2.7-code", "kimi-k2.6"):
+        m = real_registry().model(model_id)
+        assert m is not None
+        assert m.runtimes == (Runtime.LLAMACPP,)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "tag"),
+    [
+        pytest.param("qwen3-8b", "qwen3:8b", id="qwen3"),
+        pytest.param("llama-3.2-1b", "llama3.2:1b", id="llama"),
+    ],
+)
+def test_ollama_models_have_their_library_tag(model_id: str, tag: str) -> None:
+    m = real_registry().model(model_id)
+    assert m is not None and m.source is not None
+    assert m.source.ollama_tag == tag
+    assert m.source.ollama_tag != model_id
+
+
+@pytest.mark.parametrize("model_id", ["mistral-large-3", "pixtral", "apertus-70b"])
+def test_eu_models_declare_only_vllm(model_id: str) -> None:
+    m = real_registry().model(model_id)
+    assert m is not None
+    assert m.runtimes == (Runtime.VLLM,)
+
+
+# SPEC §3 ComfyUI recipes: (id, repo or None for the pinned original, revision, files, VRAM, disk)
+COMFY = (
+    (
+        "sdxl-1.0",
+        None,
+        None,
+        [("sd_xl_base_1.0.safetensors", "checkpoints", "sd_xl_base_1.0.safetensors")],
+        10,
+        6.94,
+    ),
+    (
+        "stable-audio-open-1.5",
+        None,
+        None,
+        [("model.safetensors", "checkpoints", "stable_audio_open_1.0.safetensors")],
+        6,
+        4.85,
+    ),
+    (
+        "qwen-image-20b",
+        "Comfy-Org/Qwen-Image_ComfyUI",
+        "1f12b17be14c89b026c51a91d67c32f84bb047bc",
+        [
+            (
+                "split_files/diffusion_models/qwen_image_fp8_e4m3fn.safetensors",
+                "diffusion_models",
+                "qwen_image_fp8_e4m3fn.safetensors",
+            ),
+            (
+                "split_files/text_encoders/qwen_2.5_vl_7b_fp8_scaled.safetensors",
+                "text_encoders",
+                "qwen_2.5_vl_7b_fp8_scaled.safetensors",
+            ),
+            ("split_files/vae/qwen_image_vae.safetensors", "vae", "qwen_image_vae.safetensors"),
+        ],
+        24,
+        30.06,
+    ),
+    (
+        "ace-step-1.5",
+        "Comfy-Org/ACE-Step_ComfyUI_repackaged",
+        "e39503e8265a02363b8c6d3fed3732944f4fc67f",
+        [
+            (
+                "all_in_one/ace_step_v1_3.5b.safetensors",
+                "checkpoints",
+                "ace_step_v1_3.5b.safetensors",
+            )
+        ],
+        8,
+        7.70,
+    ),
+    (
+        "wan-2.2",
+        "Comfy-Org/Wan_2.2_ComfyUI_Repackaged",
+        "ee6f4a40737a995bf5818954cfce6d59443b0f04",
+        [
+            (
+                "split_files/diffusion_models/wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors",
+                "diffusion_models",
+                "wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors",
+            ),
+            (
+                "split_files/diffusion_models/wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors",
+                "diffusion_models",
+                "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors",
+            ),
+            (
+                "split_files/text_encoders/umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+                "text_encoders",
+                "umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+            ),
+            ("split_files/vae/wan2.2_vae.safetensors", "vae", "wan2.2_vae.safetensors"),
+        ],
+        24,
+        36.73,
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "repo", "revision", "files", "vram_gb", "disk_gb"),
+    [pytest.param(*c, id=c[0]) for c in COMFY],
+)
+def test_comfyui_recipes_are_the_checked_file_lists(
+    model_id: str,
+    repo: str | None,
+    revision: str | None,
+    files: list[tuple[str, str, str]],
+    vram_gb: float,
+    disk_gb: float,
+) -> None:
+    m = real_registry().model(model_id)
+    assert m is not None and m.source is not None and m.source.comfyui is not None
+    recipe = m.source.comfyui
+    assert recipe.repo == repo
+    if repo is not None:
+        assert recipe.revision == revision
+        # A repackaging is recorded beside the pinned original, never in its place.
+        assert m.source.hf_repo is not None and m.source.hf_repo != repo
+    assert [(f.path, f.folder, f.stored_name) for f in recipe.files] == files
+    assert (m.weights.vram_gb, m.weights.disk_gb) == (vram_gb, disk_gb)
+
+
+def test_stable_audio_is_gated() -> None:
+    m = real_registry().model("stable-audio-open-1.5")
+    assert m is not None and m.source is not None and m.source.gated
+
+
+@pytest.mark.parametrize(
+    ("model_id", "layers", "kv_lora_rank", "rope"),
+    [
+        pytest.param("kimi-k2.7-code", 61, 512, 64, id="k2.7"),
+        pytest.param("kimi-k2.6", 61, 512, 64, id="k2.6"),
+    ],
+)
+def test_kimi_architecture_is_mla(model_id: str, layers: int, kv_lora_rank: int, rope: int) -> None:
+    arch = real_registry().model(model_id).architecture  # type: ignore[union-attr]
+    assert arch is not None and arch.attention == "mla"
+    assert (arch.layers, arch.kv_lora_rank, arch.qk_rope_head_dim) == (layers, kv_lora_rank, rope)
+
+
+def test_qwen36_architecture_is_hybrid_16_of_64() -> None:
+    arch = real_registry().model("qwen-3.6-27b").architecture  # type: ignore[union-attr]
+    assert arch is not None and arch.attention == "hybrid"
+    assert (arch.layers, arch.full_attention_layers, arch.kv_heads, arch.head_dim) == (
+        64,
+        16,
+        4,
+        256,
+    )
+    assert arch.state_bytes_per_sequence
+
+
+@pytest.mark.parametrize("model_id", ["qwen3-235b-a22b", "qwen3-8b", "qwen3-coder"])
+def test_qwen3_head_dim_comes_from_config_not_hidden_over_heads(model_id: str) -> None:
+    arch = real_registry().model(model_id).architecture  # type: ignore[union-attr]
+    assert arch is not None and arch.head_dim == 128
+
+
+def test_images_are_the_spec_repositories_and_pinned() -> None:
+    images = real_registry().images
+    assert images[Runtime.SGLANG].repository == "lmsysorg/sglang"
+    assert images[Runtime.LLAMACPP].repository == "ghcr.io/ggml-org/llama.cpp"
+    assert images[Runtime.OLLAMA].repository == "ollama/ollama"
+    assert images[Runtime.COMFYUI].repository == "ghcr.io/ai-dock/comfyui"
+    assert (images[Runtime.SGLANG].port, images[Runtime.LLAMACPP].port) == (8080, 8080)
+    assert images[Runtime.OLLAMA].port == 11434
+    assert (images[Runtime.COMFYUI].port, images[Runtime.COMFYUI].health_path) == (
+        8188,
+        "/system_stats",
+    )
+    for image in images.values():
+        assert image.tag and image.tag != "latest" and image.pinned, image.reference
+
+
+# ---- bad files -------------------------------------------------------------------------------
+
+GOOD_MODEL = """\
+  - id: good
+    name: Good
+    capability: chat
+    runtimes: [sglang]
+"""
+
+
+def _models(body: str) -> str:
+    return "models:\n" + GOOD_MODEL + textwrap.indent(textwrap.dedent(body), "  ")
+
+
+BAD_MODELS = (
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          weights: {vram_gb: lots}
+        """,
+        ("models.yaml", "'bad'", "weights.vram_gb"),
+        id="wrong-type",
+    ),
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          contxt: 4096
+        """,
+        ("models.yaml", "'bad'", "contxt"),
+        id="unknown-key",
+    ),
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          architecture: {attention: mla, layers: 61, attention_heads: 64, kv_lora_rank: 512,
+                         source: x}
+        """,
+        ("models.yaml", "'bad'", "architecture", "qk_rope_head_dim"),
+        id="mla-missing-rope",
+    ),
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          architecture: {attention: hybrid, layers: 64, attention_heads: 24, kv_heads: 4,
+                         head_dim: 256, source: x}
+        """,
+        ("models.yaml", "'bad'", "architecture", "full_attention_layers"),
+        id="hybrid-missing-full-layers",
+    ),
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          architecture: {attention: gqa, layers: 32, attention_heads: 32, kv_heads: 8, source: x}
+        """,
+        ("models.yaml", "'bad'", "architecture", "head_dim"),
+        id="gqa-missing-head-dim",
+    ),
+    pytest.param(
+        """\
+        - id: bad
+          name: Bad
+          capability: chat
+          runtimes: [sglang, triton]
+        """,
+        ("models.yaml", "'bad'", "runtimes"),
+        id="unknown-runtime",
+    ),
+    pytest.param(
+        """\
+        - id: good
+          name: Good again
+          capability: chat
+        """,
+        ("models.yaml", "good", "duplicate"),
+        id="duplicate-id",
+    ),
+)
+
+
+@pytest.mark.parametrize(("body", "expected"), BAD_MODELS)
+def test_a_bad_model_names_file_model_and_field(body: str, expected: tuple[str, ...]) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(models=_models(body)))
+    message = str(err.value)
+    for part in expected:
+        assert part in message, f"{part!r} missing from: {message}"
+
+
+def test_the_good_model_alone_is_valid() -> None:
+    # The control for the table above: only the added entry makes it fail.
+    registry = parse_registry(files_with(models="models:\n" + GOOD_MODEL))
+    assert [m.id for m in registry.models] == ["good"]
+
+
+def test_a_bad_gpu_names_gpus_yaml_the_gpu_and_the_field() -> None:
+    gpus = """\
+max_gpus_per_pod: 8
+gpus:
+  - id: NVIDIA H200
+    name: H200 SXM
+    vram_gb: lots
+    memory_mib: 143771
+    fp8: true
+    max_count: 8
+    price_usd_per_hour: {secure: 4.59, source: x}
+"""
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(gpus=gpus))
+    message = str(err.value)
+    for part in ("gpus.yaml", "'NVIDIA H200'", "vram_gb"):
+        assert part in message, message
+
+
+def test_a_duplicate_gpu_id_names_gpus_yaml() -> None:
+    entry = """\
+  - id: NVIDIA H200
+    name: H200 SXM
+    vram_gb: 141
+    memory_mib: 143771
+    fp8: true
+    max_count: 8
+    price_usd_per_hour: {secure: 4.59, source: x}
+"""
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(gpus="max_gpus_per_pod: 8\ngpus:\n" + entry + entry))
+    message = str(err.value)
+    assert "NVIDIA H200" in message and "duplicate" in message
+    assert "gpus.yaml" in message, f"a duplicate GPU is blamed on the wrong file: {message}"
+
+
+def test_a_bad_image_names_images_yaml_the_engine_and_the_field() -> None:
+    text = real_files().texts["images.yaml"].replace("port: 8080", "port: eighty", 1)
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(images=text))
+    message = str(err.value)
+    for part in ("images.yaml", "sglang", "port"):
+        assert part in message, message
+
+
+def test_too_many_gpus_per_pod_is_refused() -> None:
+    text = real_files().texts["gpus.yaml"].replace("max_gpus_per_pod: 8", "max_gpus_per_pod: 9")
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(gpus=text))
+    assert "gpus.yaml" in str(err.value) and "max_gpus_per_pod" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param("models:\n  - id: a\n    name: b\n    notes: x: y\n", 4, id="colon"),
+        pytest.param("models:\n  - id: a\n\tname: tab\n", 3, id="tab"),
+    ],
+)
+def test_malformed_yaml_names_file_and_line(text: str, line: int) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(models=text))
+    message = str(err.value)
+    assert "models.yaml" in message
+    assert f"line {line}" in message, message
+
+
+def test_a_file_that_is_not_a_mapping_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"datacenters\.yaml"):
+        parse_registry(files_with(datacenters="- EU-RO-1\n"))
+
+
+def test_a_missing_section_names_it() -> None:
+    with pytest.raises(ConfigError, match="gpus"):
+        parse_registry(files_with(gpus="max_gpus_per_pod: 8\n"))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, FruteboxError, UsageError
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.registry import load_registry
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
@@ -31,10 +30,9 @@ class Format(StrEnum):
 def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
-    options = ServeOptions(
-        hf_token_configured=environment.hf_token, spec_decode_enabled=environment.spec_decode
-    )
-    resolutions = [resolve(registry, m.id, options) for m in registry.models]
+    resolutions = [
+        resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
+    ]
     if args.format is Format.JSON:
         print(json.dumps([catalog_entry(r) for r in resolutions], indent=2))
     else:

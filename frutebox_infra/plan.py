@@ -42,6 +42,26 @@ class Environment:
             },
         )
 
+    def serve_options(
+        self,
+        model_id: str,
+        *,
+        context_tokens: int | None = None,
+        concurrency: int | None = None,
+        min_sequences: int = 1,
+        hf_token: bool = False,
+        spec_decode: bool = True,
+    ) -> ServeOptions:
+        """A model's serving targets; secrets and switches from the stack or the environment."""
+        return ServeOptions(
+            context_tokens=context_tokens,
+            concurrency=concurrency,
+            min_sequences=min_sequences,
+            hf_token_configured=hf_token or self.hf_token,
+            spec_decode_enabled=spec_decode and self.spec_decode,
+            eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
+        )
+
 
 @dataclass(frozen=True)
 class ModelPlan:
@@ -207,14 +227,14 @@ def _plan_model(
             )
             return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
         gpu_id = gpu.id
-    options = ServeOptions(
+    options = environment.serve_options(
+        model_id,
         context_tokens=override.context if override else None,
         concurrency=override.concurrency if override else None,
         min_sequences=(override.min_concurrent_sequences if override else None)
         or settings.min_concurrent_sequences,
-        hf_token_configured=settings.hf_token_configured or environment.hf_token,
-        spec_decode_enabled=settings.spec_decode and environment.spec_decode,
-        eagle3_head=environment.eagle3_heads.get(eagle3_env_name(model_id)),
+        hf_token=settings.hf_token_configured,
+        spec_decode=settings.spec_decode,
     )
     resolution = resolve(registry, model_id, options, cloud=settings.cloud, gpu_id=gpu_id)
     if resolution.problem is not None:

@@ -76,6 +76,8 @@ class Image(Frozen):
     )
     entrypoint_detail: str
     cache_env: dict[str, str] = Field(default_factory=dict)
+    engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*$")
+    """The engine release the tag ships, where a model needs a minimum one."""
 
     @property
     def reference(self) -> str:
@@ -119,6 +121,8 @@ class ComfyRecipe(Frozen):
     revision: str | None = None
     gated: bool = False
     files: tuple[ComfyFile, ...] = Field(min_length=1)
+    min_comfyui: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*$")
+    """The first ComfyUI release with native nodes for this model."""
     note: str | None = None
 
 

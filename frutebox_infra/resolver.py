@@ -120,6 +120,15 @@ def resolve(
             f"add an `images.{recipe.runtime}` entry with a pinned tag",
         )
         return Resolution(model_id, model, recipe, problem=problem)
+    too_old = recipe.image_problem(model, image)
+    if too_old is not None:
+        problem = Problem(
+            "engine-too-old",
+            f"{model_id} {too_old}",
+            f"pin a newer {recipe.runtime} image in registry/images.yaml (and set its"
+            " engine_version)",
+        )
+        return Resolution(model_id, model, recipe, image, problem=problem)
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)

@@ -13,7 +13,6 @@ from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
 from frutebox_infra.registry import load_registry
 from frutebox_infra.settings import parse_settings
 
-
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
 

@@ -364,3 +364,15 @@ def test_pod_request_carries_the_pull_and_the_token_env(
     assert request["ollamaPull"] == pull
     assert request["hfTokenEnv"] == token_env
     assert request["health"]["path"].startswith("/")
+
+
+def test_serve_options_pick_each_models_own_eagle3_head_from_the_environment() -> None:
+    from frutebox_infra.plan import Environment
+
+    env = Environment.from_env({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": " org/head ", "HF_TOKEN": "x"})
+    assert env.serve_options("qwen3-coder").eagle3_head == "org/head"
+    assert env.serve_options("qwen3-8b").eagle3_head is None
+    assert env.serve_options("qwen3-8b").hf_token_configured is True
+    assert Environment().serve_options("m", hf_token=True).hf_token_configured is True
+    off = Environment.from_env({"FRUTEBOX_SPEC_DECODE": "false"})
+    assert off.serve_options("m").spec_decode_enabled is False

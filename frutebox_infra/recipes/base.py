@@ -89,6 +89,10 @@ class Recipe(ABC):
         """Bytes per cached KV element as this engine is launched on `gpu`."""
         return 2
 
+    def image_problem(self, model: Model, image: Image) -> str | None:
+        """Why the pinned image cannot run `model` (e.g. too old an engine), or None."""
+        return None
+
     def gated_pull(self, model: Model) -> bool:
         """Does this engine fetch the weights from a gated Hugging Face repo?"""
         return model.source is not None and model.source.gated
@@ -105,6 +109,10 @@ def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict
     env = dict(image.cache_env)
     env.update(extra or {})
     return env
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 
 
 def is_power_of_two(n: int) -> bool:

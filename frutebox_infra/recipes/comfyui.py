@@ -12,6 +12,7 @@ from frutebox_infra.recipes.base import (
     ServeOptions,
     Serving,
     env_with_cache,
+    version_tuple,
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
 
@@ -57,6 +58,18 @@ class ComfyUI(Recipe):
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
+
+    def image_problem(self, model: Model, image: Image) -> str | None:
+        recipe = _recipe(model)
+        needed = recipe.min_comfyui if recipe else None
+        if needed is None or image.engine_version is None:
+            return None
+        if version_tuple(image.engine_version) >= version_tuple(needed):
+            return None
+        return (
+            f"needs ComfyUI {needed} or newer and the pinned image {image.reference} ships"
+            f" {image.engine_version}"
+        )
 
     def gated_pull(self, model: Model) -> bool:
         recipe = _recipe(model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from frutebox_infra.plan import FleetPlan, ModelPlan
@@ -78,16 +79,28 @@ def catalog_table(resolutions: Sequence[Resolution]) -> str:
             [
                 r.model_id,
                 r.engine or "-",
-                "yes" if r.servable else "no",
                 p.label if p else "-",
                 usd(p.usd_per_hour) if p else "-",
                 str(len(r.placements)),
-                (r.problem.rule + ": " + r.problem.fix) if r.problem else "",
+                "servable" if r.servable else (r.problem.rule if r.problem else "no placement"),
             ]
         )
-    headers = ["MODEL", "ENGINE", "OK", "CHEAPEST", "$/H", "N", "WHY NOT / FIX"]
+    headers = ["MODEL", "ENGINE", "CHEAPEST", "$/H", "N", "STATUS"]
     servable = sum(r.servable for r in resolutions)
-    return table(headers, rows) + f"\n\n{servable} of {len(resolutions)} models servable."
+    lines = [table(headers, rows), "", f"{servable} of {len(resolutions)} models servable."]
+    blocked = [r for r in resolutions if r.problem is not None]
+    if blocked:
+        lines += ["", "Why not, and the fix:"]
+        for r in blocked:
+            lines += textwrap.wrap(
+                str(r.problem),
+                width=100,
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+    return "\n".join(lines)
 
 
 def _listed(title: str, items: Sequence[str]) -> list[str]:

@@ -48,6 +48,7 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     outputs = project.outputs("dev")
     live = {p["name"]: p for p in deployment.live_pods()}
     for model_id, out in outputs["pods"].items():
+        assert out["name"].endswith(model_id)
         pod = live[out["name"]]
         assert out["podId"] == pod["id"]
         assert out["gpuId"] == pod["gpu"]["id"]

@@ -6,12 +6,14 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from frutebox_infra.recipes.comfyui import MODELS_DIR, ComfyUI, provisioning_script
 from frutebox_infra.registry import Model, Runtime
-from tests.factories import model, real_registry
+from frutebox_infra.resolver import resolve
+from tests.factories import model, real_images, real_registry, registry
 from tests.recipes.conftest import BuildPod
 
 A5000 = "NVIDIA RTX A5000"
@@ -257,3 +259,41 @@ def test_the_token_is_sent_only_when_present(tmp_path: Path) -> None:
     assert "Authorization: Bearer hf_secret" in curl_calls(tmp_path / "with")[0]
     assert run_script(tmp_path / "without", script) == 0
     assert "Authorization" not in curl_calls(tmp_path / "without")[0]
+
+
+def _comfy_model(min_comfyui: str | None) -> Model:
+    recipe: dict[str, Any] = {
+        "repo": "org/repack",
+        "revision": "a" * 40,
+        "files": [{"path": "x/model.safetensors", "folder": "checkpoints"}],
+    }
+    if min_comfyui is not None:
+        recipe["min_comfyui"] = min_comfyui
+    return model(
+        "test-comfy",
+        capability="image",
+        runtimes=["comfyui"],
+        source={"hf_repo": "org/original", "comfyui": recipe},
+        weights={"disk_gb": 5, "vram_gb": 8},
+    )
+
+
+@pytest.mark.parametrize(
+    ("needed", "shipped", "servable"),
+    [
+        pytest.param("0.3.46", "0.3.20", False, id="image-too-old"),
+        pytest.param("0.3.46", "0.3.46", True, id="exactly-the-minimum"),
+        pytest.param("0.3.46", "0.3.100", True, id="numeric-not-lexical"),
+        pytest.param(None, "0.3.20", True, id="no-minimum-known"),
+    ],
+)
+def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
+    needed: str | None, shipped: str, servable: bool
+) -> None:
+    images = real_images()
+    images[Runtime.COMFYUI] = images[Runtime.COMFYUI].model_copy(update={"engine_version": shipped})
+    result = resolve(registry([_comfy_model(needed)], images=images), "test-comfy")
+    assert result.servable is servable
+    if not servable:
+        assert result.problem is not None and result.problem.rule == "engine-too-old"
+        assert needed in result.problem.message and shipped in result.problem.message

@@ -137,3 +137,21 @@ def test_catalog_table_counts_servable_models() -> None:
 )
 def test_usd(value: float, text: str) -> None:
     assert usd(value) == text
+
+
+def test_the_catalog_explains_every_blocked_model_in_full_within_100_columns() -> None:
+    from frutebox_infra.report.table import catalog_table
+    from frutebox_infra.resolver import resolve
+    from tests.factories import real_registry
+
+    registry = real_registry()
+    resolutions = [resolve(registry, m.id) for m in registry.models]
+    text = catalog_table(resolutions)
+    assert all(len(line) <= 100 for line in text.splitlines())
+    unwrapped = " ".join(
+        line.strip() for line in text.split("Why not, and the fix:")[1].splitlines()
+    )
+    for r in resolutions:
+        if r.problem is not None:
+            assert r.problem.rule in text
+            assert r.problem.fix in unwrapped

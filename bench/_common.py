@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 import yaml
 
-from frutebox_infra.fit import Fit, FitRequest, estimate
+from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
 from frutebox_infra.registry import Gpu, Model
 from frutebox_infra.report.text import table
-from frutebox_infra.resolver import Cloud
+from frutebox_infra.resolver import Cloud, fit_request, gpu_price
 from frutebox_infra.toolchain import hermetic_env, repo_root
 
 T = TypeVar("T")
@@ -54,25 +54,7 @@ def heading(text: str) -> None:
 
 
 def price(gpu: Gpu, cloud: Cloud = Cloud.SECURE) -> float | None:
-    p = gpu.price_usd_per_hour
-    return p.secure if cloud is Cloud.SECURE else p.community
-
-
-def fit_request(
-    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
-) -> FitRequest:
-    """The request the resolver builds for `model` on `gpu`, rebuilt from the public facts."""
-    return FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
-    )
+    return gpu_price(gpu, cloud)
 
 
 @dataclass(frozen=True)

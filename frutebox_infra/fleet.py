@@ -79,9 +79,12 @@ class WeightsVolume(pulumi.ComponentResource):
         super().__init__("frutebox:index:WeightsVolume", name, None, opts)
         request = {"name": args.name, "size": args.size_gb, "dataCenter": args.data_center}
         environment = args.credentials.environment()
+        # `update` runs when only the environment changes (a rotated API key): it finds the
+        # same volume from the previous output rather than creating a second one.
         volume = local.Command(
             f"{name}-volume",
             create=_command("volume", "create"),
+            update=_command("volume", "update"),
             delete=_command("volume", "delete"),
             stdin=json.dumps(request, sort_keys=True),
             environment=environment,

@@ -228,24 +228,12 @@ def _smallest_fitting(
     options: ServeOptions,
     cloud: Cloud,
 ) -> tuple[Candidate, Placement | None]:
-    price = (
-        gpu.price_usd_per_hour.secure if cloud is Cloud.SECURE else gpu.price_usd_per_hour.community
-    )
+    price = gpu_price(gpu, cloud)
     if price is None:
         return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
     if serving.require_fp8 and not gpu.fp8:
         return Candidate(gpu, None, None, None, "FP8 checkpoint needs a native-FP8 GPU"), None
-    request = FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
-    )
+    request = fit_request(model, recipe, serving, options, gpu)
     last: Candidate = Candidate(gpu, None, None, None, "no GPU count allowed")
     for count in range(1, min(gpu.max_count, registry.max_gpus_per_pod) + 1):
         reason = recipe.count_problem(model, count)
@@ -260,6 +248,29 @@ def _smallest_fitting(
             return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None
+
+
+def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
+    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
+    prices = gpu.price_usd_per_hour
+    return prices.secure if cloud is Cloud.SECURE else prices.community
+
+
+def fit_request(
+    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
+) -> FitRequest:
+    """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
+    return FitRequest(
+        engine=serving.memory_model,
+        weights_gb=serving.weights_vram_gb,
+        context_tokens=serving.context_tokens,
+        configured_sequences=serving.concurrency,
+        min_sequences=options.min_sequences,
+        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
+        architecture=model.architecture,
+        static_allocation=serving.static_allocation,
+        speculative=serving.speculative,
+    )
 
 
 def _unknown(model_id: str) -> Problem:

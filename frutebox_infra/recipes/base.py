@@ -97,6 +97,28 @@ class Recipe(ABC):
         """Does this engine fetch the weights from a gated Hugging Face repo?"""
         return model.source is not None and model.source.gated
 
+    def pod_spec(
+        self,
+        model: Model,
+        image: Image,
+        args: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        ollama_pull: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> PodSpec:
+        """A pod of this engine's image: caches on the volume, the token only where gated."""
+        return PodSpec(
+            image=image.reference,
+            args=args,
+            env=env_with_cache(image, env),
+            port=image.port,
+            health_path=image.health_path,
+            secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
+            ollama_pull=ollama_pull,
+            notes=notes,
+        )
+
     @abstractmethod
     def pod(
         self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions

@@ -11,7 +11,6 @@ from frutebox_infra.recipes.base import (
     Recipe,
     ServeOptions,
     Serving,
-    env_with_cache,
     version_tuple,
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
@@ -80,27 +79,17 @@ class ComfyUI(Recipe):
     def pod(
         self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
     ) -> PodSpec:
-        env = env_with_cache(
-            image,
-            {
-                "FRUTEBOX_PROVISION": provisioning_script(model),
-                "WORKSPACE": VOLUME_PATH,
-                # The RunPod proxy carries the health probe; the image's login page would
-                # answer it with a redirect instead of the API.
-                "WEB_ENABLE_AUTH": "false",
-            },
-        )
+        env = {
+            "FRUTEBOX_PROVISION": provisioning_script(model),
+            "WORKSPACE": VOLUME_PATH,
+            # The RunPod proxy carries the health probe; the image's login page would
+            # answer it with a redirect instead of the API.
+            "WEB_ENABLE_AUTH": "false",
+        }
         # No ENTRYPOINT: args is the command. Install our fetch script where the image's init
         # sources it before ComfyUI starts, then hand over to that init as PID 1.
         install = f'printf "%s\\n" "$FRUTEBOX_PROVISION" > {PROVISIONING_PATH} && exec init.sh'
-        return PodSpec(
-            image=image.reference,
-            args=shlex.join(["bash", "-c", install]),
-            env=env,
-            port=image.port,
-            health_path=image.health_path,
-            secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
-        )
+        return self.pod_spec(model, image, shlex.join(["bash", "-c", install]), env=env)
 
 
 def provisioning_script(model: Model) -> str:

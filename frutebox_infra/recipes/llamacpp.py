@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime
 
@@ -69,14 +69,7 @@ class LlamaCpp(Recipe):
         notes: tuple[str, ...] = ()
         if gguf.revision:
             notes = (f"-hf takes no revision: {gguf.revision} documents what was tested",)
-        return PodSpec(
-            image=image.reference,
-            args=join_args(words),
-            env=env_with_cache(image),
-            port=image.port,
-            health_path=image.health_path,
-            notes=notes,
-        )
+        return self.pod_spec(model, image, join_args(words), notes=notes)
 
 
 def _gguf(model: Model) -> GgufSource | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, env_with_cache
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -41,20 +41,10 @@ class Ollama(Recipe):
         serving = self.serving(model, options)
         # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
         # model is pulled through the server's /api/pull once it answers (the deploy step).
-        env = env_with_cache(
-            image,
-            {
-                "OLLAMA_HOST": f"0.0.0.0:{image.port}",
-                "OLLAMA_CONTEXT_LENGTH": str(serving.context_tokens),
-                "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
-                "OLLAMA_KEEP_ALIVE": "-1",
-            },
-        )
-        return PodSpec(
-            image=image.reference,
-            args="serve",
-            env=env,
-            port=image.port,
-            health_path=image.health_path,
-            ollama_pull=model.source.ollama_tag,
-        )
+        env = {
+            "OLLAMA_HOST": f"0.0.0.0:{image.port}",
+            "OLLAMA_CONTEXT_LENGTH": str(serving.context_tokens),
+            "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
+            "OLLAMA_KEEP_ALIVE": "-1",
+        }
+        return self.pod_spec(model, image, "serve", env=env, ollama_pull=model.source.ollama_tag)

@@ -1,9 +1,13 @@
-"""Tensor parallelism: which GPU counts an engine can split a model's heads across."""
+"""Tensor-parallel engines (SGLang, vLLM): safetensors weights split head-wise across GPUs."""
 
 from __future__ import annotations
 
-from frutebox_infra.recipes.base import is_power_of_two
-from frutebox_infra.registry import Model
+from typing import ClassVar
+
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, is_power_of_two
+from frutebox_infra.recipes.speculative import Speculation, join_args, speculation
+from frutebox_infra.registry import Image, Model
 
 
 def tp_problem(model: Model, tp: int) -> str | None:
@@ -23,3 +27,51 @@ def tp_problem(model: Model, tp: int) -> str | None:
     if arch.attention != "mla" and kv is not None and kv % tp and tp % kv:
         return f"tensor parallelism {tp} neither divides nor is a multiple of {kv} kv heads"
     return None
+
+
+class TensorParallelRecipe(Recipe):
+    """What SGLang and vLLM share: a Hugging Face repo, TP = GPU count, speculative flags."""
+
+    memory_model: ClassVar[MemoryModel]
+    default_concurrency = 16
+
+    def missing(self, model: Model) -> str | None:
+        gaps = []
+        if model.source is None or model.source.hf_repo is None:
+            gaps.append("source.hf_repo")
+        if model.weights.vram_gb is None:
+            gaps.append("weights.vram_gb")
+        if model.context is None:
+            gaps.append("context")
+        if not gaps:
+            return None
+        return f"the registry lacks {', '.join(gaps)} for serving it with {self.runtime}"
+
+    def speculation(self, model: Model, options: ServeOptions) -> Speculation:
+        return speculation(
+            model,
+            self.runtime,
+            enabled=options.spec_decode_enabled,
+            eagle3_head=options.eagle3_head,
+        )
+
+    def serving(self, model: Model, options: ServeOptions) -> Serving:
+        spec = self.speculation(model, options)
+        assert model.weights.vram_gb is not None and model.context is not None
+        return Serving(
+            weights_vram_gb=model.weights.vram_gb,
+            weights_disk_gb=model.weights.disk_gb,
+            context_tokens=options.context_tokens or model.context,
+            concurrency=options.concurrency or self.default_concurrency,
+            require_fp8=model.weights.format == "fp8",
+            memory_model=self.memory_model,
+            speculative=spec.active,
+            warnings=(spec.note,) if spec.note else (),
+        )
+
+    def count_problem(self, model: Model, count: int) -> str | None:
+        return super().count_problem(model, count) or tp_problem(model, count)
+
+    def launch(self, model: Model, image: Image, words: list[str]) -> PodSpec:
+        """The pod for a complete command line; a gated repo gets the token at deploy time."""
+        return self.pod_spec(model, image, join_args(words))

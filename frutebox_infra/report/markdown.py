@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.plan import FleetPlan
-from frutebox_infra.report.table import fit_cell, image_cell
+from frutebox_infra.report.table import plan_row
 from frutebox_infra.report.text import usd
 
 
@@ -17,19 +17,8 @@ def plan_markdown(plan: FleetPlan) -> str:
         "|---|---|---|---|---|---|---:|---:|---:|",
     ]
     for m in plan.models:
-        p = m.placement
-        cells = [
-            f"`{m.model_id}`",
-            m.resolution.engine or "—",
-            image_cell(m),
-            p.label if p else "—",
-            f"{p.total_vram_gb} GB" if p else "—",
-            fit_cell(m),
-            usd(m.usd_per_hour_best) if p else "—",
-            usd(m.usd_per_hour_worst) if p else "—",
-            str(len(m.fallbacks)) if p else "—",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        model, *rest = plan_row(m, empty="—")
+        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
     v = plan.volume
     lines += [
         "",

@@ -18,31 +18,37 @@ def fit_cell(m: ModelPlan) -> str:
     return f"{weights} {f.summary}" + ("" if f.exact else "~")
 
 
-def image_cell(m: ModelPlan) -> str:
+def image_cell(m: ModelPlan, empty: str = "-") -> str:
     image = m.resolution.image
     if image is None:
-        return "-"
+        return empty
     return (image.tag or "untagged") + ("" if image.pinned else " (unpinned)")
 
 
+PLAN_HEADERS = ("MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB")
+
+
+def plan_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
+    """One model's cells, in PLAN_HEADERS order; `empty` fills what an unplaced model lacks."""
+    p = m.placement
+    if p is None:
+        return [m.model_id, m.resolution.engine or empty, image_cell(m, empty)] + [empty] * 6
+    return [
+        m.model_id,
+        m.resolution.engine or empty,
+        image_cell(m),
+        p.label,
+        f"{p.total_vram_gb}G",
+        fit_cell(m),
+        usd(m.usd_per_hour_best),
+        usd(m.usd_per_hour_worst),
+        str(len(m.fallbacks)),
+    ]
+
+
 def plan_table(plan: FleetPlan) -> str:
-    rows = []
-    for m in plan.models:
-        p = m.placement
-        rows.append(
-            [
-                m.model_id,
-                m.resolution.engine or "-",
-                image_cell(m),
-                p.label if p else "-",
-                f"{p.total_vram_gb}G" if p else "-",
-                fit_cell(m),
-                usd(m.usd_per_hour_best) if p else "-",
-                usd(m.usd_per_hour_worst) if p else "-",
-                str(len(m.fallbacks)) if p else "-",
-            ]
-        )
-    headers = ["MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB"]
+    rows = [plan_row(m) for m in plan.models]
+    headers = list(PLAN_HEADERS)
     s = plan.settings
     v = plan.volume
     lines = [

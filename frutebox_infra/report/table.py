@@ -15,7 +15,7 @@ def fit_cell(m: ModelPlan) -> str:
         return "-"
     f = m.placement.fit
     weights = f"{f.weights_gb_per_gpu:.0f}G/gpu"
-    return f"{weights} {f.summary}" + ("" if f.exact else "~")
+    return f"{weights} {f.summary}"
 
 
 def image_cell(m: ModelPlan, empty: str = "-") -> str:
@@ -56,8 +56,8 @@ def plan_table(plan: FleetPlan) -> str:
         "",
         table(headers, rows) if rows else "(no models armed)",
         "",
-        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom):"
-        f" {usd(v.usd_per_month)}/month; it only grows, so a larger existing volume stays",
+        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom;"
+        f" grows, never shrinks): {usd(v.usd_per_month)}/month",
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
@@ -68,7 +68,8 @@ def plan_table(plan: FleetPlan) -> str:
             if plan.within_budget
             else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"
         ),
-        "FIT = weights per GPU, full-context sequences held / configured; ~ = coarse estimate.",
+        "FIT = weights per GPU, then full-context sequences held / configured (coarse: the"
+        " architecture is unknown, so only weights x 1.15 is checked).",
     ]
     lines += _listed("warnings", plan.warnings)
     lines += _listed(

@@ -111,7 +111,7 @@ def test_coarse_estimates_are_marked() -> None:
     rows = table_lines(plan_table(real_plan(["sdxl-1.0", "qwen3-8b"])))
     sdxl = next(r for r in rows if r.startswith("sdxl-1.0"))
     qwen = next(r for r in rows if r.startswith("qwen3-8b"))
-    assert "~" in sdxl and "~" not in qwen
+    assert "coarse" in sdxl and "coarse" not in qwen
 
 
 def test_an_unpinned_image_is_marked() -> None:

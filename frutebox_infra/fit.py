@@ -75,7 +75,7 @@ class Fit:
     @property
     def summary(self) -> str:
         if self.full_context_sequences is None:
-            return f"{'fits' if self.fits else 'no fit'} (coarse)"
+            return "coarse-fit" if self.fits else "no fit (coarse)"
         seqs = math.floor(self.full_context_sequences * 10) / 10
         return f"{seqs:g}/{self.configured_sequences} seq"
 

@@ -114,6 +114,7 @@ class ModelServerArgs:
     plan: ModelPlan
     settings: StackSettings
     volume_id: pulumi.Output[str]
+    volume_name: str
     credentials: Credentials
 
 
@@ -136,12 +137,16 @@ class ModelServer(pulumi.ComponentResource):
                 pod_request(plan, settings, stack=stack, volume_id=vid), sort_keys=True
             )
         )
-        # What RunPod cannot change on a live pod is a replace: the GPU candidates, the data
-        # centre and the volume. Image, args, env and ports are PATCHed in place.
+        # What RunPod cannot change on a live pod is a replace: the placement the plan picks,
+        # the data centre and the volume (by its stable name: its id is unknown in a preview
+        # whenever the volume's command updates). Image, args, env and ports are PATCHed in
+        # place, and a fallback list that changes around a running pod is the deploy step's
+        # concern, not a reason to take the pod down.
+        assert plan.placement is not None
         triggers: list[Any] = [
             settings.data_center,
-            args.volume_id,
-            [f"{p.count}x {p.gpu.id}" for p in plan.candidates],
+            args.volume_name,
+            f"{plan.placement.count}x {plan.placement.gpu.id}",
         ]
         command = local.Command(
             f"{name}-pod",
@@ -171,10 +176,11 @@ class Fleet:
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
+    volume_name = f"frutebox-{plan.stack}-weights"
     volume = WeightsVolume(
         "weights",
         WeightsVolumeArgs(
-            name=f"frutebox-{plan.stack}-weights",
+            name=volume_name,
             size_gb=plan.volume.size_gb,
             data_center=plan.settings.data_center,
             credentials=credentials,
@@ -184,7 +190,9 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     for model in plan.models:
         servers[model.model_id] = ModelServer(
             model.model_id,
-            ModelServerArgs(plan.stack, model, plan.settings, volume.volume_id, credentials),
+            ModelServerArgs(
+                plan.stack, model, plan.settings, volume.volume_id, volume_name, credentials
+            ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
     pulumi.export("plan", plan_data(plan))
@@ -230,10 +238,14 @@ def _decode(raw: str) -> Any:
 
 
 def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:
+    """Secret config first, the environment second; an exported API URL wins over the stack's,
+    so a rehearsal against the emulator can never reach the real API."""
     config = pulumi.Config(PROJECT)
-    api_url = settings.runpod_api_url or env.get("RUNPOD_API_URL")
+    hf_token = config.get_secret("hfToken")
+    if hf_token is None and env.get("HF_TOKEN"):
+        hf_token = pulumi.Output.secret(env["HF_TOKEN"])
     return Credentials(
         runpod_api_key=config.get_secret("runpodApiKey"),
-        hf_token=config.get_secret("hfToken"),
-        runpod_api_url=api_url,
+        hf_token=hf_token,
+        runpod_api_url=env.get("RUNPOD_API_URL") or settings.runpod_api_url,
     )

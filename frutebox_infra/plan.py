@@ -9,15 +9,11 @@ from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import Cloud, Placement, Problem, Resolution, resolve
 from frutebox_infra.settings import StackSettings
 
 HOURS_PER_MONTH = 730
-VOLUME_MIN_GB, VOLUME_MAX_GB = 10, 4096
-VOLUME_TIER_GB = 1000
-VOLUME_USD_PER_GB_MONTH_SMALL = 0.07
-VOLUME_USD_PER_GB_MONTH_LARGE = 0.05
 """RunPod network-volume storage: $0.07/GB-month under 1 TB, $0.05 above; billed even idle.
 The rate is picked by the volume's whole size, as RunPod's price list reads."""
 
@@ -90,20 +86,23 @@ class ModelPlan:
 
 @dataclass(frozen=True)
 class VolumePlan:
-    """The stack's weights volume: sum of armed weights plus headroom, within RunPod's bounds."""
+    """The stack's weights volume: armed weights plus headroom, never below its current size."""
 
     size_gb: int
     weights_gb: float
     data_center: str
+    facts: NetworkVolumeFacts = field(repr=False, compare=False)
+    current_gb: int | None = None
+    """The size the volume has today, when known: it never shrinks below it."""
 
     @property
     def usd_per_month(self) -> float:
-        rate = (
-            VOLUME_USD_PER_GB_MONTH_LARGE
-            if self.size_gb > VOLUME_TIER_GB
-            else VOLUME_USD_PER_GB_MONTH_SMALL
-        )
-        return round(self.size_gb * rate, 2)
+        return self.facts.usd_per_month(self.size_gb)
+
+    @property
+    def kept_larger(self) -> bool:
+        """True when the plan asks for less than exists: the volume keeps (and bills) its size."""
+        return self.current_gb is not None and self.current_gb >= self.size_gb
 
 
 @dataclass(frozen=True)
@@ -153,8 +152,13 @@ def plan_fleet(
     *,
     stack: str,
     environment: Environment = Environment(),
+    current_volume_gb: int | None = None,
 ) -> FleetPlan:
-    """Plan every armed model; never raises for a bad plan, it lists problems instead."""
+    """Plan every armed model; never raises for a bad plan, it lists problems instead.
+
+    `current_volume_gb` is the weights volume's size today, where the caller knows it: the
+    volume never shrinks, so it is sized and priced at no less than that.
+    """
     problems: list[Problem] = []
     warnings: list[str] = []
     if registry.data_center(settings.data_center) is None:
@@ -179,14 +183,15 @@ def plan_fleet(
     models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
     for plan in models:
         problems.extend(plan.problems)
-    volume = _volume(registry, settings, models)
-    if volume.weights_gb * (1 + settings.volume_headroom) > VOLUME_MAX_GB:
+    volume = _volume(registry, settings, models, current_volume_gb)
+    largest = registry.network_volume.max_gb
+    if volume.weights_gb * (1 + settings.volume_headroom) > largest:
         problems.append(
             Problem(
                 "volume-too-small",
                 f"the armed weights need {volume.weights_gb:g} GB plus"
                 f" {settings.volume_headroom:.0%} headroom, more than the largest RunPod network"
-                f" volume ({VOLUME_MAX_GB} GB)",
+                f" volume ({largest} GB)",
                 "disarm a model, lower frutebox-infra:volumeHeadroom, or split the fleet"
                 " across stacks",
             )
@@ -248,7 +253,10 @@ def _plan_model(
 
 
 def _volume(
-    registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]
+    registry: Registry,
+    settings: StackSettings,
+    models: tuple[ModelPlan, ...],
+    current_gb: int | None,
 ) -> VolumePlan:
     weights = 0.0
     for plan in models:
@@ -257,8 +265,9 @@ def _volume(
             weights += serving.weights_disk_gb
     # Rounded first so that 100 GB x 1.1 asks for 110 GB, not 111 by a float's last bit.
     wanted = math.ceil(round(weights * (1 + settings.volume_headroom), 6))
-    size = min(VOLUME_MAX_GB, max(VOLUME_MIN_GB, settings.min_volume_gb, wanted))
-    return VolumePlan(size, round(weights, 2), settings.data_center)
+    facts = registry.network_volume
+    size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted, current_gb or 0))
+    return VolumePlan(size, round(weights, 2), settings.data_center, facts, current_gb)
 
 
 def pod_name(stack: str, model_id: str) -> str:
@@ -299,6 +308,6 @@ def pod_request(
         "health": {"port": pod.port, "path": pod.health_path},
         "ollamaPull": pod.ollama_pull,
         "hfTokenEnv": list(pod.secret_env),
-        "timeouts": {"runningSeconds": 900, "healthySeconds": settings.health_timeout_seconds},
+        "timeouts": {"healthySeconds": settings.health_timeout_seconds},
         "meta": {"model": plan.model_id, "stack": stack},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,9 +71,9 @@ class Image(Frozen):
     tag: str | None = None
     port: int = Field(gt=0, lt=65536)
     health_path: str = Field(pattern=r"^/")
-    entrypoint: Literal["none", "fixed-binary", "script"] = Field(
+    entrypoint: Literal["none", "fixed-binary"] = Field(
         description="none: args is the whole command; fixed-binary: args are flags or"
-        " sub-commands of a fixed program; script: args are handed to an init script"
+        " sub-commands of a fixed program"
     )
     entrypoint_detail: str
     cache_env: dict[str, str] = Field(default_factory=dict)
@@ -85,8 +86,12 @@ class Image(Frozen):
 
     @property
     def pinned(self) -> bool:
-        """A tag that names a version carries a digit; `latest` or `server-cuda` float."""
-        return self.tag is not None and any(ch.isdigit() for ch in self.tag)
+        """A tag names a release (`0.35.1`, `v0.5.21`, build `b11382`) or a digest;
+        `latest`, `server-cuda` or `server-cuda12` float."""
+        return self.tag is not None and _RELEASE_TAG.search(self.tag) is not None
+
+
+_RELEASE_TAG = re.compile(r"\d+\.\d+|(?:^|[-_.])b\d{3,}(?:$|[-_.])|^sha256:")
 
 
 class GgufSource(Frozen):
@@ -143,7 +148,6 @@ class Weights(Frozen):
     format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
     disk_gb: float | None = Field(default=None, gt=0)
     vram_gb: float | None = Field(default=None, gt=0)
-    largest_component_gb: float | None = Field(default=None, gt=0)
     source: str | None = None
 
 
@@ -211,6 +215,35 @@ class Model(Frozen):
     notes: str | None = None
 
 
+class PriceTier(Frozen):
+    """Storage up to `up_to_gb` (None: everything above the last tier) at this rate."""
+
+    up_to_gb: int | None = Field(default=None, gt=0)
+    usd_per_gb_month: float = Field(gt=0)
+
+
+class NetworkVolumeFacts(Frozen):
+    """RunPod network volumes: the sizes the API accepts and what a GB-month costs."""
+
+    min_gb: int = Field(gt=0)
+    max_gb: int = Field(gt=0)
+    price_tiers: tuple[PriceTier, ...] = Field(min_length=1)
+    source: str
+
+    def usd_per_month(self, size_gb: float) -> float:
+        """Graduated: each tier's rate applies to the GB inside it, so price never drops
+        as a volume grows."""
+        total, floor = 0.0, 0
+        for tier in self.price_tiers:
+            top = size_gb if tier.up_to_gb is None else min(size_gb, tier.up_to_gb)
+            if top > floor:
+                total += (top - floor) * tier.usd_per_gb_month
+            if tier.up_to_gb is None or size_gb <= tier.up_to_gb:
+                break
+            floor = tier.up_to_gb
+        return round(total, 2)
+
+
 class DataCenter(Frozen):
     id: str
     name: str
@@ -223,6 +256,7 @@ class Registry(Frozen):
     gpus: tuple[Gpu, ...]
     images: dict[Runtime, Image]
     data_centers: tuple[DataCenter, ...]
+    network_volume: NetworkVolumeFacts
     max_gpus_per_pod: int = Field(ge=1, le=8)
 
     @field_validator("models", "gpus", "data_centers")
@@ -281,6 +315,7 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
         "max_gpus_per_pod": docs["gpus.yaml"].get("max_gpus_per_pod", 8),
         "images": _section(docs, "images.yaml", "images", label),
         "data_centers": _section(docs, "datacenters.yaml", "data_centers", label),
+        "network_volume": _section(docs, "datacenters.yaml", "network_volume", label),
     }
     origin = {
         "models": "models.yaml",
@@ -288,6 +323,7 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
         "max_gpus_per_pod": "gpus.yaml",
         "images": "images.yaml",
         "data_centers": "datacenters.yaml",
+        "network_volume": "datacenters.yaml",
     }
     try:
         return Registry.model_validate(sections)

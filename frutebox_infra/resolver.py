@@ -123,7 +123,7 @@ def resolve(
     too_old = recipe.image_problem(model, image)
     if too_old is not None:
         problem = Problem(
-            "engine-too-old",
+            "image-cannot-serve",
             f"{model_id} {too_old}",
             f"pin a newer {recipe.runtime} image in registry/images.yaml (and set its"
             " engine_version)",

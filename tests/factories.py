@@ -160,6 +160,7 @@ def registry(
         gpus=tuple(gpus) if gpus is not None else (gpu(),),
         images=dict(images) if images is not None else real_images(),
         data_centers=tuple(DataCenter(id=d, name=d) for d in data_centers),
+        network_volume=real_registry().network_volume,
         max_gpus_per_pod=max_gpus_per_pod,
     )
 

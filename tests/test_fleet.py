@@ -103,7 +103,12 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
         assert body["gpu"] == {"id": model.candidates[0].gpu.id, "count": 1}
         assert request["ollamaPull"] == "qwen3:8b"
         triggers = pod.inputs["triggers"]
-        assert "EU-RO-1" in triggers and "vol-123" in triggers
+        placement = model.candidates[0]
+        assert triggers == [
+            "EU-RO-1",
+            "frutebox-dev-weights",
+            f"{placement.count}x {placement.gpu.id}",
+        ]
         assert "RUNPOD_API_KEY" not in pod.inputs.get("environment", {})
 
     return fleet.servers["qwen3-8b"].pod_id.apply(check)

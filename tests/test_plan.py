@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from functools import cache
 from typing import Any
@@ -152,12 +153,14 @@ def test_no_models_still_keeps_a_volume() -> None:
     [
         pytest.param(10, 0.70, id="10GB"),
         pytest.param(999, 69.93, id="999GB-at-0.07"),
-        pytest.param(1001, 50.05, id="1001GB-at-0.05"),
-        pytest.param(4096, 204.80, id="4096GB-at-0.05"),
+        pytest.param(1000, 70.00, id="1000GB-all-at-0.07"),
+        pytest.param(1001, 70.05, id="1001GB-the-last-GB-at-0.05"),
+        pytest.param(4096, 224.80, id="4096GB-graduated"),
     ],
 )
 def test_volume_price_tiers(size: int, usd_per_month: float) -> None:
-    assert VolumePlan(size, 0.0, "EU-RO-1").usd_per_month == pytest.approx(usd_per_month)
+    facts = real_registry().network_volume
+    assert VolumePlan(size, 0.0, "EU-RO-1", facts).usd_per_month == pytest.approx(usd_per_month)
     fleet = plan([], models=[], minVolumeGb=size)
     assert fleet.volume.usd_per_month == pytest.approx(usd_per_month)
 
@@ -376,3 +379,19 @@ def test_serve_options_pick_each_models_own_eagle3_head_from_the_environment() -
     assert Environment().serve_options("m", hf_token=True).hf_token_configured is True
     off = Environment.from_env({"FRUTEBOX_SPEC_DECODE": "false"})
     assert off.serve_options("m").spec_decode_enabled is False
+
+
+def test_a_bigger_volume_never_costs_less() -> None:
+    facts = real_registry().network_volume
+    prices = [facts.usd_per_month(size) for size in range(10, 4097)]
+    assert all(a <= b for a, b in itertools.pairwise(prices))
+
+
+def test_the_volume_keeps_its_current_size_and_is_priced_at_it() -> None:
+    stack = settings(models=["qwen3-8b"])
+    fleet = plan_fleet(real_registry(), stack, stack="t", current_volume_gb=995)
+    assert fleet.volume.size_gb == 995 and fleet.volume.kept_larger
+    assert fleet.volume.usd_per_month == pytest.approx(69.65)
+    grown = plan_fleet(real_registry(), stack, stack="t", current_volume_gb=5)
+    assert grown.volume.size_gb == 10  # 5.2 GB x 1.2 -> 7 GB, raised to RunPod's minimum
+    assert not grown.volume.kept_larger

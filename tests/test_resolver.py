@@ -618,3 +618,19 @@ def test_an_engine_without_an_image_is_a_problem() -> None:
     r = resolve(registry([sglang_model("imageless")], GPUS, images=images), "imageless")
     assert r.problem is not None and "images.yaml" in r.problem.message + r.problem.fix
     assert not r.servable
+
+
+@pytest.mark.parametrize("runtime", ["sglang", "ollama"])
+def test_an_image_whose_entrypoint_the_recipe_does_not_build_for_is_refused(runtime: str) -> None:
+    from frutebox_infra.registry import Runtime
+    from tests.factories import ollama_model, real_images, registry, sglang_model
+
+    images = real_images()
+    key = Runtime(runtime)
+    flipped = "fixed-binary" if images[key].entrypoint == "none" else "none"
+    images[key] = images[key].model_copy(update={"entrypoint": flipped})
+    candidate = sglang_model() if runtime == "sglang" else ollama_model()
+    result = resolve(registry([candidate], images=images), candidate.id)
+    assert result.problem is not None and result.problem.rule == "image-cannot-serve"
+    assert flipped in result.problem.message
+    assert resolve(registry([candidate]), candidate.id).servable

@@ -70,6 +70,8 @@ class Recipe(ABC):
 
     runtime: ClassVar[Runtime]
     default_concurrency: ClassVar[int]
+    entrypoint: ClassVar[str]
+    """How the recipe's `args` reach the process; must match the image's registry entry."""
 
     @abstractmethod
     def missing(self, model: Model) -> str | None:
@@ -91,6 +93,12 @@ class Recipe(ABC):
 
     def image_problem(self, model: Model, image: Image) -> str | None:
         """Why the pinned image cannot run `model` (e.g. too old an engine), or None."""
+        if image.entrypoint != self.entrypoint:
+            return (
+                f"needs an image whose ENTRYPOINT is '{self.entrypoint}' (its args are built"
+                f" for that), but registry/images.yaml says {image.reference} is"
+                f" '{image.entrypoint}'"
+            )
         return None
 
     def gated_pull(self, model: Model) -> bool:

@@ -32,6 +32,7 @@ _FETCH_FUNCTION = (
 
 class ComfyUI(Recipe):
     runtime = Runtime.COMFYUI
+    entrypoint = "none"
     default_concurrency = 1
 
     def missing(self, model: Model) -> str | None:
@@ -59,6 +60,9 @@ class ComfyUI(Recipe):
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
 
     def image_problem(self, model: Model, image: Image) -> str | None:
+        wrong_entrypoint = super().image_problem(model, image)
+        if wrong_entrypoint is not None:
+            return wrong_entrypoint
         recipe = _recipe(model)
         needed = recipe.min_comfyui if recipe else None
         if needed is None or image.engine_version is None:

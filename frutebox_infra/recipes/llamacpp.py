@@ -10,6 +10,7 @@ from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime
 
 class LlamaCpp(Recipe):
     runtime = Runtime.LLAMACPP
+    entrypoint = "fixed-binary"
     default_concurrency = 8
 
     def missing(self, model: Model) -> str | None:

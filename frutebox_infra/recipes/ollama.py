@@ -12,6 +12,7 @@ DEFAULT_OLLAMA_CONTEXT = 4096
 
 class Ollama(Recipe):
     runtime = Runtime.OLLAMA
+    entrypoint = "fixed-binary"
     default_concurrency = 4
 
     def missing(self, model: Model) -> str | None:

@@ -10,6 +10,7 @@ from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 class SGLang(TensorParallelRecipe):
     runtime = Runtime.SGLANG
+    entrypoint = "none"
     memory_model = MemoryModel.SGLANG
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:

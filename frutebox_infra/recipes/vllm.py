@@ -10,6 +10,7 @@ from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 class VLLM(TensorParallelRecipe):
     runtime = Runtime.VLLM
+    entrypoint = "fixed-binary"
     memory_model = MemoryModel.VLLM
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.report.text import table, usd
+from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import Resolution
 
 
@@ -14,15 +13,21 @@ def fit_cell(m: ModelPlan) -> str:
     if m.placement is None:
         return "-"
     f = m.placement.fit
-    weights = f"{f.weights_gb_per_gpu:.0f}G/gpu"
-    return f"{weights} {f.summary}"
+    return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
+
+
+IMAGE_CELL_WIDTH = 12
 
 
 def image_cell(m: ModelPlan, empty: str = "-") -> str:
     image = m.resolution.image
     if image is None:
         return empty
-    return (image.tag or "untagged") + ("" if image.pinned else " (unpinned)")
+    tag = image.tag or "untagged"
+    if len(tag) > IMAGE_CELL_WIDTH:
+        # The version sits at the end of a long tag: keep that end.
+        tag = "…" + tag[-(IMAGE_CELL_WIDTH - 1) :]
+    return tag + ("" if image.pinned else " (unpinned)")
 
 
 PLAN_HEADERS = ("MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB")
@@ -68,8 +73,8 @@ def plan_table(plan: FleetPlan) -> str:
             if plan.within_budget
             else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"
         ),
-        "FIT = weights per GPU, then full-context sequences held / configured (coarse: the"
-        " architecture is unknown, so only weights x 1.15 is checked).",
+        "FIT = weights per GPU (GB), then full-context sequences held / configured;",
+        "      coarse-fit = architecture unknown, so only weights x 1.15 is checked.",
     ]
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
@@ -98,19 +103,11 @@ def catalog_table(resolutions: Sequence[Resolution]) -> str:
     blocked = [r for r in resolutions if r.problem is not None]
     if blocked:
         lines += ["", "Why not, and the fix:"]
-        for r in blocked:
-            lines += textwrap.wrap(
-                str(r.problem),
-                width=100,
-                initial_indent="  - ",
-                subsequent_indent="    ",
-                break_on_hyphens=False,
-                break_long_words=False,
-            )
+        lines += bullets([str(r.problem) for r in blocked])
     return "\n".join(lines)
 
 
 def _listed(title: str, items: Sequence[str]) -> list[str]:
     if not items:
         return []
-    return ["", f"{title}:"] + [f"  - {item}" for item in items]
+    return ["", f"{title}:", *bullets(items)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 
@@ -32,3 +33,18 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 def usd(value: float) -> str:
     return f"${value:,.2f}"
+
+
+def bullets(items: Sequence[str], *, width: int = 100) -> list[str]:
+    """Each item as a `  - ` bullet wrapped at `width`; ids and flags are never split."""
+    lines: list[str] = []
+    for item in items:
+        lines += textwrap.wrap(
+            item,
+            width=width,
+            initial_indent="  - ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+    return lines

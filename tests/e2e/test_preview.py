@@ -45,7 +45,12 @@ def test_preview_declares_the_pod_request_the_plan_promised(project: PulumiProje
     # stdin waits on the volume id, so it is unknown in preview; the triggers are known.
     triggers = inputs["triggers"]
     assert settings.data_center in triggers
-    assert [f"{p.count}x {p.gpu.id}" for p in model.candidates] in triggers
+    chosen = model.placement
+    assert triggers == [
+        settings.data_center,
+        "frutebox-dev-weights",
+        f"{chosen.count}x {chosen.gpu.id}",
+    ]
 
 
 def test_prod_preview_shows_fit_and_the_volume_is_protected(project: PulumiProject) -> None:

@@ -295,5 +295,5 @@ def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
     result = resolve(registry([_comfy_model(needed)], images=images), "test-comfy")
     assert result.servable is servable
     if not servable:
-        assert result.problem is not None and result.problem.rule == "engine-too-old"
+        assert result.problem is not None and result.problem.rule == "image-cannot-serve"
         assert needed in result.problem.message and shipped in result.problem.message

@@ -317,7 +317,8 @@ def _no_placement(
         "no-placement",
         f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",
-        "lower its context (overrides.<model>.context), lower concurrency, or unpin its GPU",
+        f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
+        " or unpin its GPU",
     )
 
 

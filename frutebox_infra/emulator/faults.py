@@ -34,11 +34,14 @@ class FaultAction(StrEnum):
     RETURN_500 = "return-500"
     RETURN_503 = "return-503"
     RETURN_503_AFTER_CREATE = "return-503-after-create"
+    RETURN_201_MALFORMED = "return-201-malformed"
     POD_ERROR = "pod-error"
     NEVER_HEALTHY = "never-healthy"
     PULL_FAILS = "pull-fails"
 
 
+# The create happens, but the answer says otherwise (503) or cannot be read (201, not JSON).
+AFTER_CREATE = frozenset({FaultAction.RETURN_503_AFTER_CREATE, FaultAction.RETURN_201_MALFORMED})
 # What the next created pod does instead of serving; the create itself succeeds.
 POD_ACTIONS = frozenset({FaultAction.POD_ERROR, FaultAction.NEVER_HEALTHY, FaultAction.PULL_FAILS})
 STATUS = {
@@ -50,6 +53,7 @@ STATUS = {
     FaultAction.RETURN_500: 500,
     FaultAction.RETURN_503: 503,
     FaultAction.RETURN_503_AFTER_CREATE: 503,
+    FaultAction.RETURN_201_MALFORMED: 201,
 }
 
 
@@ -99,7 +103,7 @@ def parse_faults(data: Any) -> list[Fault]:
         except ValueError:
             known = ", ".join(a.value for a in FaultAction)
             raise FaultError(f"{where}: unknown action {action!r}; known: {known}") from None
-        if kind is FaultAction.RETURN_503_AFTER_CREATE and not str(op).endswith(".create"):
+        if kind in AFTER_CREATE and not str(op).endswith(".create"):
             raise FaultError(f"{where}: {kind} only applies to a create operation")
         if kind in POD_ACTIONS and op != "pods.create":
             raise FaultError(f"{where}: {kind} only applies to pods.create")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +19,19 @@ ACTIONS = {
     "TERMINATED": [],
 }
 RESTART_FIELDS = frozenset({"image", "args", "env", "ports", "disk", "registry", "mounts"})
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """An answer that is not one JSON document: Ollama's NDJSON progress, a proxy's text."""
+
+    content_type: str
+    data: bytes
+
+    @classmethod
+    def ndjson(cls, events: list[dict[str, Any]]) -> RawBody:
+        lines = "".join(json.dumps(event) + "\n" for event in events)
+        return cls("application/x-ndjson", lines.encode())
 
 
 def now() -> str:

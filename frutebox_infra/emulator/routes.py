@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from frutebox_infra.emulator.catalog import gpu_types
 from frutebox_infra.emulator.contract import Contract
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
-from frutebox_infra.emulator.faults import FaultAction, FaultError, FaultQueue, parse_faults
+from frutebox_infra.emulator.faults import (
+    AFTER_CREATE,
+    FaultAction,
+    FaultError,
+    FaultQueue,
+    parse_faults,
+)
+from frutebox_infra.emulator.records import RawBody
 from frutebox_infra.emulator.state import Account
 
 PROXY = re.compile(r"^/proxy/(?P<pod>[A-Za-z0-9]+)-(?P<port>\d{1,5})(?P<rest>/.*)?$")
@@ -41,7 +46,16 @@ class Response:
         headers = {"Content-Type": "application/problem+json", **problem.headers}
         return cls(problem.status, problem.body(), headers)
 
+    @classmethod
+    def of(cls, status: int, body: Any) -> Response:
+        """A RawBody goes out as is, under its own content type; anything else as JSON."""
+        if isinstance(body, RawBody):
+            return cls(status, body, {"Content-Type": body.content_type})
+        return cls(status, body)
+
     def payload(self) -> bytes:
+        if isinstance(self.body, RawBody):
+            return self.body.data
         return b"" if self.body is None else json.dumps(self.body).encode()
 
 
@@ -150,7 +164,7 @@ class App:
             if errors:
                 raise ApiProblem(422, "Request validation failed.", errors=errors)
         fault = self.faults.take_response(route.op)
-        if fault is not None and fault.action is not FaultAction.RETURN_503_AFTER_CREATE:
+        if fault is not None and fault.action not in AFTER_CREATE:
             extra = {"Retry-After": str(fault.retry_after_s)} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
         response = route.handler(self, params, body, query)
@@ -158,6 +172,9 @@ class App:
             pod_fault = self.faults.take_pod_fault(route.op)
             if pod_fault is not None:
                 self.account.mark(response.body["id"], pod_fault.action.value)
+        if fault is not None and fault.action is FaultAction.RETURN_201_MALFORMED:
+            # A gateway page instead of the pod: the create happened, the answer is unreadable.
+            return Response.of(201, RawBody("text/html", b"<html>upstream hiccup</html>"))
         if fault is not None:
             raise ApiProblem(503, FAULT_DETAIL[503])
         return response
@@ -202,7 +219,7 @@ class App:
                 "authorization": "authorization" in headers,
             }
         )
-        return Response(status, payload)
+        return Response.of(status, payload)
 
     # Handlers
 
@@ -281,41 +298,3 @@ ROUTES = (
     _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
     _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
 )
-
-
-class EmulatorHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], app: App) -> None:
-        self.app = app
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, RequestHandler)
-
-
-class RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out as separate writes; without this each answer waits ~40 ms
-    # for a delayed ACK, which makes polling clients crawl.
-    disable_nagle_algorithm = True
-    server: EmulatorHTTPServer
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        response = self.server.app.handle(self.command, self.path, headers, raw)
-        payload = response.payload()
-        self.send_response(response.status)
-        if payload and "Content-Type" not in response.headers:
-            self.send_header("Content-Type", "application/json")
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests read the request log from /_emulator/state instead."""

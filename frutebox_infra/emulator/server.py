@@ -17,7 +17,8 @@ from types import FrameType
 from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, CatalogError, Stock, load_catalog, parse_stock
-from frutebox_infra.emulator.routes import App, EmulatorHTTPServer
+from frutebox_infra.emulator.handler import EmulatorHTTPServer
+from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.registry import REGISTRY_DIR
 

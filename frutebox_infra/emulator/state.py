@@ -16,6 +16,7 @@ from frutebox_infra.emulator.records import (
     LIVE,
     RESTART_FIELDS,
     PodRecord,
+    RawBody,
     VolumeRecord,
     now,
 )
@@ -243,12 +244,35 @@ class Account:
         if pod.status != "RUNNING" or pod.fault == "never-healthy":
             return 502, {"error": "the pod's server is not answering"}
         if method == "POST" and path == "/api/pull":
-            model = body.get("model") if isinstance(body, dict) else None
-            if pod.fault == "pull-fails" or not isinstance(model, str):
-                return 500, {"error": f"pull model manifest: file does not exist ({model})"}
-            pod.pulled.append(model)
-            return 200, {"status": "success"}
+            return self._pull(pod, body)
         return 200, {"status": "ok", "pod": pod_id, "path": path}
+
+    def _pull(self, pod: PodRecord, body: Any) -> tuple[int, Any]:
+        """Ollama's `POST /api/pull` as seen through the RunPod proxy.
+
+        Streamed (Ollama's default) it answers NDJSON progress ending in success, or an error
+        line under the pull-fails fault. Not streamed, the server stays silent until the pull
+        ends and the proxy (Cloudflare) cuts it at 100 s: every such pull is treated as that
+        slow and answers 524, so a client that stops streaming fails here as it would there.
+        """
+        model = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(model, str) or not model:
+            return 400, {"error": "model is required"}
+        if body.get("stream", True) is False:
+            return 524, RawBody("text/plain; charset=UTF-8", b"error code: 524")
+        events: list[dict[str, Any]] = [{"status": "pulling manifest"}]
+        if pod.fault == "pull-fails":
+            events.append({"error": f"pull model manifest: file does not exist ({model})"})
+            return 200, RawBody.ndjson(events)
+        digest, total = "sha256:" + uuid.uuid5(uuid.NAMESPACE_URL, model).hex * 2, 4_900_000_000
+        events += [
+            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": total, "completed": n}
+            for n in (0, total // 2, total)
+        ]
+        events += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
+        events.append({"status": "success"})
+        pod.pulled.append(model)
+        return 200, RawBody.ndjson(events)
 
     # Persistence and inspection
 

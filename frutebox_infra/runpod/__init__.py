@@ -11,6 +11,7 @@ from frutebox_infra.runpod.client import (
 )
 from frutebox_infra.runpod.errors import (
     ApiError,
+    Cancelled,
     ConfigurationError,
     PlacementError,
     PodFailedError,
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_API_URL",
     "DEFAULT_PROXY_URL_TEMPLATE",
     "ApiError",
+    "Cancelled",
     "ConfigurationError",
     "Health",
     "NetworkVolume",

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import copy
+import contextlib
 import json
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
+from types import FrameType
 from typing import Any, TextIO
 
 import httpx
 
-from frutebox_infra.runpod.client import NetworkVolume, Pod
+from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.command_io import (
     GrowRequest,
     PodRequest,
@@ -27,9 +29,8 @@ from frutebox_infra.runpod.command_io import (
     read_request,
     redactor,
 )
-from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError, RunPodError
-from frutebox_infra.runpod.lifecycle import LIVE, Health
-from frutebox_infra.runpod.placement import gpu_of
+from frutebox_infra.runpod.errors import Cancelled, ConfigurationError, NotFoundError, RunPodError
+from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
 
 
 class Resource(StrEnum):
@@ -42,140 +43,6 @@ class Action(StrEnum):
     UPDATE = "update"
     DELETE = "delete"
     GROW = "grow"
-
-
-def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any]]:
-    """Candidate bodies as sent: our name on each, the HF token filled in only here."""
-    bodies = []
-    for index, raw in enumerate(request.candidates):
-        body = copy.deepcopy(raw)
-        where = f"candidates[{index}]"
-        if body.setdefault("name", request.name) != request.name:
-            raise ConfigurationError(
-                f"{where}.name is {body['name']!r} but the request's name is {request.name!r};"
-                " they must match, because a pod is found again by its unique name."
-            )
-        if not gpu_of(body)[0]:
-            raise ConfigurationError(f"{where} has no gpu.id; every candidate is one GPU type.")
-        ports = body.get("ports")
-        if not isinstance(ports, list) or f"{request.health.port}/http" not in ports:
-            raise ConfigurationError(
-                f"{where}.ports does not expose {request.health.port}/http, so"
-                f" {request.health.path} could never answer; add it."
-            )
-        env = dict(body.get("env") or {})
-        for var in request.hfTokenEnv:
-            if hf_token:
-                env[var] = hf_token
-            else:
-                env.pop(var, None)
-        if env or "env" in body:
-            body["env"] = env
-        bodies.append(body)
-    return bodies
-
-
-def _pod_result(
-    session: Session, request: PodRequest, pod: Pod, index: int, attempts: tuple[Attempt, ...]
-) -> dict[str, Any]:
-    return {
-        "podId": pod.id,
-        "name": pod.name,
-        "gpuId": pod.gpu.id if pod.gpu else None,
-        "gpuCount": pod.gpu.count if pod.gpu else None,
-        "candidateIndex": index,
-        "candidatesTried": [
-            {"gpuId": a.gpu_id, "count": a.count, "outcome": a.outcome} for a in attempts
-        ],
-        "dataCenterId": pod.data_center_id,
-        "costPerHour": pod.cost,
-        "image": pod.image,
-        "url": session.prov.proxy.url(pod.id, request.health.port),
-        "status": pod.status,
-        "volumeId": pod.volume_id,
-        "meta": request.meta,
-    }
-
-
-def _serve(
-    session: Session, request: PodRequest, pod_id: str, index: int, attempts: tuple[Attempt, ...]
-) -> dict[str, Any]:
-    health = Health(port=request.health.port, path=request.health.path)
-    pod = session.prov.bring_up(
-        pod_id, health=health, ollama_tag=request.ollamaPull, timeouts=session.timeouts(request)
-    )
-    return _pod_result(session, request, pod, index, attempts)
-
-
-def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
-    bodies = prepare_candidates(request, session.settings.hf_token)
-    placement = session.prov.place(request.name, bodies)
-    return _serve(session, request, placement.pod.id, placement.candidate_index, placement.attempts)
-
-
-def _chosen_candidate(
-    bodies: list[dict[str, Any]], pod: Pod, previous: PreviousPod, log: Callable[[str], None]
-) -> int:
-    """The candidate describing the running pod: same GPU type and count."""
-    running = (pod.gpu.id, pod.gpu.count) if pod.gpu else ("", 0)
-    for index, body in enumerate(bodies):
-        if gpu_of(body) == running:
-            return index
-    fallback = previous.candidateIndex if previous.candidateIndex is not None else 0
-    fallback = min(max(fallback, 0), len(bodies) - 1)
-    log(
-        f"warning: pod {pod.id} runs {running[1]}x {running[0]}, which no candidate names any"
-        f" more (a GPU change should have replaced it); applying candidate {fallback}'s settings"
-    )
-    return fallback
-
-
-IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
-
-
-def pod_update(
-    session: Session, request: PodRequest, previous: PreviousPod | None
-) -> dict[str, Any]:
-    if previous is None:
-        session.log("no previous pod recorded; creating one")
-        return pod_create(session, request)
-    prov = session.prov
-    try:
-        current = prov.api.get_pod(previous.podId)
-    except NotFoundError:
-        session.log(f"pod {previous.podId} no longer exists; creating a new one")
-        return pod_create(session, request)
-    if current.status not in LIVE:
-        session.log(f"pod {current.id} is {current.status}; replacing it with a new one")
-        prov.terminate(current.id)
-        return pod_create(session, request)
-    bodies = prepare_candidates(request, session.settings.hf_token)
-    index = _chosen_candidate(bodies, current, previous, session.log)
-    patch = {
-        key: bodies[index][key]
-        for key in IN_PLACE_FIELDS
-        if key in bodies[index] and bodies[index][key] != getattr(current, key)
-    }
-    if patch:
-        session.log(f"pod {current.id}: updating {', '.join(sorted(patch))} in place")
-        prov.api.update_pod(current.id, patch)
-    else:
-        session.log(f"pod {current.id}: nothing to change in place; checking it still serves")
-    tried = tuple(
-        Attempt(str(a.get("gpuId", "")), int(a.get("count", 0)), str(a.get("outcome", "")))
-        for a in previous.candidatesTried
-    ) or (Attempt(*gpu_of(bodies[index]), "created"),)
-    return _serve(session, request, current.id, index, tried)
-
-
-def pod_delete(session: Session, previous: PreviousPod | None) -> dict[str, Any]:
-    if previous is None:
-        session.log("no pod recorded; nothing to delete")
-    elif session.prov.terminate(previous.podId):
-        session.log(f"pod {previous.podId} terminated")
-    else:
-        session.log(f"pod {previous.podId} was already gone")
-    return {}
 
 
 def _volume_result(volume: NetworkVolume) -> dict[str, Any]:
@@ -230,6 +97,34 @@ def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str
     return {}
 
 
+@contextlib.contextmanager
+def cancellable() -> Iterator[None]:
+    """SIGTERM and SIGINT raise Cancelled, once, for the teardown paths to handle.
+
+    The provider sends SIGTERM when Pulumi is interrupted, then waits before it kills. The
+    exception reaches whatever is running: a bring-up terminates the pod it created, a
+    create in flight terminates what it made. A second signal is ignored, so that cleanup
+    can finish. Outside the main thread (some tests) signals cannot be caught: no-op.
+    """
+    fired = False
+
+    def cancel(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise Cancelled(f"Cancelled by {signal.Signals(signum).name} before finishing.")
+
+    previous: dict[signal.Signals, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError):
+            previous[sig] = signal.signal(sig, cancel)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run(
     resource: Resource, action: Action, session: Session, stdin: TextIO, env: Mapping[str, str]
 ) -> dict[str, Any]:
@@ -275,7 +170,9 @@ def main(
     session: Session | None = None
     try:
         session = Session(Settings.from_env(env), err, transport, redact)
-        result = run(Resource(args.resource), Action(args.action), session, stdin or sys.stdin, env)
+        with cancellable():
+            resource, action = Resource(args.resource), Action(args.action)
+            result = run(resource, action, session, stdin or sys.stdin, env)
         out.write(redact(json.dumps(result)) + "\n")
         out.flush()
         return 0

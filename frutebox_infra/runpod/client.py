@@ -1,4 +1,4 @@
-"""Typed RunPod REST v2 client on httpx, and a client for a pod's proxied HTTP ports."""
+"""Typed RunPod REST v2 client on httpx (a pod's proxied HTTP ports: `proxy.py`)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,19 @@ from frutebox_infra.runpod.errors import (
     TransportError,
     api_error,
 )
+from frutebox_infra.runpod.proxy import DEFAULT_PROXY_URL_TEMPLATE, HTTPX_FAILURES, ProxyClient
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "DEFAULT_PROXY_URL_TEMPLATE",
+    "NetworkVolume",
+    "Pod",
+    "ProxyClient",
+    "RetryPolicy",
+    "RunPodClient",
+]
 
 DEFAULT_API_URL = "https://api.runpod.io"
-DEFAULT_PROXY_URL_TEMPLATE = "https://{podId}-{port}.proxy.runpod.net"
-
-# httpx raises these three families; none of them may leave the package untranslated.
-_HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
 
 Sleep = Callable[[float], None]
 _M = TypeVar("_M", bound=BaseModel)
@@ -56,6 +63,8 @@ class Pod(_Wire):
     gpu: GpuSpec | None = None
     cloud: str | None = None
     data_center_id: str | None = Field(default=None, alias="dataCenterId")
+    # Changes when the container (re)starts: how an update tells the new process from the old.
+    started_at: str | None = Field(default=None, alias="startedAt")
     cost: float = 0.0
     mounts: dict[str, Any] = Field(default_factory=dict)
 
@@ -191,7 +200,7 @@ class RunPodClient:
                 timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
                 transport=transport,
             )
-        except _HTTPX_FAILURES as exc:
+        except HTTPX_FAILURES as exc:
             raise ConfigurationError(
                 f"RUNPOD_API_URL {base_url!r} is not a usable URL ({exc}); unset it to use"
                 f" {DEFAULT_API_URL}."
@@ -215,7 +224,7 @@ class RunPodClient:
         operation = f"{method} {path}"
         try:
             return self._http.request(method, path, json=dict(body) if body is not None else None)
-        except _HTTPX_FAILURES as exc:
+        except HTTPX_FAILURES as exc:
             raise TransportError(
                 f"{operation}: no answer from the RunPod API ({type(exc).__name__}: {exc})."
                 " Check the network and RUNPOD_API_URL, then run the command again."
@@ -286,42 +295,3 @@ class RunPodClient:
 
     def delete_volume(self, volume_id: str) -> None:
         self._call("DELETE", f"/v2/network-volumes/{volume_id}")
-
-
-class ProxyClient:
-    """Talks to a pod's HTTP port through the RunPod proxy; never sends the API key."""
-
-    def __init__(
-        self,
-        *,
-        template: str = DEFAULT_PROXY_URL_TEMPLATE,
-        timeout_s: float = 10.0,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        if "{podId}" not in template or "{port}" not in template:
-            raise ConfigurationError(
-                f"RUNPOD_PROXY_URL_TEMPLATE {template!r} must contain {{podId}} and {{port}};"
-                f" unset it to use {DEFAULT_PROXY_URL_TEMPLATE}."
-            )
-        self.template = template.rstrip("/")
-        self._http = httpx.Client(timeout=timeout_s, transport=transport)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def url(self, pod_id: str, port: int) -> str:
-        # str.replace rather than format: a template is data, not code.
-        return self.template.replace("{podId}", pod_id).replace("{port}", str(port))
-
-    def probe(self, url: str) -> int | None:
-        """Status code of GET url, or None while nothing answers at all."""
-        try:
-            return self._http.get(url).status_code
-        except _HTTPX_FAILURES:
-            return None
-
-    def post_json(self, url: str, body: Mapping[str, Any], *, timeout_s: float) -> httpx.Response:
-        try:
-            return self._http.post(url, json=dict(body), timeout=timeout_s)
-        except _HTTPX_FAILURES as exc:
-            raise TransportError(f"POST {url}: no answer ({type(exc).__name__}: {exc}).") from exc

@@ -36,8 +36,10 @@ class HealthSpec(_Strict):
 
 
 class TimeoutSpec(_Strict):
-    runningSeconds: float = Field(default=900, gt=0)
-    healthySeconds: float = Field(default=1800, gt=0)
+    """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
+
+    runningSeconds: float | None = Field(default=None, gt=0)
+    healthySeconds: float | None = Field(default=None, gt=0)
 
 
 class PodRequest(_Strict):
@@ -79,7 +81,8 @@ class PreviousVolume(BaseModel):
     volumeId: str
 
 
-SECRET_VARIABLES = ("RUNPOD_API_KEY", "FRUTEBOX_HF_TOKEN")
+# HF_TOKEN is read when FRUTEBOX_HF_TOKEN is unset, so its value is masked as well.
+SECRET_VARIABLES = ("RUNPOD_API_KEY", "FRUTEBOX_HF_TOKEN", "HF_TOKEN")
 
 
 def redactor(env: Mapping[str, str]) -> Callable[[str], str]:
@@ -133,7 +136,9 @@ class Settings:
             api_url=env.get("RUNPOD_API_URL", "").strip() or DEFAULT_API_URL,
             proxy_template=env.get("RUNPOD_PROXY_URL_TEMPLATE", "").strip()
             or DEFAULT_PROXY_URL_TEMPLATE,
-            hf_token=env.get("FRUTEBOX_HF_TOKEN", "").strip(),
+            # The program passes the stack's token as FRUTEBOX_HF_TOKEN; HF_TOKEN (the name
+            # Hugging Face tools use) serves when the command runs without it.
+            hf_token=env.get("FRUTEBOX_HF_TOKEN", "").strip() or env.get("HF_TOKEN", "").strip(),
             running_timeout_s=_env_float(env, "FRUTEBOX_RUNNING_TIMEOUT_S", None),
             healthy_timeout_s=_env_float(env, "FRUTEBOX_HEALTH_TIMEOUT_S", None),
             poll_interval_s=_env_float(env, "FRUTEBOX_POLL_INTERVAL_S", 5.0) or 0.0,
@@ -178,10 +183,14 @@ class Session:
         return Provisioner(api, proxy, log=self.log)
 
     def timeouts(self, request: PodRequest) -> Timeouts:
+        """The environment wins over the request; what neither sets keeps Timeouts' default."""
         s = self.settings
+        bounds = {
+            "running_s": s.running_timeout_s or request.timeouts.runningSeconds,
+            "healthy_s": s.healthy_timeout_s or request.timeouts.healthySeconds,
+        }
         return Timeouts(
-            running_s=s.running_timeout_s or request.timeouts.runningSeconds,
-            healthy_s=s.healthy_timeout_s or request.timeouts.healthySeconds,
+            **{k: v for k, v in bounds.items() if v is not None},
             poll_interval_s=s.poll_interval_s,
             pull_s=s.pull_timeout_s,
         )

@@ -15,8 +15,10 @@
     │   ├── RateLimitedError        429 after the bounded retries
     │   └── ServerError             5xx after the bounded retries
     ├── PlacementError              every candidate was refused; lists what each answered
-    └── PodFailedError              the pod never served (error state, timeout, failed pull);
-                                    it has been terminated unless the message says otherwise
+    ├── PodFailedError              the pod never served (error state, timeout, failed pull);
+    │                               it has been terminated unless the message says otherwise
+    └── Cancelled                   SIGTERM/SIGINT arrived; raised from the signal handler so
+                                    the same teardown that handles a failure runs
 
 Every message ends with what to do next.
 """
@@ -146,9 +148,19 @@ class PlacementError(RunPodError):
 
 
 class PodFailedError(RunPodError):
-    """The pod never served; it was terminated so that nothing bills for it."""
+    """The pod never served. A pod this run created was terminated so that nothing bills for
+    it; a pod the stack already recorded (an update) was left running. The message says which.
+    """
 
     def __init__(self, message: str, *, pod_id: str, last_status: str) -> None:
         self.pod_id = pod_id
         self.last_status = last_status
         super().__init__(message)
+
+
+class Cancelled(RunPodError):
+    """The command was asked to stop (SIGTERM from the provider, Ctrl-C).
+
+    A RunPodError, so every path that tears down after a failure (a pod created in this run
+    is terminated) handles a cancellation the same way, and main exits 1 with the reason.
+    """

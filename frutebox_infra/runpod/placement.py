@@ -12,8 +12,10 @@ from frutebox_infra.runpod.client import Pod, RetryPolicy, RunPodClient, retryab
 from frutebox_infra.runpod.errors import (
     ApiError,
     Attempt,
+    Cancelled,
     NotFoundError,
     PlacementError,
+    ProtocolError,
     RunPodError,
     TransportError,
     api_error,
@@ -55,15 +57,16 @@ def create_adopting(
 ) -> tuple[_T, str]:
     """Create, retrying 429/5xx in place; returns (resource, "created" | "adopted").
 
-    A 5xx or a lost connection may still have created the resource, so before any retry we
-    look for it (`find_new`) and adopt it. Other API answers propagate unchanged.
+    A 5xx, a lost connection or a 201 whose body we cannot read may still have created the
+    resource, so before any retry we look for it (`find_new`) and adopt it. Other API
+    answers propagate unchanged.
     """
     attempt = 1
     while True:
         try:
             return create(), "created"
-        except TransportError as exc:
-            failure: ApiError | TransportError = exc
+        except (TransportError, ProtocolError) as exc:
+            failure: ApiError | TransportError | ProtocolError = exc
         except ApiError as exc:
             if not retryable(exc.status):
                 raise
@@ -72,6 +75,8 @@ def create_adopting(
         if not rate_limited:
             try:
                 found = find_new()
+            except Cancelled:
+                raise  # the caller's cleanup looks again; this is not a listing failure
             except RunPodError as exc:
                 raise RunPodError(
                     f"Creating {what} failed ({failure}) and listing afterwards failed too"
@@ -87,12 +92,13 @@ def create_adopting(
                 raise api_error(
                     failure.problem, operation=failure.operation, hint=hint
                 ) from failure
-            raise TransportError(f"{failure} {hint}") from failure
+            raise type(failure)(f"{failure} {hint}") from failure
         if isinstance(failure, ApiError):
             wait = retry.wait_before_retry(failure.problem, attempt)
             reason = f"{failure.status} {failure.problem.detail}"
         else:
-            wait, reason = retry.backoff(attempt), "no answer"
+            wait = retry.backoff(attempt)
+            reason = "no answer" if isinstance(failure, TransportError) else "unreadable answer"
         log(f"{what}: {reason}; retrying in {wait:g}s")
         sleep(wait)
         attempt += 1
@@ -101,10 +107,13 @@ def create_adopting(
 def place(
     api: RunPodClient, name: str, candidates: Sequence[Mapping[str, Any]], *, sleep: Sleep, log: Log
 ) -> Placement:
-    """Create pod `name` from the first candidate that places, in the order given."""
-    before = {pod.id for pod in api.list_pods() if pod.name == name}
-    if before:
-        log(f"note: pod(s) named {name} already exist ({', '.join(sorted(before))}); left alone")
+    """Create pod `name` from the first candidate that places, in the order given.
+
+    We only create when the stack records no pod, so a pod already named `name` is an orphan
+    of an earlier run that failed before Pulumi recorded it: it is terminated first. A
+    cancellation mid-create terminates whatever the create made.
+    """
+    before = _clear_orphans(api, name, log)
 
     def find_new() -> Pod | None:
         # The list has no name filter, so we filter here; pods from before are not ours.
@@ -115,6 +124,62 @@ def place(
                 api.delete_pod(extra.id)
         return fresh[0] if fresh else None
 
+    try:
+        return _walk(api, name, candidates, find_new, sleep=sleep, log=log)
+    except (Cancelled, KeyboardInterrupt):
+        _terminate_made(api, name, before, log)
+        raise
+
+
+def _clear_orphans(api: RunPodClient, name: str, log: Log) -> set[str]:
+    """Terminate every pod already named `name`; returns their ids, never to be adopted."""
+    stale = [pod for pod in api.list_pods() if pod.name == name]
+    for pod in stale:
+        if pod.status == "TERMINATED":
+            continue  # bills nothing; listed for a while after a delete
+        log(
+            f"pod {pod.id} ({pod.status}) is already named {name}: an orphan of an earlier run"
+            " that failed before Pulumi recorded it; terminating it before creating"
+        )
+        try:
+            api.delete_pod(pod.id)
+        except NotFoundError:
+            continue
+        except Cancelled:
+            raise
+        except RunPodError as exc:
+            raise RunPodError(
+                f"Pod {pod.id}, left named {name} by an earlier run, could not be terminated"
+                f" ({exc}); it may bill. Delete it in the RunPod console, then run `pulumi up`"
+                " again."
+            ) from exc
+    return {pod.id for pod in stale}
+
+
+def _terminate_made(api: RunPodClient, name: str, before: set[str], log: Log) -> None:
+    """After a cancellation mid-create: terminate whatever the create made."""
+    try:
+        made = [p for p in api.list_pods() if p.name == name and p.id not in before]
+        for pod in made:
+            log(f"cancelled: terminating pod {pod.id}, created just before")
+            with contextlib.suppress(NotFoundError):
+                api.delete_pod(pod.id)
+    except RunPodError as exc:
+        log(
+            f"cancelled, and checking for a pod created just before failed ({exc}); look for"
+            f" pods named {name} in the RunPod console"
+        )
+
+
+def _walk(
+    api: RunPodClient,
+    name: str,
+    candidates: Sequence[Mapping[str, Any]],
+    find_new: Callable[[], Pod | None],
+    *,
+    sleep: Sleep,
+    log: Log,
+) -> Placement:
     attempts: list[Attempt] = []
     last_detail = ""
     for index, body in enumerate(candidates):

@@ -46,6 +46,11 @@ def test_parses_a_list_or_a_single_instruction() -> None:
             id="after-create-elsewhere",
         ),
         pytest.param(
+            {"op": "pods.list", "action": "return-201-malformed"},
+            "create operation",
+            id="malformed-elsewhere",
+        ),
+        pytest.param(
             {"op": "pods.list", "action": "return-429", "retryAfter": -1},
             "retryAfter",
             id="retry-after",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL
@@ -117,6 +119,17 @@ def test_a_429_fault_carries_retry_after(call: Call) -> None:
     assert (response.status, response.headers["Retry-After"]) == (429, "3")
 
 
+def test_201_malformed_creates_then_answers_a_body_that_is_not_json(call: Call, app: App) -> None:
+    call("POST", "/_emulator/faults", [{"op": "volumes.create", "action": "return-201-malformed"}])
+    body = {"name": "w", "size": 10, "dataCenter": "EU-RO-1"}
+    answer = call("POST", "/v2/network-volumes", body)
+    assert answer.status == 201 and answer.headers["Content-Type"] == "text/html"
+    with pytest.raises(ValueError):
+        json.loads(answer.payload())
+    assert [v.name for v in app.account.list_volumes()] == ["w"]
+    assert app.account.requests[-1]["status"] == 201
+
+
 def test_503_after_create_creates_the_pod_then_fails(call: Call, app: App) -> None:
     call("POST", "/_emulator/faults", [{"op": "pods.create", "action": "return-503-after-create"}])
     assert call("POST", "/v2/pods", pod_body()).status == 503
@@ -182,15 +195,17 @@ def test_the_proxy_route_serves_pod_ports_and_logs_credentials_only_as_a_flag(
     call("GET", f"/v2/pods/{pod_id}")
     call("GET", f"/v2/pods/{pod_id}")
     assert call("GET", f"/proxy/{pod_id}-8080/health", auth=None).status == 200
-    pulled = call(
-        "POST",
-        f"/proxy/{pod_id}-8080/api/pull",
-        {"model": "m:1", "stream": False},
-        auth="Bearer leaked",
+    pulled = call("POST", f"/proxy/{pod_id}-8080/api/pull", {"model": "m:1"}, auth="Bearer leaked")
+    assert pulled.headers["Content-Type"] == "application/x-ndjson"
+    lines = pulled.payload().decode().splitlines()
+    assert json.loads(lines[-1]) == {"status": "success"} and len(lines) > 2
+    silent = call(
+        "POST", f"/proxy/{pod_id}-8080/api/pull", {"model": "m:1", "stream": False}, auth=None
     )
-    assert pulled.body == {"status": "success"}
+    assert (silent.status, silent.payload()) == (524, b"error code: 524")
     proxied = [r for r in app.account.requests if r["op"] == "proxy"]
-    assert [r["authorization"] for r in proxied] == [False, False, True]
+    assert [r["authorization"] for r in proxied] == [False, False, True, False]
+    assert [r["status"] for r in proxied] == [502, 200, 200, 524]
     assert "leaked" not in repr(app.account.requests)
 
 

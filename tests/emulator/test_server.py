@@ -111,3 +111,22 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
         stderr = process.stderr.read() if process.stderr else ""
     assert code == 0, stderr
     assert "RUNPOD_PROXY_URL_TEMPLATE" in stderr
+
+
+def test_a_client_that_hangs_up_mid_answer_is_not_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    running = start(host="127.0.0.1", port=0, catalog=Catalog.builtin())
+    try:
+        try:
+            raise BrokenPipeError(32, "Broken pipe")
+        except BrokenPipeError:
+            running.server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise KeyError("a real bug")
+        except KeyError:
+            running.server.handle_error(None, ("127.0.0.1", 1))
+        assert "a real bug" in capsys.readouterr().err
+    finally:
+        running.stop()

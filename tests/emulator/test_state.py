@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.contract import Contract
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.records import PodRecord, RawBody
 from frutebox_infra.emulator.state import Account
 from tests.emulator.conftest import pod_body
 
@@ -195,17 +197,57 @@ def test_the_proxy_serves_only_running_healthy_pods(account: Account) -> None:
     account.read_pod(pod.id)
     assert account.proxy(pod.id, 8080, "GET", "/health", None)[0] == 200
     assert account.proxy(pod.id, 9999, "GET", "/health", None)[0] == 404
-    assert account.proxy(pod.id, 8080, "POST", "/api/pull", {"model": "m:1"}) == (
-        200,
-        {"status": "success"},
-    )
-    assert pod.pulled == ["m:1"]
-    account.mark(pod.id, "pull-fails")
-    assert account.proxy(pod.id, 8080, "POST", "/api/pull", {"model": "m:1"})[0] == 500
     account.mark(pod.id, "never-healthy")
     assert account.proxy(pod.id, 8080, "GET", "/health", None)[0] == 502
     account.terminate_pod(pod.id)
     assert account.proxy(pod.id, 8080, "GET", "/health", None)[0] == 404
+
+
+def pull_events(answer: tuple[int, Any]) -> tuple[int, list[Any]]:
+    status, body = answer
+    assert isinstance(body, RawBody) and body.content_type == "application/x-ndjson"
+    return status, [json.loads(line) for line in body.data.decode().splitlines()]
+
+
+def running_pod(account: Account) -> PodRecord:
+    pod = account.create_pod(pod_body())
+    account.read_pod(pod.id)
+    account.read_pod(pod.id)
+    return pod
+
+
+def test_a_streamed_pull_answers_ndjson_progress_then_success(account: Account) -> None:
+    pod = running_pod(account)
+    status, events = pull_events(account.proxy(pod.id, 8080, "POST", "/api/pull", {"model": "m:1"}))
+    assert status == 200
+    assert events[0] == {"status": "pulling manifest"}
+    assert events[-1] == {"status": "success"}
+    progress = [e for e in events if "total" in e]
+    assert [e["completed"] for e in progress] == [
+        0,
+        progress[0]["total"] // 2,
+        progress[0]["total"],
+    ]
+    assert pod.pulled == ["m:1"]
+
+
+def test_a_failing_pull_streams_an_error_line(account: Account) -> None:
+    pod = running_pod(account)
+    account.mark(pod.id, "pull-fails")
+    body = {"model": "m:1", "stream": True}
+    status, events = pull_events(account.proxy(pod.id, 8080, "POST", "/api/pull", body))
+    assert status == 200 and "file does not exist" in events[-1]["error"]
+    assert not any(e.get("status") == "success" for e in events)
+    assert pod.pulled == []
+
+
+def test_a_pull_that_does_not_stream_is_cut_by_the_proxy(account: Account) -> None:
+    pod = running_pod(account)
+    body = {"model": "m:1", "stream": False}
+    status, answer = account.proxy(pod.id, 8080, "POST", "/api/pull", body)
+    assert status == 524 and isinstance(answer, RawBody) and b"524" in answer.data
+    assert pod.pulled == []
+    assert account.proxy(pod.id, 8080, "POST", "/api/pull", {"stream": True})[0] == 400
 
 
 def test_snapshot_and_restore_round_trip(account: Account) -> None:

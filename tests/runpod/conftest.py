@@ -67,6 +67,15 @@ def ok(status: int = 200, body: Any = None) -> httpx.Response:
     return httpx.Response(status, json=body) if body is not None else httpx.Response(status)
 
 
+def ndjson(*events: dict[str, Any]) -> httpx.Response:
+    return httpx.Response(200, content="".join(json.dumps(e) + "\n" for e in events).encode())
+
+
+def pulled(request: httpx.Request) -> httpx.Response:
+    """A pull that succeeds; a fresh answer per call, because a streamed body is read once."""
+    return ndjson({"status": "pulling manifest"}, {"status": "success"})
+
+
 @dataclass
 class FakeApi:
     """Answers queued per (method, path); the last queued answer repeats. Records requests."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -228,8 +228,29 @@ def test_no_httpx_exception_leaks_through_the_public_surface(
     assert isinstance(caught.value.__cause__, httpx.HTTPError)
     proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(explode))
     assert proxy.probe("https://p-1.proxy.test/") is None
-    with pytest.raises(errors.TransportError):
-        proxy.post_json("https://p-1.proxy.test/api/pull", {}, timeout_s=1)
+    with (
+        pytest.raises(errors.TransportError),
+        proxy.stream_post("https://p-1.proxy.test/api/pull", {}, read_timeout_s=1),
+    ):
+        pass
+
+
+def test_a_stream_that_breaks_while_being_read_is_a_transport_error() -> None:
+    def lines() -> Iterator[bytes]:
+        yield b'{"status": "pulling manifest"}\n'
+        raise httpx.ReadError("connection reset")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=lines())
+
+    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(answer))
+    seen: list[str] = []
+    with (
+        pytest.raises(errors.TransportError, match="connection reset"),
+        proxy.stream_post("https://p-1.proxy.test/api/pull", {}, read_timeout_s=1) as response,
+    ):
+        seen.extend(response.iter_lines())
+    assert seen == ['{"status": "pulling manifest"}']
 
 
 def test_an_unusable_api_url_is_a_transport_error_not_an_httpx_one() -> None:

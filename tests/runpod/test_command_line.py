@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.runpod.conftest import API_KEY, HF_TOKEN
@@ -130,7 +133,8 @@ def test_an_ollama_pod_pulls_its_tag_once_it_answers(emulator: RunningEmulator) 
     done = command("pod create", request, env=env_for(emulator))
     assert done.code == 0, done.err
     pulls = [r for r in state(emulator)["requests"] if r["op"] == "proxy" and r["method"] == "POST"]
-    assert [p["body"] for p in pulls] == [{"model": "qwen3:8b", "stream": False}]
+    assert [p["body"] for p in pulls] == [{"model": "qwen3:8b", "stream": True}]
+    assert [p["status"] for p in pulls] == [200]
     assert not any(r["authorization"] for r in state(emulator)["requests"] if r["op"] == "proxy")
 
 
@@ -171,3 +175,65 @@ def test_usage_errors_exit_with_argparse_status(emulator: RunningEmulator) -> No
     done = command("pod resize", env=env_for(emulator))
     assert done.code == 2 and "invalid choice" in done.err
     assert POD_NAME not in done.err
+
+
+def start_command(args: str, request: Any, *, env: dict[str, str], previous: Any = None) -> Any:
+    full = {"PATH": os.environ.get("PATH", ""), **env}
+    if previous is not None:
+        full["PULUMI_COMMAND_STDOUT"] = json.dumps(previous)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "frutebox_infra.runpod", *args.split()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full,
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(request))
+    proc.stdin.close()
+    proc.stdin = None  # written in full: communicate() must not touch it again
+    return proc
+
+
+def wait_for_health_probes(emulator: RunningEmulator, after: int = 0) -> None:
+    deadline = time.monotonic() + 30
+    while len([r for r in state(emulator)["requests"] if r["op"] == "proxy"]) <= after:
+        assert time.monotonic() < deadline, "the command never started probing health"
+        time.sleep(0.05)
+
+
+def stop(proc: Any, sig: signal.Signals) -> Run:
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    return Run(proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_cancelled_create_terminates_its_pod_and_says_so(
+    emulator: RunningEmulator, sig: signal.Signals
+) -> None:
+    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    env = env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="60")
+    proc = start_command("pod create", pod_request(volume(emulator)), env=env)
+    wait_for_health_probes(emulator)
+    done = stop(proc, sig)
+    assert done.code == 1 and done.out == ""
+    assert f"Cancelled by {sig.name}" in done.err and "terminated" in done.err
+    assert "Traceback" not in done.err
+    assert live_pods(emulator) == []
+
+
+def test_a_cancelled_update_leaves_the_recorded_pod(emulator: RunningEmulator) -> None:
+    env = env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="60")
+    request = pod_request(volume(emulator))
+    first = command("pod create", request, env=env).result
+    emulator.app.account.mark(first["podId"], "never-healthy")
+    probes = len([r for r in state(emulator)["requests"] if r["op"] == "proxy"])
+    request["candidates"][0]["image"] = "img:2"
+    proc = start_command("pod update", request, env=env, previous=first)
+    wait_for_health_probes(emulator, after=probes)
+    done = stop(proc, signal.SIGTERM)
+    assert done.code == 1 and "Cancelled by SIGTERM" in done.err and "left running" in done.err
+    assert [p["id"] for p in live_pods(emulator)] == [first["podId"]]

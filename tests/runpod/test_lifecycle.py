@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.lifecycle import Health, Provisioner, Timeouts
-from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem
+from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
 
 TIMEOUTS = Timeouts(running_s=30, healthy_s=60, poll_interval_s=2, pull_s=5)
 HEALTH = Health(port=8080, path="/health")
@@ -47,6 +49,7 @@ def test_wait_running_times_out_naming_status_and_timeout(
         provisioner.wait_running("pod1", TIMEOUTS)
     message = str(caught.value)
     assert "still STARTING after 30s" in message and "FRUTEBOX_RUNNING_TIMEOUT_S" in message
+    assert "timeouts." not in message  # a request field users cannot set
     assert 30 <= clock.now <= 32
 
 
@@ -70,6 +73,12 @@ def test_wait_healthy_gives_up_after_its_timeout(
     message = str(caught.value)
     assert "never became healthy" in message and HEALTH_URL in message
     assert "HTTP 502" in message and "60s" in message
+    assert "frutebox-infra:healthTimeoutSeconds" in message
+    assert "FRUTEBOX_HEALTH_TIMEOUT_S" in message and "timeouts." not in message
+
+
+def test_the_timeout_defaults_live_in_timeouts() -> None:
+    assert (Timeouts().running_s, Timeouts().healthy_s) == (900, 1800)
 
 
 def test_wait_healthy_stops_early_when_the_pod_dies(
@@ -83,32 +92,10 @@ def test_wait_healthy_stops_early_when_the_pod_dies(
     assert clock.now < 10
 
 
-def test_pull_posts_the_tag_without_streaming(provisioner: Provisioner, fake: FakeApi) -> None:
-    fake.on("POST", PULL_URL, ok(200, {"status": "success"}))
-    provisioner.pull("pod1", HEALTH, "qwen3:8b", TIMEOUTS)
-    assert fake.requests[0].read() == b'{"model":"qwen3:8b","stream":false}'
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        pytest.param(ok(500, {"error": "pull model manifest: file does not exist"}), id="500"),
-        pytest.param(ok(200, {"status": "downloading"}), id="not-success"),
-        pytest.param(httpx.Response(200, text="not json"), id="not-json"),
-    ],
-)
-def test_a_failed_pull_is_a_pod_failure(
-    provisioner: Provisioner, fake: FakeApi, answer: httpx.Response
-) -> None:
-    fake.on("POST", PULL_URL, answer)
-    with pytest.raises(errors.PodFailedError, match="could not pull qwen3:8b"):
-        provisioner.pull("pod1", HEALTH, "qwen3:8b", TIMEOUTS)
-
-
 def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: FakeApi) -> None:
     fake.on("GET", "/v2/pods/pod1", *states("STARTING", "RUNNING"))
     fake.on("GET", HEALTH_URL, ok(200, {}))
-    fake.on("POST", PULL_URL, ok(200, {"status": "success"}))
+    fake.on("POST", PULL_URL, pulled)
     got = provisioner.bring_up("pod1", health=HEALTH, ollama_tag="qwen3:8b", timeouts=TIMEOUTS)
     assert got.status == "RUNNING"
     assert not fake.calls("DELETE")
@@ -130,7 +117,7 @@ def test_bring_up_terminates_a_pod_that_never_serves(
 def test_bring_up_terminates_after_a_failed_pull(provisioner: Provisioner, fake: FakeApi) -> None:
     fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
     fake.on("GET", HEALTH_URL, ok(200, {}))
-    fake.on("POST", PULL_URL, ok(500, {"error": "no such model"}))
+    fake.on("POST", PULL_URL, ndjson({"error": "no such model"}))
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(errors.PodFailedError, match="no such model"):
         provisioner.bring_up("pod1", health=HEALTH, ollama_tag="nope:1b", timeouts=TIMEOUTS)
@@ -155,6 +142,18 @@ def test_bring_up_terminates_on_interrupt(provisioner: Provisioner, fake: FakeAp
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(KeyboardInterrupt):
         provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+    assert len(fake.calls("DELETE")) == 1
+
+
+def test_bring_up_terminates_when_cancelled(provisioner: Provisioner, fake: FakeApi) -> None:
+    def cancel(request: httpx.Request) -> httpx.Response:
+        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
+
+    fake.on("GET", "/v2/pods/pod1", cancel)
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+    assert "Cancelled by SIGTERM" in str(caught.value) and "terminated" in str(caught.value)
     assert len(fake.calls("DELETE")) == 1
 
 
@@ -204,6 +203,35 @@ def test_volume_create_adopts_after_a_5xx(provisioner: Provisioner, fake: FakeAp
     )
     fake.on("POST", "/v2/network-volumes", problem(503, "down"))
     volume, outcome = provisioner.create_volume("w", 50, "EU-RO-1")
+    assert (volume.id, outcome) == ("v1", "adopted")
+    assert len(fake.calls("POST")) == 1
+
+
+@pytest.mark.parametrize(("asked", "grown"), [(150, [{"size": 150}]), (60, [])])
+def test_volume_create_adopts_a_volume_left_with_our_name(
+    provisioner: Provisioner, fake: FakeApi, logs: list[str], asked: int, grown: list[Any]
+) -> None:
+    elsewhere = {**VOL, "id": "v2", "dataCenter": "EU-SE-1"}
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [elsewhere, VOL]}))
+    fake.on("PATCH", "/v2/network-volumes/v1", ok(200, {**VOL, "size": 150}))
+    volume, outcome = provisioner.create_volume("w", asked, "EU-RO-1")
+    assert (volume.id, outcome) == ("v1", "adopted")
+    assert not fake.calls("POST")
+    assert fake.bodies("PATCH", "/v2/network-volumes/v1") == grown
+    assert any("adopted" in line for line in logs)
+
+
+def test_a_created_volume_whose_answer_is_unreadable_is_adopted(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on(
+        "GET",
+        "/v2/network-volumes",
+        ok(200, {"networkVolumes": []}),
+        ok(200, {"networkVolumes": [VOL]}),
+    )
+    fake.on("POST", "/v2/network-volumes", httpx.Response(201, text="<html>hiccup</html>"))
+    volume, outcome = provisioner.create_volume("w", 100, "EU-RO-1")
     assert (volume.id, outcome) == ("v1", "adopted")
     assert len(fake.calls("POST")) == 1
 

@@ -253,54 +253,6 @@ def test_a_bad_timeout_variable_is_named(emulator: RunningEmulator) -> None:
     assert done.code == 1 and "FRUTEBOX_RUNNING_TIMEOUT_S" in done.err
 
 
-def test_update_patches_only_the_changed_fields_in_place(emulator: RunningEmulator) -> None:
-    env = env_for(emulator)
-    request = pod_request(volume(emulator), "NVIDIA RTX A4000", "NVIDIA RTX A5000")
-    first = run("pod create", request, env=env).result
-    request["candidates"][0]["image"] = "img:2"
-    request["candidates"][1]["image"] = "img:2"
-    done = run("pod update", request, env=env, previous=first)
-    assert done.code == 0, done.err
-    assert (done.result["podId"], done.result["image"]) == (first["podId"], "img:2")
-    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
-    assert patches == [{"image": "img:2"}]
-    again = run("pod update", request, env=env, previous=done.result)
-    assert again.code == 0 and "nothing to change" in again.err
-    assert len([r for r in state(emulator)["requests"] if r["op"] == "pods.update"]) == 1
-
-
-def test_update_keeps_the_candidate_that_matches_the_running_gpu(
-    emulator: RunningEmulator,
-) -> None:
-    env = env_for(emulator)
-    vid = volume(emulator)
-    faults(emulator, {"op": "pods.create", "action": "return-400-capacity"})
-    request = pod_request(vid, "NVIDIA RTX A4000", "NVIDIA RTX A5000")
-    first = run("pod create", request, env=env).result
-    assert first["gpuId"] == "NVIDIA RTX A5000"
-    request["candidates"][1]["args"] = "--port 8080 --tp 1"
-    done = run("pod update", request, env=env, previous=first).result
-    assert done["candidateIndex"] == 1 and done["candidatesTried"] == first["candidatesTried"]
-    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
-    assert patches == [{"args": "--port 8080 --tp 1"}]
-
-
-def test_update_of_a_pod_that_is_gone_creates_a_new_one(emulator: RunningEmulator) -> None:
-    env = env_for(emulator)
-    request = pod_request(volume(emulator))
-    first = run("pod create", request, env=env).result
-    emulator.app.account.terminate_pod(first["podId"])
-    done = run("pod update", request, env=env, previous=first)
-    assert done.code == 0, done.err
-    assert done.result["podId"] != first["podId"]
-    assert "no longer exists" in done.err
-
-
-def test_update_without_a_previous_result_creates(emulator: RunningEmulator) -> None:
-    done = run("pod update", pod_request(volume(emulator)), env=env_for(emulator))
-    assert done.code == 0 and done.result["status"] == "RUNNING"
-
-
 def test_delete_terminates_and_tolerates_gone_or_missing(emulator: RunningEmulator) -> None:
     env = env_for(emulator)
     first = run("pod create", pod_request(volume(emulator)), env=env).result
@@ -351,3 +303,60 @@ def test_the_command_and_the_emulator_never_import_pulumi() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def live(emulator: RunningEmulator) -> list[dict[str, Any]]:
+    return [p for p in state(emulator)["pods"] if p["status"] != "TERMINATED"]
+
+
+def ops(emulator: RunningEmulator, op: str) -> list[dict[str, Any]]:
+    return [r for r in state(emulator)["requests"] if r["op"] == op]
+
+
+def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulator) -> None:
+    token = "hf_FROM_THE_ENVIRONMENT_0123456789"
+    request = pod_request(volume(emulator))
+    request["candidates"][0]["image"] = token  # echoed back in the result: must be masked
+    done = run("pod create", request, env=env_for(emulator, FRUTEBOX_HF_TOKEN="", HF_TOKEN=token))
+    assert done.code == 0, done.err
+    assert token not in done.out + done.err and done.result["image"] == "***"
+    assert ops(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == token
+
+
+def test_frutebox_hf_token_wins_over_hf_token(emulator: RunningEmulator) -> None:
+    env = env_for(emulator, HF_TOKEN="hf_THE_OTHER_ONE_0123456789")
+    assert run("pod create", pod_request(volume(emulator)), env=env).code == 0
+    assert ops(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == HF_TOKEN
+
+
+def test_the_request_may_leave_the_running_timeout_out(emulator: RunningEmulator) -> None:
+    request = pod_request(volume(emulator), timeouts={"healthySeconds": 60})
+    env = env_for(emulator, FRUTEBOX_RUNNING_TIMEOUT_S="")
+    assert run("pod create", request, env=env).code == 0
+
+
+def test_a_pod_left_with_our_name_is_terminated_before_creating(emulator: RunningEmulator) -> None:
+    vid = volume(emulator)
+    orphan = emulator.app.account.create_pod(candidate(vid, "NVIDIA RTX A4000")).id
+    done = run("pod create", pod_request(vid), env=env_for(emulator))
+    assert done.code == 0, done.err
+    assert [p["id"] for p in live(emulator)] == [done.result["podId"]] != [orphan]
+    assert f"pod {orphan}" in done.err and "orphan" in done.err
+
+
+def test_a_201_that_cannot_be_read_is_adopted_not_left_billing(emulator: RunningEmulator) -> None:
+    faults(emulator, {"op": "pods.create", "action": "return-201-malformed"})
+    done = run("pod create", pod_request(volume(emulator)), env=env_for(emulator))
+    assert done.code == 0, done.err
+    assert [p["id"] for p in live(emulator)] == [done.result["podId"]]
+    assert done.result["candidatesTried"][0]["outcome"] == "adopted"
+    assert len(ops(emulator, "pods.create")) == 1
+
+
+def test_volume_create_adopts_a_volume_left_by_an_earlier_run(emulator: RunningEmulator) -> None:
+    request = {"name": "frutebox-dev-weights", "size": 100, "dataCenter": "EU-RO-1"}
+    left = emulator.app.account.create_volume({**request, "size": 50}).id
+    done = run("volume create", request, env=env_for(emulator))
+    assert done.code == 0, done.err
+    assert (done.result["volumeId"], done.result["size"]) == (left, 100)
+    assert "adopted" in done.err and not ops(emulator, "volumes.create")

@@ -191,16 +191,72 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     assert clock.sleeps == [0.5]
 
 
-def test_a_pod_with_our_name_from_before_is_never_adopted(
+def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
     old = pod("old", name=NAME, status="RUNNING")
+    other = pod("other", name="someone-else", status="RUNNING")
     fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [old]}))
+    fake.on("GET", "/v2/pods", ok(200, {"pods": [old, other]}))  # still listed: not adopted
+    fake.on("DELETE", "/v2/pods/old", ok(204))
     fake.on("POST", "/v2/pods", problem(502, "bad gateway"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert placement.pod.id == "new1"
-    assert any("already exist (old)" in line for line in logs)
+    assert fake.trail()[:3] == ["GET /v2/pods", "DELETE /v2/pods/old", "POST /v2/pods"]
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/old"]
+    assert any("old" in line and "orphan" in line for line in logs)
+
+
+def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", ok(200, {"pods": [pod("old", name=NAME)]}))
+    fake.on("DELETE", "/v2/pods/old", problem(403, "no delete permission"))
+    with pytest.raises(errors.RunPodError, match="could not be terminated"):
+        run(client, clock, logs)
+    assert not fake.calls("POST")
+
+
+def test_a_201_with_an_unreadable_body_is_looked_up_and_adopted(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on(
+        "GET",
+        "/v2/pods",
+        ok(200, {"pods": []}),
+        ok(200, {"pods": [pod("made", name=NAME, gpu="NVIDIA RTX A4000")]}),
+    )
+    fake.on("POST", "/v2/pods", httpx.Response(201, text="<html>upstream hiccup</html>"))
+    placement = run(client, clock, logs)
+    assert (placement.pod.id, placement.attempts[0].outcome) == ("made", "adopted")
+    assert len(fake.calls("POST")) == 1
+
+
+def test_a_201_with_an_unreadable_body_and_no_pod_is_retried(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", httpx.Response(201, json={"no": "id"}), created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert (placement.pod.id, placement.attempts[0].outcome) == ("new1", "created")
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
+    assert any("unreadable answer" in line for line in logs)
+
+
+def test_a_cancellation_mid_create_terminates_what_the_create_made(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    def cancel(request: httpx.Request) -> httpx.Response:
+        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
+
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    fake.on("POST", "/v2/pods", cancel)
+    fake.on("DELETE", "/v2/pods/made", ok(204))
+    with pytest.raises(errors.Cancelled):
+        run(client, clock, logs)
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/made"]
 
 
 def test_a_lost_connection_on_create_is_treated_like_a_5xx(
@@ -262,3 +318,24 @@ def test_when_the_lookup_after_a_5xx_fails_the_error_warns_of_a_billing_pod(
 )
 def test_gpu_of(candidate: dict[str, Any], expected: tuple[str, int]) -> None:
     assert gpu_of(candidate) == expected
+
+
+def test_a_cancellation_while_looking_after_a_5xx_still_cleans_up(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    def cancel(request: httpx.Request) -> httpx.Response:
+        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
+
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on(
+        "GET",
+        "/v2/pods",
+        ok(200, {"pods": []}),
+        cancel,
+        ok(200, {"pods": [pod("made", name=NAME)]}),
+    )
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    fake.on("DELETE", "/v2/pods/made", ok(204))
+    with pytest.raises(errors.Cancelled):
+        run(client, clock, logs)
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/made"]

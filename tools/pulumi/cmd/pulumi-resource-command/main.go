@@ -13,11 +13,17 @@
 // PULUMI_COMMAND_STDOUT/PULUMI_COMMAND_STDERR; a secret input makes
 // stdout/stderr secret; `logging` controls what is echoed to the engine.
 // Remote resources (`command:remote:*`) are rejected with a clear error.
+//
+// Cancellation (Pulumi interrupted, or the engine's Cancel call) sends SIGTERM
+// to the command's process group and allows cancelGrace before SIGKILL, so a
+// command can clean up what it started: ours terminates a pod it created,
+// which a bare SIGKILL would leave billing.
 package main
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +33,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -57,6 +65,9 @@ var inputKeys = []resource.PropertyKey{
 	"environment", "interpreter", "logging", "stdin", "triggers", "update",
 }
 
+// cancelGrace is how long a cancelled command has, after SIGTERM, before SIGKILL.
+var cancelGrace = 60 * time.Second
+
 var marshalOpts = plugin.MarshalOptions{
 	KeepUnknowns: true, KeepSecrets: true, SkipNulls: true, Label: "command",
 }
@@ -73,6 +84,30 @@ func main() {
 type commandProvider struct {
 	pulumirpc.UnimplementedResourceProviderServer
 	host *provider.HostClient
+
+	// stopped is closed by Cancel: every running and later command is cancelled.
+	initOnce sync.Once
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+func (p *commandProvider) stopChan() chan struct{} {
+	p.initOnce.Do(func() { p.stopped = make(chan struct{}) })
+	return p.stopped
+}
+
+// operation is ctx, also cancelled when the engine calls Cancel.
+func (p *commandProvider) operation(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := p.stopChan()
+	go func() {
+		select {
+		case <-stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func (p *commandProvider) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
@@ -105,7 +140,11 @@ func (p *commandProvider) Configure(
 	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true}, nil
 }
 
+// Cancel is the engine asking to abort what runs (first Ctrl-C): running
+// commands get SIGTERM and cancelGrace to clean up.
 func (p *commandProvider) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	stopped := p.stopChan()
+	p.stopOnce.Do(func() { close(stopped) })
 	return &emptypb.Empty{}, nil
 }
 
@@ -471,8 +510,15 @@ func (p *commandProvider) exec(
 	ctx context.Context, urn resource.URN, interpreter []string, script, dir, stdin string,
 	env []string, logging string,
 ) (string, string, error) {
+	ctx, done := p.operation(ctx)
+	defer done()
 	args := append(append([]string{}, interpreter[1:]...), script)
 	cmd := exec.CommandContext(ctx, interpreter[0], args...)
+	// Its own process group, so a cancellation reaches the command even when the
+	// interpreter did not exec it, and nothing it started outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
+	cmd.WaitDelay = cancelGrace
 	cmd.Env = env
 	cmd.Dir = dir
 	if stdin != "" {
@@ -482,9 +528,24 @@ func (p *commandProvider) exec(
 	var mu sync.Mutex
 	logOut := logging == "stdout" || logging == "stdoutAndStderr"
 	logErr := logging == "stderr" || logging == "stdoutAndStderr"
-	cmd.Stdout = io.MultiWriter(&outBuf, &lineLogger{p: p, ctx: ctx, urn: urn, on: logOut, mu: &mu, both: &both})
-	cmd.Stderr = io.MultiWriter(&errBuf, &lineLogger{p: p, ctx: ctx, urn: urn, on: logErr, mu: &mu, both: &both})
+	// A cancelled command still reports its cleanup, so logging outlives ctx.
+	logCtx := context.WithoutCancel(ctx)
+	emit := func(line string) {
+		if p.host != nil && urn != "" {
+			_ = p.host.LogStatus(logCtx, diag.Info, urn, line)
+		}
+	}
+	outLog := &lineLogger{emit: emit, on: logOut, mu: &mu, both: &both}
+	errLog := &lineLogger{emit: emit, on: logErr, mu: &mu, both: &both}
+	cmd.Stdout = io.MultiWriter(&outBuf, outLog)
+	cmd.Stderr = io.MultiWriter(&errBuf, errLog)
 	err := cmd.Run()
+	if ctx.Err() != nil && cmd.Process != nil {
+		// Whatever the cancelled command left in its group goes too.
+		_ = signalGroup(cmd, syscall.SIGKILL)
+	}
+	outLog.flush()
+	errLog.flush()
 	stdout := strings.TrimSuffix(outBuf.String(), "\n")
 	stderr := strings.TrimSuffix(errBuf.String(), "\n")
 	if err != nil {
@@ -497,14 +558,32 @@ func (p *commandProvider) exec(
 	return stdout, stderr, nil
 }
 
+// signalGroup signals the command's process group; a group already gone is
+// os.ErrProcessDone, which exec treats as "nothing left to cancel".
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
+	err := syscall.Kill(-cmd.Process.Pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// lineLogger passes each complete output line to emit (the engine's status log)
+// and keeps every byte in both (for the error message).
 type lineLogger struct {
-	p    *commandProvider
-	ctx  context.Context
-	urn  resource.URN
+	emit func(line string)
 	on   bool
 	mu   *sync.Mutex
 	both *bytes.Buffer
 	part []byte
+}
+
+// flush emits a last line that did not end in a newline.
+func (l *lineLogger) flush() {
+	if len(l.part) > 0 {
+		l.emit(string(l.part))
+		l.part = nil
+	}
 }
 
 func (l *lineLogger) Write(b []byte) (int, error) {
@@ -522,9 +601,7 @@ func (l *lineLogger) Write(b []byte) (int, error) {
 		}
 		line := string(l.part[:i])
 		l.part = l.part[i+1:]
-		if l.p.host != nil && l.urn != "" {
-			_ = l.p.host.LogStatus(l.ctx, diag.Info, l.urn, line)
-		}
+		l.emit(line)
 	}
 	return len(b), nil
 }

@@ -1,0 +1,158 @@
+"""`pod create|update|delete`: what each action does to RunPod, and the result it prints.
+
+Who may terminate what: a pod this run created is terminated when it fails (nothing may
+bill for a failed `up`); a pod the stack already records is only patched, and a failed
+update is reported with the pod left as it is. The exception is a pod whose GPU no
+candidate names any more: it cannot be patched into shape, so it is replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from frutebox_infra.runpod.client import Pod
+from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
+from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
+from frutebox_infra.runpod.lifecycle import LIVE, Health
+from frutebox_infra.runpod.placement import gpu_of
+
+# What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
+IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
+
+
+def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any]]:
+    """Candidate bodies as sent: our name on each, the HF token filled in only here."""
+    bodies = []
+    for index, raw in enumerate(request.candidates):
+        body = copy.deepcopy(raw)
+        where = f"candidates[{index}]"
+        if body.setdefault("name", request.name) != request.name:
+            raise ConfigurationError(
+                f"{where}.name is {body['name']!r} but the request's name is {request.name!r};"
+                " they must match, because a pod is found again by its unique name."
+            )
+        if not gpu_of(body)[0]:
+            raise ConfigurationError(f"{where} has no gpu.id; every candidate is one GPU type.")
+        ports = body.get("ports")
+        if not isinstance(ports, list) or f"{request.health.port}/http" not in ports:
+            raise ConfigurationError(
+                f"{where}.ports does not expose {request.health.port}/http, so"
+                f" {request.health.path} could never answer; add it."
+            )
+        env = dict(body.get("env") or {})
+        for var in request.hfTokenEnv:
+            if hf_token:
+                env[var] = hf_token
+            else:
+                env.pop(var, None)
+        if env or "env" in body:
+            body["env"] = env
+        bodies.append(body)
+    return bodies
+
+
+def _health(request: PodRequest) -> Health:
+    return Health(port=request.health.port, path=request.health.path)
+
+
+def _pod_result(
+    session: Session, request: PodRequest, pod: Pod, index: int, attempts: Sequence[Attempt]
+) -> dict[str, Any]:
+    return {
+        "podId": pod.id,
+        "name": pod.name,
+        "gpuId": pod.gpu.id if pod.gpu else None,
+        "gpuCount": pod.gpu.count if pod.gpu else None,
+        "candidateIndex": index,
+        "candidatesTried": [
+            {"gpuId": a.gpu_id, "count": a.count, "outcome": a.outcome} for a in attempts
+        ],
+        "dataCenterId": pod.data_center_id,
+        "costPerHour": pod.cost,
+        "image": pod.image,
+        "url": session.prov.proxy.url(pod.id, request.health.port),
+        "status": pod.status,
+        "volumeId": pod.volume_id,
+        "meta": request.meta,
+    }
+
+
+def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
+    """Place on the first candidate that takes, then serve; a failure terminates the pod."""
+    bodies = prepare_candidates(request, session.settings.hf_token)
+    placement = session.prov.place(request.name, bodies)
+    pod = session.prov.bring_up(
+        placement.pod.id,
+        health=_health(request),
+        ollama_tag=request.ollamaPull,
+        timeouts=session.timeouts(request),
+    )
+    return _pod_result(session, request, pod, placement.candidate_index, placement.attempts)
+
+
+def matching_candidate(bodies: Sequence[dict[str, Any]], pod: Pod) -> int | None:
+    """The first candidate with the running pod's GPU type and count; None when none has."""
+    running = (pod.gpu.id, pod.gpu.count) if pod.gpu else ("", 0)
+    return next((i for i, body in enumerate(bodies) if gpu_of(body) == running), None)
+
+
+def pod_update(
+    session: Session, request: PodRequest, previous: PreviousPod | None
+) -> dict[str, Any]:
+    """Patch the recorded pod in place; create anew only when there is no usable pod."""
+    if previous is None:
+        session.log("no previous pod recorded; creating one")
+        return pod_create(session, request)
+    prov = session.prov
+    try:
+        current = prov.api.get_pod(previous.podId)
+    except NotFoundError:
+        session.log(f"pod {previous.podId} no longer exists; creating a new one")
+        return pod_create(session, request)
+    if current.status not in LIVE:
+        session.log(f"pod {current.id} is {current.status}; replacing it with a new one")
+        prov.terminate(current.id)
+        return pod_create(session, request)
+    bodies = prepare_candidates(request, session.settings.hf_token)
+    index = matching_candidate(bodies, current)
+    if index is None:
+        gpu = f"{current.gpu.count}x {current.gpu.id}" if current.gpu else "no GPU"
+        session.log(
+            f"pod {current.id} runs {gpu}, which no candidate names any more, and a GPU"
+            " cannot change in place; terminating it and creating a new pod"
+        )
+        prov.terminate(current.id)
+        return pod_create(session, request)
+    body = bodies[index]
+    patch = {
+        key: body[key]
+        for key in IN_PLACE_FIELDS
+        if key in body and body[key] != getattr(current, key)
+    }
+    tried = tuple(
+        Attempt(str(a.get("gpuId", "")), int(a.get("count", 0)), str(a.get("outcome", "")))
+        for a in previous.candidatesTried
+    ) or (Attempt(*gpu_of(body), "created"),)
+    health, tag = _health(request), request.ollamaPull
+    timeouts = session.timeouts(request)
+    if not patch:
+        session.log(f"pod {current.id}: nothing to change in place; left as it is")
+        if tag:
+            prov.refresh_pull(current, health=health, tag=tag, timeouts=timeouts)
+        return _pod_result(session, request, current, index, tried)
+    session.log(f"pod {current.id}: updating {', '.join(sorted(patch))} in place")
+    patched = prov.api.update_pod(current.id, patch)
+    pod = prov.settle_update(current, patched, health=health, ollama_tag=tag, timeouts=timeouts)
+    return _pod_result(session, request, pod, index, tried)
+
+
+def pod_delete(session: Session, previous: PreviousPod | None) -> dict[str, Any]:
+    if previous is None:
+        session.log("no pod recorded; nothing to delete")
+    elif session.prov.terminate(previous.podId):
+        session.log(f"pod {previous.podId} terminated")
+    else:
+        session.log(f"pod {previous.podId} was already gone")
+    return {}

@@ -1,0 +1,72 @@
+"""A client for a pod's HTTP ports as the RunPod proxy serves them; it never sends the API key.
+
+The proxy sits behind Cloudflare, which cuts an answer that stays silent for 100 s (error
+524). Long operations are therefore read as a stream (`stream_post`), never as one body
+that only arrives at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from frutebox_infra.runpod.errors import ConfigurationError, TransportError
+
+DEFAULT_PROXY_URL_TEMPLATE = "https://{podId}-{port}.proxy.runpod.net"
+
+# httpx raises these three families; none of them may leave the package untranslated.
+HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+
+
+class ProxyClient:
+    """Talks to a pod's HTTP ports through the RunPod proxy; never sends the API key."""
+
+    def __init__(
+        self,
+        *,
+        template: str = DEFAULT_PROXY_URL_TEMPLATE,
+        timeout_s: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if "{podId}" not in template or "{port}" not in template:
+            raise ConfigurationError(
+                f"RUNPOD_PROXY_URL_TEMPLATE {template!r} must contain {{podId}} and {{port}};"
+                f" unset it to use {DEFAULT_PROXY_URL_TEMPLATE}."
+            )
+        self.template = template.rstrip("/")
+        self._connect_timeout_s = timeout_s
+        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def url(self, pod_id: str, port: int) -> str:
+        # str.replace rather than format: a template is data, not code.
+        return self.template.replace("{podId}", pod_id).replace("{port}", str(port))
+
+    def probe(self, url: str) -> int | None:
+        """Status code of GET url, or None while nothing answers at all."""
+        try:
+            return self._http.get(url).status_code
+        except HTTPX_FAILURES:
+            return None
+
+    @contextlib.contextmanager
+    def stream_post(
+        self, url: str, body: Mapping[str, Any], *, read_timeout_s: float
+    ) -> Iterator[httpx.Response]:
+        """POST JSON and hand the answer over unread, to be read line by line as it arrives.
+
+        `read_timeout_s` bounds each wait for more bytes, not the whole answer: the caller
+        keeps its own deadline. Any httpx failure, on sending or while reading inside the
+        `with` block, becomes a TransportError.
+        """
+        timeout = httpx.Timeout(read_timeout_s, connect=self._connect_timeout_s)
+        try:
+            with self._http.stream("POST", url, json=dict(body), timeout=timeout) as response:
+                yield response
+        except HTTPX_FAILURES as exc:
+            raise TransportError(f"POST {url}: no answer ({type(exc).__name__}: {exc}).") from exc

@@ -59,6 +59,7 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         gpus=catalog.gpus,
         images=catalog.images,
         data_centers=catalog.data_centers,
+        network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
     )
 

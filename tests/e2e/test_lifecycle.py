@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -186,13 +184,17 @@ def test_destroy_terminates_every_pod_and_keeps_the_protected_volume(
     assert volume["id"] not in [v["id"] for v in deployment.volumes()]
 
 
-def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["secret-config", "environment"])
+def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, where: str) -> None:
     project = deployment.project
-    project.extra_env.pop("RUNPOD_API_KEY")
     project.write_stack("gated", {**SMALL, "models": ["stable-audio-open-1.5"]})
     project.init("gated")
-    project.pulumi("config", "set", "--secret", "runpodApiKey", API_KEY, "--stack", "gated")
-    project.pulumi("config", "set", "--secret", "hfToken", HF_TOKEN, "--stack", "gated")
+    if where == "secret-config":
+        project.extra_env.pop("RUNPOD_API_KEY")
+        project.pulumi("config", "set", "--secret", "runpodApiKey", API_KEY, "--stack", "gated")
+        project.pulumi("config", "set", "--secret", "hfToken", HF_TOKEN, "--stack", "gated")
+    else:
+        project.extra_env["HF_TOKEN"] = HF_TOKEN
     up = project.up("gated")
     outputs = project.pulumi("stack", "output", "--stack", "gated", "--json").stdout
     exported = project.pulumi("stack", "export", "--stack", "gated").stdout
@@ -202,4 +204,3 @@ def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, tmp_p
     # ...while the pod that needs the token got it, filled in at the last moment.
     [body] = deployment.created_bodies()
     assert body["env"]["HF_TOKEN"] == HF_TOKEN
-    shutil.rmtree(tmp_path / "unused", ignore_errors=True)

@@ -170,7 +170,9 @@ def _verdict(
     sequences = max(pool, 0.0) / per_sequence
     required = req.configured_sequences if req.static_allocation else req.min_sequences
     fits = sequences >= required
-    needed = weights_per_gpu + required * per_sequence
+    # Whatever the engine keeps outside its KV pool (weights, and for vLLM activations) plus
+    # the KV the required sequences take: the same test `fits` applies, stated in GB.
+    needed = (budget - pool) + required * per_sequence
     reason = None
     if not fits:
         reason = (

@@ -349,3 +349,18 @@ def test_summary_says_sequences_held_against_configured() -> None:
     assert fit.summary == f"{int(held * 10) / 10:g}/16 seq"
     coarse = estimate(request(weights_gb=1, arch=None), TEN_THOUSAND_MIB, 1)
     assert "coarse" in coarse.summary
+
+
+@pytest.mark.parametrize("engine", [MemoryModel.SGLANG, MemoryModel.VLLM, MemoryModel.LLAMACPP])
+@pytest.mark.parametrize("weights_gb", [10.0, 60.0, 72.0, 75.0, 90.0])
+def test_needed_versus_available_tells_the_same_story_as_fits(
+    engine: MemoryModel, weights_gb: float
+) -> None:
+    # The message a user reads ("X GB needed vs Y GB available") must agree with the verdict,
+    # engine reserves (vLLM's activations) included.
+    fit = estimate(
+        request(engine, weights_gb=weights_gb, static=engine is MemoryModel.LLAMACPP),
+        real_gpu(H100),
+        1,
+    )
+    assert fit.fits is (fit.needed_gb <= fit.available_gb + 1e-9)

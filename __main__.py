@@ -7,7 +7,7 @@ import pulumi
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
 from frutebox_infra.plan import Environment, plan_fleet
-from frutebox_infra.registry import load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import parse_settings
 

@@ -18,7 +18,8 @@ from _common import Verdict, heading, judge, price, print_table
 from frutebox_infra.fit import HEADROOM
 from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Gpu, Registry, load_registry
+from frutebox_infra.registry import Gpu, Registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.settings import StackSettings, load_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8

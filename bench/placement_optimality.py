@@ -23,7 +23,8 @@ from _common import Verdict, heading, judge, price, print_table
 
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Gpu, Registry, load_registry
+from frutebox_infra.registry import Gpu, Registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import StackSettings, parse_settings
 

@@ -27,7 +27,8 @@ from _common import heading, median_seconds, print_table
 
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Model, Registry, load_registry
+from frutebox_infra.registry import Model, Registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.resolver import resolve

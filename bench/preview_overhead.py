@@ -43,7 +43,7 @@ from _common import (
     require_toolchain,
 )
 
-from frutebox_infra.registry import load_registry, parse_registry, read_registry_files
+from frutebox_infra.registry_files import load_registry, parse_registry, read_registry_files
 
 RUNS = 5
 STARTUP_RUNS = 7
@@ -81,7 +81,7 @@ t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
 from frutebox_infra.plan import Environment, plan_fleet
-from frutebox_infra.registry import load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import load_settings, parse_settings, stack_file
 t3 = time.perf_counter()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, FruteboxError, UsageError
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.registry import load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table

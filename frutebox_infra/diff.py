@@ -22,7 +22,7 @@ from frutebox_infra.errors import (
 )
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPlan, plan_fleet
-from frutebox_infra.registry import FILES, RegistryFiles, parse_registry
+from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
 from frutebox_infra.resolver import Problem
 from frutebox_infra.settings import parse_settings, stack_config_from_text
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from frutebox_infra.emulator.catalog import load_catalog
 from frutebox_infra.emulator.server import start
-from frutebox_infra.registry import REGISTRY_DIR
+from frutebox_infra.registry_files import REGISTRY_DIR
 from frutebox_infra.toolchain import hermetic_env, repo_root
 
 REHEARSAL_KEY = "rehearsal-key"

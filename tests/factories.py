@@ -12,16 +12,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from frutebox_infra.registry import (
+from frutebox_infra.registry import Architecture, DataCenter, Gpu, Image, Model, Registry, Runtime
+from frutebox_infra.registry_files import (
     REGISTRY_DIR,
-    Architecture,
-    DataCenter,
-    Gpu,
-    Image,
-    Model,
-    Registry,
     RegistryFiles,
-    Runtime,
     load_registry,
     read_registry_files,
 )

@@ -21,7 +21,7 @@ import yaml
 
 from frutebox_infra.diff import Change, FleetDiff, diff_plans, run_diff, snapshot
 from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.registry import FILES, load_registry
+from frutebox_infra.registry_files import FILES, load_registry
 from frutebox_infra.report.diff_data import DIFF_SCHEMA_VERSION, diff_data
 from frutebox_infra.report.diff_markdown import diff_markdown
 from frutebox_infra.report.diff_table import diff_table, fit_text, signed_usd

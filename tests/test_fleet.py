@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
-from frutebox_infra.registry import load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.settings import parse_settings
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"

@@ -7,7 +7,8 @@ import textwrap
 import pytest
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import Runtime, parse_registry
+from frutebox_infra.registry import Runtime
+from frutebox_infra.registry_files import parse_registry
 from tests.factories import files_with, real_files, real_registry
 
 SPEC_MODELS = (

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import REGISTRY_DIR, Registry, load_registry
+from frutebox_infra.registry import Registry
+from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 
 DEFAULT_STOCK = 64
 

@@ -20,7 +20,7 @@ from frutebox_infra.emulator.catalog import Catalog, CatalogError, Stock, load_c
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.registry import REGISTRY_DIR
+from frutebox_infra.registry_files import REGISTRY_DIR
 
 
 class UsageError(ValueError):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry import load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import load_settings

@@ -14,7 +14,7 @@ from frutebox_infra.emulator.catalog import (
     load_catalog,
     parse_stock,
 )
-from frutebox_infra.registry import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 
 CATALOG = Catalog.builtin()
 

@@ -9,9 +9,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from frutebox_infra.emulator.catalog import load_catalog
 from frutebox_infra.emulator.server import start
-from frutebox_infra.registry_files import REGISTRY_DIR
 from frutebox_infra.toolchain import hermetic_env, repo_root
 
 REHEARSAL_KEY = "rehearsal-key"
@@ -28,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     backend = root / ".pulumi-state" / "rehearsal"
     # Every rehearsal starts from nothing: a fresh emulator account and a fresh backend.
     shutil.rmtree(backend, ignore_errors=True)
-    emulator = start(catalog=load_catalog(REGISTRY_DIR))
+    emulator = start()
     env = hermetic_env(backend_dir=backend)
     env.update(
         RUNPOD_API_URL=emulator.url,

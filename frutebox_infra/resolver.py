@@ -58,12 +58,12 @@ class Placement:
     recipe: Recipe = field(compare=False, repr=False)
     model: Model = field(compare=False, repr=False)
     image: Image = field(compare=False, repr=False)
-    options: ServeOptions = field(compare=False, repr=False)
+    serving: Serving = field(compare=False, repr=False)
 
     @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
-        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.options)
+        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
 
     @property
     def total_vram_gb(self) -> int:
@@ -244,7 +244,7 @@ def _smallest_fitting(
         fit = estimate(request, gpu, count)
         cost = round(price * count, 2)
         if fit.fits:
-            placement = Placement(gpu, count, cost, fit, recipe, model, image, options)
+            placement = Placement(gpu, count, cost, fit, recipe, model, image, serving)
             return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None

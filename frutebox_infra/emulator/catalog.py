@@ -8,49 +8,27 @@ from pathlib import Path
 from typing import Any
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 
 DEFAULT_STOCK = 64
 
 
-class CatalogError(ValueError):
-    """A price file or --stock value the emulator cannot use; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class GpuType:
-    """A GPU type on sale; prices are USD per GPU per hour, memory in GB."""
-
-    id: str
-    name: str
-    memory_gb: int
-    max_count: int
-    secure_usd_per_hour: float
-    community_usd_per_hour: float | None = None
+CatalogError = ConfigError
+"""A registry or --stock value the emulator cannot use: the project's own ConfigError."""
 
 
 @dataclass(frozen=True)
 class Catalog:
     """What the emulated account can buy, and where."""
 
-    gpus: Mapping[str, GpuType]
+    gpus: Mapping[str, Gpu]
     data_centers: Mapping[str, str]
 
     @classmethod
     def from_registry(cls, registry: Registry) -> Catalog:
         """The account sells exactly the registry's GPUs, at its prices, in its data centres."""
-        gpus = {
-            g.id: GpuType(
-                id=g.id,
-                name=g.name,
-                memory_gb=g.vram_gb,
-                max_count=g.max_count,
-                secure_usd_per_hour=g.price_usd_per_hour.secure or 0.0,
-                community_usd_per_hour=g.price_usd_per_hour.community,
-            )
-            for g in registry.gpus
-        }
+        gpus = {g.id: g for g in registry.gpus}
         return cls(gpus, {d.id: d.name for d in registry.data_centers})
 
     @classmethod
@@ -59,10 +37,11 @@ class Catalog:
         return cls.from_registry(load_registry())
 
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:
-        gpu = self.gpus[gpu_id]
-        if cloud == "COMMUNITY" and gpu.community_usd_per_hour is not None:
-            return gpu.community_usd_per_hour
-        return gpu.secure_usd_per_hour
+        """The cloud's price; where no community price was recorded, the secure one."""
+        price = self.gpus[gpu_id].price_usd_per_hour
+        if cloud == "COMMUNITY" and price.community is not None:
+            return price.community
+        return price.secure or 0.0
 
 
 Stock = dict[tuple[str, str], int]
@@ -74,10 +53,7 @@ def full_stock(catalog: Catalog, per_cell: int = DEFAULT_STOCK) -> Stock:
 
 def load_catalog(registry_dir: Path | None) -> Catalog:
     """The catalog of the registry in `registry_dir` (None: the project's registry)."""
-    try:
-        return Catalog.from_registry(load_registry(registry_dir or REGISTRY_DIR))
-    except ConfigError as exc:
-        raise CatalogError(str(exc)) from None
+    return Catalog.from_registry(load_registry(registry_dir or REGISTRY_DIR))
 
 
 def parse_stock(specs: Sequence[str], catalog: Catalog) -> Stock:
@@ -111,16 +87,19 @@ def gpu_types(catalog: Catalog, stock: Stock, *, availability: bool) -> list[dic
     """The catalog as GET /v2/catalog/gpus shows it (schema `GpuType`)."""
     gpus = []
     for g in catalog.gpus.values():
-        community = g.community_usd_per_hour
+        community = g.price_usd_per_hour.community
         item: dict[str, Any] = {
             "id": g.id,
             "name": g.name,
             "pool": None,
             "manufacturer": "NVIDIA",
-            "memory": g.memory_gb,
+            "memory": g.vram_gb,
             "secure": True,
             "community": community is not None,
-            "price": {"secure": g.secure_usd_per_hour, "community": community or 0.0},
+            "price": {
+                "secure": catalog.usd_per_hour(g.id, "SECURE"),
+                "community": community or 0.0,
+            },
             "maxCount": {"secure": g.max_count, "community": g.max_count if community else 0},
         }
         if availability:

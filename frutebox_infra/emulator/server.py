@@ -16,15 +16,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from frutebox_infra.emulator.catalog import Catalog, CatalogError, Stock, load_catalog, parse_stock
+from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
+from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.registry_files import REGISTRY_DIR
-
-
-class UsageError(ValueError):
-    """A command-line value the emulator cannot use; the message says which and why."""
 
 
 def is_loopback(host: str) -> bool:
@@ -99,7 +96,7 @@ def build(
     """Bind the server (loopback only); nothing is served until serve_forever runs."""
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
-    catalog = catalog or load_catalog(REGISTRY_DIR)
+    catalog = catalog or Catalog.builtin()
     store = StateFile(state_file) if state_file else None
     account = (store.load(catalog, stock) if store else None) or Account(catalog, stock)
     app = App(account, on_change=(lambda: store.save(account)) if store else None)
@@ -165,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             proxy_base=args.proxy_base,
             catalog=catalog,
         )
-    except (UsageError, CatalogError, OSError) as exc:
+    except (ConfigError, OSError) as exc:
         print(f"frutebox emulator: {exc}", file=sys.stderr)
         return 2
     url = url_of(server)

@@ -57,6 +57,8 @@ class Serving:
     memory_model: MemoryModel
     static_allocation: bool = False
     speculative: bool = False
+    spec_flags: tuple[str, ...] = ()
+    """The engine flags of the speculative decoding that `speculative` says is on."""
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -129,7 +131,7 @@ class Recipe(ABC):
 
     @abstractmethod
     def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
     ) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
 

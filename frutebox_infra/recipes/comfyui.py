@@ -81,7 +81,7 @@ class ComfyUI(Recipe):
         return model.source is not None and model.source.gated
 
     def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
     ) -> PodSpec:
         env = {
             "FRUTEBOX_PROVISION": provisioning_script(model),

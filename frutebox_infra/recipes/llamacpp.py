@@ -43,11 +43,10 @@ class LlamaCpp(Recipe):
         return False  # GGUF re-publications are open repos
 
     def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
     ) -> PodSpec:
         gguf = _gguf(model)
         assert gguf is not None
-        serving = self.serving(model, options)
         slots = serving.concurrency
         # -c is the total KV size split across the slots (the cache is not unified when
         # --parallel is given), so every slot gets the model's full context only at slots x ctx.

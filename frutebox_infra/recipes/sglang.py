@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, ServeOptions
+from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
@@ -17,9 +18,8 @@ class SGLang(TensorParallelRecipe):
         return 1  # launched with --kv-cache-dtype fp8_e5m2
 
     def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
     ) -> PodSpec:
-        serving = self.serving(model, options)
         assert model.source is not None and model.source.hf_repo is not None
         # The image has no ENTRYPOINT and no server CMD: args is the whole command line.
         words = ["python3", "-m", "sglang.launch_server", "--model-path", model.source.hf_repo]
@@ -37,5 +37,5 @@ class SGLang(TensorParallelRecipe):
             "--kv-cache-dtype", "fp8_e5m2",
             "--enable-hierarchical-cache",
         ]  # fmt: skip
-        words += self.speculation(model, options).flags
-        return self.launch(model, image, words)
+        words += serving.spec_flags
+        return self.pod_spec(model, image, join_args(words))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, is_power_of_two
-from frutebox_infra.recipes.speculative import Speculation, join_args, speculation
-from frutebox_infra.registry import Image, Model
+from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, is_power_of_two
+from frutebox_infra.recipes.speculative import speculation
+from frutebox_infra.registry import Model
 
 
 def tp_problem(model: Model, tp: int) -> str | None:
@@ -47,16 +47,13 @@ class TensorParallelRecipe(Recipe):
             return None
         return f"the registry lacks {', '.join(gaps)} for serving it with {self.runtime}"
 
-    def speculation(self, model: Model, options: ServeOptions) -> Speculation:
-        return speculation(
+    def serving(self, model: Model, options: ServeOptions) -> Serving:
+        spec = speculation(
             model,
             self.runtime,
             enabled=options.spec_decode_enabled,
             eagle3_head=options.eagle3_head,
         )
-
-    def serving(self, model: Model, options: ServeOptions) -> Serving:
-        spec = self.speculation(model, options)
         assert model.weights.vram_gb is not None and model.context is not None
         return Serving(
             weights_vram_gb=model.weights.vram_gb,
@@ -66,12 +63,9 @@ class TensorParallelRecipe(Recipe):
             require_fp8=model.weights.format == "fp8",
             memory_model=self.memory_model,
             speculative=spec.active,
+            spec_flags=spec.flags,
             warnings=(spec.note,) if spec.note else (),
         )
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return super().count_problem(model, count) or tp_problem(model, count)
-
-    def launch(self, model: Model, image: Image, words: list[str]) -> PodSpec:
-        """The pod for a complete command line; a gated repo gets the token at deploy time."""
-        return self.pod_spec(model, image, join_args(words))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, ServeOptions
+from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
@@ -18,9 +19,8 @@ class VLLM(TensorParallelRecipe):
         return 1 if gpu.fp8 else 2
 
     def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, options: ServeOptions
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
     ) -> PodSpec:
-        serving = self.serving(model, options)
         assert model.source is not None and model.source.hf_repo is not None
         # The image's ENTRYPOINT is `vllm serve`, which takes the model as its first argument.
         words = [model.source.hf_repo]
@@ -37,5 +37,5 @@ class VLLM(TensorParallelRecipe):
         if model.reasoning_parser:
             words += ["--reasoning-parser", model.reasoning_parser]
         words += model.engine_args.get(self.runtime, ())
-        words += self.speculation(model, options).flags
-        return self.launch(model, image, words)
+        words += serving.spec_flags
+        return self.pod_spec(model, image, join_args(words))

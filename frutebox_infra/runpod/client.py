@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
@@ -208,14 +207,6 @@ class RunPodClient:
 
     def close(self) -> None:
         self._http.close()
-
-    def __enter__(self) -> RunPodClient:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _send_once(
         self, method: str, path: str, body: Mapping[str, Any] | None = None

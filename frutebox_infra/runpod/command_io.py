@@ -130,7 +130,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         backoff = _env_float(env, "FRUTEBOX_RETRY_BACKOFF_S", 2.0) or 0.0
-        attempts = int(_env_float(env, "FRUTEBOX_RETRY_ATTEMPTS", 5) or 1)
+        attempts = int(_env_float(env, "FRUTEBOX_RETRY_ATTEMPTS", RetryPolicy.max_attempts) or 0)
         return cls(
             api_key=env.get("RUNPOD_API_KEY", "").strip(),
             api_url=env.get("RUNPOD_API_URL", "").strip() or DEFAULT_API_URL,
@@ -141,8 +141,10 @@ class Settings:
             hf_token=env.get("FRUTEBOX_HF_TOKEN", "").strip() or env.get("HF_TOKEN", "").strip(),
             running_timeout_s=_env_float(env, "FRUTEBOX_RUNNING_TIMEOUT_S", None),
             healthy_timeout_s=_env_float(env, "FRUTEBOX_HEALTH_TIMEOUT_S", None),
-            poll_interval_s=_env_float(env, "FRUTEBOX_POLL_INTERVAL_S", 5.0) or 0.0,
-            pull_timeout_s=_env_float(env, "FRUTEBOX_PULL_TIMEOUT_S", 3600.0) or 3600.0,
+            poll_interval_s=_env_float(env, "FRUTEBOX_POLL_INTERVAL_S", Timeouts.poll_interval_s)
+            or 0.0,
+            pull_timeout_s=_env_float(env, "FRUTEBOX_PULL_TIMEOUT_S", Timeouts.pull_s)
+            or Timeouts.pull_s,
             retry=RetryPolicy(max_attempts=max(1, attempts), backoff_s=backoff),
         )
 
@@ -167,12 +169,6 @@ class Session:
 
     @cached_property
     def prov(self) -> Provisioner:
-        if not self.settings.api_key:
-            raise ConfigurationError(
-                "RUNPOD_API_KEY is not set. Set the stack secret with `pulumi config set --secret"
-                " frutebox-infra:runpodApiKey <key>` (the program passes it as RUNPOD_API_KEY), or"
-                " export RUNPOD_API_KEY when running this command by hand."
-            )
         api = RunPodClient(
             api_key=self.settings.api_key,
             base_url=self.settings.api_url,

@@ -35,6 +35,7 @@ def build_pod(catalog: Registry) -> BuildPod:
         assert gpu is not None, gpu_id
         recipe = RECIPES[runtime]
         assert recipe.missing(m) is None, recipe.missing(m)
-        return recipe.pod(m, catalog.images[runtime], gpu, count, ServeOptions(**options))  # type: ignore[arg-type]
+        serving = recipe.serving(m, ServeOptions(**options))  # type: ignore[arg-type]
+        return recipe.pod(m, catalog.images[runtime], gpu, count, serving)
 
     return build

@@ -9,11 +9,11 @@ from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_co
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
-from frutebox_infra.settings import parse_settings
+from frutebox_infra.settings import parse_settings, stack_file_name
 
 stack = pulumi.get_stack()
 try:
-    settings = parse_settings(read_config(), where=f"stacks/Pulumi.{stack}.yaml")
+    settings = parse_settings(read_config(), where=f"stacks/{stack_file_name(stack)}")
     plan = plan_fleet(
         load_registry(), settings, stack=stack, environment=Environment.from_env(os.environ)
     )

@@ -8,23 +8,17 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from enum import StrEnum
 from pathlib import Path
 
-from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, FruteboxError, UsageError
+from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.registry_files import load_registry
+from frutebox_infra.report import Format
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
-
-
-class Format(StrEnum):
-    TABLE = "table"
-    JSON = "json"
-    MARKDOWN = "markdown"
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -93,19 +87,28 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     diff.set_defaults(run=cmd_diff)
 
-    sub.add_parser("emulator", help="a local RunPod v2 emulator (loopback only); see --help")
+    # The emulator owns its options: whatever follows `emulator` is handed to it untouched.
+    emulator = sub.add_parser(
+        "emulator",
+        help="a local RunPod v2 emulator (loopback only); see its --help",
+        add_help=False,
+    )
+    emulator.set_defaults(run=cmd_emulator)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
-    if words[:1] == ["emulator"]:
-        # The emulator owns its own options; argparse would take them for ours.
-        from frutebox_infra.emulator.server import main as emulator_main
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from frutebox_infra.emulator.server import main as emulator_main
 
-        return emulator_main(words[1:])
+    return emulator_main(list(args.emulator_args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.run is not cmd_emulator and extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.emulator_args = extra
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
@@ -113,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"frutebox: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_PROBLEMS
+        return exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK
 

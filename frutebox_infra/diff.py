@@ -8,25 +8,30 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 
 from frutebox_infra.errors import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    EXIT_USAGE,
     ConfigError,
     FruteboxError,
     UsageError,
+    exit_code,
 )
-from frutebox_infra.fit import MemoryModel
 from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPlan, plan_fleet
 from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
+from frutebox_infra.report import Format
 from frutebox_infra.resolver import Problem
-from frutebox_infra.settings import parse_settings, stack_config_from_text
+from frutebox_infra.settings import (
+    STACKS_DIR,
+    parse_settings,
+    stack_config_from_text,
+    stack_file_name,
+)
 
-FORMATS = ("table", "json", "markdown")
+FORMATS = tuple(Format)
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -166,10 +171,7 @@ def snapshot(m: ModelPlan) -> ModelSnapshot:
         usd_per_hour_best=round(m.usd_per_hour_best, 2),
         usd_per_hour_worst=round(m.usd_per_hour_worst, 2),
         fallbacks=len(m.fallbacks),
-        # A diffusion model has no context window; its placeholder would read as 1 token.
-        context_tokens=serving.context_tokens
-        if serving and serving.memory_model is not MemoryModel.DIFFUSION
-        else None,
+        context_tokens=serving.context_tokens if serving and serving.token_context else None,
         full_context_sequences=None if seqs is None else round(seqs, 2),
         configured_sequences=p.fit.configured_sequences if p else None,
         problems=tuple(str(x) for x in m.problems),
@@ -189,9 +191,9 @@ def diff_plans(before: FleetPlan | None, after: FleetPlan | None) -> FleetDiff:
     # file is removed, it keeps its size and bills for it.
     planned = after.volume.size_gb if after else 0
     old_size = before.volume.size_gb if before else 0
-    kept = max(old_size, planned)
-    source = after or before
-    kept_usd = replace(source.volume, size_gb=kept).usd_per_month if source and kept else 0.0
+    real = after.with_volume_at_least(old_size) if after else before
+    kept = real.volume.size_gb if real else 0
+    kept_usd = real.volume.usd_per_month if real else 0.0
     best = side(lambda p: p.usd_per_hour_best)
     worst = side(lambda p: p.usd_per_hour_worst)
     return FleetDiff(
@@ -239,7 +241,7 @@ class ConfigAtRef:
 
 
 def stack_path(stack: str) -> str:
-    return f"stacks/Pulumi.{stack}.yaml"
+    return f"{STACKS_DIR.name}/{stack_file_name(stack)}"
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -313,12 +315,6 @@ def _decode(data: bytes, where: str) -> str:
 
 def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> FleetPlan:
     """Plan one side with the same parsers and planner preview uses."""
-    missing = [n for n in FILES if n not in config.registry.texts]
-    if missing:
-        raise ConfigError(
-            f"{config.label}: registry/{', registry/'.join(missing)} missing; the stack cannot be"
-            " planned without the whole registry"
-        )
     registry = parse_registry(config.registry, label=f"{config.label}:registry")
     where = f"{config.label}:{stack_path(stack)}"
     settings = parse_settings(stack_config_from_text(config.stack_text, where=where), where=where)
@@ -357,13 +353,10 @@ def run_diff(*, base: str, head: str | None, stack: str, fmt: str, repo: Path | 
         environment = Environment.from_env(os.environ)
         before = plan_config(before_config, stack, environment) if before_config else None
         after = plan_config(after_config, stack, environment) if after_config else None
-    except UsageError as exc:
-        print(f"frutebox diff: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except FruteboxError as exc:
-        # A side that does not parse cannot be deployed either: the check fails.
+        # A side that does not parse cannot be deployed either: the check fails (exit 1).
         print(f"frutebox diff: {exc}", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return exit_code(exc)
     diff = diff_plans(before, after)
     print(render(diff, fmt, base=base, head=head_label))
     if not diff.ok:

@@ -24,5 +24,10 @@ class UsageError(ConfigError):
     """The user asked for a stack, file or ref that does not exist."""
 
 
+def exit_code(error: FruteboxError) -> int:
+    """What a command exits with for an error it explained: 2 for usage, 1 otherwise."""
+    return EXIT_USAGE if isinstance(error, UsageError) else EXIT_PROBLEMS
+
+
 class PlanError(FruteboxError):
     """The fleet plan has problems; the message lists each with its fix."""

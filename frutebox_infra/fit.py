@@ -76,8 +76,12 @@ class Fit:
     def summary(self) -> str:
         if self.full_context_sequences is None:
             return "coarse-fit" if self.fits else "no fit (coarse)"
-        seqs = math.floor(self.full_context_sequences * 10) / 10
-        return f"{seqs:g}/{self.configured_sequences} seq"
+        return sequences_label(self.full_context_sequences, self.configured_sequences)
+
+
+def sequences_label(held: float, configured: int) -> str:
+    """`held/configured seq`, held floored to one decimal: never claims a sequence it lacks."""
+    return f"{math.floor(held * 10) / 10:g}/{configured} seq"
 
 
 def kv_bytes_per_token(arch: Architecture, tp: int, dtype_bytes: int) -> int:

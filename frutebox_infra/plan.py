@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
@@ -14,8 +14,7 @@ from frutebox_infra.resolver import Cloud, Placement, Problem, Resolution, resol
 from frutebox_infra.settings import StackSettings
 
 HOURS_PER_MONTH = 730
-"""RunPod network-volume storage: $0.07/GB-month under 1 TB, $0.05 above; billed even idle.
-The rate is picked by the volume's whole size, as RunPod's price list reads."""
+"""A month of pods running around the clock, as RunPod bills an always-on pod."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +98,10 @@ class VolumePlan:
     def usd_per_month(self) -> float:
         return self.facts.usd_per_month(self.size_gb)
 
+    def at_least(self, current_gb: int) -> VolumePlan:
+        """The volume as it will be when it already has `current_gb`: it never shrinks."""
+        return replace(self, size_gb=max(self.size_gb, current_gb), current_gb=current_gb)
+
     @property
     def kept_larger(self) -> bool:
         """True when the plan asks for less than exists: the volume keeps (and bills) its size."""
@@ -141,6 +144,10 @@ class FleetPlan:
     @property
     def budget_headroom_usd_per_hour(self) -> float:
         return round(self.settings.budget_usd_per_hour - self.usd_per_hour_worst, 2)
+
+    def with_volume_at_least(self, current_gb: int) -> FleetPlan:
+        """This plan priced with the volume that really exists when it is `current_gb` today."""
+        return replace(self, volume=self.volume.at_least(current_gb))
 
     def model(self, model_id: str) -> ModelPlan | None:
         return next((m for m in self.models if m.model_id == model_id), None)
@@ -266,8 +273,9 @@ def _volume(
     # Rounded first so that 100 GB x 1.1 asks for 110 GB, not 111 by a float's last bit.
     wanted = math.ceil(round(weights * (1 + settings.volume_headroom), 6))
     facts = registry.network_volume
-    size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted, current_gb or 0))
-    return VolumePlan(size, round(weights, 2), settings.data_center, facts, current_gb)
+    size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted))
+    volume = VolumePlan(size, round(weights, 2), settings.data_center, facts)
+    return volume if current_gb is None else volume.at_least(current_gb)
 
 
 def pod_name(stack: str, model_id: str) -> str:

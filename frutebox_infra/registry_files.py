@@ -43,27 +43,35 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
 
 def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
     """Validate the YAML texts into a Registry; errors name the file, the entry and the field."""
+    missing = [name for name in FILES if name not in files.texts]
+    if missing:
+        raise ConfigError(
+            f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
+            " whole registry"
+        )
     docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
     sections: dict[str, Any] = {
-        "models": _section(docs, "models.yaml", "models", label),
-        "gpus": _section(docs, "gpus.yaml", "gpus", label),
-        "max_gpus_per_pod": docs["gpus.yaml"].get("max_gpus_per_pod", 8),
-        "images": _section(docs, "images.yaml", "images", label),
-        "data_centers": _section(docs, "datacenters.yaml", "data_centers", label),
-        "network_volume": _section(docs, "datacenters.yaml", "network_volume", label),
+        key: _section(docs, file, key, label) for key, file in _SECTIONS.items() if key in _REQUIRED
     }
-    origin = {
-        "models": "models.yaml",
-        "gpus": "gpus.yaml",
-        "max_gpus_per_pod": "gpus.yaml",
-        "images": "images.yaml",
-        "data_centers": "datacenters.yaml",
-        "network_volume": "datacenters.yaml",
-    }
+    sections["max_gpus_per_pod"] = docs["gpus.yaml"].get("max_gpus_per_pod", 8)
     try:
         return Registry.model_validate(sections)
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, sections, origin, label)) from None
+        raise ConfigError(_explain(exc, sections, label)) from None
+
+
+_SECTIONS = {
+    "models": "models.yaml",
+    "gpus": "gpus.yaml",
+    "max_gpus_per_pod": "gpus.yaml",
+    "images": "images.yaml",
+    "data_centers": "datacenters.yaml",
+    "network_volume": "datacenters.yaml",
+}
+"""Each top-level Registry field and the file that holds it."""
+_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod"}
+_LISTS = ("models", "gpus", "data_centers")
+"""Sections that are lists of entries with an `id`, named by it in errors."""
 
 
 def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
@@ -93,16 +101,14 @@ def _section(docs: Mapping[str, dict[str, Any]], file: str, key: str, label: str
     return value
 
 
-def _explain(
-    exc: ValidationError, sections: Mapping[str, Any], origin: Mapping[str, str], label: str
-) -> str:
+def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> str:
     lines = []
     for err in exc.errors():
         loc = list(err["loc"])
         head = str(loc[0]) if loc else "models"
-        file = origin.get(head, "models.yaml")
+        file = _SECTIONS.get(head, "models.yaml")
         entry = ""
-        if head in ("models", "gpus", "data_centers") and len(loc) > 1 and isinstance(loc[1], int):
+        if head in _LISTS and len(loc) > 1 and isinstance(loc[1], int):
             items = sections.get(head) or []
             item = items[loc[1]] if loc[1] < len(items) else {}
             ident = item.get("id", f"#{loc[1] + 1}") if isinstance(item, dict) else loc[1]
@@ -111,7 +117,7 @@ def _explain(
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
-        elif head not in ("models", "gpus", "data_centers", "images"):
+        elif head not in (*_LISTS, "images"):
             loc = loc[:1]  # a top-level key such as max_gpus_per_pod names itself
         else:
             loc = loc[1:]

@@ -118,8 +118,13 @@ _KNOWN_KEYS = tuple(
 )  # fmt: skip
 
 
+def stack_file_name(stack: str) -> str:
+    """Pulumi's own naming, inside the project's stackConfigDir."""
+    return f"Pulumi.{stack}.yaml"
+
+
 def stack_file(stack: str, directory: Path = STACKS_DIR) -> Path:
-    return directory / f"Pulumi.{stack}.yaml"
+    return directory / stack_file_name(stack)
 
 
 def read_stack_config(path: Path) -> dict[str, Any]:

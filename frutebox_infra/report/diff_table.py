@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from frutebox_infra.diff import Amount, Change, FleetDiff, ModelChange, ModelSnapshot
+from frutebox_infra.fit import sequences_label
+from frutebox_infra.plan import HOURS_PER_MONTH
 from frutebox_infra.report.text import table, usd
 
 ARROW = "→"
@@ -29,9 +30,7 @@ def fit_text(s: ModelSnapshot) -> str:
         return "no placement"
     if s.full_context_sequences is None:
         return "coarse"
-    # Floored to one decimal like the plan table, so both views print the same number.
-    seqs = math.floor(s.full_context_sequences * 10) / 10
-    return f"{seqs:g}/{s.configured_sequences} seq"
+    return sequences_label(s.full_context_sequences, s.configured_sequences or 0)
 
 
 def image_text(s: ModelSnapshot) -> str:
@@ -110,8 +109,10 @@ def pods_text(d: FleetDiff) -> str:
 
 
 def fleet_text(d: FleetDiff) -> str:
-    return (f"{amount_cell(d.usd_per_month_best, '/month')} best,"
-            f" {amount_cell(d.usd_per_month_worst, '/month')} worst (730 h + volume)")  # fmt: skip
+    return (
+        f"{amount_cell(d.usd_per_month_best, '/month')} best,"
+        f" {amount_cell(d.usd_per_month_worst, '/month')} worst ({HOURS_PER_MONTH} h + volume)"
+    )
 
 
 def budget_text(d: FleetDiff) -> str:

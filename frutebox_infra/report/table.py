@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import Resolution
 
@@ -66,7 +66,7 @@ def plan_table(plan: FleetPlan) -> str:
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
-        " worst (730 h + volume)",
+        f" worst ({HOURS_PER_MONTH} h + volume)",
         f"budget  {usd(s.budget_usd_per_hour)}/h: "
         + (
             f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom"

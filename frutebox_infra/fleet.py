@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi_command import local
 
-from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request
+from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request, volume_name
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 
@@ -176,11 +176,10 @@ class Fleet:
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
-    volume_name = f"frutebox-{plan.stack}-weights"
     volume = WeightsVolume(
         "weights",
         WeightsVolumeArgs(
-            name=volume_name,
+            name=volume_name(plan.stack),
             size_gb=plan.volume.size_gb,
             data_center=plan.settings.data_center,
             credentials=credentials,
@@ -191,7 +190,12 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
         servers[model.model_id] = ModelServer(
             model.model_id,
             ModelServerArgs(
-                plan.stack, model, plan.settings, volume.volume_id, volume_name, credentials
+                plan.stack,
+                model,
+                plan.settings,
+                volume.volume_id,
+                volume_name(plan.stack),
+                credentials,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )

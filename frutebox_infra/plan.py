@@ -278,6 +278,11 @@ def _volume(
     return volume if current_gb is None else volume.at_least(current_gb)
 
 
+def volume_name(stack: str) -> str:
+    """The stack's weights volume: found again by this name if its state is ever lost."""
+    return f"frutebox-{stack}-weights"
+
+
 def pod_name(stack: str, model_id: str) -> str:
     """Unique per stack and model: the client adopts a pod by this name after a 5xx."""
     return f"frutebox-{stack}-{model_id}"

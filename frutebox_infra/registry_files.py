@@ -12,8 +12,9 @@ from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Registry
+from frutebox_infra.toolchain import repo_root
 
-REGISTRY_DIR = Path(__file__).resolve().parent.parent / "registry"
+REGISTRY_DIR = repo_root() / "registry"
 
 
 @dataclass(frozen=True)

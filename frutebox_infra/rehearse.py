@@ -47,13 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pulumi("up", "--stack", args.stack, "--yes", "--skip-preview") != 0:
             return 1
         pulumi("stack", "output", "pods", "--stack", args.stack)
-        pods = emulator.app.account.snapshot().get("pods", [])
-        live = [p for p in pods if p.get("status") != "TERMINATED"]
+        account = emulator.app.account.snapshot()
+        live = [p for p in account.get("pods", []) if p.get("status") != "TERMINATED"]
         print(f"\nThe emulator now runs {len(live)} pod(s):")
         for pod in live:
             gpu = pod.get("gpu") or {}
             print(f"  {pod['name']}: {gpu.get('count')}x {gpu.get('id')} {pod['status']}")
-        print(json.dumps({"volumes": emulator.app.account.snapshot().get("volumes", [])}))
+        print(json.dumps({"volumes": account.get("volumes", [])}))
         if not args.keep:
             pulumi("destroy", "--stack", args.stack, "--yes", "--exclude-protected")
         return 0

@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.resolver import Cloud
+from frutebox_infra.toolchain import repo_root
 
 PROJECT = "frutebox-infra"
-STACKS_DIR = Path(__file__).resolve().parent.parent / "stacks"
+STACKS_DIR = repo_root() / "stacks"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists."""
 

@@ -130,9 +130,7 @@ class Recipe(ABC):
         )
 
     @abstractmethod
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
 
 

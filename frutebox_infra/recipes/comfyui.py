@@ -80,9 +80,7 @@ class ComfyUI(Recipe):
             return recipe.gated
         return model.source is not None and model.source.gated
 
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         env = {
             "FRUTEBOX_PROVISION": provisioning_script(model),
             "WORKSPACE": VOLUME_PATH,

@@ -42,9 +42,7 @@ class LlamaCpp(Recipe):
     def gated_pull(self, model: Model) -> bool:
         return False  # GGUF re-publications are open repos
 
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         gguf = _gguf(model)
         assert gguf is not None
         slots = serving.concurrency

@@ -35,9 +35,7 @@ class Ollama(Recipe):
     def gated_pull(self, model: Model) -> bool:
         return False  # the Ollama library serves its own copy; no Hugging Face token involved
 
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         assert model.source is not None and model.source.ollama_tag is not None
         # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
         # model is pulled through the server's /api/pull once it answers (the deploy step).

@@ -17,9 +17,7 @@ class SGLang(TensorParallelRecipe):
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         return 1  # launched with --kv-cache-dtype fp8_e5m2
 
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image has no ENTRYPOINT and no server CMD: args is the whole command line.
         words = ["python3", "-m", "sglang.launch_server", "--model-path", model.source.hf_repo]

@@ -18,9 +18,7 @@ class VLLM(TensorParallelRecipe):
         # fp8 KV only where the tensor cores run it natively; Ampere keeps the bf16 cache.
         return 1 if gpu.fp8 else 2
 
-    def pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
-    ) -> PodSpec:
+    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image's ENTRYPOINT is `vllm serve`, which takes the model as its first argument.
         words = [model.source.hf_repo]

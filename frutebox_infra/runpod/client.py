@@ -244,24 +244,32 @@ class RunPodClient:
                 continue
             raise api_error(problem, operation=operation)
 
+    def _json(
+        self,
+        model: type[_M],
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        retry: bool = True,
+    ) -> _M:
+        """One call whose JSON answer is parsed as `model`, errors naming `METHOD path`."""
+        return _parse(model, self._call(method, path, body, retry=retry), f"{method} {path}")
+
     # Pods
 
     def create_pod_once(self, body: Mapping[str, Any]) -> Pod:
         """POST /v2/pods once: a 5xx may still have created a pod, so the caller decides."""
-        response = self._call("POST", "/v2/pods", body, retry=False)
-        return _parse(Pod, response, "POST /v2/pods")
+        return self._json(Pod, "POST", "/v2/pods", body, retry=False)
 
     def list_pods(self) -> list[Pod]:
-        response = self._call("GET", "/v2/pods")
-        return _parse(_PodList, response, "GET /v2/pods").pods
+        return self._json(_PodList, "GET", "/v2/pods").pods
 
     def get_pod(self, pod_id: str) -> Pod:
-        response = self._call("GET", f"/v2/pods/{pod_id}")
-        return _parse(Pod, response, f"GET /v2/pods/{pod_id}")
+        return self._json(Pod, "GET", f"/v2/pods/{pod_id}")
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:
-        response = self._call("PATCH", f"/v2/pods/{pod_id}", body)
-        return _parse(Pod, response, f"PATCH /v2/pods/{pod_id}")
+        return self._json(Pod, "PATCH", f"/v2/pods/{pod_id}", body)
 
     def delete_pod(self, pod_id: str) -> None:
         self._call("DELETE", f"/v2/pods/{pod_id}")
@@ -269,20 +277,16 @@ class RunPodClient:
     # Network volumes
 
     def create_volume_once(self, body: Mapping[str, Any]) -> NetworkVolume:
-        response = self._call("POST", "/v2/network-volumes", body, retry=False)
-        return _parse(NetworkVolume, response, "POST /v2/network-volumes")
+        return self._json(NetworkVolume, "POST", "/v2/network-volumes", body, retry=False)
 
     def list_volumes(self) -> list[NetworkVolume]:
-        response = self._call("GET", "/v2/network-volumes")
-        return _parse(_VolumeList, response, "GET /v2/network-volumes").network_volumes
+        return self._json(_VolumeList, "GET", "/v2/network-volumes").network_volumes
 
     def get_volume(self, volume_id: str) -> NetworkVolume:
-        response = self._call("GET", f"/v2/network-volumes/{volume_id}")
-        return _parse(NetworkVolume, response, f"GET /v2/network-volumes/{volume_id}")
+        return self._json(NetworkVolume, "GET", f"/v2/network-volumes/{volume_id}")
 
     def update_volume(self, volume_id: str, body: Mapping[str, Any]) -> NetworkVolume:
-        response = self._call("PATCH", f"/v2/network-volumes/{volume_id}", body)
-        return _parse(NetworkVolume, response, f"PATCH /v2/network-volumes/{volume_id}")
+        return self._json(NetworkVolume, "PATCH", f"/v2/network-volumes/{volume_id}", body)
 
     def delete_volume(self, volume_id: str) -> None:
         self._call("DELETE", f"/v2/network-volumes/{volume_id}")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TextIO, TypeVar
+from typing import Annotated, Any, TextIO, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,11 +54,15 @@ class PodRequest(_Strict):
     meta: Any = None
 
 
+VolumeGb = Annotated[int, Field(ge=10, le=4096)]
+"""The sizes POST /v2/network-volumes accepts."""
+
+
 class VolumeRequest(_Strict):
     """stdin of `volume create|update`; size in GB."""
 
     name: str = Field(min_length=1)
-    size: int = Field(ge=10, le=4096)
+    size: VolumeGb
     dataCenter: str = Field(min_length=1)
 
 
@@ -66,7 +70,7 @@ class GrowRequest(_Strict):
     """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
 
     volumeId: str = Field(min_length=1)
-    size: int = Field(ge=10, le=4096)
+    size: VolumeGb
 
 
 class PreviousPod(BaseModel):

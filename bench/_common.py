@@ -25,7 +25,13 @@ from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
 from frutebox_infra.registry import Gpu, Model
 from frutebox_infra.report.text import table
 from frutebox_infra.resolver import Cloud, fit_request, gpu_price
-from frutebox_infra.toolchain import hermetic_env, repo_root
+from frutebox_infra.toolchain import (
+    copy_project,
+    hermetic_env,
+    repo_root,
+    sandbox_env,
+    use_checkout_venv,
+)
 
 T = TypeVar("T")
 
@@ -93,10 +99,7 @@ class Project:
 
     @property
     def env(self) -> dict[str, str]:
-        env = hermetic_env(backend_dir=self.backend)
-        env.pop("RUNPOD_API_KEY", None)
-        env.pop("HF_TOKEN", None)
-        return env
+        return sandbox_env(self.backend)
 
     def pulumi(self, *args: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
@@ -121,13 +124,7 @@ class Project:
 
 def real_project(tmp: Path) -> Project:
     """The checkout's own Pulumi.yaml, __main__.py and stacks/, on the checkout's .venv."""
-    root = tmp / "frutebox"
-    root.mkdir(parents=True)
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    shutil.copytree(ROOT / "stacks", root / "stacks")
-    _use_checkout_venv(root / "Pulumi.yaml")
-    return Project(root, tmp / "frutebox-backend")
+    return Project(copy_project(tmp / "frutebox"), tmp / "frutebox-backend")
 
 
 def bare_project(tmp: Path, name: str, program: str) -> Project:
@@ -137,15 +134,9 @@ def bare_project(tmp: Path, name: str, program: str) -> Project:
     doc: dict[str, Any] = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
     bare = {"name": name, "runtime": doc["runtime"]}
     (root / "Pulumi.yaml").write_text(yaml.safe_dump(bare, sort_keys=False))
-    _use_checkout_venv(root / "Pulumi.yaml")
+    use_checkout_venv(root / "Pulumi.yaml")
     (root / "__main__.py").write_text(program)
     return Project(root, tmp / f"{name}-backend")
-
-
-def _use_checkout_venv(pulumi_yaml: Path) -> None:
-    doc: dict[str, Any] = yaml.safe_load(pulumi_yaml.read_text())
-    doc["runtime"]["options"]["virtualenv"] = str(ROOT / ".venv")
-    pulumi_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
 def require_toolchain() -> None:

@@ -10,9 +10,13 @@ toolchain. It does not import pulumi, so it is cheap to import anywhere.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from frutebox_infra.errors import FruteboxError
 
@@ -138,3 +142,33 @@ def pulumi_version(pulumi: Path | str | None = None, env: Mapping[str, str] | No
     if proc.returncode != 0:
         raise ToolchainError(f"{pulumi} version failed: {proc.stderr.strip()}")
     return proc.stdout.strip()
+
+
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py")
+
+
+def copy_project(dest: Path) -> Path:
+    """The checkout's Pulumi project (program and stacks) copied to `dest`, run on the
+    checkout's .venv: tests and bench scripts preview and deploy a copy, never the work tree."""
+    root = repo_root()
+    dest.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        shutil.copy(root / name, dest / name)
+    shutil.copytree(root / "stacks", dest / "stacks")
+    use_checkout_venv(dest / "Pulumi.yaml")
+    return dest
+
+
+def use_checkout_venv(pulumi_yaml: Path) -> None:
+    """Point a Pulumi.yaml's Python runtime at the checkout's .venv, which has this package."""
+    doc: dict[str, Any] = yaml.safe_load(pulumi_yaml.read_text())
+    doc["runtime"]["options"]["virtualenv"] = str(repo_root() / ".venv")
+    pulumi_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def sandbox_env(backend_dir: Path) -> dict[str, str]:
+    """`hermetic_env` on a throwaway backend, without the caller's RunPod or HF credentials."""
+    env = hermetic_env(backend_dir=backend_dir)
+    for name in ("RUNPOD_API_KEY", "HF_TOKEN", "FRUTEBOX_HF_TOKEN"):
+        env.pop(name, None)
+    return env

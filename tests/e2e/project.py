@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,9 +11,7 @@ from typing import Any
 
 import yaml
 
-from frutebox_infra.toolchain import hermetic_env, repo_root
-
-PROJECT_FILES = ("Pulumi.yaml", "__main__.py")
+from frutebox_infra.toolchain import copy_project, sandbox_env
 
 
 @dataclass
@@ -29,26 +26,14 @@ class PulumiProject:
     def create(
         cls, tmp: Path, stacks: Mapping[str, Mapping[str, Any]] | None = None
     ) -> PulumiProject:
-        root, backend = tmp / "project", tmp / "backend"
-        root.mkdir(parents=True)
-        source = repo_root()
-        for name in PROJECT_FILES:
-            shutil.copy(source / name, root / name)
-        project = yaml.safe_load((root / "Pulumi.yaml").read_text())
-        # The copy runs on the checkout's interpreter, which has this package installed.
-        project["runtime"]["options"]["virtualenv"] = str(source / ".venv")
-        (root / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-        shutil.copytree(source / "stacks", root / "stacks")
-        made = cls(root, backend)
+        made = cls(copy_project(tmp / "project"), tmp / "backend")
         for stack, config in (stacks or {}).items():
             made.write_stack(stack, config)
         return made
 
     @property
     def env(self) -> dict[str, str]:
-        env = hermetic_env(backend_dir=self.backend)
-        env.pop("RUNPOD_API_KEY", None)
-        env.pop("HF_TOKEN", None)
+        env = sandbox_env(self.backend)
         env.update(self.extra_env)
         return env
 

@@ -2,6 +2,7 @@
 
 Tests build just the GPUs and models a rule needs, so a change to the real catalog cannot make
 a rule's test pass or fail by accident; tests about the real catalog use `real_registry()`.
+Also the checkout's root, stack-file text, and the diff command the preview workflow runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from frutebox_infra.registry import Architecture, DataCenter, Gpu, Image, Model, Registry, Runtime
 from frutebox_infra.registry_files import (
     REGISTRY_DIR,
@@ -19,9 +22,11 @@ from frutebox_infra.registry_files import (
     load_registry,
     read_registry_files,
 )
-from frutebox_infra.settings import StackSettings, parse_settings
+from frutebox_infra.settings import PROJECT, StackSettings, parse_settings
+from frutebox_infra.toolchain import repo_root
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = repo_root()
+PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
 OPENAPI_CANDIDATES = (
     ROOT.parent / "shared" / "runpod" / "openapi-v2.json",
     ROOT / "frutebox_infra" / "emulator" / "openapi-v2.json",
@@ -164,6 +169,21 @@ def settings(**config: Any) -> StackSettings:
     values: dict[str, Any] = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 1000}
     values.update(config)
     return parse_settings(values, where="stacks/Pulumi.test.yaml")
+
+
+def stack_yaml(config: Mapping[str, Any]) -> str:
+    """A stack file's text: `config` keys (camelCase) under the project's namespace, in order."""
+    doc = {"config": {f"{PROJECT}:{k}": v for k, v in config.items()}}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def workflow_diff_command() -> str:
+    """The `frutebox_infra diff` command of preview.yml's diff step, without its redirection."""
+    doc = yaml.safe_load(PREVIEW_WORKFLOW.read_text())
+    steps = doc["jobs"]["preview"]["steps"]
+    script: str = next(s["run"] for s in steps if "frutebox_infra diff" in s.get("run", ""))
+    line = next(x for x in script.splitlines() if "python -m frutebox_infra diff" in x)
+    return line.split(" > ", 1)[0].strip()
 
 
 def words(args: str) -> list[str]:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from frutebox_infra import cli
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from tests.factories import ROOT, real_registry
+from frutebox_infra.settings import stack_file
+from tests.factories import ROOT, real_registry, stack_yaml
 
 
 @pytest.fixture(autouse=True)
@@ -24,12 +24,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-def write_stack(directory: Path, name: str, config: dict[str, object]) -> Path:
-    path = directory / f"Pulumi.{name}.yaml"
-    path.write_text(
-        yaml.safe_dump({"config": {f"frutebox-infra:{k}": v for k, v in config.items()}})
-    )
-    return path
+def write_stack(directory: Path, name: str, config: dict[str, object]) -> None:
+    stack_file(name, directory).write_text(stack_yaml(config))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -75,14 +71,7 @@ def test_a_plan_with_problems_exits_1_and_still_prints_it(
     [
         pytest.param("config: {frutebox-infra:models: [a\n", "not valid YAML", id="malformed"),
         pytest.param(
-            yaml.safe_dump(
-                {
-                    "config": {
-                        "frutebox-infra:budgetUsdPerHour": -1,
-                        "frutebox-infra:dataCenter": "EU-RO-1",
-                    }
-                }
-            ),
+            stack_yaml({"budgetUsdPerHour": -1, "dataCenter": "EU-RO-1"}),
             "frutebox-infra:budgetUsdPerHour",
             id="negative-budget",
         ),

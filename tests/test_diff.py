@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from frutebox_infra.diff import Change, FleetDiff, diff_plans, run_diff, snapshot
 from frutebox_infra.plan import FleetPlan, plan_fleet
@@ -27,11 +26,8 @@ from frutebox_infra.report.diff_markdown import diff_markdown
 from frutebox_infra.report.diff_table import diff_table, fit_text, signed_usd
 from frutebox_infra.report.text import usd
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import load_settings, parse_settings
-
-ROOT = Path(__file__).resolve().parent.parent
-PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
-PREFIX = "frutebox-infra:"
+from frutebox_infra.settings import load_settings, parse_settings, read_stack_config
+from tests.factories import ROOT, real_registry, stack_yaml, workflow_diff_command
 
 Config = dict[str, Any]
 
@@ -60,12 +56,10 @@ class Repo:
         return self.path / "stacks" / f"Pulumi.{stack}.yaml"
 
     def config(self, stack: str = "dev") -> Config:
-        doc = yaml.safe_load(self.stack_file(stack).read_text())
-        return {k[len(PREFIX) :]: v for k, v in doc["config"].items() if k.startswith(PREFIX)}
+        return read_stack_config(self.stack_file(stack))
 
     def write(self, config: Config, stack: str = "dev") -> None:
-        doc = {"config": {PREFIX + k: v for k, v in config.items()}}
-        self.stack_file(stack).write_text(yaml.safe_dump(doc, sort_keys=False))
+        self.stack_file(stack).write_text(stack_yaml(config))
 
     def edit(self, change: Callable[[Config], None], stack: str = "dev") -> None:
         config = self.config(stack)
@@ -377,22 +371,12 @@ def test_the_workflow_diff_command_runs_as_a_subprocess(repo: Repo) -> None:
     assert f"| added | `{model}` |" in done.stdout
 
 
-def workflow_diff_command() -> str:
-    """The `frutebox_infra diff` command of preview.yml's diff step, without its redirection."""
-    doc = yaml.safe_load(PREVIEW_WORKFLOW.read_text())
-    steps = doc["jobs"]["preview"]["steps"]
-    script: str = next(s["run"] for s in steps if "frutebox_infra diff" in s.get("run", ""))
-    line = next(x for x in script.splitlines() if "python -m frutebox_infra diff" in x)
-    return line.split(" > ", 1)[0].strip()
-
-
 # --- the pure comparison -----------------------------------------------------------------
 
 
 def dev_plan(**config: Any) -> FleetPlan:
-    base = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
-    values = {k[len(PREFIX) :]: v for k, v in base.items()} | config
-    return plan_fleet(load_registry(), parse_settings(values, where="test"), stack="dev")
+    values = read_stack_config(ROOT / "stacks" / "Pulumi.dev.yaml") | config
+    return plan_fleet(real_registry(), parse_settings(values, where="test"), stack="dev")
 
 
 def test_a_plan_against_itself_has_no_changes() -> None:

@@ -10,8 +10,8 @@ import pulumi
 import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.settings import parse_settings
+from tests.factories import real_registry
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
@@ -52,7 +52,7 @@ def dev_plan(**overrides: Any) -> FleetPlan:
     config = {"models": ["qwen3-8b", "sdxl-1.0"], "dataCenter": "EU-RO-1",
               "budgetUsdPerHour": 5, **overrides}  # fmt: skip
     settings = parse_settings(config, where="test")
-    return plan_fleet(load_registry(), settings, stack="dev")
+    return plan_fleet(real_registry(), settings, stack="dev")
 
 
 @pulumi.runtime.test

@@ -29,7 +29,7 @@ from frutebox_infra.settings import (
     read_stack_config,
     stack_config_from_text,
 )
-from tests.factories import ROOT, real_registry
+from tests.factories import ROOT, real_registry, stack_yaml
 
 WHERE = "stacks/Pulumi.test.yaml"
 BASE = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5}
@@ -291,9 +291,8 @@ def test_fuzzed_configs_plan_or_raise_config_error(config: dict[str, Any]) -> No
 @hypothesis_settings(max_examples=50, deadline=None)
 @given(configs())
 def test_fuzzed_stack_files_parse_to_settings_or_config_error(config: dict[str, Any]) -> None:
-    doc = {"config": {f"frutebox-infra:{k}": v for k, v in config.items()}}
     try:
-        text = yaml.safe_dump(doc)
+        text = stack_yaml(config)
     except yaml.YAMLError:
         return
     try:
@@ -306,35 +305,35 @@ def test_fuzzed_stack_files_parse_to_settings_or_config_error(config: dict[str, 
 FUZZED_FILES = (
     pytest.param(
         {
-            "frutebox-infra:models": "qwen3-8b",
-            "frutebox-infra:dataCenter": "EU-RO-1",
-            "frutebox-infra:budgetUsdPerHour": 1,
+            "models": "qwen3-8b",
+            "dataCenter": "EU-RO-1",
+            "budgetUsdPerHour": 1,
         },
         id="models-string",
     ),
     pytest.param(
         {
-            "frutebox-infra:models": [{"a": [1, None]}],
-            "frutebox-infra:dataCenter": 7,
-            "frutebox-infra:budgetUsdPerHour": float("nan"),
+            "models": [{"a": [1, None]}],
+            "dataCenter": 7,
+            "budgetUsdPerHour": float("nan"),
         },
         id="nested-junk",
     ),
     pytest.param(
         {
-            "frutebox-infra:models": ["qwen3-8b", "nope"],
-            "frutebox-infra:dataCenter": "XX-NONE-1",
-            "frutebox-infra:budgetUsdPerHour": 0.01,
-            "frutebox-infra:overrides": {"qwen3-8b": {"gpu": "NVIDIA B200"}},
+            "models": ["qwen3-8b", "nope"],
+            "dataCenter": "XX-NONE-1",
+            "budgetUsdPerHour": 0.01,
+            "overrides": {"qwen3-8b": {"gpu": "NVIDIA B200"}},
         },
         id="valid-but-full-of-problems",
     ),
     pytest.param(
         {
-            "frutebox-infra:models": ["sdxl-1.0"],
-            "frutebox-infra:dataCenter": "EU-RO-1",
-            "frutebox-infra:budgetUsdPerHour": 1,
-            "frutebox-infra:overrides": {"sdxl-1.0": {"context": 10**7, "concurrency": 1024}},
+            "models": ["sdxl-1.0"],
+            "dataCenter": "EU-RO-1",
+            "budgetUsdPerHour": 1,
+            "overrides": {"sdxl-1.0": {"context": 10**7, "concurrency": 1024}},
         },
         id="extreme-overrides",
     ),
@@ -344,12 +343,14 @@ FUZZED_FILES = (
 
 
 @pytest.mark.parametrize("content", FUZZED_FILES)
-def test_cli_plan_on_a_hostile_stack_exits_0_or_1_without_traceback(content: object) -> None:
-    text = (
-        content
-        if isinstance(content, str)
-        else yaml.safe_dump(content if isinstance(content, list) else {"config": content})
-    )
+def test_cli_plan_on_a_hostile_stack_exits_0_or_1_without_traceback(
+    content: str | list[str] | dict[str, Any],
+) -> None:
+    """`content`: a stack file's text, a YAML document, or the config written as a stack file."""
+    if isinstance(content, dict):
+        text = stack_yaml(content)
+    else:
+        text = content if isinstance(content, str) else yaml.safe_dump(content)
     done = run_cli_plan(text)
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
@@ -388,8 +389,7 @@ def run_cli_plan(stack_text: str) -> subprocess.CompletedProcess[str]:
 def test_cli_plan_on_random_stack_files_exits_0_or_1_without_traceback(
     config: dict[str, Any],
 ) -> None:
-    text = yaml.safe_dump({"config": {f"frutebox-infra:{k}": v for k, v in config.items()}})
-    done = run_cli_plan(text)
+    done = run_cli_plan(stack_yaml(config))
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     if done.returncode == 0:

@@ -22,19 +22,11 @@ from frutebox_infra.toolchain import (
     COMMAND_VERSION,
     LOCAL_PASSPHRASE,
     PULUMI_VERSION,
-    ensure_toolchain,
     hermetic_env,
     pulumi_version,
-    repo_root,
     tools_bin,
 )
-
-ROOT = repo_root()
-
-
-@pytest.fixture(scope="session")
-def toolchain() -> Path:
-    return ensure_toolchain()
+from tests.factories import ROOT
 
 
 def _venv() -> Path:

@@ -17,8 +17,8 @@ import yaml
 
 from frutebox_infra.cli import build_parser
 from frutebox_infra.toolchain import PULUMI_VERSION
+from tests.factories import ROOT, workflow_diff_command
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 SETUP = ROOT / "tools" / "setup-actionlint"
 PATHS = ["stacks/**", "registry/**", "__main__.py", "Pulumi.yaml", "frutebox_infra/**",
@@ -96,9 +96,7 @@ def test_preview_runs_the_diff_command_the_tests_run() -> None:
     diff = next(s for s in job["steps"] if "frutebox_infra diff" in s.get("run", ""))
     assert diff["env"]["BASE_REF"] == "${{ github.base_ref }}"
     assert diff["env"]["STACK"] == "${{ matrix.stack }}"
-    line = next(x for x in diff["run"].splitlines() if "python -m frutebox_infra diff" in x)
-    command = line.split(" > ", 1)[0].strip()
-    argv = shlex.split(command)
+    argv = shlex.split(workflow_diff_command())
     assert argv == ["python", "-m", "frutebox_infra", "diff", "--base", "origin/$BASE_REF",
                     "--stack", "$STACK", "--format", "markdown"]  # fmt: skip
     # The arguments are ones the CLI accepts; tests/test_diff.py runs this very line.

@@ -7,14 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from frutebox_infra.toolchain import ensure_toolchain
 from tests.e2e.project import PulumiProject
-
-
-@pytest.fixture(scope="session")
-def toolchain() -> Path:
-    """Builds the pinned Pulumi toolchain on first use (minutes, once per machine)."""
-    return ensure_toolchain()
 
 
 @pytest.fixture

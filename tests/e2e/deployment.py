@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, start
+from tests import emulator_client
 from tests.e2e.project import PulumiProject
 
 API_KEY = "rk-e2e-9f3c1d7a55"
@@ -49,37 +48,21 @@ class Deployment:
     def stop(self) -> None:
         self.emulator.stop()
 
-    def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.emulator.url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"null")
-
     def fault(self, *faults: dict[str, Any]) -> None:
-        self._call("POST", "/_emulator/faults", list(faults))
+        emulator_client.fault(self.emulator, *faults)
 
     def state(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/_emulator/state")
-        return result
+        return emulator_client.state(self.emulator)
 
     def live_pods(self) -> list[dict[str, Any]]:
-        return [p for p in self.state()["pods"] if p["status"] != "TERMINATED"]
+        return emulator_client.live_pods(self.emulator)
 
     def volumes(self) -> list[dict[str, Any]]:
         return [v for v in self.state()["volumes"] if not v["deleted"]]
 
     def created_bodies(self) -> list[dict[str, Any]]:
         """Bodies of POST /v2/pods that the emulator accepted (201), in order."""
-        return [
-            r["body"]
-            for r in self.state()["requests"]
-            if r["op"] == "pods.create" and r.get("status") == 201
-        ]
+        return [r["body"] for r in self.requests("pods.create") if r.get("status") == 201]
 
     def requests(self, op: str) -> list[dict[str, Any]]:
-        return [r for r in self.state()["requests"] if r["op"] == op]
+        return emulator_client.requests(self.emulator, op)

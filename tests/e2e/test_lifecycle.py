@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from frutebox_infra.plan import plan_fleet, pod_body
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.settings import load_settings
 from tests.e2e.deployment import API_KEY, HF_TOKEN, Deployment
 from tests.e2e.project import PulumiProject
+from tests.factories import real_registry
 
 A4000, A5000 = "NVIDIA RTX A4000", "NVIDIA RTX A5000"
 SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
@@ -34,7 +34,7 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     project = deployment.project
     project.up("dev")
     settings = load_settings(project.stack_path("dev"))
-    plan = plan_fleet(load_registry(), settings, stack="dev")
+    plan = plan_fleet(real_registry(), settings, stack="dev")
     [volume] = deployment.volumes()
     assert volume["size"] == plan.volume.size_gb and volume["dataCenter"] == "EU-RO-1"
     bodies = {b["name"]: b for b in deployment.created_bodies()}

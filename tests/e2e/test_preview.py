@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import load_settings
 from tests.e2e.project import PulumiProject
+from tests.factories import real_registry
 
 
 def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiProject) -> None:
@@ -27,7 +27,7 @@ def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiP
     servers = [u for u in creates if u.split("::")[2].endswith("frutebox:index:ModelServer")]
     assert len(servers) == len(settings.models)
     # The table a user reads and the stack outputs are the same plan, number for number.
-    plan = plan_fleet(load_registry(), settings, stack="dev")
+    plan = plan_fleet(real_registry(), settings, stack="dev")
     assert preview.outputs["plan"] == plan_data(plan)
     assert plan_table(plan) in preview.diagnostics
 
@@ -35,7 +35,7 @@ def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiP
 def test_preview_declares_the_pod_request_the_plan_promised(project: PulumiProject) -> None:
     preview = project.preview("dev")
     settings = load_settings(project.stack_path("dev"))
-    plan = plan_fleet(load_registry(), settings, stack="dev")
+    plan = plan_fleet(real_registry(), settings, stack="dev")
     step = preview.step("qwen3-8b-pod")
     inputs = step["new"]["inputs"]
     assert inputs["create"].endswith("-m frutebox_infra.runpod pod create")

@@ -14,13 +14,14 @@ from frutebox_infra.emulator.catalog import (
     load_catalog,
     parse_stock,
 )
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import REGISTRY_DIR
+from tests.factories import real_registry
 
 CATALOG = Catalog.builtin()
 
 
 def test_the_catalog_sells_the_registry_gpus_at_registry_prices() -> None:
-    registry = load_registry()
+    registry = real_registry()
     assert set(CATALOG.gpus) == {g.id for g in registry.gpus}
     for gpu in registry.gpus:
         assert CATALOG.usd_per_hour(gpu.id, "SECURE") == gpu.price_usd_per_hour.secure

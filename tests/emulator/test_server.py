@@ -13,8 +13,8 @@ import pytest
 
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.server import UsageError, build, is_loopback, main, start
+from tests.factories import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 AUTH = {"Authorization": "Bearer t"}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from frutebox_infra.recipes.comfyui import MODELS_DIR, ComfyUI, provisioning_script
 from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.resolver import resolve
-from tests.factories import model, real_images, real_registry, registry
+from tests.factories import model, real_images, real_registry, registry, words
 from tests.recipes.conftest import BuildPod
 
 A5000 = "NVIDIA RTX A5000"
@@ -24,7 +23,7 @@ def fetches(m: Model) -> list[tuple[str, str, str]]:
     """(folder path, stored name, URL) of every download line in the provisioning script."""
     out = []
     for line in provisioning_script(m).splitlines()[1:]:
-        split = shlex.split(line)
+        split = words(line)
         assert split[0] == "fetch" and split[4:] == ["||", "exit", "1"], line
         out.append((split[1], split[2], split[3]))
     return out
@@ -41,7 +40,7 @@ def test_args_run_in_bash_and_end_by_execing_the_image_init(
     build_pod: BuildPod, model_id: str
 ) -> None:
     pod = build_pod(model_id, Runtime.COMFYUI, A5000, 1, hf_token_configured=True)
-    split = shlex.split(pod.args)
+    split = words(pod.args)
     assert split[:2] == ["bash", "-c"] and len(split) == 3
     assert split[2].rstrip().endswith("exec init.sh")
     assert subprocess.run(["bash", "-n", "-c", split[2]], check=False).returncode == 0

@@ -9,31 +9,34 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
+from tests.emulator_client import fault, live_pods, requests, state
+from tests.factories import ROOT
+from tests.runpod.command import POD_NAME, Run, env_for, pod_request, volume
 from tests.runpod.conftest import API_KEY, HF_TOKEN
-from tests.runpod.test_main import POD_NAME, Run, env_for, faults, pod_request, state, volume
 
-ROOT = Path(__file__).resolve().parents[2]
 A4000, A5000, A40 = "NVIDIA RTX A4000", "NVIDIA RTX A5000", "NVIDIA A40"
 
 
-def command(args: str, request: Any = None, *, env: dict[str, str], previous: Any = None) -> Run:
+def _launch(args: str, env: dict[str, str], previous: Any) -> dict[str, Any]:
+    """How both `command` and `start_command` start the module: its argv, `env` on top of PATH
+    alone (plus the previous result, as Pulumi passes it), run from the checkout, text I/O."""
     full = {"PATH": os.environ.get("PATH", ""), **env}
     if previous is not None:
         full["PULUMI_COMMAND_STDOUT"] = json.dumps(previous)
+    argv = [sys.executable, "-m", "frutebox_infra.runpod", *args.split()]
+    return {"args": argv, "env": full, "cwd": ROOT, "text": True}
+
+
+def command(args: str, request: Any = None, *, env: dict[str, str], previous: Any = None) -> Run:
     done = subprocess.run(
-        [sys.executable, "-m", "frutebox_infra.runpod", *args.split()],
+        **_launch(args, env, previous),
         input="" if request is None else json.dumps(request),
         capture_output=True,
-        text=True,
-        env=full,
-        cwd=ROOT,
         timeout=60,
         check=False,
     )
@@ -44,15 +47,7 @@ def command(args: str, request: Any = None, *, env: dict[str, str], previous: An
 
 
 def posted(emulator: RunningEmulator) -> list[tuple[str, int]]:
-    return [
-        (r["body"]["gpu"]["id"], r["status"])
-        for r in state(emulator)["requests"]
-        if r["op"] == "pods.create"
-    ]
-
-
-def live_pods(emulator: RunningEmulator) -> list[dict[str, Any]]:
-    return [p for p in state(emulator)["pods"] if p["status"] != "TERMINATED"]
+    return [(r["body"]["gpu"]["id"], r["status"]) for r in requests(emulator, "pods.create")]
 
 
 def test_cheapest_out_of_stock_lands_on_the_next_candidate(
@@ -81,7 +76,7 @@ def test_all_out_of_stock_fails_and_leaves_no_pod(
 
 
 def test_a_5xx_after_create_leaves_exactly_one_pod(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "return-503-after-create"})
+    fault(emulator, {"op": "pods.create", "action": "return-503-after-create"})
     done = command("pod create", pod_request(volume(emulator), A4000), env=env_for(emulator))
     assert done.code == 0, done.err
     pods = state(emulator)["pods"]
@@ -92,7 +87,7 @@ def test_a_5xx_after_create_leaves_exactly_one_pod(emulator: RunningEmulator) ->
 
 
 def test_a_429_is_retried_on_the_same_candidate(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "return-429", "retryAfter": 0})
+    fault(emulator, {"op": "pods.create", "action": "return-429", "retryAfter": 0})
     done = command("pod create", pod_request(volume(emulator), A4000, A5000), env=env_for(emulator))
     assert done.code == 0, done.err
     assert posted(emulator) == [(A4000, 429), (A4000, 201)]
@@ -100,7 +95,7 @@ def test_a_429_is_retried_on_the_same_candidate(emulator: RunningEmulator) -> No
 
 
 def test_a_pod_that_never_gets_healthy_is_terminated(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    fault(emulator, {"op": "pods.create", "action": "never-healthy"})
     done = command(
         "pod create",
         pod_request(volume(emulator)),
@@ -114,14 +109,14 @@ def test_a_pod_that_never_gets_healthy_is_terminated(emulator: RunningEmulator) 
 
 
 def test_a_pod_in_error_is_terminated(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "pod-error"})
+    fault(emulator, {"op": "pods.create", "action": "pod-error"})
     done = command("pod create", pod_request(volume(emulator)), env=env_for(emulator))
     assert done.code == 1 and "went to ERROR" in done.err
     assert live_pods(emulator) == []
 
 
 def test_a_failed_ollama_pull_terminates_the_pod(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "pull-fails"})
+    fault(emulator, {"op": "pods.create", "action": "pull-fails"})
     request = pod_request(volume(emulator), port=11434, ollamaPull="qwen3:8b")
     done = command("pod create", request, env=env_for(emulator))
     assert done.code == 1 and "could not pull qwen3:8b" in done.err
@@ -132,10 +127,10 @@ def test_an_ollama_pod_pulls_its_tag_once_it_answers(emulator: RunningEmulator) 
     request = pod_request(volume(emulator), port=11434, ollamaPull="qwen3:8b")
     done = command("pod create", request, env=env_for(emulator))
     assert done.code == 0, done.err
-    pulls = [r for r in state(emulator)["requests"] if r["op"] == "proxy" and r["method"] == "POST"]
+    pulls = [r for r in requests(emulator, "proxy") if r["method"] == "POST"]
     assert [p["body"] for p in pulls] == [{"model": "qwen3:8b", "stream": True}]
     assert [p["status"] for p in pulls] == [200]
-    assert not any(r["authorization"] for r in state(emulator)["requests"] if r["op"] == "proxy")
+    assert not any(r["authorization"] for r in requests(emulator, "proxy"))
 
 
 def test_create_update_delete_round_trip(emulator: RunningEmulator) -> None:
@@ -150,7 +145,7 @@ def test_create_update_delete_round_trip(emulator: RunningEmulator) -> None:
     deleted = command("pod delete", env=env, previous=updated.result)
     assert (deleted.code, deleted.out.strip()) == (0, "{}")
     assert live_pods(emulator) == []
-    patch = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
+    patch = [r["body"] for r in requests(emulator, "pods.update")]
     assert patch == [{"env": {"A": "1", "LOG": "debug", "HF_TOKEN": HF_TOKEN}}]
 
 
@@ -168,7 +163,7 @@ def test_a_missing_key_fails_before_any_call(emulator: RunningEmulator) -> None:
     env.pop("RUNPOD_API_KEY")
     done = command("volume create", {"name": "w", "size": 10, "dataCenter": "EU-RO-1"}, env=env)
     assert done.code == 1 and "frutebox-infra:runpodApiKey" in done.err
-    assert httpx.get(f"{emulator.url}/_emulator/state").json()["requests"] == []
+    assert state(emulator)["requests"] == []
 
 
 def test_usage_errors_exit_with_argparse_status(emulator: RunningEmulator) -> None:
@@ -178,17 +173,11 @@ def test_usage_errors_exit_with_argparse_status(emulator: RunningEmulator) -> No
 
 
 def start_command(args: str, request: Any, *, env: dict[str, str], previous: Any = None) -> Any:
-    full = {"PATH": os.environ.get("PATH", ""), **env}
-    if previous is not None:
-        full["PULUMI_COMMAND_STDOUT"] = json.dumps(previous)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "frutebox_infra.runpod", *args.split()],
+        **_launch(args, env, previous),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        env=full,
-        cwd=ROOT,
     )
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(request))
@@ -199,7 +188,7 @@ def start_command(args: str, request: Any, *, env: dict[str, str], previous: Any
 
 def wait_for_health_probes(emulator: RunningEmulator, after: int = 0) -> None:
     deadline = time.monotonic() + 30
-    while len([r for r in state(emulator)["requests"] if r["op"] == "proxy"]) <= after:
+    while len(requests(emulator, "proxy")) <= after:
         assert time.monotonic() < deadline, "the command never started probing health"
         time.sleep(0.05)
 
@@ -214,7 +203,7 @@ def stop(proc: Any, sig: signal.Signals) -> Run:
 def test_a_cancelled_create_terminates_its_pod_and_says_so(
     emulator: RunningEmulator, sig: signal.Signals
 ) -> None:
-    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    fault(emulator, {"op": "pods.create", "action": "never-healthy"})
     env = env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="60")
     proc = start_command("pod create", pod_request(volume(emulator)), env=env)
     wait_for_health_probes(emulator)
@@ -230,7 +219,7 @@ def test_a_cancelled_update_leaves_the_recorded_pod(emulator: RunningEmulator) -
     request = pod_request(volume(emulator))
     first = command("pod create", request, env=env).result
     emulator.app.account.mark(first["podId"], "never-healthy")
-    probes = len([r for r in state(emulator)["requests"] if r["op"] == "proxy"])
+    probes = len(requests(emulator, "proxy"))
     request["candidates"][0]["image"] = "img:2"
     proc = start_command("pod update", request, env=env, previous=first)
     wait_for_health_probes(emulator, after=probes)

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import io
-import json
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
-from frutebox_infra.runpod.__main__ import main
+from tests.emulator_client import fault, live_pods, requests, state
+from tests.runpod.command import candidate, env_for, pod_request, run, volume
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
-POD_NAME = "frutebox-dev-qwen3-8b"
 RESULT_KEYS = {
     "podId",
     "name",
@@ -33,96 +30,6 @@ RESULT_KEYS = {
     "volumeId",
     "meta",
 }
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def result(self) -> Any:
-        return json.loads(self.out)
-
-
-def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
-    env = {
-        "RUNPOD_API_URL": emulator.url,
-        "RUNPOD_API_KEY": API_KEY,
-        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
-        "FRUTEBOX_HF_TOKEN": HF_TOKEN,
-        "FRUTEBOX_POLL_INTERVAL_S": "0.002",
-        "FRUTEBOX_RETRY_BACKOFF_S": "0",
-        "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
-        "FRUTEBOX_HEALTH_TIMEOUT_S": "5",
-    }
-    env.update(extra)
-    return {k: v for k, v in env.items() if v}
-
-
-def run(
-    args: str,
-    request: Any = None,
-    *,
-    env: dict[str, str],
-    previous: Any = None,
-    transport: httpx.BaseTransport | None = None,
-) -> Run:
-    if previous is not None:
-        env = {**env, "PULUMI_COMMAND_STDOUT": json.dumps(previous)}
-    stdin = io.StringIO(
-        "" if request is None else request if isinstance(request, str) else json.dumps(request)
-    )
-    out, err = io.StringIO(), io.StringIO()
-    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env, transport=transport)
-    done = Run(code, out.getvalue(), err.getvalue())
-    for secret in (API_KEY, HF_TOKEN):
-        assert secret not in done.out + done.err
-    return done
-
-
-def volume(emulator: RunningEmulator, dc: str = "EU-RO-1") -> str:
-    return emulator.app.account.create_volume({"name": "w", "size": 50, "dataCenter": dc}).id
-
-
-def candidate(
-    volume_id: str, gpu: str, *, port: int = 8080, image: str = "img:1", dc: str = "EU-RO-1"
-) -> dict[str, Any]:
-    return {
-        "name": POD_NAME,
-        "image": image,
-        "args": "--port 8080",
-        "env": {"A": "1"},
-        "ports": [f"{port}/http"],
-        "disk": 20,
-        "gpu": {"id": gpu, "count": 1},
-        "cloud": "SECURE",
-        "dataCenterIds": [dc],
-        "mounts": {"network": [{"volumeId": volume_id, "path": "/workspace"}]},
-    }
-
-
-def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) -> dict[str, Any]:
-    request = {
-        "name": POD_NAME,
-        "candidates": [candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
-        "health": {"port": port, "path": "/health"},
-        "ollamaPull": None,
-        "hfTokenEnv": ["HF_TOKEN"],
-        "timeouts": {"runningSeconds": 900, "healthySeconds": 1800},
-        "meta": {"model": "qwen3-8b", "stack": "dev"},
-    }
-    request.update(overrides)
-    return request
-
-
-def state(emulator: RunningEmulator) -> Any:
-    return httpx.get(f"{emulator.url}/_emulator/state").json()
-
-
-def faults(emulator: RunningEmulator, *items: dict[str, Any]) -> None:
-    httpx.post(f"{emulator.url}/_emulator/faults", json=list(items)).raise_for_status()
 
 
 def test_create_prints_exactly_the_result_contract(emulator: RunningEmulator) -> None:
@@ -147,7 +54,7 @@ def test_create_prints_exactly_the_result_contract(emulator: RunningEmulator) ->
 
 def test_the_hf_token_is_filled_in_only_on_the_wire(emulator: RunningEmulator) -> None:
     assert run("pod create", pod_request(volume(emulator)), env=env_for(emulator)).code == 0
-    posted = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+    posted = [r["body"] for r in requests(emulator, "pods.create")]
     assert posted[0]["env"] == {"A": "1", "HF_TOKEN": HF_TOKEN}
 
 
@@ -156,7 +63,7 @@ def test_without_an_hf_token_the_variable_is_left_out(emulator: RunningEmulator)
     request["candidates"][0]["env"]["HF_TOKEN"] = "placeholder"
     done = run("pod create", request, env=env_for(emulator, FRUTEBOX_HF_TOKEN=""))
     assert done.code == 0, done.err
-    posted = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+    posted = [r["body"] for r in requests(emulator, "pods.create")]
     assert posted[0]["env"] == {"A": "1"}
 
 
@@ -213,7 +120,7 @@ def test_a_bad_request_is_one_paragraph_without_traceback(
     assert expected in done.err
     assert "Traceback" not in done.err
     assert done.err.startswith("error: ") and done.err.count("\n") == 1
-    assert not [r for r in state(emulator)["requests"] if r["op"] == "pods.create"]
+    assert not requests(emulator, "pods.create")
 
 
 def test_stdin_that_is_not_json_and_the_debug_traceback(emulator: RunningEmulator) -> None:
@@ -235,7 +142,7 @@ def test_an_unexpected_exception_is_still_one_paragraph(emulator: RunningEmulato
 
 
 def test_env_timeouts_override_the_request(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    fault(emulator, {"op": "pods.create", "action": "never-healthy"})
     done = run(
         "pod create",
         pod_request(volume(emulator)),
@@ -280,7 +187,7 @@ def test_volume_create_update_and_delete(emulator: RunningEmulator) -> None:
     shrunk = run("volume update", {**request, "size": 60}, env=env, previous=grown.result)
     assert shrunk.code == 0 and shrunk.result["size"] == 150
     assert "never shrink" in shrunk.err
-    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "volumes.update"]
+    patches = [r["body"] for r in requests(emulator, "volumes.update")]
     assert patches == [{"size": 150}]
     moved = run("volume update", {**request, "dataCenter": "EU-SE-1"}, env=env, previous=created)
     assert moved.code == 1 and "cannot move" in moved.err
@@ -305,14 +212,6 @@ def test_the_command_and_the_emulator_never_import_pulumi() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def live(emulator: RunningEmulator) -> list[dict[str, Any]]:
-    return [p for p in state(emulator)["pods"] if p["status"] != "TERMINATED"]
-
-
-def ops(emulator: RunningEmulator, op: str) -> list[dict[str, Any]]:
-    return [r for r in state(emulator)["requests"] if r["op"] == op]
-
-
 def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulator) -> None:
     token = "hf_FROM_THE_ENVIRONMENT_0123456789"
     request = pod_request(volume(emulator))
@@ -320,13 +219,13 @@ def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulat
     done = run("pod create", request, env=env_for(emulator, FRUTEBOX_HF_TOKEN="", HF_TOKEN=token))
     assert done.code == 0, done.err
     assert token not in done.out + done.err and done.result["image"] == "***"
-    assert ops(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == token
+    assert requests(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == token
 
 
 def test_frutebox_hf_token_wins_over_hf_token(emulator: RunningEmulator) -> None:
     env = env_for(emulator, HF_TOKEN="hf_THE_OTHER_ONE_0123456789")
     assert run("pod create", pod_request(volume(emulator)), env=env).code == 0
-    assert ops(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == HF_TOKEN
+    assert requests(emulator, "pods.create")[0]["body"]["env"]["HF_TOKEN"] == HF_TOKEN
 
 
 def test_the_request_may_leave_the_running_timeout_out(emulator: RunningEmulator) -> None:
@@ -340,17 +239,17 @@ def test_a_pod_left_with_our_name_is_terminated_before_creating(emulator: Runnin
     orphan = emulator.app.account.create_pod(candidate(vid, "NVIDIA RTX A4000")).id
     done = run("pod create", pod_request(vid), env=env_for(emulator))
     assert done.code == 0, done.err
-    assert [p["id"] for p in live(emulator)] == [done.result["podId"]] != [orphan]
+    assert [p["id"] for p in live_pods(emulator)] == [done.result["podId"]] != [orphan]
     assert f"pod {orphan}" in done.err and "orphan" in done.err
 
 
 def test_a_201_that_cannot_be_read_is_adopted_not_left_billing(emulator: RunningEmulator) -> None:
-    faults(emulator, {"op": "pods.create", "action": "return-201-malformed"})
+    fault(emulator, {"op": "pods.create", "action": "return-201-malformed"})
     done = run("pod create", pod_request(volume(emulator)), env=env_for(emulator))
     assert done.code == 0, done.err
-    assert [p["id"] for p in live(emulator)] == [done.result["podId"]]
+    assert [p["id"] for p in live_pods(emulator)] == [done.result["podId"]]
     assert done.result["candidatesTried"][0]["outcome"] == "adopted"
-    assert len(ops(emulator, "pods.create")) == 1
+    assert len(requests(emulator, "pods.create")) == 1
 
 
 def test_volume_create_adopts_a_volume_left_by_an_earlier_run(emulator: RunningEmulator) -> None:
@@ -359,4 +258,4 @@ def test_volume_create_adopts_a_volume_left_by_an_earlier_run(emulator: RunningE
     done = run("volume create", request, env=env_for(emulator))
     assert done.code == 0, done.err
     assert (done.result["volumeId"], done.result["size"]) == (left, 100)
-    assert "adopted" in done.err and not ops(emulator, "volumes.create")
+    assert "adopted" in done.err and not requests(emulator, "volumes.create")

@@ -11,9 +11,10 @@ from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import Pod
 from frutebox_infra.runpod.lifecycle import Provisioner
+from tests.emulator_client import fault, live_pods, requests
+from tests.runpod.command import env_for, pod_request, run, volume
 from tests.runpod.conftest import FakeApi, ok, pod, pulled
 from tests.runpod.test_lifecycle import HEALTH, HEALTH_URL, PULL_URL, TIMEOUTS
-from tests.runpod.test_main import env_for, faults, live, ops, pod_request, run, state, volume
 
 BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
 
@@ -103,11 +104,11 @@ def test_update_patches_only_the_changed_fields_in_place(emulator: RunningEmulat
     done = run("pod update", request, env=env, previous=first)
     assert done.code == 0, done.err
     assert (done.result["podId"], done.result["image"]) == (first["podId"], "img:2")
-    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
+    patches = [r["body"] for r in requests(emulator, "pods.update")]
     assert patches == [{"image": "img:2"}]
     again = run("pod update", request, env=env, previous=done.result)
     assert again.code == 0 and "nothing to change" in again.err
-    assert len([r for r in state(emulator)["requests"] if r["op"] == "pods.update"]) == 1
+    assert len(requests(emulator, "pods.update")) == 1
 
 
 def test_update_keeps_the_candidate_that_matches_the_running_gpu(
@@ -115,14 +116,14 @@ def test_update_keeps_the_candidate_that_matches_the_running_gpu(
 ) -> None:
     env = env_for(emulator)
     vid = volume(emulator)
-    faults(emulator, {"op": "pods.create", "action": "return-400-capacity"})
+    fault(emulator, {"op": "pods.create", "action": "return-400-capacity"})
     request = pod_request(vid, "NVIDIA RTX A4000", "NVIDIA RTX A5000")
     first = run("pod create", request, env=env).result
     assert first["gpuId"] == "NVIDIA RTX A5000"
     request["candidates"][1]["args"] = "--port 8080 --tp 1"
     done = run("pod update", request, env=env, previous=first).result
     assert done["candidateIndex"] == 1 and done["candidatesTried"] == first["candidatesTried"]
-    patches = [r["body"] for r in state(emulator)["requests"] if r["op"] == "pods.update"]
+    patches = [r["body"] for r in requests(emulator, "pods.update")]
     assert patches == [{"args": "--port 8080 --tp 1"}]
 
 
@@ -147,13 +148,13 @@ def test_update_with_nothing_to_patch_neither_waits_nor_kills(emulator: RunningE
     request = pod_request(volume(emulator))
     first = run("pod create", request, env=env).result
     emulator.app.account.mark(first["podId"], "never-healthy")  # stops answering
-    probes = len(ops(emulator, "proxy"))
+    probes = len(requests(emulator, "proxy"))
     request["meta"] = {"model": "qwen3-8b", "stack": "dev", "note": "changed"}
     done = run("pod update", request, env=env, previous=first)
     assert done.code == 0, done.err
     assert (done.result["podId"], done.result["meta"]["note"]) == (first["podId"], "changed")
-    assert len(ops(emulator, "proxy")) == probes and not ops(emulator, "pods.update")
-    assert [p["id"] for p in live(emulator)] == [first["podId"]]
+    assert len(requests(emulator, "proxy")) == probes and not requests(emulator, "pods.update")
+    assert [p["id"] for p in live_pods(emulator)] == [first["podId"]]
 
 
 def test_update_with_nothing_to_patch_pulls_a_changed_ollama_tag(
@@ -164,8 +165,8 @@ def test_update_with_nothing_to_patch_pulls_a_changed_ollama_tag(
     first = run("pod create", request, env=env).result
     done = run("pod update", {**request, "ollamaPull": "qwen3:14b"}, env=env, previous=first)
     assert done.code == 0, done.err
-    pulls = [r["body"]["model"] for r in ops(emulator, "proxy") if r["method"] == "POST"]
-    assert pulls == ["qwen3:8b", "qwen3:14b"] and not ops(emulator, "pods.update")
+    pulls = [r["body"]["model"] for r in requests(emulator, "proxy") if r["method"] == "POST"]
+    assert pulls == ["qwen3:8b", "qwen3:14b"] and not requests(emulator, "pods.update")
 
 
 def test_a_patched_pod_that_stops_serving_fails_the_update_but_is_kept(
@@ -179,8 +180,8 @@ def test_a_patched_pod_that_stops_serving_fails_the_update_but_is_kept(
     done = run("pod update", request, env=env, previous=first)
     assert done.code == 1 and done.out == ""
     assert "never became healthy" in done.err and "left running" in done.err
-    assert [p["id"] for p in live(emulator)] == [first["podId"]]
-    assert [r["body"] for r in ops(emulator, "pods.update")] == [{"image": "img:broken"}]
+    assert [p["id"] for p in live_pods(emulator)] == [first["podId"]]
+    assert [r["body"] for r in requests(emulator, "pods.update")] == [{"image": "img:broken"}]
 
 
 def test_update_replaces_a_pod_whose_gpu_no_candidate_names(emulator: RunningEmulator) -> None:
@@ -194,8 +195,9 @@ def test_update_replaces_a_pod_whose_gpu_no_candidate_names(emulator: RunningEmu
     assert done.code == 0, done.err
     assert done.result["podId"] != first["podId"] and done.result["gpuCount"] == 2
     assert "no candidate names" in done.err
-    assert not ops(emulator, "pods.update")  # nothing patched onto the 1-GPU pod
-    assert [(p["id"], p["gpu"]["count"]) for p in live(emulator)] == [(done.result["podId"], 2)]
+    assert not requests(emulator, "pods.update")  # nothing patched onto the 1-GPU pod
+    live = [(p["id"], p["gpu"]["count"]) for p in live_pods(emulator)]
+    assert live == [(done.result["podId"], 2)]
 
 
 def test_a_replacement_made_by_update_is_terminated_when_it_fails(
@@ -204,8 +206,8 @@ def test_a_replacement_made_by_update_is_terminated_when_it_fails(
     env = env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="0.2")
     request = pod_request(volume(emulator), "NVIDIA RTX A4000")
     first = run("pod create", request, env=env).result
-    faults(emulator, {"op": "pods.create", "action": "never-healthy"})
+    fault(emulator, {"op": "pods.create", "action": "never-healthy"})
     moved = pod_request(first["volumeId"], "NVIDIA RTX A5000")
     done = run("pod update", moved, env=env, previous=first)
     assert done.code == 1 and "terminated so that it does not bill" in done.err
-    assert live(emulator) == []
+    assert live_pods(emulator) == []

@@ -1,0 +1,102 @@
+"""Driving the command entry (`python -m frutebox_infra.runpod`) against the emulator.
+
+Its environment, a pod request with one candidate per GPU, and the result it printed; `run`
+calls the entry in-process and checks that no secret reached its output.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.runpod.__main__ import main
+from tests.runpod.conftest import API_KEY, HF_TOKEN
+
+POD_NAME = "frutebox-dev-qwen3-8b"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def result(self) -> Any:
+        return json.loads(self.out)
+
+
+def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
+    env = {
+        "RUNPOD_API_URL": emulator.url,
+        "RUNPOD_API_KEY": API_KEY,
+        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        "FRUTEBOX_HF_TOKEN": HF_TOKEN,
+        "FRUTEBOX_POLL_INTERVAL_S": "0.002",
+        "FRUTEBOX_RETRY_BACKOFF_S": "0",
+        "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
+        "FRUTEBOX_HEALTH_TIMEOUT_S": "5",
+    }
+    env.update(extra)
+    return {k: v for k, v in env.items() if v}
+
+
+def run(
+    args: str,
+    request: Any = None,
+    *,
+    env: dict[str, str],
+    previous: Any = None,
+    transport: httpx.BaseTransport | None = None,
+) -> Run:
+    if previous is not None:
+        env = {**env, "PULUMI_COMMAND_STDOUT": json.dumps(previous)}
+    stdin = io.StringIO(
+        "" if request is None else request if isinstance(request, str) else json.dumps(request)
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env, transport=transport)
+    done = Run(code, out.getvalue(), err.getvalue())
+    for secret in (API_KEY, HF_TOKEN):
+        assert secret not in done.out + done.err
+    return done
+
+
+def volume(emulator: RunningEmulator, dc: str = "EU-RO-1") -> str:
+    return emulator.app.account.create_volume({"name": "w", "size": 50, "dataCenter": dc}).id
+
+
+def candidate(
+    volume_id: str, gpu: str, *, port: int = 8080, image: str = "img:1", dc: str = "EU-RO-1"
+) -> dict[str, Any]:
+    return {
+        "name": POD_NAME,
+        "image": image,
+        "args": "--port 8080",
+        "env": {"A": "1"},
+        "ports": [f"{port}/http"],
+        "disk": 20,
+        "gpu": {"id": gpu, "count": 1},
+        "cloud": "SECURE",
+        "dataCenterIds": [dc],
+        "mounts": {"network": [{"volumeId": volume_id, "path": "/workspace"}]},
+    }
+
+
+def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) -> dict[str, Any]:
+    request = {
+        "name": POD_NAME,
+        "candidates": [candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
+        "health": {"port": port, "path": "/health"},
+        "ollamaPull": None,
+        "hfTokenEnv": ["HF_TOKEN"],
+        "timeouts": {"runningSeconds": 900, "healthySeconds": 1800},
+        "meta": {"model": "qwen3-8b", "stack": "dev"},
+    }
+    request.update(overrides)
+    return request

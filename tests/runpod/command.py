@@ -15,6 +15,7 @@ import httpx
 
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod.__main__ import main
+from frutebox_infra.runpod.lifecycle import Health, Timeouts
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 POD_NAME = "frutebox-dev-qwen3-8b"
@@ -100,3 +101,10 @@ def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) 
     }
     request.update(overrides)
     return request
+
+
+# A pod's bring-up as the lifecycle tests script it: tiny bounds, one health port.
+TIMEOUTS = Timeouts(running_s=30, healthy_s=60, poll_interval_s=2, pull_s=5)
+HEALTH = Health(port=8080, path="/health")
+HEALTH_URL = "https://pod1-8080.proxy.test/health"
+PULL_URL = "https://pod1-8080.proxy.test/api/pull"

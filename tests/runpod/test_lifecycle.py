@@ -9,13 +9,9 @@ import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import NetworkVolume
-from frutebox_infra.runpod.lifecycle import Health, Provisioner, Timeouts
+from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
+from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TIMEOUTS
 from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
-
-TIMEOUTS = Timeouts(running_s=30, healthy_s=60, poll_interval_s=2, pull_s=5)
-HEALTH = Health(port=8080, path="/health")
-HEALTH_URL = "https://pod1-8080.proxy.test/health"
-PULL_URL = "https://pod1-8080.proxy.test/api/pull"
 
 
 def states(*statuses: str) -> list[httpx.Response]:

@@ -10,8 +10,8 @@ import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.lifecycle import Provisioner
+from tests.runpod.command import HEALTH, PULL_URL, TIMEOUTS
 from tests.runpod.conftest import Clock, FakeApi, ndjson, ok
-from tests.runpod.test_lifecycle import HEALTH, PULL_URL, TIMEOUTS
 
 
 def test_pull_streams_and_reads_lines_until_success(

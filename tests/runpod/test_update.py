@@ -12,9 +12,17 @@ from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import Pod
 from frutebox_infra.runpod.lifecycle import Provisioner
 from tests.emulator_client import fault, live_pods, requests
-from tests.runpod.command import env_for, pod_request, run, volume
+from tests.runpod.command import (
+    HEALTH,
+    HEALTH_URL,
+    PULL_URL,
+    TIMEOUTS,
+    env_for,
+    pod_request,
+    run,
+    volume,
+)
 from tests.runpod.conftest import FakeApi, ok, pod, pulled
-from tests.runpod.test_lifecycle import HEALTH, HEALTH_URL, PULL_URL, TIMEOUTS
 
 BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
 

@@ -88,13 +88,10 @@ def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
 
 
 def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
-    if previous is None:
-        session.log("no volume recorded; nothing to delete")
-    elif session.prov.delete_volume(previous.volumeId):
-        session.log(f"volume {previous.volumeId} deleted")
-    else:
-        session.log(f"volume {previous.volumeId} was already gone")
-    return {}
+    volume_id = previous.volumeId if previous else None
+    return session.delete_recorded(
+        "volume", volume_id, lambda i: session.prov.delete_volume(i), "deleted"
+    )
 
 
 @contextlib.contextmanager

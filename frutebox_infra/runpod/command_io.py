@@ -171,6 +171,18 @@ class Session:
     def log(self, message: str) -> None:
         print(self.redact(message), file=self._err, flush=True)
 
+    def delete_recorded(
+        self, kind: str, resource_id: str | None, delete: Callable[[str], bool], done: str
+    ) -> dict[str, Any]:
+        """Delete what the previous output recorded; gone already (or never) is fine."""
+        if resource_id is None:
+            self.log(f"no {kind} recorded; nothing to delete")
+        elif delete(resource_id):
+            self.log(f"{kind} {resource_id} {done}")
+        else:
+            self.log(f"{kind} {resource_id} was already gone")
+        return {}
+
     @cached_property
     def prov(self) -> Provisioner:
         api = RunPodClient(

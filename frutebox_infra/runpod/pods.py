@@ -149,10 +149,5 @@ def pod_update(
 
 
 def pod_delete(session: Session, previous: PreviousPod | None) -> dict[str, Any]:
-    if previous is None:
-        session.log("no pod recorded; nothing to delete")
-    elif session.prov.terminate(previous.podId):
-        session.log(f"pod {previous.podId} terminated")
-    else:
-        session.log(f"pod {previous.podId} was already gone")
-    return {}
+    pod_id = previous.podId if previous else None
+    return session.delete_recorded("pod", pod_id, lambda i: session.prov.terminate(i), "terminated")

@@ -25,9 +25,9 @@ SPEC_MODELS = (
     "deepseek-v4.1-flash",
     "glm-5.2",
     "sdxl-1.0",
-    "stable-audio-open-1.5",
+    "stable-audio-open-1.0",
     "qwen-image-20b",
-    "ace-step-1.5",
+    "ace-step-v1-3.5b",
     "wan-2.2",
     "flux.1-schnell",
     "sd-3.5-large",
@@ -100,7 +100,7 @@ def test_at_most_eight_gpus_per_pod() -> None:
     ("model_id", "repo", "vram_gb", "context", "min_gpus", "parser"),
     [
         pytest.param(
-            "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-FP8", 235, 32768, 2, "qwen3", id="qwen3-235b"
+            "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-FP8", 239, 32768, 2, "qwen3", id="qwen3-235b"
         ),
         pytest.param(
             "qwen-3.6-27b", "Qwen/Qwen3.6-27B-FP8", 31, 32768, 1, "qwen3", id="qwen-3.6-27b"
@@ -189,12 +189,15 @@ COMFY = (
         6.94,
     ),
     (
-        "stable-audio-open-1.5",
+        "stable-audio-open-1.0",
         None,
         None,
-        [("model.safetensors", "checkpoints", "stable_audio_open_1.0.safetensors")],
+        [
+            ("model.safetensors", "checkpoints", "stable_audio_open_1.0.safetensors"),
+            ("model.safetensors", "text_encoders", "t5_base.safetensors"),
+        ],
         6,
-        4.85,
+        5.74,
     ),
     (
         "qwen-image-20b",
@@ -217,7 +220,7 @@ COMFY = (
         30.06,
     ),
     (
-        "ace-step-1.5",
+        "ace-step-v1-3.5b",
         "Comfy-Org/ACE-Step_ComfyUI_repackaged",
         "e39503e8265a02363b8c6d3fed3732944f4fc67f",
         [
@@ -283,7 +286,7 @@ def test_comfyui_recipes_are_the_checked_file_lists(
 
 
 def test_stable_audio_is_gated() -> None:
-    m = real_registry().model("stable-audio-open-1.5")
+    m = real_registry().model("stable-audio-open-1.0")
     assert m is not None and m.source is not None and m.source.gated
 
 

@@ -106,7 +106,11 @@ def provisioning_script(model: Model) -> str:
     revision = recipe.revision or model.source.revision or "main"
     lines = [_FETCH_FUNCTION]
     for file in recipe.files:
-        url = HF_RESOLVE.format(repo=repo, revision=revision, path=file.path)
+        url = HF_RESOLVE.format(
+            repo=file.repo or repo,
+            revision=file.revision or ("main" if file.repo else revision),
+            path=file.path,
+        )
         target = f"{MODELS_DIR}/{file.folder}"
         lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)

@@ -52,7 +52,7 @@ def as_json(data: Any) -> Any:
     return json.loads(json.dumps(data, allow_nan=False))
 
 
-PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-1.5"]
+PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "qwen3-8b"]
 
 
 def test_plan_json_has_the_issue_shape() -> None:
@@ -117,11 +117,11 @@ def test_plan_json_values_are_the_plan() -> None:
 
 
 def test_a_model_that_cannot_be_placed_has_nulls_not_zeros() -> None:
-    data = as_json(plan_data(fleet(["stable-audio-open-1.5"])))
+    data = as_json(plan_data(fleet(["stable-audio-open-1.0"])))
     [m] = data["models"]
     assert m["placement"] is None and m["fit"] is None and m["fallbacks"] == []
     [problem] = m["problems"]
-    assert problem["rule"] == "gated-no-token" and problem["model"] == "stable-audio-open-1.5"
+    assert problem["rule"] == "gated-no-token" and problem["model"] == "stable-audio-open-1.0"
     assert problem["fix"] and "Fix:" in problem["text"]
 
 
@@ -171,7 +171,7 @@ def test_each_unservable_model_says_the_rule_and_the_fix(token: bool) -> None:
 
 def test_catalog_says_why_the_known_gaps_are_gaps() -> None:
     by_id = {e["id"]: e for e in catalog()}
-    assert by_id["stable-audio-open-1.5"]["problemRule"] == "gated-no-token"
+    assert by_id["stable-audio-open-1.0"]["problemRule"] == "gated-no-token"
     assert by_id["flux.1-schnell"]["problemRule"] == "no-recipe"
     assert by_id["glm-5.2"]["problemRule"] == "no-recipe"
     assert by_id["llama-3.2-1b"]["servable"] is True

@@ -32,7 +32,7 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default --gpu-memory-utilization: the share of the card it ever uses."""
 VLLM_ACTIVATIONS_GIB_DENSE = 5.0
 VLLM_ACTIVATIONS_GIB_MOE = 7.5
-"""Peak activations vLLM's profiling run reserves inside its cap (MoE routing buffers are larger)."""
+"""Peak activations vLLM's profiling reserves inside its cap (MoE routing buffers are larger)."""
 VLLM_NON_TORCH_GIB = 1.0
 """CUDA context, NCCL buffers and allocator slack outside torch's accounting."""
 LLAMACPP_RESERVE_GIB_PER_GPU = 1.5
@@ -81,7 +81,7 @@ class Fit:
     available_gb: float
     reason: str | None = None
     layers_on_worst_gpu: int | None = None
-    """Layer-split engines: the layers the most loaded GPU holds (its figures are the ones shown)."""
+    """Layer-split engines: layers on the most loaded GPU (its figures are the ones shown)."""
 
     @property
     def summary(self) -> str:

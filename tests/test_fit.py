@@ -347,7 +347,9 @@ def test_coarse_rule_is_weights_times_headroom_in_consistent_units(
 @pytest.mark.parametrize(
     ("engine", "available_bytes"),
     [
-        pytest.param(MemoryModel.VLLM, 81559 * MIB * 0.9 - 8.5 * GIB, id="vllm-cap-and-moe-reserve"),
+        pytest.param(
+            MemoryModel.VLLM, 81559 * MIB * 0.9 - 8.5 * GIB, id="vllm-cap-and-moe-reserve"
+        ),
         pytest.param(
             MemoryModel.SGLANG,
             (81559 * MIB - 1 * GIB) * sglang_static_fraction(81559, 1),
@@ -373,9 +375,7 @@ def test_coarse_rule_compares_with_the_engines_cap_never_raw_vram(
     ("count", "fits"), [pytest.param(3, False, id="three-short"), pytest.param(4, True, id="four")]
 )
 def test_coarse_rule_counts_every_gpu(count: int, fits: bool) -> None:
-    fit = estimate(
-        request(MemoryModel.LLAMACPP, weights_gb=25, arch=None), TEN_THOUSAND_MIB, count
-    )
+    fit = estimate(request(MemoryModel.LLAMACPP, weights_gb=25, arch=None), TEN_THOUSAND_MIB, count)
     assert fit.fits is fits
     assert fit.weights_gb_per_gpu == pytest.approx(25 / count)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import Runtime
+from frutebox_infra.registry import Image, Runtime
 from frutebox_infra.registry_files import parse_registry
 from tests.factories import files_with, real_files, real_registry
 
@@ -516,3 +517,32 @@ def test_a_file_that_is_not_a_mapping_is_a_config_error() -> None:
 def test_a_missing_section_names_it() -> None:
     with pytest.raises(ConfigError, match="gpus"):
         parse_registry(files_with(gpus="max_gpus_per_pod: 8\n"))
+
+
+def test_every_real_gpu_and_image_records_its_architectures() -> None:
+    reg = real_registry()
+    assert all(g.architecture for g in reg.gpus)
+    for runtime, image in reg.images.items():
+        assert image.gpu_architectures, runtime
+        assert image.gpu_architectures_source, runtime
+
+
+def test_every_comfyui_recipe_declares_the_comfyui_that_added_its_loader() -> None:
+    for m in real_registry().models:
+        comfy = m.source.comfyui if m.source else None
+        if comfy is not None:
+            assert comfy.min_comfyui is not None, m.id
+
+
+@pytest.mark.parametrize(
+    ("archs", "ok"),
+    [pytest.param(["sm_90", "sm_120"], True, id="sm-names"), pytest.param(["hopper"], False)],
+)
+def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool) -> None:
+    image = real_registry().images[Runtime.SGLANG].model_dump()
+    image["gpu_architectures"] = archs
+    if ok:
+        assert Image.model_validate(image).gpu_architectures == tuple(archs)
+    else:
+        with pytest.raises(ValidationError, match="compute capability"):
+            Image.model_validate(image)

@@ -16,7 +16,13 @@ from tests.factories import model, real_images, real_registry, registry, words
 from tests.recipes.conftest import BuildPod
 
 A5000 = "NVIDIA RTX A5000"
-COMFY_MODELS = ("sdxl-1.0", "stable-audio-open-1.0", "qwen-image-20b", "ace-step-v1-3.5b", "wan-2.2")
+COMFY_MODELS = (
+    "sdxl-1.0",
+    "stable-audio-open-1.0",
+    "qwen-image-20b",
+    "ace-step-v1-3.5b",
+    "wan-2.2",
+)
 
 
 def fetches(m: Model) -> list[tuple[str, str, str]]:

@@ -33,8 +33,23 @@ ISSUE_CATALOG = {"id", "engine", "servable", "problem", "cheapest", "placements"
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
 PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud"}
-MODEL_KEYS = ISSUE_MODEL | {"imagePinned", "contextTokens", "usdPerHourBest", "usdPerHourWorst"}
-FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu"}
+MODEL_KEYS = ISSUE_MODEL | {
+    "imagePinned",
+    "contextTokens",
+    "usdPerHourBest",
+    "usdPerHourWorst",
+    "launch",
+}
+FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu", "layersOnWorstGpu"}
+LAUNCH_KEYS = {
+    "image",
+    "args",
+    "envNames",
+    "secretEnvNames",
+    "ports",
+    "healthPath",
+    "expectedFiles",
+}
 VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter"}
 BUDGET_KEYS = ISSUE_BUDGET | {"headroomUsdPerHour"}
 PROBLEM_KEYS = {"model", "rule", "message", "fix", "text"}
@@ -81,6 +96,7 @@ def test_plan_json_keys_are_pinned() -> None:
         if m["placement"] is not None:
             assert set(m["placement"]) == ISSUE_PLACEMENT
             assert set(m["fit"]) == FIT_KEYS
+            assert set(m["launch"]) == LAUNCH_KEYS
         for p in m["problems"]:
             assert set(p) == PROBLEM_KEYS
     assert data["problems"] and all(set(p) == PROBLEM_KEYS for p in data["problems"])
@@ -175,3 +191,26 @@ def test_catalog_says_why_the_known_gaps_are_gaps() -> None:
     assert by_id["flux.1-schnell"]["problemRule"] == "no-recipe"
     assert by_id["glm-5.2"]["problemRule"] == "no-recipe"
     assert by_id["llama-3.2-1b"]["servable"] is True
+
+
+def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
+    models = ["qwen-3.6-27b", "kimi-k2.6", "sdxl-1.0", "stable-audio-open-1.0", "qwen3-8b"]
+    plan = fleet(models, hfToken="configured")
+    text = json.dumps(as_json(plan_data(plan)))
+    for m in plan.models:
+        assert m.placement is not None, m.problems
+        pod = m.placement.pod
+        launch = as_json(plan_data(plan))["models"][models.index(m.model_id)]["launch"]
+        assert launch["image"] == pod.image and launch["args"] == pod.args
+        assert launch["ports"] == pod.ports and launch["healthPath"] == pod.health_path
+        assert launch["envNames"] == sorted({*pod.env, *pod.secret_env})
+        for name, value in pod.env.items():
+            if len(value) > 40:  # scripts and paths: named, never printed
+                assert value not in text, name
+    audio = plan.model("stable-audio-open-1.0")
+    assert audio is not None and audio.placement is not None
+    assert "HF_TOKEN" in as_json(plan_data(plan))["models"][3]["launch"]["secretEnvNames"]
+    assert audio.placement.pod.expected_files == (
+        "checkpoints/stable_audio_open_1.0.safetensors",
+        "text_encoders/t5_base.safetensors",
+    )

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 import frutebox_infra.recipes as recipes_pkg
 from frutebox_infra.fit import estimate
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
-from frutebox_infra.registry import Image, Model, Runtime
-from frutebox_infra.resolver import Cloud, Resolution, fit_request, image_gpu_problem, resolve
+from frutebox_infra.registry import Cloud, Image, Model, Runtime
+from frutebox_infra.resolver import Resolution, fit_request, image_gpu_problem, resolve
 from tests.factories import (
     GB,
     GIB,

@@ -8,6 +8,7 @@ import pytest
 
 from frutebox_infra.fit import (
     HEADROOM,
+    Fit,
     FitRequest,
     MemoryModel,
     estimate,
@@ -133,12 +134,18 @@ def test_hybrid_counts_only_full_attention_layers() -> None:
     assert kv_bytes_per_token(as_if_all, 1, 2) == 4 * per_token
 
 
-def test_hybrid_on_vllm_adds_its_per_sequence_state() -> None:
-    gpu_ = real_gpu(H200)
+def hybrid_with_and_without_state(engine: MemoryModel) -> tuple[Fit, Fit]:
+    """Qwen3.6-27B on one H200, with its recurrent state and as if it had none."""
     without_state = QWEN36_27B.model_copy(update={"state_bytes_per_sequence": 0})
-    req = request(MemoryModel.VLLM, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
-    with_fit = estimate(req, gpu_, 1)
-    bare_fit = estimate(dataclasses.replace(req, architecture=without_state), gpu_, 1)
+    req = request(engine, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
+    with_state = estimate(req, real_gpu(H200), 1)
+    return with_state, estimate(
+        dataclasses.replace(req, architecture=without_state), real_gpu(H200), 1
+    )
+
+
+def test_hybrid_on_vllm_adds_its_per_sequence_state() -> None:
+    with_fit, bare_fit = hybrid_with_and_without_state(MemoryModel.VLLM)
     assert with_fit.kv_bytes_per_token == bare_fit.kv_bytes_per_token
     assert with_fit.kv_tokens == bare_fit.kv_tokens
     per_sequence = 32768 * bare_fit.kv_bytes_per_token + 150 * 2**20  # type: ignore[operator]
@@ -149,11 +156,7 @@ def test_hybrid_on_vllm_adds_its_per_sequence_state() -> None:
 
 def test_sglang_splits_a_hybrid_pool_between_state_and_kv() -> None:
     # SGLang's --mamba-full-memory-ratio 0.9: KV gets 1/1.9 of the pool, the state the rest.
-    gpu_ = real_gpu(H200)
-    without_state = QWEN36_27B.model_copy(update={"state_bytes_per_sequence": 0})
-    req = request(MemoryModel.SGLANG, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
-    split = estimate(req, gpu_, 1)
-    whole = estimate(dataclasses.replace(req, architecture=without_state), gpu_, 1)
+    split, whole = hybrid_with_and_without_state(MemoryModel.SGLANG)
     assert split.kv_tokens == pytest.approx(whole.kv_tokens / 1.9, rel=1e-6)  # type: ignore[operator]
     assert split.full_context_sequences == pytest.approx(
         whole.full_context_sequences / 1.9,  # type: ignore[operator]

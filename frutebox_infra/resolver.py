@@ -362,4 +362,11 @@ def _source_warnings(model: Model, recipe: Recipe, image: Image) -> list[str]:
             f"weights {source.hf_repo} are not pinned to a revision: a pod pulls whatever"
             " `main` is that day (add source.revision)"
         )
+    if comfy is not None and recipe.runtime == "comfyui":
+        warnings += [
+            f"{f.stored_name} from {f.repo} is not pinned to a revision: a pod pulls whatever"
+            " `main` is that day (add its revision in source.comfyui.files)"
+            for f in comfy.files
+            if f.repo is not None and f.revision is None
+        ]
     return warnings

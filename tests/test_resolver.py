@@ -741,3 +741,10 @@ def test_former_ids_still_resolve_with_a_deprecation_warning(armed: str, current
 def test_a_former_id_may_not_be_reused() -> None:
     with pytest.raises(ValidationError, match="former id"):
         registry([model("new", former_ids=["old"]), model("old")])
+
+
+def test_a_comfyui_file_from_its_own_unpinned_repo_is_warned_about() -> None:
+    r = resolve(real_registry(), "stable-audio-open-1.0", TOKEN)
+    assert any("t5_base.safetensors from google-t5/t5-base" in w for w in r.warnings)
+    sdxl = resolve(real_registry(), "sdxl-1.0", TOKEN)
+    assert not any("source.comfyui.files" in w for w in sdxl.warnings)

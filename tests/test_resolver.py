@@ -724,17 +724,21 @@ def test_qwen3_coder_at_tp8_gets_expert_parallelism() -> None:
 
 
 @pytest.mark.parametrize(
-    ("armed", "current"),
+    ("armed", "current", "rule"),
     [
-        ("stable-audio-open-1.5", "stable-audio-open-1.0"),
-        ("ace-step-1.5", "ace-step-v1-3.5b"),
+        ("stable-audio-open-1.5", "stable-audio-open-1.0", None),
+        # Still refused on the pinned image, but under the model it now names.
+        ("ace-step-1.5", "ace-step-v1-3.5b", "image-cannot-serve"),
     ],
 )
-def test_former_ids_still_resolve_with_a_deprecation_warning(armed: str, current: str) -> None:
+def test_former_ids_still_resolve_with_a_deprecation_warning(
+    armed: str, current: str, rule: str | None
+) -> None:
     r = resolve(real_registry(), armed, TOKEN)
     assert r.model is not None and r.model.id == current
     assert r.model_id == armed  # the pod keeps its name: no replacement for a rename
-    if r.problem is None:
+    assert (r.problem.rule if r.problem else None) == rule
+    if rule is None:
         assert any(f"former id of {current}" in w for w in r.warnings)
 
 

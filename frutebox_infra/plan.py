@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from frutebox_infra.colocate import PodGroup, build_pod, choose_groups, members_of
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
@@ -116,10 +117,20 @@ class FleetPlan:
     volume: VolumePlan
     problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
+    pods: tuple[PodGroup, ...] = ()
+    """Every pod, in the order of its first member in `models`; a model in none has no pod."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def pod_of(self, model_id: str) -> PodGroup | None:
+        return next((p for p in self.pods if model_id in p.model_ids), None)
+
+    @property
+    def colocation_saving_usd_per_hour(self) -> float:
+        """Best case, against one pod per model."""
+        return round(sum(p.saving_usd_per_hour for p in self.pods), 2)
 
     @property
     def usd_per_hour_best(self) -> float:
@@ -188,6 +199,7 @@ def plan_fleet(
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
     models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
+    models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -203,7 +215,7 @@ def plan_fleet(
                 " across stacks",
             )
         )
-    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
+    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods)
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
@@ -216,7 +228,49 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings))
+    return FleetPlan(
+        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods
+    )
+
+
+def _pods(
+    registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]
+) -> tuple[tuple[ModelPlan, ...], tuple[PodGroup, ...]]:
+    """Group the planned models into pods (one each unless `colocate` finds sharing cheaper);
+    a shared member's placements become its view of the pod: its share of the price."""
+    planned = [m for m in models if m.placement is not None and not m.problems]
+    members = members_of(
+        (
+            (m.model_id, m.candidates, settings.colocate and not _own_pod(settings, m.model_id))
+            for m in planned
+        ),
+        settings,
+    )
+    by_id = {m.model_id: m for m in members}
+    if settings.colocate:
+        groups = choose_groups(registry, settings, members)
+    else:
+        groups = tuple((m.model_id,) for m in members)
+    views: dict[str, tuple[PlacementOption, ...]] = {}
+    pods = []
+    for ids in groups:
+        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
+        pods.append(pod)
+        views.update(seen)
+    order = {m.model_id: i for i, m in enumerate(models)}
+    pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
+    replanned = tuple(
+        replace(m, placement=views[m.model_id][0], fallbacks=views[m.model_id][1:])
+        if m.model_id in views
+        else m
+        for m in models
+    )
+    return replanned, tuple(pods)
+
+
+def _own_pod(settings: StackSettings, model_id: str) -> bool:
+    override = settings.overrides.get(model_id)
+    return override is not None and (override.own_pod or override.gpu is not None)
 
 
 def _plan_model(
@@ -284,7 +338,9 @@ def volume_name(stack: str) -> str:
 
 
 def pod_name(stack: str, model_id: str) -> str:
-    """Unique per stack and model: the client adopts a pod by this name after a 5xx."""
+    """Unique per stack and pod: the client adopts a pod by this name after a 5xx. A shared
+    pod is named after its anchor (largest member), so the name survives smaller members
+    coming and going."""
     return f"frutebox-{stack}-{model_id}"
 
 

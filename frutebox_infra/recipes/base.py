@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
@@ -12,6 +13,19 @@ from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
+
+
+class Sharing(StrEnum):
+    """How one server of an engine holds several models, which decides a shared pod's fit.
+
+    SUM: every member stays loaded at once (Ollama keeps each model's runner, weights and KV
+    slots resident), so the members' needs add up under one engine reserve. LARGEST: the server
+    swaps checkpoints in and out of VRAM on demand (ComfyUI's model management frees loaded
+    models before loading another), so only the largest member must fit.
+    """
+
+    SUM = "sum"
+    LARGEST = "largest"
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,8 @@ class Recipe(ABC):
     default_concurrency: ClassVar[int]
     entrypoint: ClassVar[str]
     """How the recipe's `args` reach the process; must match the image's registry entry."""
+    sharing: ClassVar[Sharing | None] = None
+    """How one server serves several models, or None where one pod serves one model."""
 
     @abstractmethod
     def missing(self, model: Model) -> str | None:

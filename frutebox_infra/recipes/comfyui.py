@@ -11,6 +11,7 @@ from frutebox_infra.recipes.base import (
     Recipe,
     ServeOptions,
     Serving,
+    Sharing,
     version_tuple,
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
@@ -34,6 +35,9 @@ class ComfyUI(Recipe):
     runtime = Runtime.COMFYUI
     entrypoint = "none"
     default_concurrency = 1
+    # One server lists every checkpoint on the volume but loads them on demand, freeing what
+    # is loaded when the next one needs the room: members take turns in VRAM, never add up.
+    sharing = Sharing.LARGEST
 
     def missing(self, model: Model) -> str | None:
         if _recipe(model) is None:

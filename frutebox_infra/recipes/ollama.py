@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, Sharing
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -14,6 +14,9 @@ class Ollama(Recipe):
     runtime = Runtime.OLLAMA
     entrypoint = "fixed-binary"
     default_concurrency = 4
+    # Each loaded model keeps its own runner (weights + KV for OLLAMA_NUM_PARALLEL slots);
+    # with OLLAMA_MAX_LOADED_MODELS >= members and OLLAMA_KEEP_ALIVE=-1 they stay resident.
+    sharing = Sharing.SUM
 
     def missing(self, model: Model) -> str | None:
         if model.weights.vram_gb is None:

@@ -127,6 +127,11 @@ class FleetPlan:
     def pod_of(self, model_id: str) -> PodGroup | None:
         return next((p for p in self.pods if model_id in p.model_ids), None)
 
+    def pod_name_of(self, model_id: str) -> str | None:
+        """The RunPod name of the pod serving `model_id` (shared by a pod's members)."""
+        pod = self.pod_of(model_id)
+        return pod_name(self.stack, pod.anchor) if pod else None
+
     @property
     def colocation_saving_usd_per_hour(self) -> float:
         """Best case, against one pod per model."""

@@ -132,10 +132,18 @@ def members_of(
     return out
 
 
+FitCache = dict[tuple[str, str, int], Fit]
+"""A member's fit by (model id, GPU id, count): the same for every group it is tried in."""
+
+
 def group_placements(
-    registry: Registry, settings: StackSettings, members: Sequence[Member]
+    registry: Registry,
+    settings: StackSettings,
+    members: Sequence[Member],
+    cache: FitCache | None = None,
 ) -> tuple[GroupPlacement, ...]:
     """Per GPU type the smallest count the whole group fits, cheapest first, within the premium."""
+    cache = {} if cache is None else cache
     sharing = members[0].sharing
     assert sharing is not None
     found: list[GroupPlacement] = []
@@ -144,7 +152,7 @@ def group_placements(
         if price is None or any(not _gpu_allowed(m, gpu) for m in members):
             continue
         for count in range(1, min(gpu.max_count, registry.max_gpus_per_pod) + 1):
-            placement = _on(members, sharing, gpu, count, round(price * count, 2))
+            placement = _on(members, sharing, gpu, count, round(price * count, 2), cache)
             if placement is not None:
                 found.append(placement)
                 break
@@ -163,16 +171,24 @@ def _gpu_allowed(member: Member, gpu: Gpu) -> bool:
 
 
 def _on(
-    members: Sequence[Member], sharing: Sharing, gpu: Gpu, count: int, usd: float
+    members: Sequence[Member],
+    sharing: Sharing,
+    gpu: Gpu,
+    count: int,
+    usd: float,
+    cache: FitCache,
 ) -> GroupPlacement | None:
     fits: list[Fit] = []
     for m in members:
         first = m.alone[0]
         if first.recipe.count_problem(first.model, count) is not None:
             return None
-        options = ServeOptions(min_sequences=m.min_sequences)
-        request = fit_request(first.model, first.recipe, first.serving, options, gpu)
-        fit = estimate(request, gpu, count)
+        key = (m.model_id, gpu.id, count)
+        fit = cache.get(key)
+        if fit is None:
+            options = ServeOptions(min_sequences=m.min_sequences)
+            request = fit_request(first.model, first.recipe, first.serving, options, gpu)
+            fit = cache[key] = estimate(request, gpu, count)
         if not fit.fits:
             return None
         fits.append(fit)
@@ -211,6 +227,7 @@ class _Costs:
     def __init__(self, registry: Registry, settings: StackSettings, members: list[Member]):
         self.registry, self.settings, self.members = registry, settings, members
         self._cache: dict[int, Cost | None] = {}
+        self._fits: FitCache = {}
 
     def ids(self, mask: int) -> tuple[str, ...]:
         return tuple(m.model_id for i, m in enumerate(self.members) if mask >> i & 1)
@@ -228,7 +245,7 @@ class _Costs:
         elif prune and any(self._cache.get(mask & ~(1 << i), ()) is None for i in _bits(mask)):
             result = None  # a member less already fits nowhere: a member more cannot either
         else:
-            placements = group_placements(self.registry, self.settings, chosen)
+            placements = group_placements(self.registry, self.settings, chosen, self._fits)
             result = (
                 (_cents(placements[0].usd_per_hour),
                  _cents(max(p.usd_per_hour for p in placements)), len(chosen))

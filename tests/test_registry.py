@@ -327,7 +327,8 @@ def test_images_are_the_spec_repositories_and_pinned() -> None:
     assert images[Runtime.SGLANG].repository == "lmsysorg/sglang"
     assert images[Runtime.LLAMACPP].repository == "ghcr.io/ggml-org/llama.cpp"
     assert images[Runtime.OLLAMA].repository == "ollama/ollama"
-    assert images[Runtime.COMFYUI].repository == "ghcr.io/ai-dock/comfyui"
+    # ComfyUI runs on the official PyTorch image; the recipe installs ComfyUI itself.
+    assert images[Runtime.COMFYUI].repository == "pytorch/pytorch"
     assert (images[Runtime.SGLANG].port, images[Runtime.LLAMACPP].port) == (8080, 8080)
     assert images[Runtime.OLLAMA].port == 11434
     assert (images[Runtime.COMFYUI].port, images[Runtime.COMFYUI].health_path) == (

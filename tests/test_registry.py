@@ -254,10 +254,11 @@ COMFY = (
                 "text_encoders",
                 "umt5_xxl_fp8_e4m3fn_scaled.safetensors",
             ),
-            ("split_files/vae/wan2.2_vae.safetensors", "vae", "wan2.2_vae.safetensors"),
+            # The A14B experts decode with the Wan 2.1 VAE; wan2.2_vae is the 5B model's.
+            ("split_files/vae/wan_2.1_vae.safetensors", "vae", "wan_2.1_vae.safetensors"),
         ],
         24,
-        36.73,
+        35.57,
     ),
 )
 

@@ -24,7 +24,8 @@ MODELS_DIR = f"{COMFY_BASE}/models"
 INSTALL_ROOT = f"{VOLUME_PATH}/comfyui"
 """One directory per ComfyUI release (source + venv), installed once and shared by pods."""
 
-SOURCE_TARBALL = "https://github.com/comfyanonymous/ComfyUI/archive/refs/tags/v{version}.tar.gz"
+SOURCE_TARBALL = "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v{version}.tar.gz"
+"""ComfyUI's release tarball (the repository moved from comfyanonymous/ComfyUI to Comfy-Org)."""
 
 HF_RESOLVE = "https://huggingface.co/{repo}/resolve/{revision}/{path}"
 
@@ -115,25 +116,38 @@ class ComfyUI(Recipe):
         return self.pod_spec(
             model,
             image,
-            shlex.join(["bash", "-c", launch_script(image)]),
+            shlex.join(["bash", "-c", launch_script(image, model.id)]),
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
 
 
-def launch_script(image: Image) -> str:
+def launch_script(image: Image, model_id: str) -> str:
     """Install the pinned ComfyUI release, fetch the weights, exec the server.
 
     The release is unpacked and its requirements installed into a venv inside a fresh
     temporary directory that is then renamed into place: a failed step removes it, a pod
     killed half-way leaves only a temporary directory, and two pods booting at once cannot
-    interleave (the second rename fails and that pod uses the winner's copy). The venv sees the image's
-    PyTorch (--system-site-packages), so pip keeps its CUDA build instead of fetching one.
+    interleave (the second rename fails and that pod uses the winner's copy). The venv sees
+    the image's PyTorch (--system-site-packages), so pip keeps its CUDA build.
+
+    Pods of different models share the install and the models folders on the volume, but
+    not what one pod's server would disturb in another's: each writes its own output
+    folder, keeps its scratch files on the container disk (ComfyUI empties its temp folder
+    at start) and its asset database in memory (SQLite on a shared network volume, written
+    by several servers, would lock or corrupt).
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
     version = image.engine_version
     home = f"{INSTALL_ROOT}/{version}"
     tarball = SOURCE_TARBALL.format(version=version)
+    server = [
+        *("main.py", "--listen", "0.0.0.0", "--port", str(image.port)),
+        *("--base-directory", COMFY_BASE),
+        *("--output-directory", f"{COMFY_BASE}/output/{model_id}"),
+        *("--temp-directory", "/tmp/comfyui"),
+        *("--database-url", "sqlite:///:memory:"),
+    ]
     return "\n".join(
         [
             "set -eo pipefail",
@@ -149,8 +163,7 @@ def launch_script(image: Image) -> str:
             "fi",
             'eval "$FRUTEBOX_PROVISION"',
             'cd "$home"',
-            f'exec "$home/venv/bin/python" main.py --listen 0.0.0.0 --port {image.port}'
-            f" --base-directory {COMFY_BASE}",
+            f'exec "$home/venv/bin/python" {shlex.join(server)}',
         ]
     )
 

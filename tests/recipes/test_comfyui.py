@@ -67,6 +67,8 @@ def test_args_install_comfyui_fetch_the_weights_then_exec_the_server(
     assert words(script.rstrip().splitlines()[-1]) == [
         *("exec", "$home/venv/bin/python", "main.py", "--listen", "0.0.0.0", "--port", "8188"),
         *("--base-directory", "/workspace/ComfyUI"),
+        *("--output-directory", f"/workspace/ComfyUI/output/{model_id}"),
+        *("--temp-directory", "/tmp/comfyui", "--database-url", "sqlite:///:memory:"),
     ]
     for text in (script, pod.env["FRUTEBOX_PROVISION"]):
         assert subprocess.run(["bash", "-n", "-c", text], check=False).returncode == 0
@@ -77,9 +79,9 @@ def test_args_install_comfyui_fetch_the_weights_then_exec_the_server(
 
 def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
     image = real_images()[Runtime.COMFYUI]
-    script = launch_script(image.model_copy(update={"engine_version": "0.9.1"}))
+    script = launch_script(image.model_copy(update={"engine_version": "0.9.1"}), "sdxl-1.0")
     assert f"home={INSTALL_ROOT}/0.9.1\n" in script
-    assert "/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
+    assert "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
 
 
 @pytest.mark.parametrize("model_id", COMFY_MODELS)
@@ -346,7 +348,7 @@ def release_tarball(tmp_path: Path) -> bytes:
 
 def run_launch(tmp_path: Path, base_url: str) -> int:
     image = real_images()[Runtime.COMFYUI]
-    script = launch_script(image).replace("https://github.com", base_url)
+    script = launch_script(image, "sdxl-1.0").replace("https://github.com", base_url)
     script = script.replace("/workspace", str(tmp_path / "workspace"))
     provision = provisioning_script(catalog_model("sdxl-1.0")).replace(
         "https://huggingface.co", base_url
@@ -392,11 +394,18 @@ def test_launch_installs_the_release_once_then_execs_comfyui_on_the_volume(
         server.server_close()
     home = tmp_path / "workspace" / "comfyui" / "0.8.0"
     ran = (home / "main.py.ran").read_text().splitlines()
+    comfy = f"{tmp_path}/workspace/ComfyUI"
     assert (
-        ran == [f"--listen 0.0.0.0 --port 8188 --base-directory {tmp_path}/workspace/ComfyUI"] * 2
+        ran
+        == [
+            f"--listen 0.0.0.0 --port 8188 --base-directory {comfy}"
+            f" --output-directory {comfy}/output/sdxl-1.0 --temp-directory /tmp/comfyui"
+            " --database-url sqlite:///:memory:"
+        ]
+        * 2
     )
     assert [p for p, _ in Release.log].count(
-        "/comfyanonymous/ComfyUI/archive/refs/tags/v0.8.0.tar.gz"
+        "/Comfy-Org/ComfyUI/archive/refs/tags/v0.8.0.tar.gz"
     ) == 1
     assert (tmp_path / "workspace/ComfyUI/models/checkpoints/sd_xl_base_1.0.safetensors").is_file()
     # Nothing half-installed is left beside the release.

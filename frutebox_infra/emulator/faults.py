@@ -16,6 +16,7 @@ OPERATIONS = frozenset(
         "pods.update",
         "pods.delete",
         "pods.action",
+        "pods.logs",
         "volumes.list",
         "volumes.create",
         "volumes.get",

@@ -20,6 +20,7 @@ from frutebox_infra.emulator.faults import (
     FaultQueue,
     parse_faults,
 )
+from frutebox_infra.emulator.realism import RateLimiter
 from frutebox_infra.emulator.records import RawBody
 from frutebox_infra.emulator.state import Account
 
@@ -84,6 +85,7 @@ class App:
         contract: Contract | None = None,
     ) -> None:
         self.account = account
+        self.limiter = RateLimiter(account.realism)
         self.faults = FaultQueue()
         self.contract = contract or Contract()
         self.proxy_base = proxy_base
@@ -129,7 +131,12 @@ class App:
             return Response.problem(ApiProblem(404, f"no route for {path}"))
         route, match = chosen
         entry: dict[str, Any] = {"op": route.op, "method": method, "path": path, "body": None}
+        quota: dict[str, str] = {}
         try:
+            self._authenticate(headers)
+            quota, limited = self.limiter.admit()
+            if limited is not None:
+                raise limited
             response = self._run(route, match.groupdict(), query, headers, raw, entry)
         except ApiProblem as problem:
             response = Response.problem(problem)
@@ -137,7 +144,16 @@ class App:
             response = Response.problem(ApiProblem(500, f"emulator error: {exc!r}"))
         entry["status"] = response.status
         self.account.requests.append(entry)
-        return response
+        # Authenticated answers carry the quota state, successes as well as 429s.
+        return Response(response.status, response.body, {**quota, **response.headers})
+
+    def _authenticate(self, headers: Mapping[str, str]) -> None:
+        token = headers.get("authorization", "")
+        if not token.startswith("Bearer ") or not token[7:].strip():
+            raise ApiProblem(401, "missing bearer token")
+        expected = self.account.realism.api_key
+        if expected is not None and token[7:].strip() != expected:
+            raise ApiProblem(401, "invalid API key")
 
     def _run(
         self,
@@ -148,9 +164,6 @@ class App:
         raw: bytes,
         entry: dict[str, Any],
     ) -> Response:
-        token = headers.get("authorization", "")
-        if not token.startswith("Bearer ") or not token[7:].strip():
-            raise ApiProblem(401, "missing bearer token")
         body: Any = None
         if raw:
             try:
@@ -190,6 +203,7 @@ class App:
         if (method, path) == ("POST", "/_emulator/reset"):
             self.account.reset()
             self.faults.clear()
+            self.limiter.reset()
             return Response(200, {})
         if (method, path) == ("GET", "/_emulator/state"):
             state = self.account.snapshot()
@@ -235,6 +249,16 @@ class App:
     def update_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         return Response(200, self.account.update_pod(params["id"], body).view())
 
+    def pod_logs(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        """Server-Sent Events, one `data:` per line; this emulator ends the stream at once."""
+        tail = int((query.get("tail") or ["100"])[0])
+        events = []
+        for index, line in enumerate(self.account.logs(params["id"], min(max(tail, 0), 5000))):
+            ts = f"2026-01-01T00:00:00Z/{index:012d}"
+            data = json.dumps({"ts": ts, "source": "container", "line": line})
+            events.append(f"id: {ts}\ndata: {data}\n\n")
+        return Response.of(200, RawBody("text/event-stream", "".join(events).encode()))
+
     def delete_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         self.account.terminate_pod(params["id"])
         return Response(204)
@@ -264,7 +288,36 @@ class App:
 def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
     with_stock = "AVAILABILITY" in ",".join(query.get("include", [])).upper()
     gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
+    if with_stock:
+        for gpu in gpus:
+            # What hosts of this type report; `available` follows the type's overall stock.
+            free = gpu.get("availability", "NONE") != "NONE"
+            gpu["cudaVersions"] = [
+                {"version": v, "available": free} for v in app.account.realism.host_cuda(gpu["id"])
+            ]
     return Response(200, {"gpus": gpus})
+
+
+REGIONS = {"EU": "EUROPE", "EUR": "EUROPE", "US": "NORTH_AMERICA", "CA": "NORTH_AMERICA"}
+REGIONS["AP"] = "ASIA"
+
+
+def _list_data_centers(
+    app: App, params: Params, body: Any, query: dict[str, list[str]]
+) -> Response:
+    realism = app.account.realism
+    centres = [
+        {
+            "id": dc,
+            "name": name,
+            "region": REGIONS.get(dc.split("-")[0], "UNKNOWN"),
+            "globalNetwork": False,
+            "networkVolumeTypes": list(realism.tiers(dc)),
+            "compliance": [],
+        }
+        for dc, name in app.account.catalog.data_centers.items()
+    ]
+    return Response(200, {"dataCenters": centres})
 
 
 def _route(method: str, path: str, op: str, schema: str | None, handler: Handler) -> Route:
@@ -278,6 +331,7 @@ ROUTES = (
     _route("GET", "/v2/pods/{id}", "pods.get", None, App.get_pod),
     _route("PATCH", "/v2/pods/{id}", "pods.update", "UpdatePodRequest", App.update_pod),
     _route("DELETE", "/v2/pods/{id}", "pods.delete", None, App.delete_pod),
+    _route("GET", "/v2/pods/{id}/logs", "pods.logs", None, App.pod_logs),
     _route("POST", "/v2/pods/{id}/action", "pods.action", "PodActionRequest", App.pod_action),
     _route("GET", "/v2/network-volumes", "volumes.list", None, App.list_volumes),
     _route(
@@ -297,4 +351,5 @@ ROUTES = (
     ),
     _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
     _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
+    _route("GET", "/v2/catalog/datacenters", "catalog.datacenters", None, _list_data_centers),
 )

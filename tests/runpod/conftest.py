@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.runpod.client import ProxyClient, RetryPolicy, RunPodClient
 from frutebox_infra.runpod.lifecycle import Provisioner
@@ -164,7 +165,10 @@ def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
     started: list[RunningEmulator] = []
 
     def make(stock: Stock | None = None) -> RunningEmulator:
-        running = start(host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin())
+        # Unit tests of the command use the fast account; tests/e2e run the realistic one.
+        running = start(
+            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
+        )
         started.append(running)
         return running
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -18,6 +18,9 @@ PROJECT = "frutebox-infra"
 STACKS_DIR = repo_root() / "stacks"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists."""
+
+
+VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
 
 
 class ModelOverride(BaseModel):
@@ -54,7 +57,12 @@ class StackSettings(BaseModel):
     overrides: dict[str, ModelOverride] = Field(default_factory=dict)
     spec_decode: bool = Field(default=True, alias="specDecode")
     runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
-    health_timeout_seconds: int = Field(default=1800, alias="healthTimeoutSeconds", ge=1)
+    health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=1)
+    """None: each pod's health deadline scales with the weights it downloads (plan.py)."""
+    download_mb_per_s: float = Field(
+        default=100.0, alias="downloadMBps", gt=0, le=100_000, description="assumed download"
+    )
+    volume_type: VolumeTier = Field(default="STANDARD", alias="volumeType")
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
     """Derived from the secret's presence, never read from the stack file."""
 
@@ -111,7 +119,9 @@ _FIXES = {
     "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
     "specDecode": "true or false",
     "runpodApiUrl": "the RunPod API base URL, or leave it unset",
-    "healthTimeoutSeconds": "a whole number of seconds, at least 1",
+    "healthTimeoutSeconds": "a whole number of seconds, at least 1 (unset: scales with weights)",
+    "downloadMBps": "the download speed to assume onto the volume, MB/s above 0 (e.g. 100)",
+    "volumeType": "STANDARD or HIGH_PERFORMANCE",
 }
 _KNOWN_KEYS = tuple(
     sorted((f.alias or name) for name, f in StackSettings.model_fields.items()

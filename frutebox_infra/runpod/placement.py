@@ -162,11 +162,15 @@ def place(
     before = _clear_orphans(api, name, owner, log)
 
     def fresh() -> list[Pod]:
-        return [p for p in api.list_pods() if owner.owns(p) and p.id not in before]
+        # The list has no name filter, so we filter here; pods from before are not new.
+        return [
+            p
+            for p in api.list_pods()
+            if p.name == name and owner.owns(p) and p.id not in before and p.status != "TERMINATED"
+        ]
 
     def find_new() -> Pod | None:
-        # The list has no name filter, so we filter here; pods from before are not ours.
-        found = [p for p in fresh() if p.name == name]
+        found = fresh()
         for extra in found[1:]:
             log(f"terminating duplicate pod {extra.id} named {name}")
             with contextlib.suppress(NotFoundError):

@@ -263,3 +263,67 @@ def test_volume_delete_treats_404_as_gone(provisioner: Provisioner, fake: FakeAp
     fake.on("DELETE", "/v2/network-volumes/v1", problem(404, "not found"))
     fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": []}))
     assert provisioner.delete_volume("v1") is False
+
+
+def test_waits_ride_out_5xx_429_and_silence_until_their_own_deadline(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    def silence(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("no route", request=request)
+
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        *[problem(503, "down")] * 5,
+        problem(429, "slow down", headers={"Retry-After": "7"}),
+        silence,
+        ok(200, pod(status="RUNNING")),
+    )
+    assert provisioner.wait_running("pod1", TIMEOUTS).status == "RUNNING"
+    assert 7 in clock.sleeps  # Retry-After honoured
+    assert not fake.calls("DELETE")
+    assert sum("did not answer" in line for line in logs) == 7
+
+
+def test_a_wait_still_ends_at_its_deadline_when_the_api_never_answers(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", problem(503, "down"))
+    with pytest.raises(errors.PodFailedError, match="after 30s"):
+        provisioner.wait_running("pod1", TIMEOUTS)
+    assert 30 <= clock.now <= 31
+
+
+def test_health_is_probed_through_the_proxy_and_the_api_asked_rarely(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="RUNNING")))
+    fake.on("GET", HEALTH_URL, *[ok(502, {})] * 20, ok(200, {}))
+    provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
+    probes, api_reads = len(fake.calls("GET", "/health")), len(fake.calls("GET", "/v2/pods/pod1"))
+    # A probe every poll interval, the API only once per api_check_s.
+    assert probes == 21 and 0 < api_reads <= clock.now / TIMEOUTS.api_check_s
+
+
+def test_polling_slows_down_when_the_quota_runs_low(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    low = {"RateLimit": '"minute";r=3;t=40, "hour";r=2000;t=3000'}
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        httpx.Response(200, json=pod(status="STARTING"), headers=low),
+        ok(200, pod(status="RUNNING")),
+    )
+    provisioner.wait_running("pod1", TIMEOUTS)
+    assert clock.sleeps == [20.0]  # 2 spendable requests in 40 s, not the 2 s poll interval
+
+
+def test_a_failure_carries_the_last_lines_of_the_pods_log(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="ERROR")))
+    stream = 'data: {"line": "RuntimeError: no kernel image is available"}\n\n'
+    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
+    with pytest.raises(errors.PodFailedError, match="no kernel image is available"):
+        provisioner.wait_running("pod1", TIMEOUTS)

@@ -231,6 +231,10 @@ class App:
                 "body": body,
                 "status": status,
                 "authorization": "authorization" in headers,
+                # Which container answered: a probe of the old one after a PATCH shows here.
+                "startedAt": pod.started_at
+                if (pod := self.account.pods.get(match["pod"]))
+                else None,
             }
         )
         return Response.of(status, payload)

@@ -57,10 +57,10 @@ class StackSettings(BaseModel):
     overrides: dict[str, ModelOverride] = Field(default_factory=dict)
     spec_decode: bool = Field(default=True, alias="specDecode")
     runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
-    health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=1)
-    """None: each pod's health deadline scales with the weights it downloads (plan.py)."""
-    download_mb_per_s: float = Field(
-        default=100.0, alias="downloadMBps", gt=0, le=100_000, description="assumed download"
+    health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=0)
+    """None (or 0 in the stack): each pod's deadline scales with the weights it downloads."""
+    download_mb_per_s: int = Field(
+        default=100, alias="downloadMBps", ge=1, le=100_000, description="assumed download"
     )
     volume_type: VolumeTier = Field(default="STANDARD", alias="volumeType")
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
@@ -76,6 +76,11 @@ class StackSettings(BaseModel):
     @field_validator("runpod_api_url")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("health_timeout_seconds")
+    @classmethod
+    def _zero_scales(cls, value: int | None) -> int | None:
         return value or None
 
     @field_validator("models")
@@ -119,8 +124,8 @@ _FIXES = {
     "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
     "specDecode": "true or false",
     "runpodApiUrl": "the RunPod API base URL, or leave it unset",
-    "healthTimeoutSeconds": "a whole number of seconds, at least 1 (unset: scales with weights)",
-    "downloadMBps": "the download speed to assume onto the volume, MB/s above 0 (e.g. 100)",
+    "healthTimeoutSeconds": "a whole number of seconds; 0 scales it with the weights",
+    "downloadMBps": "the download speed to assume onto the volume, whole MB/s from 1 (e.g. 100)",
     "volumeType": "STANDARD or HIGH_PERFORMANCE",
 }
 _KNOWN_KEYS = tuple(

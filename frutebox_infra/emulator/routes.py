@@ -220,6 +220,7 @@ class App:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         status, payload = self.account.proxy(match["pod"], int(match["port"]), method, path, body)
+        pod = self.account.pods.get(match["pod"])
         # Whether a credential reached the pod is recorded, never the credential itself.
         self.account.requests.append(
             {
@@ -232,9 +233,7 @@ class App:
                 "status": status,
                 "authorization": "authorization" in headers,
                 # Which container answered: a probe of the old one after a PATCH shows here.
-                "startedAt": pod.started_at
-                if (pod := self.account.pods.get(match["pod"]))
-                else None,
+                "startedWall": pod.started_wall if pod is not None else None,
             }
         )
         return Response.of(status, payload)

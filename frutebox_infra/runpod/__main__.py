@@ -31,7 +31,7 @@ from frutebox_infra.runpod.command_io import (
 )
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError, NotFoundError, RunPodError
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
-from frutebox_infra.runpod.volumes import new_owner_token
+from frutebox_infra.runpod.volumes import ensure_gone, new_owner_token
 
 
 class Resource(StrEnum):
@@ -79,6 +79,7 @@ def volume_update(
     try:
         volume = prov.api.get_volume(previous.volumeId)
     except NotFoundError:
+        ensure_gone("volume", previous.volumeId, prov.api.list_volumes)
         session.log(f"volume {previous.volumeId} no longer exists; creating a new one")
         return volume_create(session, request, previous.owner)
     if volume.data_center != request.dataCenter:

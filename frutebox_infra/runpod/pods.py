@@ -18,6 +18,7 @@ from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
 from frutebox_infra.runpod.lifecycle import LIVE, Health
 from frutebox_infra.runpod.placement import Ownership, gpu_of
+from frutebox_infra.runpod.volumes import ensure_gone
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
@@ -122,6 +123,7 @@ def pod_update(
     try:
         current = prov.api.get_pod(previous.podId)
     except NotFoundError:
+        ensure_gone("pod", previous.podId, prov.api.list_pods)  # or the URL is wrong: loud
         session.log(f"pod {previous.podId} no longer exists; creating a new one")
         return pod_create(session, request)
     if current.status not in LIVE:

@@ -292,12 +292,14 @@ def test_a_v2_base_url_works_and_a_wrong_path_fails_loudly(deployment: Deploymen
     project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
     project.up("small")
     [live] = deployment.live_pods()
+    # A wrong path: every call is "not found". The changed URL makes Pulumi run the pod's and
+    # the volume's update, which look their resources up: a 404 is never read as "gone".
     project.extra_env["RUNPOD_API_URL"] = base + "/api/wrong"
-    destroyed = project.pulumi("destroy", "--stack", "small", "--yes", "--exclude-protected",
-                               check=False)  # fmt: skip
-    assert destroyed.returncode != 0
-    assert "API URL is wrong" in destroyed.stdout + destroyed.stderr
-    assert [p["id"] for p in deployment.live_pods()] == [live["id"]]  # not "already gone"
+    failed = project.up("small", check=False)
+    assert failed.returncode != 0
+    assert "API URL is wrong" in failed.stdout + failed.stderr
+    assert [p["id"] for p in deployment.live_pods()] == [live["id"]]
+    assert len(deployment.volumes()) == 1 and not deployment.requests("pods.create")[1:]
 
 
 def test_an_in_place_change_patches_and_waits_for_the_restart(deployment: Deployment) -> None:

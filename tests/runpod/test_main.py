@@ -277,3 +277,17 @@ def test_a_volume_that_only_shares_our_name_is_never_adopted(emulator: RunningEm
     assert done.result["volumeId"] != theirs
     assert done.result["name"] == f"frutebox-dev-weights-{done.result['owner']}"
     assert len(requests(emulator, "volumes.create")) == 1
+
+
+def test_a_delete_against_a_wrong_path_fails_instead_of_saying_already_gone(
+    emulator: RunningEmulator,
+) -> None:
+    created = run("pod create", pod_request(volume(emulator)), env=env_for(emulator)).result
+    wrong = env_for(emulator, RUNPOD_API_URL=emulator.url + "/api/wrong")
+    done = run("pod delete", env=wrong, previous=created)
+    assert done.code == 1 and "API URL is wrong" in done.err
+    assert [p["id"] for p in live_pods(emulator)] == [created["podId"]]
+    # RunPod's docs print the base with /v2: that works.
+    slash_v2 = env_for(emulator, RUNPOD_API_URL=emulator.url + "/v2")
+    assert run("pod delete", env=slash_v2, previous=created).code == 0
+    assert live_pods(emulator) == []

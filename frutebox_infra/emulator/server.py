@@ -22,8 +22,9 @@ from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Re
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
+from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import load_registry
 
 # Stacks whose names the realistic account already holds someone else's pods and volume under.
 COLLIDING_STACKS = ("dev", "prod")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -131,6 +132,7 @@ class App:
             return Response.problem(ApiProblem(404, f"no route for {path}"))
         route, match = chosen
         entry: dict[str, Any] = {"op": route.op, "method": method, "path": path, "body": None}
+        entry["at"] = time.time()  # wall clock: what a quota window counts
         quota: dict[str, str] = {}
         try:
             self._authenticate(headers)

@@ -45,6 +45,12 @@ def run(
     return place(client, NAME, candidates, OURS, sleep=clock.sleep, log=logs.append)
 
 
+def listings(fake: FakeApi, *pod_lists: list[dict[str, Any]]) -> None:
+    """What GET /v2/pods answers, call after call (the last one repeats)."""
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", *(ok(200, {"pods": pods}) for pods in pod_lists))
+
+
 def posted_gpus(fake: FakeApi) -> list[str]:
     return [b["gpu"]["id"] for b in fake.bodies("POST", "/v2/pods")]
 
@@ -168,13 +174,7 @@ def test_429_retries_are_bounded(
 def test_a_5xx_that_created_the_pod_is_adopted_not_created_twice(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("ghost", name=NAME, gpu="NVIDIA RTX A4000")]}),
-    )
+    listings(fake, [], [pod("ghost", name=NAME, gpu="NVIDIA RTX A4000")])
     fake.on("POST", "/v2/pods", problem(503, "upstream unavailable"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("ghost", "adopted")
@@ -200,8 +200,7 @@ def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
 ) -> None:
     old = pod("old", name=NAME, status="RUNNING")
     other = pod("other", name="someone-else", status="RUNNING")
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [old, other]}))  # still listed: not adopted
+    listings(fake, [old, other])  # still listed: not adopted
     fake.on("DELETE", "/v2/pods/old", ok(204))
     fake.on("POST", "/v2/pods", problem(502, "bad gateway"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
@@ -214,8 +213,7 @@ def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
 def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [pod("old", name=NAME)]}))
+    listings(fake, [pod("old", name=NAME)])
     fake.on("DELETE", "/v2/pods/old", problem(403, "no delete permission"))
     with pytest.raises(errors.RunPodError, match="could not be terminated"):
         run(client, clock, logs)
@@ -225,13 +223,7 @@ def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
 def test_a_201_with_an_unreadable_body_is_looked_up_and_adopted(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("made", name=NAME, gpu="NVIDIA RTX A4000")]}),
-    )
+    listings(fake, [], [pod("made", name=NAME, gpu="NVIDIA RTX A4000")])
     fake.on("POST", "/v2/pods", httpx.Response(201, text="<html>upstream hiccup</html>"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("made", "adopted")
@@ -256,8 +248,7 @@ def test_a_cancellation_mid_create_terminates_what_the_create_made(
     def cancel(request: httpx.Request) -> httpx.Response:
         raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
 
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    listings(fake, [], [pod("made", name=NAME)])
     fake.on("POST", "/v2/pods", cancel)
     fake.on("DELETE", "/v2/pods/made", ok(204))
     with pytest.raises(errors.Cancelled):
@@ -271,8 +262,7 @@ def test_a_lost_connection_on_create_is_treated_like_a_5xx(
     def drop(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
 
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    listings(fake, [], [pod("made", name=NAME)])
     fake.on("POST", "/v2/pods", drop)
     assert run(client, clock, logs).pod.id == "made"
 
@@ -280,13 +270,11 @@ def test_a_lost_connection_on_create_is_treated_like_a_5xx(
 def test_duplicates_found_after_a_5xx_are_terminated(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("a", name=NAME), pod("b", name=NAME)]}),
-        ok(200, {"pods": [pod("a", name=NAME), pod("b", name=NAME, status="TERMINATED")]}),
+    listings(
+        fake,
+        [],
+        [pod("a", name=NAME), pod("b", name=NAME)],
+        [pod("a", name=NAME), pod("b", name=NAME, status="TERMINATED")],
     )
     fake.on("POST", "/v2/pods", problem(503, "down"))
     fake.on("DELETE", "/v2/pods/b", ok(204))
@@ -353,8 +341,7 @@ def test_a_pod_that_only_shares_our_name_is_left_alone_and_never_adopted(
 ) -> None:
     theirs = pod("theirs", name=NAME, status="RUNNING", owner="someoneelse0000")
     unmounted = {**pod("unmounted", name=NAME, status="RUNNING"), "mounts": {}}
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [theirs, unmounted]}))
+    listings(fake, [theirs, unmounted])
     fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert placement.pod.id == "new1"  # after the 503 neither was adopted
@@ -365,15 +352,8 @@ def test_a_pod_that_only_shares_our_name_is_left_alone_and_never_adopted(
 def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_on_the_second_look(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
     # The first create's pod is not listed yet when we look right after its 503 ...
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("late", name=NAME), pod("new1", name=NAME)]}),
-    )
+    listings(fake, [], [], [pod("late", name=NAME), pod("new1", name=NAME)])
     fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
     fake.on("DELETE", "/v2/pods/late", ok(204))
     placement = run(client, clock, logs)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any

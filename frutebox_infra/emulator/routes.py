@@ -21,7 +21,7 @@ from frutebox_infra.emulator.faults import (
     FaultQueue,
     parse_faults,
 )
-from frutebox_infra.emulator.realism import RateLimiter
+from frutebox_infra.emulator.realism import RateLimiter, number
 from frutebox_infra.emulator.records import RawBody
 from frutebox_infra.emulator.state import Account
 
@@ -87,7 +87,7 @@ class App:
     ) -> None:
         self.account = account
         self.limiter = RateLimiter(account.realism)
-        self.faults = FaultQueue()
+        self.faults = FaultQueue(time_scale=account.realism.time_scale)
         self.contract = contract or Contract()
         self.proxy_base = proxy_base
         self._on_change = on_change or (lambda: None)
@@ -180,7 +180,8 @@ class App:
                 raise ApiProblem(422, "Request validation failed.", errors=errors)
         fault = self.faults.take_response(route.op)
         if fault is not None and fault.action not in AFTER_CREATE:
-            extra = {"Retry-After": str(fault.retry_after_s)} if fault.status == 429 else None
+            wait = number(self.account.realism.real_s(fault.retry_after_s))
+            extra = {"Retry-After": wait} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
         response = route.handler(self, params, body, query)
         if route.op == "pods.create" and response.status == 201:

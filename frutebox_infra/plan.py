@@ -359,7 +359,9 @@ def pod_request(
             pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner)
             for p in plan.candidates
         ],
-        health=HealthSpec(port=pod.port, path=pod.health_path),
+        health=HealthSpec(
+            port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
+        ),
         ollamaPull=pod.ollama_pull,
         hfTokenEnv=list(pod.secret_env),
         timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings)),

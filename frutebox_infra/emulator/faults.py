@@ -151,11 +151,11 @@ class FaultQueue:
 
     def _take(self, op: str, *, affects_pod: bool) -> Fault | None:
         queue = self._queues.get(op)
-        while queue and queue[0].for_s is not None:
+        while queue and (period := queue[0].for_s) is not None:
             head = queue[0]
             # A period starts at the first call it answers, so a test's storm hits the waits
             # it aims at however long the steps before them took.
-            ends = self._until.setdefault(id(head), self._clock() + head.for_s / self._scale)
+            ends = self._until.setdefault(id(head), self._clock() + period / self._scale)
             if self._clock() < ends:
                 return head if not affects_pod else None
             del self._until[id(queue.popleft())]

@@ -20,6 +20,7 @@ from frutebox_infra.runpod.errors import (
     ProtocolError,
     RunPodError,
 )
+from frutebox_infra.runpod.listing import missing_files
 from frutebox_infra.runpod.placement import Ownership, Placement, place
 from frutebox_infra.runpod.retrying import TRANSIENT, retry_after_s
 from frutebox_infra.runpod.volumes import VolumeRules, ensure_gone
@@ -70,6 +71,8 @@ class Health:
 
     port: int
     path: str
+    expected_files: tuple[str, ...] = ()
+    """Files the server must list (ComfyUI /models/<kind>) before it counts as healthy."""
 
 
 class Provisioner(VolumeRules):
@@ -176,11 +179,14 @@ class Provisioner(VolumeRules):
         deadline = self._clock() + timeouts.healthy_s
         last: int | None = None
         status = "RUNNING"
+        missing: list[str] = []
         next_check = self._clock() + timeouts.api_check_s
         while True:
             last = self.proxy.probe(url)
             if last is not None and 200 <= last < 300:
-                return
+                missing = self._unlisted(pod_id, health)
+                if not missing:
+                    return
             failure: BaseException | None = None
             if self._clock() >= next_check or self._clock() >= deadline:
                 next_check = self._clock() + timeouts.api_check_s
@@ -195,6 +201,8 @@ class Provisioner(VolumeRules):
                     )
             if self._clock() >= deadline:
                 answer = f"HTTP {last}" if last is not None else "no answer"
+                if missing:
+                    answer += f" but the server never listed {', '.join(missing)}"
                 raise PodFailedError(
                     f"Pod {pod_id} ({status}) never became healthy: {url} gave {answer} for"
                     f" {timeouts.healthy_s:g}s. A large model may need longer: {HEALTH_HINT}."
@@ -208,6 +216,12 @@ class Provisioner(VolumeRules):
             )
             if failure is not None and retry_after_s(failure):
                 self._pause(deadline, 0.0, failure)
+
+    def _unlisted(self, pod_id: str, health: Health) -> list[str]:
+        if not health.expected_files:
+            return []
+        base = self.proxy.url(pod_id, health.port)
+        return missing_files(self.proxy.get_json, base, health.expected_files)
 
     def wait_restarted(
         self, before: Pod, patched: Pod, timeouts: Timeouts, *, patched_at: float

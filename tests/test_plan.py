@@ -26,6 +26,7 @@ from frutebox_infra.plan import (
     pod_body,
     pod_name,
     pod_request,
+    volume_request,
 )
 from frutebox_infra.registry import Model, Registry
 from tests.factories import (
@@ -426,3 +427,11 @@ def test_the_volume_keeps_its_current_size_and_is_priced_at_it() -> None:
     grown = plan_fleet(real_registry(), stack, stack="t", current_volume_gb=5)
     assert grown.volume.size_gb == 10  # 5.2 GB x 1.2 -> 7 GB, raised to RunPod's minimum
     assert not grown.volume.kept_larger
+
+
+@pytest.mark.parametrize(("tier", "usd"), [("STANDARD", 0.07), ("HIGH_PERFORMANCE", 0.14)])
+def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
+    plan = plan_fleet(real_registry(), settings(models=["qwen3-8b"], volumeType=tier), stack="d")
+    assert plan.volume.tier == tier
+    assert plan.volume.usd_per_month == pytest.approx(plan.volume.size_gb * usd, abs=0.01)
+    assert volume_request(plan).type == tier

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from frutebox_infra.deploy_contract import OWNER_ENV, PodRequest, VolumeRequest
 from frutebox_infra.plan import plan_fleet, pod_request, volume_request
 from frutebox_infra.runpod.command_io import read_request
-from tests.factories import real_registry, settings
+from tests.factories import imported_packages, real_registry, settings
 
 OWNER = "0123456789abcdef"
 
@@ -39,9 +36,4 @@ def test_a_request_without_ownership_is_refused(field: str) -> None:
 
 
 def test_the_contract_imports_neither_pulumi_nor_httpx() -> None:
-    code = (
-        "import sys, frutebox_infra.deploy_contract;"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'httpx')))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert imported_packages(["frutebox_infra.deploy_contract"], ["pulumi", "httpx"]) == []

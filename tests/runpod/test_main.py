@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +10,7 @@ import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.emulator_client import fault, live_pods, requests, state
+from tests.factories import imported_packages
 from tests.runpod.command import OWNER, candidate, env_for, pod_request, run, volume
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
@@ -207,12 +206,8 @@ def test_a_volume_in_use_is_not_deleted(emulator: RunningEmulator) -> None:
 
 
 def test_the_command_and_the_emulator_never_import_pulumi() -> None:
-    code = (
-        "import sys, frutebox_infra.runpod.__main__, frutebox_infra.emulator.server;"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_command')))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    modules = ["frutebox_infra.runpod.__main__", "frutebox_infra.emulator.server"]
+    assert imported_packages(modules, ["pulumi", "pulumi_command"]) == []
 
 
 def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulator) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,7 +15,7 @@ from frutebox_infra.deploy_contract import (
     TimeoutSpec,
     VolumeRequest,
 )
-from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
+from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, resolve
@@ -135,6 +135,13 @@ class FleetPlan:
 
     def pod_of(self, model_id: str) -> PodGroup | None:
         return next((p for p in self.pods if model_id in p.model_ids), None)
+
+    def members(self, pod: PodGroup) -> tuple[ModelPlan, tuple[ModelPlan, ...]]:
+        """A pod's anchor's plan and the other members' plans, as `pod_request` takes them."""
+        plans = [self.model(mid) for mid in pod.model_ids]
+        assert all(p is not None for p in plans)
+        anchor, *rest = (p for p in plans if p is not None)
+        return anchor, tuple(rest)
 
     def pod_name_of(self, model_id: str) -> str | None:
         """The RunPod name of the pod serving `model_id` (shared by a pod's members)."""
@@ -352,14 +359,19 @@ HEALTH_BASE_S = 900
 """Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
 
 
-def health_deadline_s(plan: ModelPlan, settings: StackSettings) -> int:
+def health_deadline_s(
+    plan: ModelPlan, settings: StackSettings, members: Sequence[ModelPlan] = ()
+) -> int:
     """How long a new pod may take to answer health: a first bring-up downloads the model's
-    weights onto the volume before the server can answer, so the deadline grows with them
-    at the assumed `downloadMBps`; the stack's `healthTimeoutSeconds` overrides it."""
+    weights (every member's, on a shared pod) onto the volume before the server can answer,
+    so the deadline grows with them at the assumed `downloadMBps`; the stack's
+    `healthTimeoutSeconds` overrides it."""
     if settings.health_timeout_seconds is not None:
         return settings.health_timeout_seconds
-    serving = plan.resolution.serving
-    weights_gb = serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
+    weights_gb = 0.0
+    for m in (plan, *members):
+        serving = m.resolution.serving
+        weights_gb += serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
     return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
 
 
@@ -383,9 +395,11 @@ def pod_body(
     stack: str,
     volume_id: str,
     owner: str,
+    spec: PodSpec | None = None,
 ) -> dict[str, Any]:
-    """The exact RunPod v2 `POST /v2/pods` body for one placement."""
-    pod = placement.pod
+    """The exact RunPod v2 `POST /v2/pods` body for one placement; `spec` is the shared pod
+    when `plan` anchors one (else the model's own pod)."""
+    pod = spec or placement.pod
     return {
         "name": pod_name(stack, plan.model_id),
         "image": pod.image,
@@ -406,27 +420,50 @@ def pod_body(
     }
 
 
+def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
+    """Per candidate placement, the pod that serves `plan` and the other `members` of its
+    pod (they hold their views of the same placements, in the same order)."""
+    if not members:
+        return [p.pod for p in plan.candidates]
+    return [
+        p.recipe.shared_pod([p.pod, *(m.candidates[i].pod for m in members)])
+        for i, p in enumerate(plan.candidates)
+    ]
+
+
 def pod_request(
-    plan: ModelPlan, settings: StackSettings, *, stack: str, volume_id: str, owner: str
+    plan: ModelPlan,
+    settings: StackSettings,
+    *,
+    stack: str,
+    volume_id: str,
+    owner: str,
+    members: Sequence[ModelPlan] = (),
 ) -> PodRequest:
-    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health."""
+    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health.
+
+    `plan` is the pod's anchor; `members` the other models sharing its pod, if any.
+    """
     assert plan.placement is not None
-    pod = plan.placement.pod
+    specs = shared_specs(plan, members)
+    pod = specs[0]
     return PodRequest(
         name=pod_name(stack, plan.model_id),
         owner=owner,
         volumeId=volume_id,
         candidates=[
-            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner)
-            for p in plan.candidates
+            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner, spec=spec)
+            for p, spec in zip(plan.candidates, specs, strict=True)
         ],
         health=HealthSpec(
             port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
         ),
-        ollamaPull=pod.ollama_pull,
+        ollamaPull=list(pod.ollama_pulls),
         hfTokenEnv=list(pod.secret_env),
-        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings)),
-        meta={"model": plan.model_id, "stack": stack},
+        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings, members)),
+        meta={"models": [plan.model_id, *(m.model_id for m in members)], "stack": stack}
+        if members
+        else {"model": plan.model_id, "stack": stack},
     )
 
 

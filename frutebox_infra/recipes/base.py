@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
@@ -51,7 +51,8 @@ class PodSpec:
     health_path: str
     secret_env: tuple[str, ...] = ()
     """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
-    ollama_pull: str | None = None
+    ollama_pulls: tuple[str, ...] = ()
+    """Ollama tags the deploy step pulls through the server (several on a shared pod)."""
     notes: tuple[str, ...] = ()
     expected_files: tuple[str, ...] = ()
     """`kind/name` files the server must list (ComfyUI's GET /models/<kind>) before the pod
@@ -133,7 +134,7 @@ class Recipe(ABC):
         args: str,
         *,
         env: Mapping[str, str] | None = None,
-        ollama_pull: str | None = None,
+        ollama_pulls: tuple[str, ...] = (),
         notes: tuple[str, ...] = (),
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
@@ -145,7 +146,7 @@ class Recipe(ABC):
             port=image.port,
             health_path=image.health_path,
             secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
-            ollama_pull=ollama_pull,
+            ollama_pulls=ollama_pulls,
             notes=notes,
             expected_files=expected_files,
         )
@@ -153,6 +154,11 @@ class Recipe(ABC):
     @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
+
+    def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
+        """One pod serving every member, from the members' own pods on the shared GPU (the
+        anchor first); only engines with a `sharing` rule have one."""
+        raise NotImplementedError(f"{self.runtime} serves one model per pod")
 
 
 def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
+from collections.abc import Sequence
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -123,6 +125,19 @@ class ComfyUI(Recipe):
             shlex.join(["bash", "-c", launch_script(image, model.id)]),
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
+        )
+
+
+    def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
+        # One server (the anchor's launch, its output folder) fetches every member's files
+        # before it starts and must list them all to be healthy.
+        anchor = pods[0]
+        script = "\n".join(pod.env["FRUTEBOX_PROVISION"] for pod in pods)
+        return dataclasses.replace(
+            anchor,
+            env={**anchor.env, "FRUTEBOX_PROVISION": script},
+            secret_env=tuple(sorted({name for pod in pods for name in pod.secret_env})),
+            expected_files=tuple(dict.fromkeys(f for pod in pods for f in pod.expected_files)),
         )
 
 

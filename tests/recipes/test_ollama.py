@@ -25,8 +25,8 @@ def test_args_are_serve_and_the_pull_is_the_pinned_tag(
     pod = build_pod(model_id, Runtime.OLLAMA, A4000, 1)
     # ENTRYPOINT is /bin/ollama: anything but a sub-command would be `ollama <garbage>`.
     assert words(pod.args) == ["serve"]
-    assert pod.ollama_pull == tag
-    assert pod.ollama_pull != model_id
+    assert pod.ollama_pulls == (tag,)
+    assert model_id not in pod.ollama_pulls
 
 
 def test_server_listens_on_all_interfaces_and_caches_on_the_volume(build_pod: BuildPod) -> None:

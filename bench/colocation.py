@@ -14,13 +14,13 @@ from __future__ import annotations
 import random
 import statistics
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import partial
 
 from _common import heading, print_table, timed
 
 from frutebox_infra import colocate
-from frutebox_infra.colocate import Member, group_placements, members_of
+from frutebox_infra.colocate import Member, all_partitions, group_placements, members_of
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_files import load_registry
@@ -50,17 +50,6 @@ def members(reg: Registry, settings: StackSettings) -> list[Member]:
     return members_of(((m.model_id, m.candidates, True) for m in alone.models), settings)
 
 
-def partitions(items: Sequence[Member]) -> Iterator[list[list[Member]]]:
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in partitions(rest):
-        yield [[first], *part]
-        for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1 :]]
-
-
 def cents(reg: Registry, settings: StackSettings, group: Sequence[Member]) -> int | None:
     if len(group) == 1:
         return round(group[0].alone[0].usd_per_hour * 100)
@@ -72,7 +61,7 @@ def brute_force(reg: Registry, settings: StackSettings, ms: list[Member]) -> int
     """Every partition priced; a group's price is looked up once (Bell(9) is 21,147)."""
     best: int | None = None
     priced: dict[frozenset[str], int | None] = {}
-    for part in partitions(ms):
+    for part in all_partitions(ms):
         total = 0
         for group in part:
             key = frozenset(m.model_id for m in group)

@@ -14,8 +14,9 @@ models that share; per class of compatible models it is exact up to `EXACT_LIMIT
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.recipes.base import ServeOptions, Sharing
@@ -26,6 +27,8 @@ from frutebox_infra.settings import StackSettings
 EXACT_LIMIT = 10
 """Largest class of compatible models grouped exactly: 3^10 subset pairs plan in well under a
 second; beyond it the greedy heuristic (see `_greedy`) decides."""
+
+T = TypeVar("T")
 
 Cost = tuple[int, int, int]
 """(best cents per hour, worst cents per hour, models on shared pods): compared in that order."""
@@ -314,6 +317,19 @@ def _greedy(costs: _Costs) -> list[tuple[str, ...]]:
         else:
             groups[best_at] |= bit
     return [costs.ids(g) for g in groups]
+
+
+def all_partitions(items: Sequence[T]) -> Iterator[list[list[T]]]:
+    """Every way to split `items` into groups (Bell(n) of them): the exhaustive reference the
+    tests and bench/colocation.py check the subset search against, never used to plan."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in all_partitions(rest):
+        yield [[first], *part]
+        for i in range(len(part)):
+            yield [*part[:i], [first, *part[i]], *part[i + 1 :]]
 
 
 def _bits(mask: int) -> Iterable[int]:

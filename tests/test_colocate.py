@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from frutebox_infra import colocate
-from frutebox_infra.colocate import group_placements, members_of, shares
+from frutebox_infra.colocate import all_partitions, group_placements, members_of, shares
 from frutebox_infra.fit import estimate
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
@@ -35,18 +35,6 @@ def grouping(fleet: FleetPlan) -> set[frozenset[str]]:
     return {frozenset(p.model_ids) for p in fleet.pods}
 
 
-def partitions(items: Sequence[str]) -> Iterator[list[list[str]]]:
-    """Every set partition (Bell many), written independently of the planner's subset search."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in partitions(rest):
-        yield [[first], *part]
-        for i in range(len(part)):
-            yield [*part[:i], [first, *part[i]], *part[i + 1 :]]
-
-
 def brute_force(reg: Registry, model_ids: Sequence[str]) -> tuple[int, int, int]:
     """The least (best cents, worst cents, shared models) over every partition that fits."""
     stack = settings(models=list(model_ids), colocate=True)
@@ -56,7 +44,7 @@ def brute_force(reg: Registry, model_ids: Sequence[str]) -> tuple[int, int, int]
         for m in members_of(((p.model_id, p.candidates, True) for p in alone.models), stack)
     }
     best: tuple[int, int, int] | None = None
-    for part in partitions(list(model_ids)):
+    for part in all_partitions(list(model_ids)):
         total = (0, 0, 0)
         for group in part:
             if len(group) == 1:

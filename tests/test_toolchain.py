@@ -133,6 +133,7 @@ def test_preview_of_a_command_resource_runs_offline(toolchain: Path, tmp_path: P
     assert not marker.exists(), "preview must not run the command"
 
 
+@pytest.mark.engine
 def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     """up runs create; an input change runs update; triggers replace; destroy runs delete."""
     project = tmp_path / "project"

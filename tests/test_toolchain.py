@@ -189,6 +189,22 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.engine
+def test_pulumi_import_adopts_a_command(toolchain: Path, tmp_path: Path) -> None:
+    """Upstream's Read hands the state back as is; an import must record the resource."""
+    project = tmp_path / "project"
+    _write_program(project, "import pulumi\nfrom pulumi_command import local\n")
+    env = _env(toolchain, tmp_path / "state")
+    _pulumi(toolchain, env, project, "stack", "init", "dev")
+    # No code generation here (README: tools/pulumi); the import itself is what is checked.
+    _pulumi(toolchain, env, project, "import", "command:local:Command", "adopted", "cmd-1234",
+            "--yes", "--generate-code=false")  # fmt: skip
+    exported = json.loads(_pulumi(toolchain, env, project, "stack", "export").stdout)
+    [adopted] = [r for r in exported["deployment"]["resources"]
+                 if r["type"] == "command:local:Command"]  # fmt: skip
+    assert adopted["id"] == "cmd-1234" and adopted["urn"].endswith("::adopted")
+
+
 def test_second_setup_is_a_no_op(toolchain: Path) -> None:
     script = ROOT / "tools" / "setup-toolchain"
     ours = toolchain == tools_bin()

@@ -25,6 +25,7 @@ from frutebox_infra.runpod.command_io import (
     Session,
     Settings,
     VolumeRequest,
+    cap_lines,
     read_previous,
     read_request,
     redactor,
@@ -198,8 +199,8 @@ def main(
         if session is not None:
             session.close()
     if env.get("FRUTEBOX_DEBUG") == "1":
-        err.write(redact(trace))
-    err.write(redact("error: " + " ".join(message.split())) + "\n")
+        err.write(cap_lines(redact(trace)))
+    err.write(cap_lines(redact("error: " + " ".join(message.split()))) + "\n")
     err.flush()
     return 1
 

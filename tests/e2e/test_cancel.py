@@ -10,25 +10,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.deployment import Deployment
+from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.processes import new_marker, survivors
-from tests.e2e.project import PulumiProject
 from tests.emulator_client import requests
 
 pytestmark = pytest.mark.engine
-
-SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
-
-
-@pytest.fixture
-def deployment(project: PulumiProject) -> Iterator[Deployment]:
-    running = Deployment.start(project)
-    yield running
-    running.stop()
 
 
 def _wait_for(condition: str, check: object, timeout_s: float = 120) -> None:

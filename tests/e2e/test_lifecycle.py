@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from frutebox_infra.plan import plan_fleet, pod_body
 from frutebox_infra.settings import load_settings
-from tests.e2e.deployment import API_KEY, HF_TOKEN, Deployment
+from tests.e2e.deployment import API_KEY, HF_TOKEN, SMALL, Deployment
 from tests.e2e.project import PulumiProject
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 A4000, A5000 = "NVIDIA RTX A4000", "NVIDIA RTX A5000"
-SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
-
-
-@pytest.fixture
-def deployment(project: PulumiProject) -> Iterator[Deployment]:
-    running = Deployment.start(project)
-    yield running
-    running.stop()
 
 
 def _live_names(deployment: Deployment) -> dict[str, tuple[str, int]]:

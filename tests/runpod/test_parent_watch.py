@@ -39,12 +39,12 @@ def _ended(pid: int, within_s: float) -> bool:
     return False
 
 
-def test_a_killed_shell_makes_the_step_terminate_its_pod(emulator: RunningEmulator) -> None:
+def _start_create(emulator: RunningEmulator, argv: list[str]) -> subprocess.Popen[str]:
+    """`argv` started on a never-healthy pod create, its request written and stdin closed."""
     fault(emulator, {"op": "pods.create", "action": "never-healthy"})
     env = {"PATH": os.environ["PATH"], **env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="120")}
-    # As the provider runs it: a shell whose child is the step (dash does not exec it).
-    shell = subprocess.Popen(
-        ["/bin/sh", "-c", f'"{sys.executable}" -m frutebox_infra.runpod pod create; echo after'],
+    proc = subprocess.Popen(
+        argv,
         cwd=ROOT,
         env=env,
         stdin=subprocess.PIPE,
@@ -52,10 +52,17 @@ def test_a_killed_shell_makes_the_step_terminate_its_pod(emulator: RunningEmulat
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert shell.stdin is not None
-    shell.stdin.write(json.dumps(pod_request(volume(emulator))))
-    shell.stdin.close()
-    shell.stdin = None
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(pod_request(volume(emulator))))
+    proc.stdin.close()
+    proc.stdin = None  # written in full: communicate() must not touch it again
+    return proc
+
+
+def test_a_killed_shell_makes_the_step_terminate_its_pod(emulator: RunningEmulator) -> None:
+    # As the provider runs it: a shell whose child is the step (dash does not exec it).
+    step_command = f'"{sys.executable}" -m frutebox_infra.runpod pod create; echo after'
+    shell = _start_create(emulator, ["/bin/sh", "-c", step_command])
     wait_for_health_probes(emulator)
     [step] = _children(shell.pid)
     shell.kill()  # SIGKILL to the shell only, as upstream's cancel does
@@ -93,20 +100,8 @@ def test_the_watch_sees_a_changed_parent_and_an_unread_pipe() -> None:
 
 def test_a_step_whose_reader_is_gone_stops(emulator: RunningEmulator) -> None:
     """The engine (and provider) gone while the shell lives: nobody reads the output."""
-    fault(emulator, {"op": "pods.create", "action": "never-healthy"})
-    env = {"PATH": os.environ["PATH"], **env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="120")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "frutebox_infra.runpod", "pod", "create"],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(json.dumps(pod_request(volume(emulator))))
-    proc.stdin.close()
+    proc = _start_create(emulator, [sys.executable, "-m", "frutebox_infra.runpod", "pod", "create"])
+    assert proc.stdout is not None and proc.stderr is not None
     wait_for_health_probes(emulator)
     proc.stdout.close()
     proc.stderr.close()

@@ -191,14 +191,15 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
 
 @pytest.mark.engine
 def test_pulumi_import_adopts_a_command(toolchain: Path, tmp_path: Path) -> None:
-    """Upstream's Read hands the state back as is; an import must record the resource."""
+    """Upstream's Read hands the state back as is: the import records the resource and
+    prints the Python code that declares it (the provider's schema, the host's codegen)."""
     project = tmp_path / "project"
     _write_program(project, "import pulumi\nfrom pulumi_command import local\n")
     env = _env(toolchain, tmp_path / "state")
     _pulumi(toolchain, env, project, "stack", "init", "dev")
-    # No code generation here (README: tools/pulumi); the import itself is what is checked.
-    _pulumi(toolchain, env, project, "import", "command:local:Command", "adopted", "cmd-1234",
-            "--yes", "--generate-code=false")  # fmt: skip
+    imported = _pulumi(toolchain, env, project, "import", "command:local:Command", "adopted",
+                       "cmd-1234", "--yes")  # fmt: skip
+    assert 'command.local.Command("adopted"' in imported.stdout, imported.stdout
     exported = json.loads(_pulumi(toolchain, env, project, "stack", "export").stdout)
     [adopted] = [r for r in exported["deployment"]["resources"]
                  if r["type"] == "command:local:Command"]  # fmt: skip

@@ -131,9 +131,11 @@ func (p *commandProvider) GetPluginInfo(context.Context, *emptypb.Empty) (*pulum
 func (p *commandProvider) GetSchema(
 	context.Context, *pulumirpc.GetSchemaRequest,
 ) (*pulumirpc.GetSchemaResponse, error) {
-	return &pulumirpc.GetSchemaResponse{
-		Schema: fmt.Sprintf(`{"name":"command","version":%q}`, providerVersion),
-	}, nil
+	schema, err := schemaJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.GetSchemaResponse{Schema: schema}, nil
 }
 
 func (p *commandProvider) CheckConfig(

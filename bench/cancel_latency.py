@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 import yaml
+from _common import heading, print_table, real_project, require_toolchain
 
-from bench._common import heading, print_table, real_project, require_toolchain
 from frutebox_infra.emulator.server import start
 
 RUNS = 3

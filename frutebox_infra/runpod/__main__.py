@@ -100,9 +100,10 @@ def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str
 def cancellable(log: Callable[[str], None] = lambda _line: None) -> Iterator[None]:
     """SIGTERM and SIGINT raise Cancelled, once, for the teardown paths to handle.
 
-    Pulumi cancels in one of two ways: our old provider sent SIGTERM; upstream's SIGKILLs
-    the shell that started this step and signals nothing else, so `watching_parent` turns
-    the shell's death (or the engine's: nobody reads our output) into SIGTERM. The
+    A stop reaches the step in one of two ways: a signal to it (a terminal's Ctrl-C goes to
+    the whole process group), or the command provider SIGKILLing the shell that started
+    it and signalling nothing else, which `watching_parent` turns (like the engine going
+    away: nobody reads our output) into SIGTERM. The
     exception reaches whatever is running: a bring-up terminates the pod it created, a
     create in flight terminates what it made. A second signal is ignored, so that cleanup
     can finish. Outside the main thread (some tests) signals cannot be caught: no-op.

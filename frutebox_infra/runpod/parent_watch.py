@@ -75,12 +75,15 @@ class ParentWatch:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop polling; returns once the thread is done, so no signal comes after."""
         self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):
             why = self.reason()
-            if why is not None:
+            if why is not None and not self._stop.is_set():
                 self._on_gone(why)
                 return
 

@@ -11,12 +11,9 @@ import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
 from frutebox_infra.settings import parse_settings
-from tests.factories import real_registry
+from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 OWNER = "0123456789abcdef"
-
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
 
 
 class Recorder(pulumi.runtime.Mocks):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import (
+    CREATE_TIMEOUT_S,
     ProxyClient,
     RetryPolicy,
     RunPodClient,
@@ -292,3 +293,19 @@ def test_an_unusable_api_url_is_a_transport_error_not_an_httpx_one() -> None:
     api = RunPodClient(api_key=API_KEY, base_url="htp:/nowhere", retry=RetryPolicy(max_attempts=1))
     with pytest.raises(errors.RunPodError):
         api.list_pods()
+
+
+def test_a_create_waits_longer_than_the_proxys_100_s_cap(fake: FakeApi) -> None:
+    seen: list[Any] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"]["read"])
+        return ok(201, pod())
+
+    fake.on("POST", "/v2/pods", record)
+    fake.on("GET", "/v2/pods", lambda r: (seen.append(r.extensions["timeout"]["read"]),
+                                          ok(200, {"pods": []}))[1])  # fmt: skip
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake))
+    api.create_pod_once({"name": "x"})
+    api.list_pods()
+    assert seen[0] > 100 and seen[0] == CREATE_TIMEOUT_S and seen[1] < 100

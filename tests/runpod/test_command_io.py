@@ -1,10 +1,11 @@
-"""The deploy step's environment: one pydantic-settings model, every bad value a clear error."""
+"""The deploy step's inputs: its environment (one pydantic-settings model, every bad value a clear
+error) and what it writes (readable by upstream's provider, which has a 64 KiB line limit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.runpod.command_io import Settings
+from frutebox_infra.runpod.command_io import MAX_LOG_LINE, Settings, cap_lines
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
 
@@ -44,3 +45,16 @@ def test_the_real_environment_is_never_read_behind_our_back(
 ) -> None:
     monkeypatch.setenv("FRUTEBOX_PULL_TIMEOUT_S", "0")
     assert Settings.from_env({}).pull_timeout_s == Timeouts.pull_s
+
+
+def test_long_lines_are_cut_and_short_ones_kept() -> None:
+    text = "short\n" + "x" * (MAX_LOG_LINE + 5) + "\nlast"
+    lines = cap_lines(text).split("\n")
+    assert lines[0] == "short" and lines[2] == "last"
+    assert lines[1] == "x" * MAX_LOG_LINE + "… (5 more characters cut)"
+    assert max(len(line.encode()) for line in lines) < 64 * 1024
+
+
+def test_text_within_the_limit_is_unchanged() -> None:
+    text = "a\n" + "y" * MAX_LOG_LINE + "\n"
+    assert cap_lines(text) == text

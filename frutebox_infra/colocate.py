@@ -31,7 +31,8 @@ second; beyond it the greedy heuristic (see `_greedy`) decides."""
 T = TypeVar("T")
 
 Cost = tuple[int, int, int]
-"""(best cents per hour, worst cents per hour, models on shared pods): compared in that order."""
+"""(best cents per hour, worst cents per hour, models on shared pods), compared in that order
+(the first two swapped when ranking worst case first)."""
 
 
 @dataclass(frozen=True)
@@ -206,9 +207,18 @@ def _on(
 
 
 def choose_groups(
-    registry: Registry, settings: StackSettings, members: Sequence[Member]
+    registry: Registry,
+    settings: StackSettings,
+    members: Sequence[Member],
+    *,
+    worst_first: bool = False,
 ) -> tuple[tuple[str, ...], ...]:
-    """The cheapest grouping of `members` into pods, each a tuple of model ids (any order)."""
+    """The cheapest grouping of `members` into pods, each a tuple of model ids (any order).
+
+    `worst_first` ranks by the worst-case $/h before the best case: what the planner asks for
+    when the cheapest grouping breaks the budget (checked on the worst case), since the
+    grouping with the least worst case is within budget whenever any grouping is.
+    """
     classes: dict[tuple[object, ...], list[Member]] = {}
     singles: list[tuple[str, ...]] = []
     for m in sorted(members, key=lambda m: m.model_id):
@@ -220,15 +230,23 @@ def choose_groups(
     for key in sorted(classes, key=repr):
         cls = classes[key]
         search = _exact if len(cls) <= EXACT_LIMIT else _greedy
-        groups += search(_Costs(registry, settings, cls))
+        groups += search(_Costs(registry, settings, cls, worst_first=worst_first))
     return tuple(groups)
 
 
 class _Costs:
     """Group costs by member bitmask, computed once each; None where the group fits nowhere."""
 
-    def __init__(self, registry: Registry, settings: StackSettings, members: list[Member]):
+    def __init__(
+        self,
+        registry: Registry,
+        settings: StackSettings,
+        members: list[Member],
+        *,
+        worst_first: bool = False,
+    ):
         self.registry, self.settings, self.members = registry, settings, members
+        self.worst_first = worst_first
         self._cache: dict[int, Cost | None] = {}
         self._fits: FitCache = {}
 
@@ -244,18 +262,21 @@ class _Costs:
         result: Cost | None
         if len(chosen) == 1:
             prices = [p.usd_per_hour for p in chosen[0].alone]
-            result = (_cents(prices[0]), _cents(max(prices)), 0)
+            result = self._ranked(_cents(prices[0]), _cents(max(prices)), 0)
         elif prune and any(self._cache.get(mask & ~(1 << i), ()) is None for i in _bits(mask)):
             result = None  # a member less already fits nowhere: a member more cannot either
         else:
             placements = group_placements(self.registry, self.settings, chosen, self._fits)
             result = (
-                (_cents(placements[0].usd_per_hour),
-                 _cents(max(p.usd_per_hour for p in placements)), len(chosen))
+                self._ranked(_cents(placements[0].usd_per_hour),
+                             _cents(max(p.usd_per_hour for p in placements)), len(chosen))
                 if placements else None
             )  # fmt: skip
         self._cache[mask] = result
         return result
+
+    def _ranked(self, best: int, worst: int, shared: int) -> Cost:
+        return (worst, best, shared) if self.worst_first else (best, worst, shared)
 
 
 def _exact(costs: _Costs) -> list[tuple[str, ...]]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from frutebox_infra.colocate import PodGroup, build_pod, choose_groups, members_of
+from frutebox_infra.colocate import Member, PodGroup, build_pod, choose_groups, members_of
 from frutebox_infra.deploy_contract import (
     OWNER_ENV,
     HealthSpec,
@@ -155,11 +155,13 @@ class FleetPlan:
 
     @property
     def usd_per_hour_best(self) -> float:
-        return round(sum(m.usd_per_hour_best for m in self.models), 2)
+        return round(sum(p.usd_per_hour_best for p in self.pods), 2)
 
     @property
     def usd_per_hour_worst(self) -> float:
-        return round(sum(m.usd_per_hour_worst for m in self.models), 2)
+        # Per pod: members' shares of each placement are rounded to cents separately, so the
+        # sum of their own worst cases can exceed what the pod can cost by a cent.
+        return round(sum(p.usd_per_hour_worst for p in self.pods), 2)
 
     @property
     def usd_per_month_best(self) -> float:
@@ -272,12 +274,13 @@ def _pods(
         groups = choose_groups(registry, settings, members)
     else:
         groups = tuple((m.model_id,) for m in members)
-    views: dict[str, tuple[PlacementOption, ...]] = {}
-    pods = []
-    for ids in groups:
-        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
-        pods.append(pod)
-        views.update(seen)
+    pods, views = _build(registry, settings, groups, by_id)
+    worst = sum(p.usd_per_hour_worst for p in pods)
+    if settings.colocate and worst > settings.budget_usd_per_hour + 1e-9:
+        # The cheapest grouping breaks the budget in the worst case: take the grouping with
+        # the least worst case, which is within budget whenever any grouping is.
+        groups = choose_groups(registry, settings, members, worst_first=True)
+        pods, views = _build(registry, settings, groups, by_id)
     order = {m.model_id: i for i, m in enumerate(models)}
     pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
     replanned = tuple(
@@ -287,6 +290,21 @@ def _pods(
         for m in models
     )
     return replanned, tuple(pods)
+
+
+def _build(
+    registry: Registry,
+    settings: StackSettings,
+    groups: Sequence[tuple[str, ...]],
+    by_id: Mapping[str, Member],
+) -> tuple[list[PodGroup], dict[str, tuple[PlacementOption, ...]]]:
+    views: dict[str, tuple[PlacementOption, ...]] = {}
+    pods = []
+    for ids in groups:
+        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
+        pods.append(pod)
+        views.update(seen)
+    return pods, views
 
 
 def _own_pod(settings: StackSettings, model_id: str) -> bool:

@@ -35,10 +35,13 @@ def grouping(fleet: FleetPlan) -> set[frozenset[str]]:
     return {frozenset(p.model_ids) for p in fleet.pods}
 
 
-def brute_force(reg: Registry, model_ids: Sequence[str]) -> tuple[int, int, int]:
-    """The least (best cents, worst cents, shared models) over every partition that fits."""
-    stack = settings(models=list(model_ids), colocate=True)
-    alone = plan_fleet(reg, settings(models=list(model_ids)), stack="test")
+def brute_force(
+    reg: Registry, model_ids: Sequence[str], *, worst_first: bool = False, **config: object
+) -> tuple[int, int, int]:
+    """The least (best cents, worst cents, shared models) over every partition that fits
+    (compared worst cents first with `worst_first`)."""
+    stack = settings(models=list(model_ids), colocate=True, **config)
+    alone = plan_fleet(reg, settings(models=list(model_ids), **config), stack="test")
     members = {
         m.model_id: m
         for m in members_of(((p.model_id, p.candidates, True) for p in alone.models), stack)
@@ -58,7 +61,9 @@ def brute_force(reg: Registry, model_ids: Sequence[str]) -> tuple[int, int, int]
                 cost = (round(found[0].usd_per_hour * 100), round(worst * 100), len(group))
             total = (total[0] + cost[0], total[1] + cost[1], total[2] + cost[2])
         else:
-            best = total if best is None or total < best else best
+            key = (total[1], total[0], total[2]) if worst_first else total
+            if best is None or key < ((best[1], best[0], best[2]) if worst_first else best):
+                best = total
     assert best is not None
     return best
 
@@ -86,6 +91,19 @@ def test_grouping_is_as_cheap_as_brute_force(seed: int) -> None:
     fleet = plan(reg, ids)
     assert fleet.ok, fleet.problems
     assert chosen_cost(fleet) == brute_force(reg, ids)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_over_budget_the_grouping_with_the_least_worst_case_is_taken(seed: int) -> None:
+    reg, ids = random_fleet(seed, 2 + seed % 5)
+    wide = {"maxFallbackPremium": 2}
+    cheapest = brute_force(reg, ids, **wide)
+    least_worst = brute_force(reg, ids, worst_first=True, **wide)
+    # A budget at the least worst case any grouping has: only such a grouping passes.
+    fleet = plan(reg, ids, budgetUsdPerHour=least_worst[1] / 100, **wide)
+    assert fleet.within_budget, fleet.problems
+    expected = cheapest if cheapest[1] <= least_worst[1] else least_worst
+    assert chosen_cost(fleet) == expected
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -1,7 +1,8 @@
 """The Pulumi toolchain works offline: pinned CLI, Python host, command provider.
 
 These tests build the toolchain when it is missing (tools/setup-toolchain, minutes
-the first time) rather than skip: a broken toolchain must fail here, not later.
+the first time) rather than skip: a broken toolchain must fail here, not later. Those
+that run it carry the `engine` marker; the hermetic-environment tests are fast.
 """
 
 from __future__ import annotations
@@ -77,12 +78,14 @@ def _pulumi(
     return proc
 
 
+@pytest.mark.engine
 def test_pulumi_version_is_the_pinned_plain_semver(toolchain: Path) -> None:
     version = pulumi_version(toolchain / "pulumi")
     assert re.fullmatch(r"v\d+\.\d+\.\d+", version), version
     assert version == PULUMI_VERSION
 
 
+@pytest.mark.engine
 def test_automation_api_accepts_the_cli(toolchain: Path, tmp_path: Path) -> None:
     from pulumi import automation as auto
     from semver import VersionInfo
@@ -108,6 +111,7 @@ def test_automation_api_accepts_the_cli(toolchain: Path, tmp_path: Path) -> None
     assert result.change_summary == {auto.OpType.CREATE: 1}
 
 
+@pytest.mark.engine
 def test_preview_of_a_command_resource_runs_offline(toolchain: Path, tmp_path: Path) -> None:
     project = tmp_path / "project"
     marker = tmp_path / "ran"
@@ -133,6 +137,7 @@ def test_preview_of_a_command_resource_runs_offline(toolchain: Path, tmp_path: P
     assert not marker.exists(), "preview must not run the command"
 
 
+@pytest.mark.engine
 def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     """up runs create; an input change runs update; triggers replace; destroy runs delete."""
     project = tmp_path / "project"
@@ -179,6 +184,7 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.engine
 def test_second_setup_is_a_no_op(toolchain: Path) -> None:
     script = ROOT / "tools" / "setup-toolchain"
     ours = toolchain == tools_bin()

@@ -13,6 +13,8 @@ from tests.e2e.deployment import API_KEY, HF_TOKEN, Deployment
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry
 
+pytestmark = pytest.mark.engine
+
 A4000, A5000 = "NVIDIA RTX A4000", "NVIDIA RTX A5000"
 SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
 

@@ -64,18 +64,8 @@ def hermetic_env(
             env["PULUMI_CONFIG_PASSPHRASE"] = LOCAL_PASSPHRASE
     # `env -0`, not a Python child: Python adds LC_CTYPE to its own environment at start-up.
     bash, dump = shutil.which("bash") or "bash", shutil.which("env") or "env"
-    try:
-        proc = subprocess.run(
-            [bash, "-c", 'source "$1" && exec "$2" -0', "bash", str(ENV_SH), dump],
-            env=env,
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"cannot source {ENV_SH} with bash: {exc}") from exc
-    if proc.returncode != 0:
-        raise ToolchainError(f"sourcing {ENV_SH} failed: {proc.stderr.decode().strip()}")
+    argv = [bash, "-c", 'source "$1" && exec "$2" -0', "bash", str(ENV_SH), dump]
+    proc = _run(argv, env, what=f"bash sourcing {ENV_SH}", timeout=60)
     pairs = (os.fsdecode(item).partition("=") for item in proc.stdout.split(b"\0") if item)
     result = {name: value for name, _, value in pairs}
     for name in _BASH_OWN:
@@ -116,20 +106,23 @@ def pulumi_version(pulumi: Path | str | None = None, env: Mapping[str, str] | No
     if pulumi is None:
         built = tools_bin() / "pulumi"
         pulumi = built if os.access(built, os.X_OK) else "pulumi"
+    proc = _run([str(pulumi), "version"], hermetic_env(env), what=f"{pulumi} version", timeout=120)
+    return proc.stdout.decode().strip()
+
+
+def _run(
+    argv: list[str], env: Mapping[str, str], *, what: str, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a toolchain command: not starting, not finishing or failing is a ToolchainError."""
     try:
         proc = subprocess.run(
-            [str(pulumi), "version"],
-            env=hermetic_env(env),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
+            argv, env=dict(env), capture_output=True, check=False, timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"cannot run {pulumi} version: {exc}") from exc
+        raise ToolchainError(f"cannot run {what}: {exc}") from exc
     if proc.returncode != 0:
-        raise ToolchainError(f"{pulumi} version failed: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+        raise ToolchainError(f"{what} failed: {proc.stderr.decode().strip()}")
+    return proc
 
 
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py")

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
-from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, UsageError, exit_code
+from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_config, read_config_at, stack_path
+from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.render import CATALOG_FORMATS, CatalogView, DiffView, render
@@ -47,20 +47,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    """Plan the stack at `--base` and at `--head` (default: the work tree), print the diff."""
     root = git_toplevel(Path.cwd())
-    head = args.head or WORK_TREE
-    before_config = read_config_at(root, args.base, args.stack)
-    after_config = read_config_at(root, args.head, args.stack)
-    if before_config is None and after_config is None:
-        raise UsageError(
-            f"stack '{args.stack}' has no {stack_path(args.stack)} at '{args.base}' nor at"
-            f" '{head}'. Fix: pass a stack that exists (stacks/Pulumi.<stack>.yaml)."
-        )
     environment = Environment.from_env(os.environ)
-    before = plan_config(before_config, args.stack, environment) if before_config else None
-    after = plan_config(after_config, args.stack, environment) if after_config else None
+    before, after = plan_both_sides(root, args.base, args.head, args.stack, environment)
     diff = diff_plans(before, after)
+    head = args.head or WORK_TREE
     print(render(DiffView(diff, args.base, head), args.format))
     if not diff.ok:
         print(f"\n{len(diff.problems)} problem(s) at {head}: `pulumi preview` would fail.",

@@ -112,3 +112,19 @@ def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> Fl
     where = f"{config.label}:{stack_path(stack)}"
     settings = parse_settings(stack_config_from_text(config.stack_text, where=where), where=where)
     return plan_fleet(registry, settings, stack=stack, environment=environment)
+
+
+def plan_both_sides(
+    repo: Path, base: str, head: str | None, stack: str, environment: Environment
+) -> tuple[FleetPlan | None, FleetPlan | None]:
+    """The stack planned at `base` and at `head` (None: the work tree); None where it is absent."""
+    before_config = read_config_at(repo, base, stack)
+    after_config = read_config_at(repo, head, stack)
+    if before_config is None and after_config is None:
+        raise UsageError(
+            f"stack '{stack}' has no {stack_path(stack)} at '{base}' nor at '{head or WORK_TREE}'."
+            " Fix: pass a stack that exists (stacks/Pulumi.<stack>.yaml)."
+        )
+    before = plan_config(before_config, stack, environment) if before_config else None
+    after = plan_config(after_config, stack, environment) if after_config else None
+    return before, after

@@ -26,9 +26,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("registry_files", "stack_file"),
     ("plan",),
     ("diff", "drift"),
-    ("live_warnings", "live"),
+    ("live_warnings",),
     ("report",),
-    ("fleet", "refs", "toolchain", "runpod", "emulator", "status", "prices"),
+    ("fleet", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
     ("cli", "rehearse", "__main__"),
 )
 """Bottom to top. A module may import its own layer or a lower one, never a higher one. An

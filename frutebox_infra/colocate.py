@@ -7,8 +7,9 @@ estimate per member on the group's GPU and adds the members up under the one eng
 that estimate already counts (or, for a server that swaps models, takes the largest).
 
 The grouping minimises the fleet's best-case $/h, then its worst case, then the number of
-models that share (or, when that breaks the budget, the worst case first: `worst_first`); per class of compatible models it is exact up to `EXACT_LIMIT` members
-(dynamic programming over subsets, with unfit sets pruned) and a greedy heuristic above.
+models that share (or, when that breaks the budget, the worst case first: `worst_first`).
+Per class of compatible models it is exact up to `EXACT_LIMIT` members (dynamic programming
+over subsets, with unfit sets pruned) and a greedy heuristic above.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recipes",),
     ("resolver", "settings"),
     ("registry_files", "stack_file"),
+    ("colocate",),
     ("plan",),
     ("diff", "drift"),
     ("live_warnings",),

@@ -76,6 +76,9 @@ class ModelPlan:
     fallbacks: tuple[PlacementOption, ...]
     problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
+    shared_with: tuple[str, ...] = ()
+    """The other models on its pod (co-location); its placements are then its view of that
+    pod: the pod's GPU, its own fit there, and its share of the price."""
 
     @property
     def candidates(self) -> tuple[PlacementOption, ...]:
@@ -283,8 +286,14 @@ def _pods(
         pods, views = _build(registry, settings, groups, by_id)
     order = {m.model_id: i for i, m in enumerate(models)}
     pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
+    pod_of = {mid: p for p in pods for mid in p.model_ids}
     replanned = tuple(
-        replace(m, placement=views[m.model_id][0], fallbacks=views[m.model_id][1:])
+        replace(
+            m,
+            placement=views[m.model_id][0],
+            fallbacks=views[m.model_id][1:],
+            shared_with=tuple(i for i in pod_of[m.model_id].model_ids if i != m.model_id),
+        )
         if m.model_id in views
         else m
         for m in models

@@ -13,6 +13,10 @@ def fit_cell(m: ModelPlan) -> str:
     if m.placement is None:
         return "-"
     f = m.placement.fit
+    if m.shared_with:
+        # What it would hold alone on the card overstates a member: the pod's fit is the
+        # members' sum, shown under the table.
+        return f"{f.weights_gb_per_gpu:.0f}G shared pod"
     return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
 
 

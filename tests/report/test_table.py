@@ -169,6 +169,9 @@ def test_shared_pods_show_members_fit_sum_and_saving() -> None:
         f" (sum: qwen3-8b {fits[0].needed_gb:.1f} + llama-3.2-1b {fits[1].needed_gb:.1f})"
     ) in text
     assert "co-location saves $0.08/h against one pod per model" in text
+    rows = {line.split()[0]: line for line in table_lines(text)[2:]}
+    assert "shared pod" in rows["qwen3-8b"] and "shared pod" in rows["llama-3.2-1b"]
+    assert "shared pod" not in rows["sdxl-1.0"]
     assert all(len(line) <= 100 for line in text.splitlines() if "pod" in line)
 
 

@@ -20,7 +20,8 @@ from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings, load_settings, stack_file
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import load_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
 

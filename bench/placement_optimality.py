@@ -26,7 +26,8 @@ from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import StackSettings, parse_settings
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import parse_settings
 
 CONTEXTS = (4096, 16384, 32768, 65536, 131072)
 CONCURRENCIES = (1, 4, 16)

@@ -32,7 +32,8 @@ from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import StackSettings, parse_settings
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import parse_settings
 
 SIZES = (10, 100, 1_000, 10_000)
 RUNS = {10: 25, 100: 11, 1_000: 5, 10_000: 3}

@@ -18,7 +18,7 @@ from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
+from frutebox_infra.stack_file import STACKS_DIR, load_settings, stack_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -24,12 +24,13 @@ from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPl
 from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
 from frutebox_infra.report import Format
 from frutebox_infra.resolver import Problem
-from frutebox_infra.settings import (
+from frutebox_infra.stack_file import (
     STACKS_DIR,
     parse_settings,
     stack_config_from_text,
     stack_file_name,
 )
+from frutebox_infra.yaml_text import decode_utf8
 
 FORMATS = tuple(Format)
 STACK_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -307,10 +308,7 @@ def _read(path: Path) -> str:
 
 
 def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text. Fix: save it as UTF-8.") from None
+    return decode_utf8(data, where)
 
 
 def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> FleetPlan:

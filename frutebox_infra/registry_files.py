@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Registry
 from frutebox_infra.toolchain import repo_root
+from frutebox_infra.yaml_text import decode_utf8, load_yaml
 
 REGISTRY_DIR = repo_root() / "registry"
 
@@ -33,12 +33,13 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
     for name in FILES:
         path = directory / name
         try:
-            texts[name] = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise ConfigError(
                 f"{path}: cannot read registry file ({exc.strerror}). "
                 "Fix: restore it from git (`git checkout -- registry/`)."
             ) from exc
+        texts[name] = decode_utf8(data, str(path))
     return RegistryFiles(texts)
 
 
@@ -79,19 +80,13 @@ def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
     return parse_registry(read_registry_files(directory), label=str(directory))
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML was built with it: the same documents, ~10x faster."""
-
-
 def _parse_yaml(where: str, text: str) -> dict[str, Any]:
-    try:
-        doc = yaml.load(text, Loader=_SAFE_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{where}:{at} is not valid YAML ({exc}). Fix the syntax.") from None
+    doc = load_yaml(text, where)
     if not isinstance(doc, dict):
-        raise ConfigError(f"{where}: expected a mapping at the top level.")
+        raise ConfigError(
+            f"{where}: expected a mapping at the top level. Fix: restore it from git"
+            " (`git checkout -- registry/`) and edit the entries under it."
+        )
     return doc
 
 

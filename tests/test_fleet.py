@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
-from frutebox_infra.settings import parse_settings
+from frutebox_infra.stack_file import parse_settings
 from tests.factories import real_registry
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"

@@ -75,10 +75,14 @@ OVERRIDE_FIXES = {
 
 
 class StackSettings(BaseModel):
-    """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`."""
+    """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`.
+
+    Values arrive already typed the way Pulumi's config allows (stack_file.py); overrides,
+    which Pulumi does not type, are strict: `context: true` is not a number.
+    """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False, strict=True
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
     )
 
     models: tuple[str, ...] = _key(

@@ -203,15 +203,17 @@ def _coerce(key: StackKey, value: Any) -> Any:
         if value in ("true", "false"):
             return value == "true"
         raise ValueError("must be true or false (Pulumi type boolean)")
+    decimal = StackSettings.model_fields[key.field].annotation is float
     if isinstance(value, bool | list | dict):
-        raise ValueError(f"must be {'a whole number' if kind == 'integer' else 'one value'}")
+        wanted = "a whole number" if kind == "integer" else "a number" if decimal else "text"
+        raise ValueError(f"must be {wanted}, not {_kind(value)}")
     if kind == "integer":
         if isinstance(value, int):
             return value
         if isinstance(value, str) and _PULUMI_INT.fullmatch(value):
             return int(value)
         raise ValueError("must be a whole number, without a decimal point (Pulumi type integer)")
-    if StackSettings.model_fields[key.field].annotation is float:
+    if decimal:
         if isinstance(value, int | float):
             return float(value)
         if isinstance(value, str) and _DECIMAL.fullmatch(value):
@@ -260,7 +262,14 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-_KINDS = {list: "a list", str: "text", int: "a number", float: "a number", bool: "true/false"}
+_KINDS = {
+    list: "a list",
+    dict: "a mapping",
+    str: "text",
+    int: "a number",
+    float: "a number",
+    bool: "true/false",
+}
 
 
 def _kind(value: Any) -> str:

@@ -38,9 +38,7 @@ def _key(
 ) -> Any:
     """A stack key: its camelCase name, help, Pulumi type, unit and bounds, in one place."""
     extra: dict[str, Any] = {"pulumi": pulumi, "unit": unit, "example": example, "fix": fix}
-    return Field(
-        alias=alias, description=description, json_schema_extra=cast(Any, extra), **bounds
-    )
+    return Field(alias=alias, description=description, json_schema_extra=cast(Any, extra), **bounds)
 
 
 class ModelOverride(BaseModel):

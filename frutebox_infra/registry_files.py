@@ -113,10 +113,45 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
-        elif head not in (*_LISTS, "images"):
-            loc = loc[:1]  # a top-level key such as max_gpus_per_pod names itself
-        else:
+        elif head in _LISTS or head == "images":
             loc = loc[1:]
+        # Other sections (network_volume, max_gpus_per_pod) are named by their full path.
+        names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
-        lines.append(f"{label}/{file}:{entry} field '{field}': {err['msg']}")
-    return "invalid registry:\n  " + "\n  ".join(lines)
+        message = str(err["msg"]).removeprefix("Value error, ")
+        unit = unit_of(names[-1] if names else head)
+        if unit and message[-1:].isdigit():
+            message += f" {unit}"
+        if unit == "GB" and err["type"] == "less_than_equal":
+            message += " (a figure in MiB? 16 GB of VRAM is 16384 MiB)"
+        value = "" if err["type"] in ("missing", "value_error") else f" = {_show(err['input'])}"
+        lines.append(
+            f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: correct it in"
+            f" {label}/{file} (each field's meaning and unit: frutebox_infra/registry.py), or"
+            " restore the file with `git checkout -- registry/`."
+        )
+    return "\n".join(lines)
+
+
+_UNITS = (
+    ("_mib", "MiB"),
+    ("_gb", "GB"),
+    ("usd_per_gb_month", "USD per GB-month"),
+    ("secure", "USD per GPU-hour"),
+    ("community", "USD per GPU-hour"),
+    ("context", "tokens"),
+    ("_bytes_per_sequence", "bytes"),
+    ("gpus", "GPUs"),
+    ("max_count", "GPUs"),
+    ("layers", "layers"),
+)
+
+
+def unit_of(field: str) -> str:
+    """The unit a registry field is in, from its name (units are part of our field names)."""
+    return next((unit for suffix, unit in _UNITS if field.endswith(suffix)), "")
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."

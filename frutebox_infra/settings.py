@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
+from frutebox_infra.registry import MAX_CONTEXT_TOKENS
 from frutebox_infra.resolver import Cloud
 
 PROJECT = "frutebox-infra"
@@ -22,8 +23,6 @@ SECRET_KEYS = ("runpodApiKey", "hfToken")
 Not declared in Pulumi.yaml: Pulumi makes a declared secret key required."""
 
 PulumiType = Literal["string", "integer", "boolean", "array", "object"]
-MAX_CONTEXT_TOKENS = 10_485_760
-"""The longest context any model claims (10M tokens); the model's own maximum applies first."""
 
 
 def _key(

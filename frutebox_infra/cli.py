@@ -12,7 +12,7 @@ from pathlib import Path
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
@@ -34,8 +34,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> FleetPlan:
-    registry = load_registry()
+def load_plan(
+    stack: str, stacks_dir: Path = STACKS_DIR, registry_dir: Path = REGISTRY_DIR
+) -> FleetPlan:
+    registry = load_registry(registry_dir)
     settings = load_settings(stack_file(stack, stacks_dir))
     return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 
@@ -49,7 +51,7 @@ def render_plan(plan: FleetPlan, fmt: Format) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = load_plan(args.stack, Path(args.stacks_dir))
+    plan = load_plan(args.stack, Path(args.stacks_dir), Path(args.registry_dir))
     print(render_plan(plan, args.format))
     if not plan.ok:
         print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
@@ -78,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--stack", required=True)
     plan.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     plan.add_argument("--stacks-dir", default=str(STACKS_DIR), help=argparse.SUPPRESS)
+    plan.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     plan.set_defaults(run=cmd_plan)
 
     diff = sub.add_parser("diff", help="cost/fit difference of a config change between git refs")

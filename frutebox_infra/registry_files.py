@@ -49,7 +49,7 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
     if missing:
         raise ConfigError(
             f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
-            " whole registry"
+            " whole registry. Fix: restore it from git (`git checkout -- registry/`)."
         )
     docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
     sections: dict[str, Any] = {
@@ -93,7 +93,10 @@ def _parse_yaml(where: str, text: str) -> dict[str, Any]:
 def _section(docs: Mapping[str, dict[str, Any]], file: str, key: str, label: str) -> Any:
     value = docs[file].get(key)
     if value is None:
-        raise ConfigError(f"{label}/{file}: missing top-level key '{key}'.")
+        raise ConfigError(
+            f"{label}/{file}: missing top-level key '{key}'. Fix: restore it from git"
+            " (`git checkout -- registry/`)."
+        )
     return value
 
 

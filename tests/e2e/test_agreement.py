@@ -51,8 +51,11 @@ def stack_texts(draw: st.DrawFn) -> str:
         config[key] = draw(st.sampled_from(EDGES[key]))
     if draw(st.booleans()) and "budgetUsdPerHour" in config:
         del config["frutebox-infra:budgetUsdPerHour"]  # only the unprefixed spelling left
-    lines = [f"  {key}: {value}" for key, value in config.items()]
-    return "config:\n" + "\n".join(lines) + "\n"
+    return stack_text(config)
+
+
+def stack_text(config: dict[str, str]) -> str:
+    return "config:\n" + "".join(f"  {key}: {value}\n" for key, value in config.items())
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +82,14 @@ def plan_verdict(project: PulumiProject, stack: str) -> tuple[bool, str]:
 )
 @given(text=stack_texts())
 def test_plan_and_preview_agree_on_generated_stack_files(project: PulumiProject, text: str) -> None:
-    stack = f"agree{next(_names)}"  # a fresh stack each time: its own secrets salt
-    project.write_stack_text(stack, text)
+    stack = f"agree{next(_names)}"
+    # `pulumi stack init` rewrites the file it finds (as Pulumi's own YAML), so the stack is
+    # created from a valid file first and the hand-written text replaces it afterwards, as
+    # when a user edits the stack file of an existing stack.
+    project.write_stack_text(stack, stack_text(BASE))
+    project.init(stack)
+    salt = project.stack_path(stack).read_text().split("encryptionsalt:", 1)[1].strip()
+    project.write_stack_text(stack, f"{text}encryptionsalt: {salt}\n")
     preview = project.preview(stack)
     assert "Traceback" not in preview.diagnostics + preview.stderr
     planned_ok, plan_errors = plan_verdict(project, stack)

@@ -95,8 +95,22 @@ BROKEN = [
     pytest.param({"models": "qwen3-8b"}, "frutebox-infra:models", id="models-not-a-list"),
     pytest.param(
         {"models": ["qwen3-235b-a22b"], "overrides": {"qwen3-235b-a22b": {"context": 9_000_000}}},
+        "above the 32768 tokens",
+        id="context-above-the-model-s",
+    ),
+    pytest.param(
+        {
+            "models": ["qwen3-235b-a22b"],
+            "overrides": {"qwen3-235b-a22b": {"minConcurrentSequences": 1024}},
+        },
         "fits no placement",
-        id="context-fits-nowhere",
+        id="fits-nowhere",
+    ),
+    pytest.param({"models": ["qwen3-8b"], "specDecode": "yes"}, "specDecode", id="boolean-yes"),
+    pytest.param(
+        {"models": ["qwen3-8b"], "budgetUsdPerHour": True},
+        "budgetUsdPerHour",
+        id="budget-a-boolean",
     ),
 ]
 

@@ -11,14 +11,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
+from frutebox_infra.paths import REGISTRY_DIR, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
-from frutebox_infra.stack_file import STACKS_DIR, load_settings, stack_file
+from frutebox_infra.stack_file import load_settings, stack_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -10,11 +10,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
+from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
-from frutebox_infra.toolchain import repo_root
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
-
-REGISTRY_DIR = repo_root() / "registry"
 
 
 @dataclass(frozen=True)

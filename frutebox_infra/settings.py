@@ -14,8 +14,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
-from frutebox_infra.registry import MAX_CONTEXT_TOKENS
-from frutebox_infra.resolver import Cloud
+from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud
 
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError, UsageError
+from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
     OVERRIDE_UNITS,
@@ -30,10 +31,8 @@ from frutebox_infra.settings import (
     StackKey,
     StackSettings,
 )
-from frutebox_infra.toolchain import repo_root
 from frutebox_infra.yaml_text import MAX_INT_DIGITS, decode_utf8, load_yaml
 
-STACKS_DIR = repo_root() / "stacks"
 _TOP_LEVEL = ("config", "secretsprovider", "encryptedkey", "encryptionsalt")
 """What a stack file may hold besides config: the secrets provider Pulumi writes there."""
 _PULUMI_INT = re.compile(rf"[-+]?[0-9]{{1,{MAX_INT_DIGITS}}}")

@@ -24,7 +24,7 @@ from frutebox_infra.plan import (
     pod_request,
 )
 from frutebox_infra.registry import Model, Registry
-from frutebox_infra.resolver import Problem
+from frutebox_infra.resolver import PlanProblem
 from tests.factories import (
     flag,
     gpu,
@@ -401,7 +401,7 @@ def test_the_volume_keeps_its_current_size_and_is_priced_at_it() -> None:
 # ---- every override key is honoured by the engine, or refused with the reason ----------------
 
 
-def only_problem(config: dict[str, Any]) -> Problem:
+def only_problem(config: dict[str, Any]) -> PlanProblem:
     plan = plan_fleet(real_registry(), settings(**config), stack="t")
     assert len(plan.problems) == 1, plan.problems
     return plan.problems[0]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.resolver import Cloud
+from frutebox_infra.registry import Cloud
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
     PROJECT,

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.errors import ConfigError
+from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
@@ -125,7 +125,7 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
             message += f" {unit}"
         if unit == "GB" and err["type"] == "less_than_equal":
             message += " (a figure in MiB? 16 GB of VRAM is 16384 MiB)"
-        value = "" if err["type"] in ("missing", "value_error") else f" = {_show(err['input'])}"
+        value = "" if err["type"] in ("missing", "value_error") else f" = {shown(err['input'])}"
         lines.append(
             f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: correct it in"
             f" {label}/{file} (each field's meaning and unit: frutebox_infra/registry.py), or"
@@ -151,8 +151,3 @@ _UNITS = (
 def unit_of(field: str) -> str:
     """The unit a registry field is in, from its name (units are part of our field names)."""
     return next((unit for suffix, unit in _UNITS if field.endswith(suffix)), "")
-
-
-def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 40 else text[:37] + "..."

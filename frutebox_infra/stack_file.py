@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.errors import ConfigError, UsageError
+from frutebox_infra.errors import ConfigError, UsageError, shown
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
@@ -169,7 +169,7 @@ def parse_settings(config: Mapping[str, Any], *, where: str) -> StackSettings:
             try:
                 values[name] = _coerce(key, value)
             except ValueError as exc:
-                errors.append(f"{label} = {_show(value)}: {exc}. Fix: {key.fix}.")
+                errors.append(f"{label} = {shown(value)}: {exc}. Fix: {key.fix}.")
     for key in STACK_KEYS.values():
         if key.required and key.name not in config:
             errors.append(
@@ -242,7 +242,7 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
         message = str(err["msg"])
         if unit and re.search(r"\d$", message):
             message += f" {unit}"
-        value = f" = {_show(err['input'])}" if err["type"] != "missing" else ""
+        value = f" = {shown(err['input'])}" if err["type"] != "missing" else ""
         lines.append(f"{where}: key '{PROJECT}:{path}'{value}: {message}. Fix: {fix}.")
     return lines
 
@@ -253,12 +253,6 @@ def _override_unit(loc: list[str]) -> str:
 
 def _secure(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str)
-
-
-def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else str(value).lower() if isinstance(
-        value, bool) else str(value)  # fmt: skip
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _KINDS = {

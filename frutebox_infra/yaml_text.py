@@ -60,6 +60,12 @@ def decode_utf8(data: bytes, where: str) -> str:
                 " Fix: save it as UTF-8 (e.g. `iconv -f UTF-16 -t UTF-8`)."
             )
     data = data.removeprefix(_UTF8_BOM)  # Pulumi strips it too
+    if b"\x00" in data:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        raise ConfigError(
+            f"{where}: line {line}: a NUL byte, so the file is UTF-16 without a byte-order mark"
+            " or not text at all, not UTF-8. Fix: save it as UTF-8."
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

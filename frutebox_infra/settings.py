@@ -201,7 +201,7 @@ class StackSettings(BaseModel):
         fix="a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
         default_factory=dict,
     )
-    hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured", exclude=True)
+    hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
     """Derived from the secret's presence, never read from the stack file."""
 
     @field_validator("models")

@@ -31,13 +31,15 @@ def declared() -> dict[str, Any]:
 
 
 def test_pulumi_yaml_declares_exactly_the_model_s_keys_in_its_order() -> None:
-    assert list(declared()) == list(pulumi_config_schema())
+    expected = yaml.safe_dump({"config": pulumi_config_schema()}, sort_keys=False, width=200)
+    assert list(declared()) == list(pulumi_config_schema()), f"Pulumi.yaml should say:\n{expected}"
 
 
 @pytest.mark.parametrize("key", list(STACK_KEYS))
 def test_pulumi_yaml_and_the_model_agree_on_type_default_and_description(key: str) -> None:
     entry = declared()[f"{PROJECT}:{key}"]
-    assert entry == pulumi_config_schema()[f"{PROJECT}:{key}"]
+    expected = pulumi_config_schema()[f"{PROJECT}:{key}"]
+    assert entry == expected, f"Pulumi.yaml should say {yaml.safe_dump(expected, width=200)}"
     # Pulumi applies the default it declares; we read that default as any stack value.
     if "default" in entry:
         field = STACK_KEYS[key].field

@@ -7,11 +7,13 @@ import pulumi
 
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 
+exit_quietly_on_interrupt()
 stack = pulumi.get_stack()
 try:
     # The stack file is read as `frutebox plan` reads it, so the two cannot disagree; the

@@ -112,9 +112,15 @@ class ComfyUI(Recipe):
         wrong_entrypoint = super().image_problem(model, image)
         if wrong_entrypoint is not None:
             return wrong_entrypoint
+        if image.engine_version is None:
+            # The pod installs exactly that ComfyUI release onto the volume.
+            return (
+                f"needs the ComfyUI release to install, but {image.reference} has no"
+                " engine_version in registry/images.yaml"
+            )
         recipe = _recipe(model)
         needed = recipe.min_comfyui if recipe else None
-        if needed is None or image.engine_version is None:
+        if needed is None:
             return None
         if version_tuple(image.engine_version) >= version_tuple(needed):
             return None

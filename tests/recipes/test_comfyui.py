@@ -458,3 +458,11 @@ def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
     if not servable:
         assert result.problem is not None and result.problem.rule == "image-cannot-serve"
         assert needed in result.problem.message and shipped in result.problem.message
+
+
+def test_an_image_without_the_comfyui_release_to_install_is_a_problem_not_a_crash() -> None:
+    image = real_images()[Runtime.COMFYUI].model_copy(update={"engine_version": None})
+    model = real_registry().model("sdxl-1.0")
+    assert model is not None
+    problem = ComfyUI().image_problem(model, image)
+    assert problem is not None and "engine_version" in problem

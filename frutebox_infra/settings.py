@@ -32,11 +32,21 @@ def _key(
     unit: str = "",
     example: str,
     fix: str = "",
+    pulumi_default: Any = None,
     **bounds: Any,
 ) -> Any:
     """A stack key: its camelCase name, help, Pulumi type, unit and bounds, in one place."""
-    extra: dict[str, Any] = {"pulumi": pulumi, "unit": unit, "example": example, "fix": fix}
+    extra: dict[str, Any] = {
+        "pulumi": pulumi,
+        "unit": unit,
+        "example": example,
+        "fix": fix,
+        "pulumi_default": pulumi_default,
+    }
     return Field(alias=alias, description=description, json_schema_extra=cast(Any, extra), **bounds)
+
+
+VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
 
 
 class ModelOverride(BaseModel):
@@ -173,15 +183,38 @@ class StackSettings(BaseModel):
         fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
         default=True,
     )
-    health_timeout_seconds: int = _key(
+    health_timeout_seconds: int | None = _key(
         "healthTimeoutSeconds",
-        "How long a new pod may take to answer its health check before it is terminated.",
+        "How long a new pod may take to answer its health check before it is terminated; 0"
+        " scales it with the weights to download at downloadMBps.",
         pulumi="integer",
         unit="seconds",
         example="1800",
-        default=1800,
-        ge=30,
+        fix="0 (scale it with the weights), or a whole number of seconds from 30 to 86400,"
+        " e.g. 1800",
+        default=None,
+        pulumi_default=0,
+        ge=0,
         le=86_400,
+    )
+    download_mb_per_s: int = _key(
+        "downloadMBps",
+        "Download speed (MB/s) assumed when sizing each pod's health deadline to its weights.",
+        pulumi="integer",
+        unit="MB/s",
+        example="100",
+        default=100,
+        ge=1,
+        le=100_000,
+    )
+    volume_type: VolumeTier = _key(
+        "volumeType",
+        "Storage tier of the weights volume, STANDARD or HIGH_PERFORMANCE (priced in preview;"
+        " fixed at creation).",
+        pulumi="string",
+        example="STANDARD",
+        fix="STANDARD or HIGH_PERFORMANCE",
+        default="STANDARD",
     )
     runpod_api_url: str = _key(
         "runpodApiUrl",
@@ -204,6 +237,13 @@ class StackSettings(BaseModel):
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
     """Derived from the secret's presence, never read from the stack file."""
 
+    @field_validator("health_timeout_seconds")
+    @classmethod
+    def _zero_scales(cls, value: int | None) -> int | None:
+        if value is not None and 0 < value < 30:
+            raise ValueError("must be 0 (scale with the weights) or at least 30 seconds")
+        return value or None
+
     @field_validator("models")
     @classmethod
     def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -225,6 +265,8 @@ class StackKey:
     default: Any
     unit: str
     fix: str
+    pulumi_default: Any = None
+    """What Pulumi.yaml says where the model's default (None: unset) has no Pulumi spelling."""
 
 
 def _bound(info: FieldInfo, *names: str) -> Any:
@@ -265,6 +307,7 @@ def _stack_keys() -> dict[str, StackKey]:
             default=default,
             unit=str(extra["unit"]),
             fix=_fix(info, extra),
+            pulumi_default=extra["pulumi_default"],
         )
     return keys
 
@@ -288,6 +331,8 @@ def pulumi_config_schema() -> dict[str, dict[str, Any]]:
 
 
 def _pulumi_default(key: StackKey) -> Any:
+    if key.pulumi_default is not None:
+        return key.pulumi_default
     value = key.default
     if isinstance(value, tuple):
         return list(value)

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.runpod.client import ProxyClient, RetryPolicy, RunPodClient
 from frutebox_infra.runpod.lifecycle import Provisioner
@@ -20,6 +21,8 @@ API = "https://api.test"
 PROXY = "https://{podId}-{port}.proxy.test"
 API_KEY = "rpa_TESTKEY_0123456789abcdef"
 HF_TOKEN = "hf_TESTTOKEN_abcdef0123456789"
+OWNER = "feedc0de12345678"
+VOLUME_ID = "vol1"
 
 Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
@@ -45,21 +48,23 @@ def pod(
     gpu: str = "NVIDIA A40",
     count: int = 1,
     cost: float = 0.4,
+    owner: str | None = OWNER,
 ) -> dict[str, Any]:
+    """A v2 Pod; ours (our token in its env, our volume mounted) unless `owner` says not."""
     return {
         "id": pod_id,
         "name": name,
         "status": status,
         "image": "img:1",
         "args": "",
-        "env": {},
+        "env": {"FRUTEBOX_OWNER": owner} if owner else {},
         "ports": ["8080/http"],
         "disk": 20,
         "gpu": {"id": gpu, "count": count},
         "cloud": "SECURE",
         "dataCenterId": "EU-RO-1",
         "cost": cost,
-        "mounts": {"network": [{"volumeId": "vol1", "path": "/workspace"}]},
+        "mounts": {"network": [{"volumeId": VOLUME_ID, "path": "/workspace"}]},
     }
 
 
@@ -164,7 +169,10 @@ def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
     started: list[RunningEmulator] = []
 
     def make(stock: Stock | None = None) -> RunningEmulator:
-        running = start(host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin())
+        # Unit tests of the command use the fast account; tests/e2e run the realistic one.
+        running = start(
+            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
+        )
         started.append(running)
         return running
 

@@ -65,10 +65,12 @@ LAZY = (
     "frutebox_infra.runpod",
     "frutebox_infra.cli",
     "frutebox_infra.diff",
+    "frutebox_infra.refs",
     "frutebox_infra.emulator",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
-deploy step's HTTP client, the schema validator, the CLI, the diff and the emulator)."""
+deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the
+emulator)."""
 
 STARTUP_PROBE = f"""\
 import json, time

@@ -1,6 +1,7 @@
 """frutebox-infra: a stack's armed models become a weights volume and one GPU pod each."""
 
 import os
+from pathlib import Path
 
 import pulumi
 
@@ -10,12 +11,16 @@ from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
-from frutebox_infra.settings import parse_settings, stack_file_name
+from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 
 exit_quietly_on_interrupt()
 stack = pulumi.get_stack()
 try:
-    settings = parse_settings(read_config(), where=f"stacks/{stack_file_name(stack)}")
+    # The stack file is read as `frutebox plan` reads it, so the two cannot disagree; the
+    # config Pulumi passes must then say the same.
+    path = stack_file(stack, Path(pulumi.get_root_directory() or ".") / "stacks")
+    settings = load_settings(path)
+    check_pulumi_agrees(settings, read_config(), where=str(path))
     plan = plan_fleet(
         load_registry(), settings, stack=stack, environment=Environment.from_env(os.environ)
     )

@@ -31,7 +31,7 @@ from frutebox_infra.plan import plan_fleet, pod_request, volume_request
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.lifecycle import Timeouts
-from frutebox_infra.settings import load_settings, stack_file
+from frutebox_infra.stack_file import load_settings, stack_file
 
 SCALE = 100.0
 QUOTA_PER_MINUTE, QUOTA_PER_HOUR = 60, 3000

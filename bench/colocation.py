@@ -24,7 +24,8 @@ from frutebox_infra.colocate import Member, all_partitions, group_placements, me
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings, parse_settings
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import parse_settings
 
 SIZES = (3, 5, 7, 8)
 FLEETS_PER_SIZE = 8

@@ -24,7 +24,8 @@ from frutebox_infra.plan import HOURS_PER_MONTH, Environment, ModelPlan, plan_fl
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings, load_settings, parse_settings, stack_file
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import load_settings, parse_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
 SMALL_FLEET = 20
@@ -148,7 +149,7 @@ def colocation(registry: Registry, settings: StackSettings, stack: str) -> None:
             "models": [m.id for m in small.models],
             "dataCenter": settings.data_center,
             "budgetUsdPerHour": 1000,
-            "hfToken": "configured",
+            "hfToken": {"secure": "configured"},  # noticed, never read
         },
         where="bench/fleet_cost.py",
     )

@@ -32,7 +32,8 @@ from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import StackSettings, parse_settings
+from frutebox_infra.settings import StackSettings
+from frutebox_infra.stack_file import parse_settings
 
 SIZES = (10, 100, 1_000, 10_000)
 RUNS = {10: 25, 100: 11, 1_000: 5, 10_000: 3}
@@ -51,8 +52,8 @@ def synthetic_settings(registry: Registry) -> StackSettings:
     config = {
         "models": [m.id for m in registry.models],
         "dataCenter": registry.data_centers[0].id,
-        "budgetUsdPerHour": 1e9,
-        "hfToken": "configured",
+        "budgetUsdPerHour": 10_000,  # the most a stack may say; over it is still planned
+        "hfToken": {"secure": "configured"},  # noticed, never read
     }
     return parse_settings(config, where="bench/plan_scale.py")
 

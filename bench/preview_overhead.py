@@ -81,11 +81,11 @@ t1 = time.perf_counter()
 import pulumi_command.local
 t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
-from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.fleet import credentials_from_config, declare_fleet
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
-from frutebox_infra.settings import load_settings, parse_settings, stack_file
+from frutebox_infra.stack_file import load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
 t4 = time.perf_counter()

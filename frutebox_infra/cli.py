@@ -11,14 +11,14 @@ from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
-from frutebox_infra.paths import STACKS_DIR
+from frutebox_infra.paths import REGISTRY_DIR, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.render import CATALOG_FORMATS, CatalogView, DiffView, render
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import load_settings, stack_file
+from frutebox_infra.stack_file import load_settings, stack_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -31,14 +31,16 @@ def cmd_models(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> FleetPlan:
-    registry = load_registry()
+def load_plan(
+    stack: str, stacks_dir: Path = STACKS_DIR, registry_dir: Path = REGISTRY_DIR
+) -> FleetPlan:
+    registry = load_registry(registry_dir)
     settings = load_settings(stack_file(stack, stacks_dir))
     return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = load_plan(args.stack, Path(args.stacks_dir))
+    plan = load_plan(args.stack, Path(args.stacks_dir), Path(args.registry_dir))
     print(render(plan, args.format))
     if not plan.ok:
         print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
@@ -73,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--stack", required=True)
     plan.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     plan.add_argument("--stacks-dir", default=str(STACKS_DIR), help=argparse.SUPPRESS)
+    plan.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     plan.set_defaults(run=cmd_plan)
 
     diff = sub.add_parser("diff", help="cost/fit difference of a config change between git refs")

@@ -9,6 +9,8 @@ A plan with problems is not an error: it is a `FleetPlan` whose `problems` the c
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 """Exit codes of every command: ok; problems (preview would fail); a usage error."""
 
@@ -28,3 +30,14 @@ class UsageError(ConfigError):
 def exit_code(error: FruteboxError) -> int:
     """What a command exits with for an error it explained: 2 for usage, 1 otherwise."""
     return EXIT_USAGE if isinstance(error, UsageError) else EXIT_PROBLEMS
+
+
+def shown(value: Any) -> str:
+    """A value as an error message quotes it: YAML's spelling, cut to fit on a line."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif value is None:
+        text = "null"
+    else:
+        text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -241,27 +241,14 @@ def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelSer
     }
 
 
-def read_config() -> dict[str, Any]:
-    """This project's stack config as Python values (secrets only noticed, never read here)."""
-    values: dict[str, Any] = {}
+def read_config() -> dict[str, str]:
+    """This project's config as the engine passed it: text per key, JSON for structures."""
     prefix = f"{PROJECT}:"
-    for key, raw in pulumi.runtime.get_config_env().items():
-        if not key.startswith(prefix):
-            continue
-        name = key[len(prefix) :]
-        values[name] = _decode(raw)
-    return values
-
-
-def _decode(raw: str) -> Any:
-    """Structured config arrives as JSON text; plain strings stay strings."""
-    text = raw.strip()
-    if text[:1] in "[{":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return raw
-    return raw
+    return {
+        key[len(prefix) :]: raw
+        for key, raw in pulumi.runtime.get_config_env().items()
+        if key.startswith(prefix)
+    }
 
 
 def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:

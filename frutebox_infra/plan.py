@@ -52,6 +52,7 @@ class Environment:
         context_tokens: int | None = None,
         concurrency: int | None = None,
         min_sequences: int = 1,
+        min_sequences_pinned: bool = False,
         hf_token: bool = False,
         spec_decode: bool = True,
     ) -> ServeOptions:
@@ -60,6 +61,7 @@ class Environment:
             context_tokens=context_tokens,
             concurrency=concurrency,
             min_sequences=min_sequences,
+            min_sequences_pinned=min_sequences_pinned,
             hf_token_configured=hf_token or self.hf_token,
             spec_decode_enabled=spec_decode and self.spec_decode,
             eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
@@ -347,6 +349,7 @@ def _plan_model(
         concurrency=override.concurrency if override else None,
         min_sequences=(override.min_concurrent_sequences if override else None)
         or settings.min_concurrent_sequences,
+        min_sequences_pinned=override is not None and override.min_concurrent_sequences is not None,
         hf_token=settings.hf_token_configured,
         spec_decode=settings.spec_decode,
     )

@@ -11,7 +11,8 @@ from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
-from frutebox_infra.settings import parse_settings, stack_config_from_text, stack_file_name
+from frutebox_infra.stack_file import parse_settings, stack_config_from_text, stack_file_name
+from frutebox_infra.yaml_text import decode_utf8
 
 WORK_TREE = "work tree"
 """The label of the side read from the checkout's files rather than from a commit."""
@@ -100,10 +101,7 @@ def _read(path: Path) -> str:
 
 
 def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text. Fix: save it as UTF-8.") from None
+    return decode_utf8(data, where)
 
 
 def plan_config(config: ConfigAtRef, stack: str, environment: Environment) -> FleetPlan:

@@ -7,21 +7,41 @@ from collections import Counter
 from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Literal
+from itertools import pairwise
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+
+MAX_CONTEXT_TOKENS = 10_485_760
+"""The longest context any model claims (10M tokens)."""
 
 
 class Frozen(BaseModel):
     """Registry records are facts: immutable, and unknown keys are typos."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic would read `vram_gb: true` as 1 and `fp8: 0` as false: booleans and
+        # numbers never stand in for each other.
+        if info.field_name is None:
+            return value
+        annotation = cls.model_fields[info.field_name].annotation
+        boolean = annotation is bool or bool in get_args(annotation)
+        if isinstance(value, bool) and not boolean:
+            raise ValueError("true/false is not a value of this field")
+        if boolean and value is not None and not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
 
 
 class Runtime(StrEnum):
@@ -46,8 +66,8 @@ class Cloud(StrEnum):
 class Price(Frozen):
     """On-demand price of one GPU, USD per hour, per RunPod cloud; None where never observed."""
 
-    secure: float | None = Field(default=None, gt=0)
-    community: float | None = Field(default=None, gt=0)
+    secure: float | None = Field(default=None, gt=0, le=100)
+    community: float | None = Field(default=None, gt=0, le=100)
     source: str
 
 
@@ -56,13 +76,26 @@ class Gpu(Frozen):
 
     id: str = Field(min_length=1, description="RunPod GPU type id, e.g. 'NVIDIA H100 80GB HBM3'")
     name: str
-    vram_gb: int = Field(gt=0)
-    memory_mib: int = Field(gt=0)
+    vram_gb: int = Field(gt=0, le=1024)
+    memory_mib: int = Field(gt=0, le=1024 * 1024)
     fp8: bool
     max_count: int = Field(ge=1, le=8)
     price_usd_per_hour: Price
     architecture: str | None = Field(default=None, pattern=r"^sm_\d+$")
     """CUDA compute capability (sm_86, sm_90, ...): which image kernels can run on it."""
+
+    @model_validator(mode="after")
+    def _units_agree(self) -> Gpu:
+        # Marketed GB are within a few percent of the driver's GiB; anything else is a
+        # figure in the wrong unit (16376 is the A4000's MiB, not its GB).
+        gib = self.memory_mib / 1024
+        if not 0.85 <= gib / self.vram_gb <= 1.15:
+            raise ValueError(
+                f"vram_gb {self.vram_gb} GB and memory_mib {self.memory_mib} MiB"
+                f" ({gib:.1f} GiB) disagree: vram_gb is the marketed size in GB (16 for a 16 GB"
+                " card), memory_mib what nvidia-smi reports in MiB"
+            )
+        return self
 
 
 class Image(Frozen):
@@ -122,9 +155,9 @@ class GgufSource(Frozen):
     repo: str
     quant: str
     revision: str | None = None
-    disk_gb: float | None = Field(default=None, gt=0)
-    vram_gb: float | None = Field(default=None, gt=0)
-    context: int | None = Field(default=None, gt=0)
+    disk_gb: float | None = Field(default=None, gt=0, le=10_000)
+    vram_gb: float | None = Field(default=None, gt=0, le=10_000)
+    context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT_TOKENS)
 
 
 class ComfyFile(Frozen):
@@ -173,9 +206,9 @@ class Weights(Frozen):
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
 
     format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
-    disk_gb: float | None = Field(default=None, gt=0)
-    vram_gb: float | None = Field(default=None, gt=0)
-    fp8_block_size: int | None = Field(default=None, gt=0)
+    disk_gb: float | None = Field(default=None, gt=0, le=10_000)
+    vram_gb: float | None = Field(default=None, gt=0, le=10_000)
+    fp8_block_size: int | None = Field(default=None, gt=0, le=4096)
     """Block-wise FP8 scales (config.json quantization_config.weight_block_size): every
     tensor-parallel shard of a quantized matrix must hold whole blocks."""
     source: str | None = None
@@ -185,14 +218,14 @@ class Architecture(Frozen):
     """What the KV-cache estimate needs, from the model's config.json."""
 
     attention: Literal["gqa", "mla", "hybrid"] = "gqa"
-    layers: int = Field(gt=0)
-    attention_heads: int = Field(gt=0)
-    kv_heads: int | None = Field(default=None, gt=0)
-    head_dim: int | None = Field(default=None, gt=0)
-    kv_lora_rank: int | None = Field(default=None, gt=0)
-    qk_rope_head_dim: int | None = Field(default=None, gt=0)
-    full_attention_layers: int | None = Field(default=None, gt=0)
-    state_bytes_per_sequence: int | None = Field(default=None, ge=0)
+    layers: int = Field(gt=0, le=1024)
+    attention_heads: int = Field(gt=0, le=4096)
+    kv_heads: int | None = Field(default=None, gt=0, le=4096)
+    head_dim: int | None = Field(default=None, gt=0, le=4096)
+    kv_lora_rank: int | None = Field(default=None, gt=0, le=65_536)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0, le=4096)
+    full_attention_layers: int | None = Field(default=None, gt=0, le=1024)
+    state_bytes_per_sequence: int | None = Field(default=None, ge=0, le=10**12)
     moe: bool = False
     experts: int | None = Field(default=None, gt=0)
     """Routed experts per MoE layer (config.json num_experts / n_routed_experts)."""
@@ -212,6 +245,11 @@ class Architecture(Frozen):
         missing = [name for name in needed[self.attention] if getattr(self, name) is None]
         if missing:
             raise ValueError(f"{self.attention} attention needs {', '.join(missing)}")
+        if (self.full_attention_layers or 0) > self.layers:
+            raise ValueError(
+                f"full_attention_layers {self.full_attention_layers} is more than the model's"
+                f" {self.layers} layers"
+            )
         return self
 
 
@@ -243,7 +281,9 @@ class Model(Frozen):
     source: Source | None = None
     source_unavailable: str | None = None
     weights: Weights = Weights()
-    context: int | None = Field(default=None, gt=0)
+    context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT_TOKENS)
+    """The longest context the model is served with, in tokens; a stack may lower it, never
+    raise it."""
     min_gpus: int = Field(default=1, ge=1, le=8)
     reasoning_parser: str | None = None
     speed: Speed = Speed()
@@ -256,19 +296,32 @@ class Model(Frozen):
 class PriceTier(Frozen):
     """Storage up to `up_to_gb` (None: everything above the last tier) at this rate."""
 
-    up_to_gb: int | None = Field(default=None, gt=0)
-    usd_per_gb_month: float = Field(gt=0)
+    up_to_gb: int | None = Field(default=None, gt=0, le=1_000_000)
+    usd_per_gb_month: float = Field(gt=0, le=10)
 
 
 class NetworkVolumeFacts(Frozen):
     """RunPod network volumes: the sizes the API accepts and what a GB-month costs."""
 
-    min_gb: int = Field(gt=0)
-    max_gb: int = Field(gt=0)
+    min_gb: int = Field(gt=0, le=1_000_000)
+    max_gb: int = Field(gt=0, le=1_000_000)
     price_tiers: tuple[PriceTier, ...] = Field(min_length=1)
     """The STANDARD storage tier's prices."""
     high_performance_usd_per_gb_month: float = Field(gt=0)
     source: str
+
+    @model_validator(mode="after")
+    def _sizes_in_order(self) -> NetworkVolumeFacts:
+        if self.max_gb < self.min_gb:
+            raise ValueError(
+                f"max_gb {self.max_gb} GB is below min_gb {self.min_gb} GB: no volume size is"
+                " allowed"
+            )
+        tops = [t.up_to_gb for t in self.price_tiers]
+        bounded = [t for t in tops if t is not None]
+        if None in tops[:-1] or any(a >= b for a, b in pairwise(bounded)):
+            raise ValueError("price_tiers must rise by up_to_gb; only the last may have none")
+        return self
 
     def usd_per_month(self, size_gb: float, storage: str = "STANDARD") -> float:
         """Graduated: each tier's rate applies to the GB inside it, so price never drops

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from frutebox_infra.errors import ConfigError
+from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
+from frutebox_infra.yaml_text import decode_utf8, load_yaml
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,13 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
     for name in FILES:
         path = directory / name
         try:
-            texts[name] = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise ConfigError(
                 f"{path}: cannot read registry file ({exc.strerror}). "
                 "Fix: restore it from git (`git checkout -- registry/`)."
             ) from exc
+        texts[name] = decode_utf8(data, str(path))
     return RegistryFiles(texts)
 
 
@@ -46,7 +47,7 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
     if missing:
         raise ConfigError(
             f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
-            " whole registry"
+            " whole registry. Fix: restore it from git (`git checkout -- registry/`)."
         )
     docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
     sections: dict[str, Any] = {
@@ -77,26 +78,23 @@ def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
     return parse_registry(read_registry_files(directory), label=str(directory))
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader where PyYAML was built with it: the same documents, ~10x faster."""
-
-
 def _parse_yaml(where: str, text: str) -> dict[str, Any]:
-    try:
-        doc = yaml.load(text, Loader=_SAFE_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{where}:{at} is not valid YAML ({exc}). Fix the syntax.") from None
+    doc = load_yaml(text, where)
     if not isinstance(doc, dict):
-        raise ConfigError(f"{where}: expected a mapping at the top level.")
+        raise ConfigError(
+            f"{where}: expected a mapping at the top level. Fix: restore it from git"
+            " (`git checkout -- registry/`) and edit the entries under it."
+        )
     return doc
 
 
 def _section(docs: Mapping[str, dict[str, Any]], file: str, key: str, label: str) -> Any:
     value = docs[file].get(key)
     if value is None:
-        raise ConfigError(f"{label}/{file}: missing top-level key '{key}'.")
+        raise ConfigError(
+            f"{label}/{file}: missing top-level key '{key}'. Fix: restore it from git"
+            " (`git checkout -- registry/`)."
+        )
     return value
 
 
@@ -116,10 +114,40 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
-        elif head not in (*_LISTS, "images"):
-            loc = loc[:1]  # a top-level key such as max_gpus_per_pod names itself
-        else:
+        elif head in _LISTS or head == "images":
             loc = loc[1:]
+        # Other sections (network_volume, max_gpus_per_pod) are named by their full path.
+        names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
-        lines.append(f"{label}/{file}:{entry} field '{field}': {err['msg']}")
-    return "invalid registry:\n  " + "\n  ".join(lines)
+        message = str(err["msg"]).removeprefix("Value error, ")
+        unit = unit_of(names[-1] if names else head)
+        if unit and message[-1:].isdigit():
+            message += f" {unit}"
+        if unit == "GB" and err["type"] == "less_than_equal":
+            message += " (a figure in MiB? 16 GB of VRAM is 16384 MiB)"
+        value = "" if err["type"] in ("missing", "value_error") else f" = {shown(err['input'])}"
+        lines.append(
+            f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: correct it in"
+            f" {label}/{file} (each field's meaning and unit: frutebox_infra/registry.py), or"
+            " restore the file with `git checkout -- registry/`."
+        )
+    return "\n".join(lines)
+
+
+_UNITS = (
+    ("_mib", "MiB"),
+    ("_gb", "GB"),
+    ("usd_per_gb_month", "USD per GB-month"),
+    ("secure", "USD per GPU-hour"),
+    ("community", "USD per GPU-hour"),
+    ("context", "tokens"),
+    ("_bytes_per_sequence", "bytes"),
+    ("gpus", "GPUs"),
+    ("max_count", "GPUs"),
+    ("layers", "layers"),
+)
+
+
+def unit_of(field: str) -> str:
+    """The unit a registry field is in, from its name (units are part of our field names)."""
+    return next((unit for suffix, unit in _UNITS if field.endswith(suffix)), "")

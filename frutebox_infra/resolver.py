@@ -124,6 +124,11 @@ def resolve(
             " engine_version)",
         )
         return Resolution(model_id, model, recipe, image, problem=problem)
+    refused = recipe.options_problem(model, options)
+    if refused is not None:
+        what, fix = refused
+        problem = PlanProblem("override-refused", f"{model_id}: {what}", fix)
+        return Resolution(model_id, model, recipe, image, problem=problem)
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)

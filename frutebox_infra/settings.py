@@ -1,22 +1,49 @@
-"""Stack settings: the `frutebox-infra:*` config of one stack, validated with named errors."""
+"""Stack settings: every `frutebox-infra:*` key, its Pulumi type, default, bounds and help.
+
+The one home of the stack keys. `Pulumi.yaml`'s typed `config:` schema is this model written
+out (tests/test_settings.py checks that they say the same), and every error's fix is built
+from the same bounds and units.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, cast
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.fields import FieldInfo
 
-from frutebox_infra.errors import ConfigError, UsageError
-from frutebox_infra.paths import STACKS_DIR
-from frutebox_infra.registry import Cloud
+from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud
 
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
-"""Secret config: never parsed here, only noticed as present so the plan knows a token exists."""
+"""Secret config: never parsed here, only noticed as present so the plan knows a token exists.
+Not declared in Pulumi.yaml: Pulumi makes a declared secret key required."""
+
+PulumiType = Literal["string", "integer", "boolean", "array", "object"]
+
+
+def _key(
+    alias: str,
+    description: str,
+    *,
+    pulumi: PulumiType,
+    unit: str = "",
+    example: str,
+    fix: str = "",
+    pulumi_default: Any = None,
+    **bounds: Any,
+) -> Any:
+    """A stack key: its camelCase name, help, Pulumi type, unit and bounds, in one place."""
+    extra: dict[str, Any] = {
+        "pulumi": pulumi,
+        "unit": unit,
+        "example": example,
+        "fix": fix,
+        "pulumi_default": pulumi_default,
+    }
+    return Field(alias=alias, description=description, json_schema_extra=cast(Any, extra), **bounds)
 
 
 VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
@@ -26,10 +53,10 @@ class ModelOverride(BaseModel):
     """Per-model serving targets that win over the registry's defaults."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
+        frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False, strict=True
     )
 
-    context: int | None = Field(default=None, gt=0, le=10_000_000)
+    context: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_TOKENS)
     concurrency: int | None = Field(default=None, ge=1, le=1024)
     gpu: str | None = Field(default=None, min_length=1, description="pin one RunPod GPU type id")
     min_concurrent_sequences: int | None = Field(
@@ -40,54 +67,196 @@ class ModelOverride(BaseModel):
     )
 
 
+OVERRIDE_UNITS = {
+    "context": "tokens",
+    "concurrency": "sequences",
+    "minConcurrentSequences": "sequences",
+}
+"""The unit of each override key, for messages."""
+OVERRIDE_FIXES = {
+    "context": "a whole number of tokens, unquoted, from 1 up to the model's own context in"
+    " registry/models.yaml, e.g. 16384",
+    "concurrency": "a whole number of sequences from 1 to 1024, unquoted, e.g. 8",
+    "gpu": "a GPU type id or name from registry/gpus.yaml, e.g. NVIDIA H100 80GB HBM3",
+    "minConcurrentSequences": "a whole number of sequences from 1 to 1024, unquoted, e.g. 2",
+    "ownPod": "true or false, unquoted: true keeps the model on a pod of its own",
+}
+"""Every override key and what it takes; engines that cannot honour one refuse it."""
+
+
 class StackSettings(BaseModel):
-    """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`."""
+    """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`.
+
+    Values arrive already typed the way Pulumi's config allows (stack_file.py); overrides,
+    which Pulumi does not type, are strict: `context: true` is not a number.
+    """
 
     model_config = ConfigDict(
         frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False
     )
 
-    models: tuple[str, ...] = Field(default=(), description="armed model ids")
-    data_center: str = Field(alias="dataCenter", min_length=1)
-    budget_usd_per_hour: float = Field(alias="budgetUsdPerHour", gt=0)
-    max_fallback_premium: float = Field(default=1.5, alias="maxFallbackPremium", ge=1.0, le=10.0)
-    cloud: Cloud = Cloud.SECURE
-    container_disk_gb: int = Field(default=50, alias="containerDiskGb", ge=1, le=2048)
-    volume_headroom: float = Field(default=0.2, alias="volumeHeadroom", ge=0.0, le=10.0)
-    min_volume_gb: int = Field(default=10, alias="minVolumeGb", ge=10, le=4096)
-    min_concurrent_sequences: int = Field(default=1, alias="minConcurrentSequences", ge=1, le=1024)
-    overrides: dict[str, ModelOverride] = Field(default_factory=dict)
-    spec_decode: bool = Field(default=True, alias="specDecode")
-    colocate: bool = Field(
+    models: tuple[str, ...] = _key(
+        "models",
+        "Armed model ids (see `frutebox models`); one GPU pod each unless colocate shares one.",
+        pulumi="array",
+        example="[qwen3-8b, sdxl-1.0]",
+        fix="a YAML list of ids from `frutebox models`, e.g. [qwen3-8b, sdxl-1.0]",
+        default=(),
+    )
+    data_center: str = _key(
+        "dataCenter",
+        "RunPod data centre for the weights volume and every pod (e.g. EU-RO-1).",
+        pulumi="string",
+        example="EU-RO-1",
+        fix="a RunPod data centre id from registry/datacenters.yaml, e.g. EU-RO-1",
+        min_length=1,
+        max_length=64,
+    )
+    budget_usd_per_hour: float = _key(
+        "budgetUsdPerHour",
+        "Most the stack's pods may cost per hour, worst allowed placement (USD).",
+        pulumi="string",
+        unit="USD per hour",
+        example='"40"',
+        gt=0,
+        le=10_000,
+    )
+    max_fallback_premium: float = _key(
+        "maxFallbackPremium",
+        "Most a fallback placement may cost, as a multiple of the cheapest (>= 1).",
+        pulumi="string",
+        unit="x the cheapest",
+        example='"1.5"',
+        default=1.5,
+        ge=1.0,
+        le=10.0,
+    )
+    cloud: Cloud = _key(
+        "cloud",
+        "RunPod cloud; network volumes mount only on SECURE.",
+        pulumi="string",
+        example="SECURE",
+        fix="SECURE (network volumes mount only there) or COMMUNITY",
+        default=Cloud.SECURE,
+    )
+    container_disk_gb: int = _key(
+        "containerDiskGb",
+        "Container disk per pod, GB (ephemeral; weights live on the volume).",
+        pulumi="integer",
+        unit="GB",
+        example="50",
+        default=50,
+        ge=1,
+        le=2048,
+    )
+    volume_headroom: float = _key(
+        "volumeHeadroom",
+        "Free space kept on the weights volume, as a fraction of the armed weights.",
+        pulumi="string",
+        unit="x the armed weights",
+        example='"0.2" for 20%',
+        default=0.2,
+        ge=0.0,
+        le=10.0,
+    )
+    min_volume_gb: int = _key(
+        "minVolumeGb",
+        "Smallest volume size, GB; raise it to pre-size for models you will arm.",
+        pulumi="integer",
+        unit="GB",
+        example="10",
+        default=10,
+        ge=10,
+        le=4096,
+    )
+    min_concurrent_sequences: int = _key(
+        "minConcurrentSequences",
+        "Full-context sequences a placement must hold to count as fitting.",
+        pulumi="integer",
+        unit="sequences",
+        example="1",
+        default=1,
+        ge=1,
+        le=1024,
+    )
+    spec_decode: bool = _key(
+        "specDecode",
+        "Speculative decoding where the model and engine support it.",
+        pulumi="boolean",
+        example="true",
+        fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
+        default=True,
+    )
+    # Off by default: a shared pod is one failure domain, and turning it on moves models
+    # that already run onto other pods.
+    colocate: bool = _key(
+        "colocate",
+        "Small models of one engine (Ollama, ComfyUI) share a pod when that is cheaper.",
+        pulumi="boolean",
+        example="false",
+        fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
         default=False,
-        description="small models of one engine share a pod when cheaper; off by default: a"
-        " shared pod is one failure domain, and turning it on moves running models",
     )
-    runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
-    health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=0)
-    """None (or 0 in the stack): each pod's deadline scales with the weights it downloads."""
-    download_mb_per_s: int = Field(
-        default=100, alias="downloadMBps", ge=1, le=100_000, description="assumed download"
+    health_timeout_seconds: int | None = _key(
+        "healthTimeoutSeconds",
+        "How long a new pod may take to answer its health check before it is terminated; 0"
+        " scales it with the weights to download at downloadMBps.",
+        pulumi="integer",
+        unit="seconds",
+        example="1800",
+        fix="0 (scale it with the weights), or a whole number of seconds from 30 to 86400,"
+        " e.g. 1800",
+        default=None,
+        pulumi_default=0,
+        ge=0,
+        le=86_400,
     )
-    volume_type: VolumeTier = Field(default="STANDARD", alias="volumeType")
+    download_mb_per_s: int = _key(
+        "downloadMBps",
+        "Download speed (MB/s) assumed when sizing each pod's health deadline to its weights.",
+        pulumi="integer",
+        unit="MB/s",
+        example="100",
+        default=100,
+        ge=1,
+        le=100_000,
+    )
+    volume_type: VolumeTier = _key(
+        "volumeType",
+        "Storage tier of the weights volume, STANDARD or HIGH_PERFORMANCE (priced in preview;"
+        " fixed at creation).",
+        pulumi="string",
+        example="STANDARD",
+        fix="STANDARD or HIGH_PERFORMANCE",
+        default="STANDARD",
+    )
+    runpod_api_url: str = _key(
+        "runpodApiUrl",
+        "RunPod API base URL (default the public API; point at `frutebox emulator` to rehearse).",
+        pulumi="string",
+        example="http://127.0.0.1:8765/v2",
+        fix="an http(s) URL of the RunPod API, or leave it unset",
+        default="",
+        max_length=2048,
+        pattern=r"^(https?://\S+)?$",
+    )
+    overrides: dict[str, ModelOverride] = _key(
+        "overrides",
+        "Per-model overrides, model id -> {context, concurrency, gpu, minConcurrentSequences,"
+        " ownPod}.",
+        pulumi="object",
+        example="{qwen3-8b: {context: 16384}}",
+        fix="a map of model id -> {context, concurrency, gpu, minConcurrentSequences, ownPod}",
+        default_factory=dict,
+    )
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
     """Derived from the secret's presence, never read from the stack file."""
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _models_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError("must be a list of model ids, e.g. [qwen3-8b, sdxl-1.0]")
-        return value
-
-    @field_validator("runpod_api_url")
-    @classmethod
-    def _unset_when_empty(cls, value: str | None) -> str | None:
-        return value or None
 
     @field_validator("health_timeout_seconds")
     @classmethod
     def _zero_scales(cls, value: int | None) -> int | None:
+        if value is not None and 0 < value < 30:
+            raise ValueError("must be 0 (scale with the weights) or at least 30 seconds")
         return value or None
 
     @field_validator("models")
@@ -99,93 +268,91 @@ class StackSettings(BaseModel):
         return value
 
 
-def parse_settings(config: Mapping[str, Any], *, where: str) -> StackSettings:
-    """Validate a stack's `frutebox-infra:`-stripped config; errors name file, key and fix."""
-    values = {k: v for k, v in config.items() if k not in (*SECRET_KEYS, "hfTokenConfigured")}
-    values["hfTokenConfigured"] = bool(config.get("hfToken"))
-    try:
-        return StackSettings.model_validate(values)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(config)"
-            head = str(err["loc"][0]) if err["loc"] else ""
-            if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
-                fix = f"remove it, or use one of: {', '.join(_KNOWN_KEYS)}"
-            else:
-                fix = _FIXES.get(head, "see its description in Pulumi.yaml")
-            lines.append(f"{where}: key '{PROJECT}:{key}': {err['msg']} (fix: {fix})")
-        raise ConfigError("invalid stack config:\n  " + "\n  ".join(lines)) from None
+@dataclass(frozen=True)
+class StackKey:
+    """What Pulumi.yaml declares about one key, and what our errors say about it."""
+
+    name: str
+    field: str
+    pulumi_type: PulumiType
+    description: str
+    required: bool
+    default: Any
+    unit: str
+    fix: str
+    pulumi_default: Any = None
+    """What Pulumi.yaml says where the model's default (None: unset) has no Pulumi spelling."""
 
 
-_FIXES = {
-    "models": "a YAML list of ids from `frutebox models`",
-    "dataCenter": "a RunPod data centre id such as EU-RO-1",
-    "budgetUsdPerHour": "a positive, finite number of USD per hour",
-    "maxFallbackPremium": "a ratio from 1.0 to 10, e.g. 1.5",
-    "cloud": "SECURE or COMMUNITY",
-    "containerDiskGb": "a whole number of GB from 1 to 2048",
-    "volumeHeadroom": "a fraction from 0 to 10, e.g. 0.2 for 20%",
-    "minVolumeGb": "a whole number of GB from 10 to 4096 (RunPod's volume sizes)",
-    "minConcurrentSequences": "a whole number from 1 to 1024",
-    "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences,"
-    " ownPod}",
-    "colocate": "true or false",
-    "specDecode": "true or false",
-    "runpodApiUrl": "the RunPod API base URL, or leave it unset",
-    "healthTimeoutSeconds": "a whole number of seconds; 0 scales it with the weights",
-    "downloadMBps": "the download speed to assume onto the volume, whole MB/s from 1 (e.g. 100)",
-    "volumeType": "STANDARD or HIGH_PERFORMANCE",
-}
-_KNOWN_KEYS = tuple(
-    sorted((f.alias or name) for name, f in StackSettings.model_fields.items()
-           if name != "hf_token_configured") + list(SECRET_KEYS)
-)  # fmt: skip
+def _bound(info: FieldInfo, *names: str) -> Any:
+    for meta in info.metadata:
+        for name in names:
+            value = getattr(meta, name, None)
+            if value is not None:
+                return value
+    return None
 
 
-def stack_file_name(stack: str) -> str:
-    """Pulumi's own naming, inside the project's stackConfigDir."""
-    return f"Pulumi.{stack}.yaml"
+def _fix(info: FieldInfo, extra: dict[str, Any]) -> str:
+    if extra["fix"]:
+        return str(extra["fix"])
+    low, high = _bound(info, "ge", "gt"), _bound(info, "le", "lt")
+    whole = info.annotation is int
+    kind = "a whole number" if whole else "a number"
+    span = f"above {low:g}, at most" if _bound(info, "gt") is not None else f"from {low:g} to"
+    unit = f" {extra['unit']}" if extra["unit"] else ""
+    quoted = "" if whole else " (quoted: Pulumi has no decimal type)"
+    return f"{kind} {span} {high:g}{unit}{quoted}, e.g. {extra['example']}"
 
 
-def stack_file(stack: str, directory: Path = STACKS_DIR) -> Path:
-    return directory / stack_file_name(stack)
+def _stack_keys() -> dict[str, StackKey]:
+    keys = {}
+    for name, info in StackSettings.model_fields.items():
+        extra = info.json_schema_extra
+        if not isinstance(extra, dict):
+            continue  # derived, not a stack key
+        alias = info.alias or name
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
+        keys[alias] = StackKey(
+            name=alias,
+            field=name,
+            pulumi_type=extra["pulumi"],  # type: ignore[arg-type]
+            description=info.description or "",
+            required=info.is_required(),
+            default=default,
+            unit=str(extra["unit"]),
+            fix=_fix(info, extra),
+            pulumi_default=extra["pulumi_default"],
+        )
+    return keys
 
 
-def read_stack_config(path: Path) -> dict[str, Any]:
-    """The project's keys from a stack file, prefix stripped; secure values kept opaque."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"{path}: cannot read the stack file ({exc.strerror}). Fix: create it, or pick a"
-            f" stack that exists ({', '.join(sorted(_stacks(path.parent))) or 'none found'})."
-        ) from None
-    return stack_config_from_text(text, where=str(path))
+STACK_KEYS: dict[str, StackKey] = _stack_keys()
+"""Every declared stack key by its camelCase name, in declaration order."""
 
 
-def stack_config_from_text(text: str, *, where: str) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: not valid YAML ({exc}). Fix the syntax.") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{where}: expected a mapping with a `config:` key.")
-    config = doc.get("config") or {}
-    if not isinstance(config, dict):
-        raise ConfigError(f"{where}: `config:` must be a mapping of '{PROJECT}:<key>' to values.")
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        namespace, _, name = str(key).partition(":")
-        if namespace != PROJECT or not name:
-            continue
-        out[name] = True if isinstance(value, dict) and "secure" in value else value
-    return out
+def pulumi_config_schema() -> dict[str, dict[str, Any]]:
+    """Pulumi.yaml's `config:` section as this model says it must read."""
+    schema: dict[str, dict[str, Any]] = {}
+    for key in STACK_KEYS.values():
+        entry: dict[str, Any] = {"type": key.pulumi_type}
+        if key.pulumi_type == "array":
+            entry["items"] = {"type": "string"}
+        if not key.required:
+            entry["default"] = _pulumi_default(key)
+        entry["description"] = key.description
+        schema[f"{PROJECT}:{key.name}"] = entry
+    return schema
 
 
-def load_settings(path: Path) -> StackSettings:
-    return parse_settings(read_stack_config(path), where=str(path))
-
-
-def _stacks(directory: Path) -> list[str]:
-    return [p.name[len("Pulumi.") : -len(".yaml")] for p in directory.glob("Pulumi.*.yaml")]
+def _pulumi_default(key: StackKey) -> Any:
+    if key.pulumi_default is not None:
+        return key.pulumi_default
+    value = key.default
+    if isinstance(value, tuple):
+        return list(value)
+    if key.pulumi_type == "string" and isinstance(value, float):
+        return f"{value:g}"  # Pulumi has no number type: decimals are strings
+    if isinstance(value, Cloud):
+        return str(value)
+    return value

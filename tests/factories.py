@@ -25,7 +25,8 @@ from frutebox_infra.registry_files import (
     load_registry,
     read_registry_files,
 )
-from frutebox_infra.settings import PROJECT, StackSettings, parse_settings
+from frutebox_infra.settings import PROJECT, StackSettings
+from frutebox_infra.stack_file import parse_settings
 
 ROOT = REPO_ROOT
 PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"

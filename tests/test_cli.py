@@ -12,7 +12,7 @@ import pytest
 
 from frutebox_infra import cli
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from frutebox_infra.settings import stack_file
+from frutebox_infra.stack_file import stack_file
 from tests.factories import ROOT, real_registry, stack_yaml
 
 

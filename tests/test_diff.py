@@ -27,7 +27,7 @@ from frutebox_infra.report.diff_markdown import diff_markdown
 from frutebox_infra.report.diff_table import diff_table, fit_text, signed_usd
 from frutebox_infra.report.text import usd
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import parse_settings, read_stack_config
+from frutebox_infra.stack_file import parse_settings, read_stack_config
 from tests.factories import ROOT, real_registry, workflow_diff_command
 from tests.git_repo import Config, Repo
 

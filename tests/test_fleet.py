@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
-from frutebox_infra.settings import parse_settings
+from frutebox_infra.stack_file import parse_settings
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 OWNER = "0123456789abcdef"

@@ -29,6 +29,7 @@ from frutebox_infra.plan import (
     volume_request,
 )
 from frutebox_infra.registry import Model, Registry
+from frutebox_infra.resolver import PlanProblem
 from tests.factories import (
     flag,
     gpu,
@@ -427,6 +428,68 @@ def test_the_volume_keeps_its_current_size_and_is_priced_at_it() -> None:
     grown = plan_fleet(real_registry(), stack, stack="t", current_volume_gb=5)
     assert grown.volume.size_gb == 10  # 5.2 GB x 1.2 -> 7 GB, raised to RunPod's minimum
     assert not grown.volume.kept_larger
+
+
+# ---- every override key is honoured by the engine, or refused with the reason ----------------
+
+
+def only_problem(config: dict[str, Any]) -> PlanProblem:
+    plan = plan_fleet(real_registry(), settings(**config), stack="t")
+    assert len(plan.problems) == 1, plan.problems
+    return plan.problems[0]
+
+
+def test_a_context_above_the_model_s_is_refused_with_its_maximum() -> None:
+    problem = only_problem(
+        {"models": ["qwen-3.6-27b"], "overrides": {"qwen-3.6-27b": {"context": 1_000_000}}}
+    )
+    assert problem.rule == "override-refused"
+    assert "32768" in problem.message and "overrides.qwen-3.6-27b.context" in problem.fix
+
+
+def test_llamacpp_s_maximum_is_its_quant_s_context() -> None:
+    problem = only_problem(
+        {"models": ["kimi-k2.6"], "overrides": {"kimi-k2.6": {"context": 32768}}}
+    )
+    assert problem.rule == "override-refused" and "16384" in problem.fix
+
+
+@pytest.mark.parametrize("model_id", ["qwen3-8b", "kimi-k2.6"])
+def test_static_slot_engines_launch_enough_slots_for_the_sequence_floor(model_id: str) -> None:
+    config = {"models": [model_id], "overrides": {model_id: {"minConcurrentSequences": 9}}}
+    plan = plan_fleet(real_registry(), settings(**config), stack="t")
+    model = plan.model(model_id)
+    assert model is not None and model.resolution.serving is not None
+    assert model.resolution.serving.concurrency == 9
+    if model.placement is not None:
+        assert model.placement.fit.configured_sequences == 9
+
+
+@pytest.mark.parametrize("model_id", ["qwen3-8b", "kimi-k2.6"])
+def test_static_slot_engines_refuse_a_floor_above_pinned_slots(model_id: str) -> None:
+    problem = only_problem(
+        {
+            "models": [model_id],
+            "overrides": {model_id: {"concurrency": 2, "minConcurrentSequences": 4}},
+        }
+    )
+    assert problem.rule == "override-refused"
+    assert "allocates exactly that many" in problem.message
+    assert f"overrides.{model_id}.concurrency to 4" in problem.fix
+
+
+@pytest.mark.parametrize("key", ["context", "concurrency", "minConcurrentSequences"])
+def test_comfyui_refuses_token_overrides(key: str) -> None:
+    problem = only_problem({"models": ["sdxl-1.0"], "overrides": {"sdxl-1.0": {key: 2}}})
+    assert problem.rule == "override-refused"
+    assert f"overrides.sdxl-1.0.{key}" in problem.message and "ComfyUI" in problem.message
+
+
+def test_comfyui_honours_a_pinned_gpu() -> None:
+    config = {"models": ["sdxl-1.0"], "overrides": {"sdxl-1.0": {"gpu": "NVIDIA RTX A5000"}}}
+    model = plan_fleet(real_registry(), settings(**config), stack="t").model("sdxl-1.0")
+    assert model is not None and model.placement is not None
+    assert model.placement.gpu.id == "NVIDIA RTX A5000"
 
 
 @pytest.mark.parametrize(("tier", "usd"), [("STANDARD", 0.07), ("HIGH_PERFORMANCE", 0.14)])

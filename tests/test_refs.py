@@ -83,7 +83,7 @@ def test_errors_name_the_ref_and_the_fix(repo: Repo, tmp_path: Path) -> None:
         git_toplevel(outside)
     (repo.path / "stacks" / "Pulumi.dev.yaml").write_bytes(b"config: {\xff}\n")
     repo.commit("not utf-8")
-    with pytest.raises(ConfigError, match=r"HEAD:stacks/Pulumi.dev.yaml: not UTF-8"):
+    with pytest.raises(ConfigError, match=r"HEAD:stacks/Pulumi.dev.yaml: line 1, .* is not UTF-8"):
         read_config_at(repo.path, "HEAD", "dev")
 
 

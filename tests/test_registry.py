@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Image, Runtime
-from frutebox_infra.registry_files import parse_registry
+from frutebox_infra.registry_files import load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
 SPEC_MODELS = (
@@ -519,6 +520,65 @@ def test_a_file_that_is_not_a_mapping_is_a_config_error() -> None:
 def test_a_missing_section_names_it() -> None:
     with pytest.raises(ConfigError, match="gpus"):
         parse_registry(files_with(gpus="max_gpus_per_pod: 8\n"))
+
+
+# ---- every number bounded, with its unit; errors name file, entry, field and fix -----------
+
+BROKEN_FACTS = [
+    pytest.param(
+        "gpus", "vram_gb: 16\n", "vram_gb: 16376\n", "'vram_gb' = 16376", id="vram-in-mib"
+    ),
+    pytest.param("gpus", "vram_gb: 24\n", "vram_gb: 200\n", "disagree", id="vram-vs-driver"),
+    pytest.param("gpus", "fp8: false", "fp8: 0", "fp8", id="fp8-a-number"),
+    pytest.param("gpus", "secure: 0.17", "secure: 1e9", "USD per GPU-hour", id="absurd-price"),
+    pytest.param("models", "context: 32768", "context: true", "'context'", id="context-true"),
+    pytest.param("models", "context: 32768", "context: 99999999", "tokens", id="context-huge"),
+    pytest.param(
+        "datacenters", "max_gb: 4096", "max_gb: 5", "max_gb 5 GB is below min_gb", id="max-lt-min"
+    ),
+    pytest.param(
+        "datacenters", "min_gb: 10", "min_gb: -1", "network_volume.min_gb", id="volume-field"
+    ),
+    pytest.param(
+        "datacenters",
+        "usd_per_gb_month: 0.07",
+        "usd_per_gb_month: 70",
+        "USD per GB-month",
+        id="volume-price",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stem", "old", "new", "words"), BROKEN_FACTS)
+def test_a_wrong_fact_is_named_with_its_field_unit_and_fix(
+    stem: str, old: str, new: str, words: str
+) -> None:
+    text = real_files().texts[f"{stem}.yaml"]
+    assert old in text
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(**{stem: text.replace(old, new, 1)}))
+    message = str(err.value)
+    assert f"registry/{stem}.yaml" in message and words in message and "Fix:" in message
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        pytest.param("gpus: [caf\xe9]\n".encode("latin-1"), "byte 0xE9", id="latin-1"),
+        pytest.param("gpus: []\n".encode("utf-16"), "UTF-16", id="utf-16"),
+        pytest.param(b"gpus: " + b"[" * 5000 + b"]" * 5000, "not valid YAML", id="deep"),
+        pytest.param(b"gpus: !!set {a}", "!!set", id="tag"),
+    ],
+)
+def test_a_registry_file_that_cannot_be_read_is_named(
+    tmp_path: Path, data: bytes, words: str
+) -> None:
+    for name, text in real_files().texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "gpus.yaml").write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        load_registry(tmp_path)
+    assert "gpus.yaml" in str(err.value) and words in str(err.value)
 
 
 def test_every_real_gpu_and_image_records_its_architectures() -> None:

@@ -35,6 +35,8 @@ class ServeOptions:
     context_tokens: int | None = None
     concurrency: int | None = None
     min_sequences: int = 1
+    min_sequences_pinned: bool = False
+    """True when the model's own override set min_sequences, not the stack-wide default."""
     hf_token_configured: bool = False
     spec_decode_enabled: bool = True
     eagle3_head: str | None = None
@@ -102,6 +104,22 @@ class Recipe(ABC):
     @abstractmethod
     def serving(self, model: Model, options: ServeOptions) -> Serving:
         """Placement-independent serving facts; call only when `missing` is None."""
+
+    def max_context(self, model: Model) -> int | None:
+        """The longest context this engine serves `model` with: the registry's `context`."""
+        return model.context
+
+    def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
+        """Why this engine cannot honour the stack's overrides for `model`: (what, fix)."""
+        limit = self.max_context(model)
+        asked = options.context_tokens
+        if asked is not None and limit is not None and asked > limit:
+            return (
+                f"overrides.{model.id}.context asks for {asked} tokens, above the {limit}"
+                f" tokens {model.id} is served with at most (registry/models.yaml `context`)",
+                f"set frutebox-infra:overrides.{model.id}.context to {limit} or less",
+            )
+        return None
 
     def count_problem(self, model: Model, count: int) -> str | None:
         """Why `count` GPUs cannot serve `model` with this engine, or None."""
@@ -174,3 +192,28 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+def slots_problem(recipe: Recipe, model: Model, options: ServeOptions) -> tuple[str, str] | None:
+    """Engines that allocate every slot at start hold exactly `concurrency` full-context
+    sequences, so a floor above a pinned concurrency can never be met."""
+    pinned = options.concurrency
+    if pinned is not None and options.min_sequences > pinned:
+        key = (
+            f"overrides.{model.id}.minConcurrentSequences"
+            if options.min_sequences_pinned
+            else "minConcurrentSequences"
+        )
+        return (
+            f"{key} asks for {options.min_sequences} full-context sequences, but"
+            f" overrides.{model.id}.concurrency gives {recipe.runtime} {pinned} slots, and it"
+            " allocates exactly that many at start",
+            f"raise frutebox-infra:overrides.{model.id}.concurrency to"
+            f" {options.min_sequences}, or lower frutebox-infra:{key}",
+        )
+    return None
+
+
+def static_slots(recipe: Recipe, options: ServeOptions) -> int:
+    """Slots to launch: the pinned concurrency, else enough for the sequence floor."""
+    return options.concurrency or max(recipe.default_concurrency, options.min_sequences)

@@ -94,13 +94,39 @@ class ComfyUI(Recipe):
     def count_problem(self, model: Model, count: int) -> str | None:
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
 
+    def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
+        # A diffusion pipeline has no token context and runs one job at a time.
+        keys = [
+            key
+            for key, given in (
+                ("context", options.context_tokens is not None),
+                ("concurrency", options.concurrency is not None),
+                ("minConcurrentSequences", options.min_sequences_pinned),
+            )
+            if given
+        ]
+        if not keys:
+            return None
+        named = ", ".join(f"overrides.{model.id}.{k}" for k in keys)
+        return (
+            f"{named} cannot be honoured: ComfyUI runs one diffusion job at a time and has no"
+            " token context",
+            f"remove {named} (only `gpu` applies to a ComfyUI model)",
+        )
+
     def image_problem(self, model: Model, image: Image) -> str | None:
         wrong_entrypoint = super().image_problem(model, image)
         if wrong_entrypoint is not None:
             return wrong_entrypoint
+        if image.engine_version is None:
+            # The pod installs exactly that ComfyUI release onto the volume.
+            return (
+                f"needs the ComfyUI release to install, but {image.reference} has no"
+                " engine_version in registry/images.yaml"
+            )
         recipe = _recipe(model)
         needed = recipe.min_comfyui if recipe else None
-        if needed is None or image.engine_version is None:
+        if needed is None:
             return None
         if version_tuple(image.engine_version) >= version_tuple(needed):
             return None

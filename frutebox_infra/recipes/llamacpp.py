@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
+from frutebox_infra.recipes.base import (
+    PodSpec,
+    Recipe,
+    ServeOptions,
+    Serving,
+    slots_problem,
+    static_slots,
+)
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime
 
@@ -33,11 +40,18 @@ class LlamaCpp(Recipe):
             weights_vram_gb=vram,
             weights_disk_gb=gguf.disk_gb or model.weights.disk_gb,
             context_tokens=context,
-            concurrency=options.concurrency or self.default_concurrency,
+            concurrency=static_slots(self, options),
             require_fp8=False,
             memory_model=MemoryModel.LLAMACPP,
             static_allocation=True,
         )
+
+    def max_context(self, model: Model) -> int | None:
+        gguf = _gguf(model)
+        return (gguf.context if gguf else None) or model.context
+
+    def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
+        return super().options_problem(model, options) or slots_problem(self, model, options)
 
     def gated_pull(self, model: Model) -> bool:
         return False  # GGUF re-publications are open repos

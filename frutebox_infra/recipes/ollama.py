@@ -6,7 +6,15 @@ import dataclasses
 from collections.abc import Sequence
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, Sharing
+from frutebox_infra.recipes.base import (
+    PodSpec,
+    Recipe,
+    ServeOptions,
+    Serving,
+    Sharing,
+    slots_problem,
+    static_slots,
+)
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -32,11 +40,14 @@ class Ollama(Recipe):
             weights_vram_gb=model.weights.vram_gb,
             weights_disk_gb=model.weights.disk_gb,
             context_tokens=options.context_tokens or model.context or DEFAULT_OLLAMA_CONTEXT,
-            concurrency=options.concurrency or self.default_concurrency,
+            concurrency=static_slots(self, options),
             require_fp8=False,
             memory_model=MemoryModel.LLAMACPP,
             static_allocation=True,
         )
+
+    def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
+        return super().options_problem(model, options) or slots_problem(self, model, options)
 
     def gated_pull(self, model: Model) -> bool:
         return False  # the Ollama library serves its own copy; no Hugging Face token involved

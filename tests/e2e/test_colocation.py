@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from frutebox_infra.settings import load_settings
+from frutebox_infra.stack_file import load_settings
 from tests.e2e.deployment import Deployment
 from tests.e2e.project import PulumiProject
 

@@ -11,7 +11,7 @@ import pytest
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.table import plan_table
-from frutebox_infra.settings import load_settings
+from frutebox_infra.stack_file import load_settings
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry
 
@@ -97,8 +97,22 @@ BROKEN = [
     pytest.param({"models": "qwen3-8b"}, "frutebox-infra:models", id="models-not-a-list"),
     pytest.param(
         {"models": ["qwen3-235b-a22b"], "overrides": {"qwen3-235b-a22b": {"context": 9_000_000}}},
+        "above the 32768 tokens",
+        id="context-above-the-model-s",
+    ),
+    pytest.param(
+        {
+            "models": ["qwen3-235b-a22b"],
+            "overrides": {"qwen3-235b-a22b": {"minConcurrentSequences": 1024}},
+        },
         "fits no placement",
-        id="context-fits-nowhere",
+        id="fits-nowhere",
+    ),
+    pytest.param({"models": ["qwen3-8b"], "specDecode": "yes"}, "specDecode", id="boolean-yes"),
+    pytest.param(
+        {"models": ["qwen3-8b"], "budgetUsdPerHour": True},
+        "budgetUsdPerHour",
+        id="budget-a-boolean",
     ),
 ]
 

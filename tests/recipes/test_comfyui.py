@@ -472,3 +472,11 @@ def test_a_shared_pod_fetches_every_member_and_must_list_them_all(build_pod: Bui
     assert subprocess.run(["bash", "-n", "-c", script], check=False).returncode == 0
     assert shared.expected_files == sdxl.expected_files + audio.expected_files
     assert shared.secret_env == ("HF_TOKEN",)  # the gated member's token reaches the pod
+
+
+def test_an_image_without_the_comfyui_release_to_install_is_a_problem_not_a_crash() -> None:
+    image = real_images()[Runtime.COMFYUI].model_copy(update={"engine_version": None})
+    model = real_registry().model("sdxl-1.0")
+    assert model is not None
+    problem = ComfyUI().image_problem(model, image)
+    assert problem is not None and "engine_version" in problem

@@ -215,7 +215,7 @@ def test_catalog_says_why_the_known_gaps_are_gaps() -> None:
 
 def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
     models = ["qwen-3.6-27b", "kimi-k2.6", "sdxl-1.0", "stable-audio-open-1.0", "qwen3-8b"]
-    plan = fleet(models, hfToken="configured")
+    plan = fleet(models, hfToken={"secure": "v1:configured"})
     text = json.dumps(as_json(plan_data(plan)))
     for m in plan.models:
         assert m.placement is not None, m.problems

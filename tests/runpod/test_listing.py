@@ -54,7 +54,9 @@ def test_missing_files(listing: dict[str, Any], missing: list[str]) -> None:
 
 def comfy_request(emulator: RunningEmulator, model_id: str) -> dict[str, Any]:
     plan = plan_fleet(
-        real_registry(), settings(models=[model_id], hfToken="configured"), stack="dev"
+        real_registry(),
+        settings(models=[model_id], hfToken={"secure": "v1:configured"}),
+        stack="dev",
     )
     model_plan = plan.model(model_id)
     assert model_plan is not None and model_plan.placement is not None, plan.problems

@@ -62,6 +62,13 @@ class Ollama(Recipe):
             "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
             "OLLAMA_KEEP_ALIVE": "-1",
         }
+        # One model store per pod on the shared volume: a co-located pod deletes the models it
+        # no longer serves, and in a store shared with other pods that would delete a model
+        # that moved to another pod mid-deploy. A pod's store is named after its anchor model,
+        # which a shared pod keeps (it takes its anchor's env).
+        store = image.cache_env.get("OLLAMA_MODELS")
+        if store is not None:
+            env["OLLAMA_MODELS"] = f"{store.rstrip('/')}/{model.id}"
         return self.pod_spec(
             model, image, "serve", env=env, ollama_pulls=(model.source.ollama_tag,)
         )

@@ -37,6 +37,17 @@ def test_server_listens_on_all_interfaces_and_caches_on_the_volume(build_pod: Bu
     assert pod.env["OLLAMA_MODELS"].startswith("/workspace/")
 
 
+def test_each_pod_has_its_own_model_store_and_a_shared_pod_keeps_its_anchors(
+    build_pod: BuildPod,
+) -> None:
+    qwen = build_pod("qwen3-8b", Runtime.OLLAMA, A4000, 1)
+    llama = build_pod("llama-3.2-1b", Runtime.OLLAMA, A4000, 1)
+    # A member deleted from one pod's store can never be a model another pod serves.
+    assert qwen.env["OLLAMA_MODELS"] != llama.env["OLLAMA_MODELS"]
+    assert qwen.env["OLLAMA_MODELS"].endswith("/qwen3-8b")
+    assert Ollama().shared_pod([qwen, llama]).env["OLLAMA_MODELS"] == qwen.env["OLLAMA_MODELS"]
+
+
 def test_context_and_slots_reach_the_server(build_pod: BuildPod) -> None:
     pod = build_pod("qwen3-8b", Runtime.OLLAMA, A4000, 1, context_tokens=8192, concurrency=2)
     assert pod.env["OLLAMA_CONTEXT_LENGTH"] == "8192"

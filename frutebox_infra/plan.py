@@ -108,6 +108,12 @@ class VolumePlan:
     """The size the volume has today, when known: it never shrinks below it."""
 
     tier: str = "STANDARD"
+    engines_gb: float = 0.0
+    """Engines installed onto the volume (e.g. a ComfyUI release), sized like weights."""
+
+    @property
+    def contents_gb(self) -> float:
+        return round(self.weights_gb + self.engines_gb, 2)
 
     @property
     def usd_per_month(self) -> float:
@@ -232,11 +238,11 @@ def plan_fleet(
         problems.extend(plan.problems)
     volume = _volume(registry, settings, models, current_volume_gb)
     largest = registry.network_volume.max_gb
-    if volume.weights_gb * (1 + settings.volume_headroom) > largest:
+    if volume.contents_gb * (1 + settings.volume_headroom) > largest:
         problems.append(
             PlanProblem(
                 "volume-too-small",
-                f"the armed weights need {volume.weights_gb:g} GB plus"
+                f"the armed weights need {volume.contents_gb:g} GB plus"
                 f" {settings.volume_headroom:.0%} headroom, more than the largest RunPod network"
                 f" volume ({largest} GB)",
                 "disarm a model, lower frutebox-infra:volumeHeadroom, or split the fleet"
@@ -371,16 +377,27 @@ def _volume(
     current_gb: int | None,
 ) -> VolumePlan:
     weights = 0.0
+    installs: dict[str, float] = {}
     for plan in models:
         serving = plan.resolution.serving
         if serving is not None and serving.weights_disk_gb is not None:
             weights += serving.weights_disk_gb
+        image = plan.resolution.image
+        if serving is not None and image is not None:
+            installs[image.reference] = image.volume_install_gb
+    # An engine installed onto the volume (once, shared by its pods) takes room like weights.
     # Rounded first so that 100 GB x 1.1 asks for 110 GB, not 111 by a float's last bit.
-    wanted = math.ceil(round(weights * (1 + settings.volume_headroom), 6))
+    engines = round(sum(installs.values()), 2)
+    wanted = math.ceil(round((weights + engines) * (1 + settings.volume_headroom), 6))
     facts = registry.network_volume
     size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted))
     volume = VolumePlan(
-        size, round(weights, 2), settings.data_center, facts, tier=settings.volume_type
+        size,
+        round(weights, 2),
+        settings.data_center,
+        facts,
+        tier=settings.volume_type,
+        engines_gb=engines,
     )
     return volume if current_gb is None else volume.at_least(current_gb)
 

@@ -120,6 +120,9 @@ class Image(Frozen):
     """Compute capabilities the image's kernels run on (binary-compatible ones included);
     empty means not recorded, and then no GPU is refused for it."""
     gpu_architectures_source: str | None = None
+    volume_install_gb: float = Field(default=0.0, ge=0.0, le=1000.0)
+    """Disk (GB) the engine itself installs onto the weights volume, once per stack (e.g. a
+    ComfyUI release and its venv): the volume is sized for it like for the weights."""
 
     @field_validator("gpu_architectures")
     @classmethod

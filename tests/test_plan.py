@@ -498,3 +498,21 @@ def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
     assert plan.volume.tier == tier
     assert plan.volume.usd_per_month == pytest.approx(plan.volume.size_gb * usd, abs=0.01)
     assert volume_request(plan).type == tier
+
+
+@pytest.mark.parametrize(
+    ("armed", "installs"),
+    [
+        pytest.param(["qwen3-8b"], 0, id="ollama-installs-nothing"),
+        pytest.param(["sdxl-1.0"], 1, id="one-comfyui-model"),
+        pytest.param(["sdxl-1.0", "ace-step-v1-3.5b"], 1, id="two-comfyui-models-one-install"),
+    ],
+)
+def test_an_engine_installed_onto_the_volume_is_sized_once(
+    armed: list[str], installs: int
+) -> None:
+    real = real_registry()
+    fleet = plan_fleet(real, settings(models=armed, budgetUsdPerHour=100), stack="test")
+    comfy_gb = next(i for i in real.images.values() if i.volume_install_gb).volume_install_gb
+    assert fleet.volume.engines_gb == pytest.approx(installs * comfy_gb)
+    assert fleet.volume.size_gb >= math.ceil(fleet.volume.weights_gb + installs * comfy_gb)

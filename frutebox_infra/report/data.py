@@ -90,6 +90,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         "volume": {
             "sizeGb": plan.volume.size_gb,
             "weightsGb": plan.volume.weights_gb,
+            "engineInstallsGb": plan.volume.engines_gb,
             "usdPerMonth": plan.volume.usd_per_month,
             "dataCenter": plan.volume.data_center,
             "type": plan.volume.tier,

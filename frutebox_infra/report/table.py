@@ -60,13 +60,19 @@ def plan_table(plan: FleetPlan) -> str:
     headers = list(PLAN_HEADERS)
     s = plan.settings
     v = plan.volume
+    contents = "of files" if v.engines_gb else "weights"
     lines = [
         f"frutebox plan: stack {plan.stack}, {s.cloud} cloud in {s.data_center}",
         "",
         table(headers, rows) if rows else "(no models armed)",
         "",
-        f"volume  {v.size_gb} GB {v.tier} ({v.weights_gb:g} GB weights +"
-        f" {s.volume_headroom:.0%} headroom; grows, never shrinks): {usd(v.usd_per_month)}/month",
+        f"volume  {v.size_gb} GB {v.tier} ({v.contents_gb:g} GB {contents}"
+        f" + {s.volume_headroom:.0%} headroom; grows, never shrinks): {usd(v.usd_per_month)}/month",
+        *(
+            [f"        ({v.weights_gb:g} GB weights, {v.engines_gb:g} GB engine installs)"]
+            if v.engines_gb
+            else []
+        ),
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"

@@ -68,7 +68,7 @@ LAUNCH_KEYS = {
     "healthPath",
     "expectedFiles",
 }
-VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter", "type"}
+VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "engineInstallsGb", "dataCenter", "type"}
 BUDGET_KEYS = ISSUE_BUDGET | {"headroomUsdPerHour"}
 PROBLEM_KEYS = {"model", "rule", "message", "fix", "text"}
 CATALOG_KEYS = ISSUE_CATALOG | {"name", "capability", "problemRule", "warnings"}

@@ -6,21 +6,28 @@ import pulumi
 
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import parse_settings, stack_file_name
 
 stack = pulumi.get_stack()
+config = read_config()
 try:
-    settings = parse_settings(read_config(), where=f"stacks/{stack_file_name(stack)}")
-    plan = plan_fleet(
-        load_registry(), settings, stack=stack, environment=Environment.from_env(os.environ)
-    )
+    settings = parse_settings(config, where=f"stacks/{stack_file_name(stack)}")
+    registry = load_registry()
+    plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None
 
 pulumi.log.info(plan_table(plan))
+# Read-only and bounded: live prices, stock and volume tiers, or one dated registry line.
+api_key, api_url = api_key_and_url(os.environ, config, settings.runpod_api_url)
+live_line, live_warnings = live_lines(plan, registry, api_key=api_key, api_url=api_url)
+pulumi.log.info(live_line)
+for warning in live_warnings:
+    pulumi.log.warn(warning)
 if not plan.ok:
     # Fail before registering anything: a plan with a problem must create nothing.
     raise pulumi.RunError(

@@ -1,4 +1,4 @@
-"""`frutebox`: the offline views (catalog, plan, diff) and the local RunPod emulator."""
+"""`frutebox`: the offline views (catalog, plan, diff), live status and prices, the emulator."""
 
 from __future__ import annotations
 
@@ -9,16 +9,21 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
+from frutebox_infra.toolchain import repo_root
+
+if TYPE_CHECKING:
+    from frutebox_infra.drift import StatusView
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -63,6 +68,39 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff(base=args.base, head=args.head, stack=args.stack, fmt=str(args.format))
 
 
+def render_status(view: StatusView, fmt: Format) -> str:
+    from frutebox_infra.report.status import status_data, status_markdown, status_table
+
+    if fmt is Format.JSON:
+        return json.dumps(status_data(view), indent=2)
+    if fmt is Format.MARKDOWN:
+        return status_markdown(view)
+    return status_table(view)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from frutebox_infra.status import EXIT_DRIFT, Endpoints, collect, read_recorded
+    from frutebox_infra.status import terminate_untracked as terminate
+
+    project_dir = Path(args.project_dir)
+    plan = load_plan(args.stack, project_dir / "stacks")
+    endpoints = Endpoints.from_env(os.environ)
+    recorded = read_recorded(args.stack, project_dir, os.environ)
+    view = collect(plan, recorded, endpoints, probe=not args.terminate_untracked)
+    if args.terminate_untracked:
+        for pod_id in terminate(view, endpoints):
+            print(f"terminated untracked pod {pod_id}", file=sys.stderr)
+        return EXIT_OK
+    print(render_status(view, args.format))
+    return EXIT_DRIFT if view.drifted else EXIT_OK
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    from frutebox_infra.prices import run_prices
+
+    return run_prices(write=args.write, registry_dir=Path(args.registry_dir))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="frutebox", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -86,6 +124,26 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--stack", required=True)
     diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     diff.set_defaults(run=cmd_diff)
+
+    status = sub.add_parser(
+        "status", help="recorded vs live vs planned: drift, health, spend (exit 3 on drift)"
+    )
+    status.add_argument("--stack", required=True)
+    status.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    status.add_argument(
+        "--terminate-untracked",
+        action="store_true",
+        help="terminate the pods carrying this stack's mark that the state does not record",
+    )
+    status.add_argument("--project-dir", default=str(repo_root()), help=argparse.SUPPRESS)
+    status.set_defaults(run=cmd_status)
+
+    prices = sub.add_parser("prices", help="registry/gpus.yaml prices vs RunPod's live catalog")
+    prices.add_argument(
+        "--write", action="store_true", help="update registry/gpus.yaml prices and their dates"
+    )
+    prices.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
+    prices.set_defaults(run=cmd_prices)
 
     # The emulator owns its options: whatever follows `emulator` is handed to it untouched.
     emulator = sub.add_parser(

@@ -52,6 +52,8 @@ class PodRecord:
     started_at: str | None = None
     fault: str | None = None
     pulled: list[str] = field(default_factory=list)
+    billed: list[list[Any]] = field(default_factory=list)
+    """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
 
     @property
     def gpu(self) -> tuple[str, int] | None:

@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from frutebox_infra.emulator.billing import pod_billing
 from frutebox_infra.emulator.catalog import gpu_types
 from frutebox_infra.emulator.contract import Contract
+from frutebox_infra.emulator.control import out_of_band
+from frutebox_infra.emulator.datacenters import data_centers
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.faults import (
     AFTER_CREATE,
@@ -195,6 +198,14 @@ class App:
             state = self.account.snapshot()
             state.update(faults=self.faults.pending(), proxyUrlTemplate=self.proxy_url_template)
             return Response(200, state)
+        try:
+            changed = out_of_band(self.account, method, path, json.loads(raw or b"null"))
+        except ValueError:
+            return Response.problem(ApiProblem(400, "control body is not valid JSON"))
+        except ApiProblem as problem:
+            return Response.problem(problem)
+        if changed is not None:
+            return Response(*changed)
         return Response.problem(ApiProblem(404, f"no emulator control at {method} {path}"))
 
     def _proxy(
@@ -261,10 +272,34 @@ class App:
         return Response(204)
 
 
+def _includes(query: dict[str, list[str]], name: str) -> bool:
+    return name in ",".join(query.get("include", [])).upper().split(",")
+
+
 def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-    with_stock = "AVAILABILITY" in ",".join(query.get("include", [])).upper()
+    with_stock = _includes(query, "AVAILABILITY")
+    # As documented: `product` is required with include=AVAILABILITY and valid only with it.
+    if with_stock != bool(query.get("product")):
+        raise ApiProblem(400, "product is required with include=AVAILABILITY, and only with it")
     gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
     return Response(200, {"gpus": gpus})
+
+
+def _list_data_centers(
+    app: App, params: Params, body: Any, query: dict[str, list[str]]
+) -> Response:
+    account = app.account
+    centres = data_centers(
+        account.catalog,
+        account.stock,
+        account.volume_types,
+        gpu_availability=_includes(query, "GPU_AVAILABILITY"),
+    )
+    return Response(200, {"dataCenters": centres})
+
+
+def _list_pod_billing(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+    return Response(200, pod_billing(app.account.pods.values(), query))
 
 
 def _route(method: str, path: str, op: str, schema: str | None, handler: Handler) -> Route:
@@ -297,4 +332,6 @@ ROUTES = (
     ),
     _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
     _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
+    _route("GET", "/v2/catalog/datacenters", "catalog.datacenters", None, _list_data_centers),
+    _route("GET", "/v2/billing/pods", "billing.pods", None, _list_pod_billing),
 )

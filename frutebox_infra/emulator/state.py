@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.records import (
@@ -27,6 +28,8 @@ class Account:
 
     def __init__(self, catalog: Catalog, stock: Stock | None = None) -> None:
         self.catalog = catalog
+        self.initial_catalog = catalog
+        self.volume_types: dict[str, list[str]] = {}
         self.initial_stock: Stock = dict(stock if stock is not None else full_stock(catalog))
         self.stock: Stock = {}
         self.pods: dict[str, PodRecord] = {}
@@ -36,6 +39,8 @@ class Account:
 
     def reset(self) -> None:
         self.stock = dict(self.initial_stock)
+        self.catalog = self.initial_catalog
+        self.volume_types = {}
         self.pods = {}
         self.volumes = {}
         self.requests = []
@@ -62,6 +67,7 @@ class Account:
         if pod.gpu and pod.status in HOLDS_GPUS:
             key = (pod.gpu[0], pod.data_center_id)
             self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
+            close_interval(pod)
 
     def create_pod(self, request: Mapping[str, Any]) -> PodRecord:
         """Apply the handler-level rules the schema cannot express, then place the pod."""
@@ -116,6 +122,7 @@ class Account:
             created_at=now(),
         )
         self.pods[pod.id] = pod
+        open_interval(pod)
         return pod
 
     def mark(self, pod_id: str, fault: str) -> None:
@@ -182,6 +189,7 @@ class Account:
         elif action == "start":
             if pod.status == "EXITED" and pod.gpu:
                 self._take_gpus(pod.gpu[0], pod.gpu[1], [pod.data_center_id])
+                open_interval(pod)
             pod.status = "PROVISIONING"
         else:
             pod.status = "STARTING"

@@ -45,9 +45,11 @@ class LiveCatalog:
 
 
 def registry_price_date(registry: Registry) -> str:
-    """The newest date any GPU price source names (e.g. `2026-08`), or `undated`."""
+    """The dates the GPU price sources name, oldest to newest (`2026-08 to 2026-10-07`)."""
     dates = [m for g in registry.gpus for m in _DATE.findall(g.price_usd_per_hour.source)]
-    return max(dates) if dates else "undated"
+    if not dates:
+        return "undated"
+    return min(dates) if min(dates) == max(dates) else f"{min(dates)} to {max(dates)}"
 
 
 def price_drift(registry_usd: float, live_usd: float) -> float:

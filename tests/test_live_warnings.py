@@ -1,0 +1,82 @@
+"""Preview's live warnings: price drift both sides of 5%, stock and fallbacks, volume tiers."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from frutebox_infra.live_warnings import (
+    LiveCatalog,
+    LiveGpu,
+    live_warnings,
+    registry_line,
+    registry_price_date,
+)
+from frutebox_infra.plan import FleetPlan, plan_fleet
+from tests.factories import real_registry, settings
+
+A4000, A5000 = "NVIDIA RTX A4000", "NVIDIA RTX A5000"
+DC = "EU-RO-1"
+
+
+@cache
+def plan(budget: float = 10) -> FleetPlan:
+    config = settings(models=["qwen3-8b"], maxFallbackPremium=2, budgetUsdPerHour=budget)
+    return plan_fleet(real_registry(), config, stack="s")
+
+
+def catalog(
+    a4000: float = 0.17, a4000_stock: str = "HIGH", a5000_stock: str = "HIGH", **volume: tuple
+) -> LiveCatalog:
+    gpus = {
+        A4000: LiveGpu(A4000, a4000, {DC: a4000_stock}),
+        A5000: LiveGpu(A5000, 0.26, {DC: a5000_stock}),
+    }
+    return LiveCatalog(gpus, {DC: volume.get("types", ("STANDARD",))})
+
+
+@pytest.mark.parametrize(
+    ("live_usd", "warned"),
+    [
+        pytest.param(0.17, False, id="same"),
+        pytest.param(0.178, False, id="plus-4.7%"),
+        pytest.param(0.179, True, id="plus-5.3%"),
+        pytest.param(0.162, False, id="minus-4.7%"),
+        pytest.param(0.161, True, id="minus-5.3%"),
+    ],
+)
+def test_price_drift_beyond_five_percent(live_usd: float, warned: bool) -> None:
+    warnings = [w for w in live_warnings(plan(), catalog(a4000=live_usd)) if "price" in w]
+    assert bool(warnings) is warned
+    if warned:
+        assert f"${live_usd:.2f}/h" in warnings[0] and "$0.17/h" in warnings[0]
+
+
+def test_out_of_stock_names_the_fallback_and_the_budget() -> None:
+    [warning] = live_warnings(plan(), catalog(a4000_stock="NONE"))
+    assert "qwen3-8b: 1x RTX A4000 is out of stock in EU-RO-1" in warning
+    assert "would take 1x RTX A5000 at $0.26/h" in warning and "within" in warning
+    [over] = live_warnings(plan(0.2), catalog(a4000_stock="NONE"))
+    assert "OVER the $0.20/h budget" in over
+
+
+def test_a_data_centre_missing_from_the_stock_list_has_none() -> None:
+    live = LiveCatalog({A4000: LiveGpu(A4000, 0.17, {}), A5000: LiveGpu(A5000, 0.26, {})})
+    [warning] = live_warnings(plan(), live)
+    assert "and so is every allowed fallback" in warning
+
+
+def test_in_stock_and_true_prices_say_nothing() -> None:
+    assert live_warnings(plan(), catalog()) == []
+
+
+def test_a_data_centre_that_cannot_host_the_volume_tier() -> None:
+    [warning] = live_warnings(plan(), catalog(types=("HIGH_PERFORMANCE",)))
+    assert "EU-RO-1 cannot host a STANDARD network volume" in warning
+
+
+def test_the_registry_line_is_dated() -> None:
+    assert registry_price_date(real_registry()) == "2026-08 to 2026-10-07"
+    line = registry_line(real_registry(), "no RunPod key")
+    assert line.startswith("live: no RunPod key") and "dated 2026-08 to 2026-10-07" in line

@@ -6,6 +6,7 @@ project's environment, and read-only RunPod calls (plus terminating untracked po
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Mapping
@@ -149,19 +150,17 @@ def collect(
     """Read RunPod (pods, volumes, billing), compare, then probe each running pod's health."""
     from frutebox_infra.runpod.errors import RunPodError
 
-    client = _client(endpoints)
     try:
-        pods = [live_pod(p) for p in client.list_pods()]
-        volumes = [live_volume(v) for v in client.list_volumes()]
-        ours = {r.pod_id for r in recorded.pods.values()}
-        billed = {}
-        for hours, (bucket, last) in SPEND_WINDOWS.items():
-            records = client.pod_billing(bucket=bucket, last=last)
-            billed[hours] = sum(r.total_amount for r in records if r.pod_id in ours)
+        with contextlib.closing(_client(endpoints)) as client:
+            pods = [live_pod(p) for p in client.list_pods()]
+            volumes = [live_volume(v) for v in client.list_volumes()]
+            ours = {r.pod_id for r in recorded.pods.values()}
+            billed = {}
+            for hours, (bucket, last) in SPEND_WINDOWS.items():
+                records = client.pod_billing(bucket=bucket, last=last)
+                billed[hours] = sum(r.total_amount for r in records if r.pod_id in ours)
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
-    finally:
-        client.close()
     view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
     return _with_health(view, endpoints) if probe else view
 
@@ -189,14 +188,12 @@ def terminate_untracked(view: StatusView, endpoints: Endpoints) -> list[str]:
     """Terminate the pods that carry this stack's mark but no state records; their ids."""
     from frutebox_infra.runpod.errors import RunPodError
 
-    client = _client(endpoints)
     try:
-        for pod in view.untracked:
-            client.delete_pod(pod.id)
+        with contextlib.closing(_client(endpoints)) as client:
+            for pod in view.untracked:
+                client.delete_pod(pod.id)
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
-    finally:
-        client.close()
     return [p.id for p in view.untracked]
 
 

@@ -1,8 +1,8 @@
 """The read-only RunPod look preview takes when a key is available; bounded, never fatal.
 
-Two GETs (the GPU catalog with pod availability, and the data centres), both read-only, in a
-daemon thread the program waits on for at most `BOUND_S`. The HTTP client is imported only
-here and only when a key exists, so a keyless preview never pays for it.
+Four GETs (the GPU catalog with pod availability, the data centres, pods and volumes), all
+read-only, in a daemon thread the program waits on for at most `BOUND_S`. The HTTP client is
+imported only here and only when a key exists, so a keyless preview never pays for it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ BOUND_S = 4.0
 
 def fetch_catalog(api_key: str, api_url: str | None, timeout_s: float) -> LiveCatalog:
     from frutebox_infra.runpod.client import DEFAULT_API_URL, RetryPolicy, RunPodClient
+    from frutebox_infra.status import live_pod, live_volume
 
     # One attempt each: a preview never waits out retries.
     client = RunPodClient(
@@ -36,9 +37,11 @@ def fetch_catalog(api_key: str, api_url: str | None, timeout_s: float) -> LiveCa
             for g in client.gpu_catalog()
         }
         volume_types = {d.id: tuple(d.network_volume_types) for d in client.data_centers()}
+        pods = tuple(live_pod(p) for p in client.list_pods())
+        volumes = tuple(live_volume(v) for v in client.list_volumes())
     finally:
         client.close()
-    return LiveCatalog(gpus, volume_types)
+    return LiveCatalog(gpus, volume_types, pods, volumes)
 
 
 def live_lines(

@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.drift import STOPPED_STATUSES, LivePod, LiveVolume, changes, is_ours
+from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, volume_name
 from frutebox_infra.registry import Registry
 from frutebox_infra.resolver import Placement
 
@@ -42,6 +43,8 @@ class LiveCatalog:
     gpus: Mapping[str, LiveGpu]
     volume_types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Data centre id -> network volume tiers it hosts (empty when not read)."""
+    pods: tuple[LivePod, ...] = ()
+    volumes: tuple[LiveVolume, ...] = ()
 
 
 def registry_price_date(registry: Registry) -> str:
@@ -113,9 +116,44 @@ def _volume_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     return [f"volume: {dc} cannot host a {VOLUME_TYPE} network volume now (it offers {hosted})"]
 
 
+def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
+    """Stopped or hand-changed pods of this stack, found by name and proven ours.
+
+    Preview has no access to the recorded state, so a pod that is gone cannot be told from
+    one never created: `frutebox status` (which reads the state) reports that.
+    """
+    stack, dc = plan.stack, plan.settings.data_center
+    volume = next(
+        (v for v in live.volumes if v.name == volume_name(stack) and v.data_center == dc), None
+    )
+    volume_id = volume.id if volume else None
+    out = []
+    for model in plan.models:
+        name = pod_name(stack, model.model_id)
+        for pod in live.pods:
+            if pod.name != name or not is_ours(pod, stack, volume_id):
+                continue
+            if pod.status in STOPPED_STATUSES:
+                found = f"pod {pod.id} is {pod.status} (stopped)"
+            elif details := changes(model, pod, dc):
+                found = f"pod {pod.id} changed: {'; '.join(details)}"
+            else:
+                continue
+            out.append(
+                f"drift: {model.model_id}: {found}; `frutebox status --stack {stack}`"
+                " prints the command that heals it"
+            )
+    return out
+
+
 def live_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
-    """Price drift, stock in the stack's data centre, and the volume tier, in that order."""
-    return _price_warnings(plan, live) + _stock_warnings(plan, live) + _volume_warnings(plan, live)
+    """Price drift, stock, the volume tier, then drift of the stack's pods, in that order."""
+    return (
+        _price_warnings(plan, live)
+        + _stock_warnings(plan, live)
+        + _volume_warnings(plan, live)
+        + _drift_warnings(plan, live)
+    )
 
 
 def registry_line(registry: Registry, reason: str) -> str:

@@ -44,7 +44,12 @@ def test_price_and_stock_changes_become_warnings(emulator: RunningEmulator) -> N
     assert any("RTX A4000 is $0.25/h" in w for w in warnings)
     assert any("out of stock in EU-RO-1" in w for w in warnings)
     ops = [r["op"] for r in httpx.get(f"{control}/state").json()["requests"]]
-    assert set(ops) == {"catalog.gpus", "catalog.datacenters"}  # read-only calls only
+    assert set(ops) == {
+        "catalog.gpus",
+        "catalog.datacenters",
+        "pods.list",
+        "volumes.list",
+    }  # read-only calls only
 
 
 def test_a_runpod_that_never_answers_is_bounded_and_not_fatal() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import pytest
 
+from frutebox_infra.drift import LivePod, LiveVolume
 from frutebox_infra.live_warnings import (
     LiveCatalog,
     LiveGpu,
@@ -80,3 +82,31 @@ def test_the_registry_line_is_dated() -> None:
     assert registry_price_date(real_registry()) == "2026-08 to 2026-10-07"
     line = registry_line(real_registry(), "no RunPod key")
     assert line.startswith("live: no RunPod key") and "dated 2026-08 to 2026-10-07" in line
+
+
+def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_not() -> None:
+    model = plan().model("qwen3-8b")
+    assert model is not None and model.placement is not None
+    p = model.placement
+    volume = LiveVolume("v1", "frutebox-s-weights", 20, DC)
+    ours = LivePod(
+        "p1",
+        "frutebox-s-qwen3-8b",
+        "EXITED",
+        p.pod.image,
+        p.pod.args,
+        dict(p.pod.env),
+        p.gpu.id,
+        p.count,
+        volume_id="v1",
+    )
+    edited = replace(ours, id="p2", status="RUNNING", args="serve -v")
+    foreign = replace(ours, id="p3", volume_id="theirs")
+    live = replace(catalog(), pods=(ours, edited, foreign), volumes=(volume,))
+    warnings = live_warnings(plan(), live)
+    assert warnings == [
+        "drift: qwen3-8b: pod p1 is EXITED (stopped); `frutebox status --stack s` prints the"
+        " command that heals it",
+        "drift: qwen3-8b: pod p2 changed: args differ from the plan; `frutebox status --stack s`"
+        " prints the command that heals it",
+    ]

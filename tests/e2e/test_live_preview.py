@@ -40,7 +40,12 @@ def test_price_and_stock_warnings_from_a_live_catalog(project: PulumiProject) ->
         assert "qwen3-8b: 1x RTX A4000 is out of stock in EU-RO-1 right now" in loud.diagnostics
         assert "would take 1x RTX A5000" in loud.diagnostics
         ops = {r["op"] for r in httpx.get(f"{control}/state").json()["requests"]}
-        assert ops == {"catalog.gpus", "catalog.datacenters"}  # read-only, nothing created
+        assert ops == {
+            "catalog.gpus",
+            "catalog.datacenters",
+            "pods.list",
+            "volumes.list",
+        }  # read-only, nothing created
     finally:
         deployment.stop()
 

@@ -21,21 +21,21 @@ from typing import Any, TypeVar
 import yaml
 
 from frutebox_infra.fit import Fit, estimate
+from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
-from frutebox_infra.registry import Gpu, Model
+from frutebox_infra.registry import Cloud, Gpu, Model
 from frutebox_infra.report.text import table
-from frutebox_infra.resolver import Cloud, fit_request, gpu_price
+from frutebox_infra.resolver import fit_request, gpu_price
 from frutebox_infra.toolchain import (
     copy_project,
     hermetic_env,
-    repo_root,
     sandbox_env,
     use_checkout_venv,
 )
 
 T = TypeVar("T")
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
+from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
 from frutebox_infra.report.data import catalog_entry, plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import catalog_table, plan_table
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import STACKS_DIR, load_settings, stack_file
-from frutebox_infra.toolchain import repo_root
+from frutebox_infra.settings import load_settings, stack_file
 
 if TYPE_CHECKING:
     from frutebox_infra.drift import StatusView
@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="terminate the pods carrying this stack's mark that the state does not record",
     )
-    status.add_argument("--project-dir", default=str(repo_root()), help=argparse.SUPPRESS)
+    status.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     status.set_defaults(run=cmd_status)
 
     prices = sub.add_parser("prices", help="registry/gpus.yaml prices vs RunPod's live catalog")

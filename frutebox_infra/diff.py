@@ -20,12 +20,12 @@ from frutebox_infra.errors import (
     UsageError,
     exit_code,
 )
+from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.plan import HOURS_PER_MONTH, Environment, FleetPlan, ModelPlan, plan_fleet
 from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
 from frutebox_infra.report import Format
-from frutebox_infra.resolver import Problem
+from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.settings import (
-    STACKS_DIR,
     parse_settings,
     stack_config_from_text,
     stack_file_name,
@@ -136,7 +136,7 @@ class FleetDiff:
     within_budget: bool | None
     """The after side's verdict; None when the stack is removed."""
     budget_headroom_usd_per_hour: float | None
-    problems: tuple[Problem, ...]
+    problems: tuple[PlanProblem, ...]
     """Problems of the after side: each one fails `pulumi preview`."""
     warnings: tuple[str, ...]
 
@@ -253,7 +253,7 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         ) from None
 
 
-def repo_root(start: Path) -> Path:
+def git_toplevel(start: Path) -> Path:
     done = _git(start, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
         raise UsageError(f"{start} is not inside a git repository; run `diff` from the checkout")
@@ -341,7 +341,7 @@ def run_diff(*, base: str, head: str | None, stack: str, fmt: str, repo: Path | 
             raise UsageError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
         if not STACK_NAME.fullmatch(stack):
             raise UsageError(f"'{stack}' is not a stack name (letters, digits, '.', '_', '-')")
-        root = repo_root(repo or Path.cwd())
+        root = git_toplevel(repo or Path.cwd())
         before_config = read_config_at(root, base, stack)
         after_config = read_config_at(root, head, stack)
         head_label = head or "work tree"

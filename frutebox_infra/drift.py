@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name
-from frutebox_infra.resolver import Placement
+from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.settings import PROJECT
 
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})
@@ -95,7 +95,7 @@ class ModelStatus:
     pod_name: str
     recorded_pod_id: str | None
     live: LivePod | None
-    planned: Placement | None
+    planned: PlacementOption | None
     drift: DriftKind | None
     details: tuple[str, ...]
     urn: str

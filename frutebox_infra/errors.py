@@ -1,9 +1,10 @@
 """Domain errors the command line and the Pulumi program report without a traceback.
 
 FruteboxError
-├── ConfigError      bad registry or stack file: names the file, the key and the fix
-│   └── UsageError   the command named something that is not there (a stack, a ref)
-└── PlanError        the plan has problems: preview must fail before anything bills
+└── ConfigError      bad registry or stack file: names the file, the key and the fix
+    └── UsageError   the command named something that is not there (a stack, a ref)
+
+A plan with problems is not an error: it is a `FleetPlan` whose `problems` the caller reports.
 """
 
 from __future__ import annotations
@@ -27,7 +28,3 @@ class UsageError(ConfigError):
 def exit_code(error: FruteboxError) -> int:
     """What a command exits with for an error it explained: 2 for usage, 1 otherwise."""
     return EXIT_USAGE if isinstance(error, UsageError) else EXIT_PROBLEMS
-
-
-class PlanError(FruteboxError):
-    """The fleet plan has problems; the message lists each with its fix."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from frutebox_infra.drift import STOPPED_STATUSES, LivePod, LiveVolume, changes, is_ours
 from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, volume_name
 from frutebox_infra.registry import Registry
-from frutebox_infra.resolver import Placement
+from frutebox_infra.resolver import PlacementOption
 
 PRICE_TOLERANCE = 0.05
 """A registry price more than 5% away from the live Secure price is worth a warning."""
@@ -77,7 +77,7 @@ def _price_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     return out
 
 
-def _fallback(model: ModelPlan, live: LiveCatalog, dc: str) -> Placement | None:
+def _fallback(model: ModelPlan, live: LiveCatalog, dc: str) -> PlacementOption | None:
     return next(
         (p for p in model.fallbacks if (g := live.gpus.get(p.gpu.id)) and g.in_stock(dc)), None
     )

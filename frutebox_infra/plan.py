@@ -9,8 +9,8 @@ from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
-from frutebox_infra.registry import NetworkVolumeFacts, Registry
-from frutebox_infra.resolver import Cloud, Placement, Problem, Resolution, resolve
+from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
+from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, resolve
 from frutebox_infra.settings import StackSettings
 
 HOURS_PER_MONTH = 730
@@ -64,13 +64,13 @@ class ModelPlan:
 
     model_id: str
     resolution: Resolution
-    placement: Placement | None
-    fallbacks: tuple[Placement, ...]
-    problems: tuple[Problem, ...]
+    placement: PlacementOption | None
+    fallbacks: tuple[PlacementOption, ...]
+    problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
 
     @property
-    def candidates(self) -> tuple[Placement, ...]:
+    def candidates(self) -> tuple[PlacementOption, ...]:
         """Cheapest first: what pod creation walks until one is in stock."""
         return ((self.placement,) if self.placement else ()) + self.fallbacks
 
@@ -114,7 +114,7 @@ class FleetPlan:
     settings: StackSettings
     models: tuple[ModelPlan, ...]
     volume: VolumePlan
-    problems: tuple[Problem, ...]
+    problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
 
     @property
@@ -166,12 +166,12 @@ def plan_fleet(
     `current_volume_gb` is the weights volume's size today, where the caller knows it: the
     volume never shrinks, so it is sized and priced at no less than that.
     """
-    problems: list[Problem] = []
+    problems: list[PlanProblem] = []
     warnings: list[str] = []
     if registry.data_center(settings.data_center) is None:
         known = ", ".join(d.id for d in registry.data_centers)
         problems.append(
-            Problem(
+            PlanProblem(
                 "unknown-data-centre",
                 f"data centre '{settings.data_center}' is not a RunPod data centre we know",
                 f"set frutebox-infra:dataCenter to one of {known}",
@@ -179,7 +179,7 @@ def plan_fleet(
         )
     if settings.cloud is Cloud.COMMUNITY:
         problems.append(
-            Problem(
+            PlanProblem(
                 "community-with-volume",
                 "cloud COMMUNITY cannot mount the stack's network volume (Secure Cloud only)",
                 "set frutebox-infra:cloud to SECURE",
@@ -194,7 +194,7 @@ def plan_fleet(
     largest = registry.network_volume.max_gb
     if volume.weights_gb * (1 + settings.volume_headroom) > largest:
         problems.append(
-            Problem(
+            PlanProblem(
                 "volume-too-small",
                 f"the armed weights need {volume.weights_gb:g} GB plus"
                 f" {settings.volume_headroom:.0%} headroom, more than the largest RunPod network"
@@ -206,7 +206,7 @@ def plan_fleet(
     fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
     if not fleet.within_budget:
         problems.append(
-            Problem(
+            PlanProblem(
                 "over-budget",
                 f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the worst allowed"
                 f" placement (best ${fleet.usd_per_hour_best:.2f}/h), over its budget of"
@@ -224,13 +224,13 @@ def _plan_model(
 ) -> ModelPlan:
     override = settings.overrides.get(model_id)
     gpu_id = None
-    problems: list[Problem] = []
+    problems: list[PlanProblem] = []
     if override is not None and override.gpu is not None:
         gpu = registry.gpu(override.gpu)
         if gpu is None:
             known = ", ".join(g.id for g in registry.gpus)
             problems.append(
-                Problem(
+                PlanProblem(
                     "unknown-gpu",
                     f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type"
                     " we know",
@@ -289,7 +289,12 @@ def pod_name(stack: str, model_id: str) -> str:
 
 
 def pod_body(
-    plan: ModelPlan, placement: Placement, settings: StackSettings, *, stack: str, volume_id: str
+    plan: ModelPlan,
+    placement: PlacementOption,
+    settings: StackSettings,
+    *,
+    stack: str,
+    volume_id: str,
 ) -> dict[str, Any]:
     """The exact RunPod v2 `POST /v2/pods` body for one placement."""
     pod = placement.pod

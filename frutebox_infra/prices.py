@@ -16,8 +16,9 @@ from pathlib import Path
 
 from frutebox_infra.errors import EXIT_OK, FruteboxError, UsageError
 from frutebox_infra.live_warnings import PRICE_TOLERANCE, LiveCatalog, price_drift
+from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.text import table
 
 _ENTRY = re.compile(r"^\s*-\s+id:\s*(?P<id>.+?)\s*$")

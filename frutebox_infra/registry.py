@@ -36,6 +36,13 @@ class Runtime(StrEnum):
     DIFFUSERS = "diffusers"
 
 
+class Cloud(StrEnum):
+    """RunPod's two clouds; a GPU's price is recorded per cloud."""
+
+    SECURE = "SECURE"
+    COMMUNITY = "COMMUNITY"
+
+
 class Price(Frozen):
     """On-demand price of one GPU, USD per hour, per RunPod cloud; None where never observed."""
 

@@ -11,10 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
+from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
-from frutebox_infra.toolchain import repo_root
-
-REGISTRY_DIR = repo_root() / "registry"
 
 
 @dataclass(frozen=True)

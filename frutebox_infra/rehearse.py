@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 
 from frutebox_infra.emulator.server import start
-from frutebox_infra.toolchain import hermetic_env, repo_root
+from frutebox_infra.paths import REPO_ROOT
+from frutebox_infra.toolchain import hermetic_env
 
 REHEARSAL_KEY = "rehearsal-key"
 """The emulator accepts any bearer token; this one is obviously not a real key."""
@@ -22,8 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the pods up (no destroy)")
     args = parser.parse_args(argv)
 
-    root = repo_root()
-    backend = root / ".pulumi-state" / "rehearsal"
+    backend = REPO_ROOT / ".pulumi-state" / "rehearsal"
     # Every rehearsal starts from nothing: a fresh emulator account and a fresh backend.
     shutil.rmtree(backend, ignore_errors=True)
     emulator = start()
@@ -38,7 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def pulumi(*words: str) -> int:
         print(f"$ pulumi {' '.join(words)}", file=sys.stderr, flush=True)
-        return subprocess.run(["pulumi", *words, "--non-interactive"], cwd=root, env=env).returncode
+        return subprocess.run(
+            ["pulumi", *words, "--non-interactive"], cwd=REPO_ROOT, env=env
+        ).returncode
 
     try:
         print(f"RunPod v2 emulator at {emulator.url} (loopback only)", file=sys.stderr)

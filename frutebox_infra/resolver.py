@@ -1,30 +1,25 @@
 """The resolver: for one model, the engine, the pod per placement, and the ranked placements.
 
-Every reason a model cannot be served is a `Problem` naming the rule and the fix, checked in a
-fixed order so the most fundamental blocker is the one reported.
+Every reason a model cannot be served is a `PlanProblem` (ours, not RunPod's RFC 9457 problem)
+naming the rule and the fix, checked in a fixed order so the most fundamental blocker is the one
+reported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.registry import Gpu, Image, Model, Registry
+from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 
 DEFAULT_OPTIONS = ServeOptions()
 
 
-class Cloud(StrEnum):
-    SECURE = "SECURE"
-    COMMUNITY = "COMMUNITY"
-
-
 @dataclass(frozen=True)
-class Problem:
+class PlanProblem:
     """A reason preview must fail: which rule, what happened, and what to do."""
 
     rule: str
@@ -47,7 +42,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Placement:
+class PlacementOption:
     """A placement that can run the model, with the exact pod it would run."""
 
     gpu: Gpu
@@ -83,10 +78,10 @@ class Resolution:
     recipe: Recipe | None = None
     image: Image | None = None
     serving: Serving | None = None
-    problem: Problem | None = None
+    problem: PlanProblem | None = None
     warnings: tuple[str, ...] = ()
     considered: tuple[Candidate, ...] = ()
-    placements: tuple[Placement, ...] = field(default=())
+    placements: tuple[PlacementOption, ...] = field(default=())
 
     @property
     def servable(self) -> bool:
@@ -114,7 +109,7 @@ def resolve(
         return Resolution(model_id, model, problem=problem)
     image = registry.images.get(recipe.runtime)
     if image is None:
-        problem = Problem(
+        problem = PlanProblem(
             "no-image",
             f"{model_id}: engine {recipe.runtime} has no image in registry/images.yaml",
             f"add an `images.{recipe.runtime}` entry with a pinned tag",
@@ -122,7 +117,7 @@ def resolve(
         return Resolution(model_id, model, recipe, problem=problem)
     too_old = recipe.image_problem(model, image)
     if too_old is not None:
-        problem = Problem(
+        problem = PlanProblem(
             "image-cannot-serve",
             f"{model_id} {too_old}",
             f"pin a newer {recipe.runtime} image in registry/images.yaml (and set its"
@@ -142,32 +137,32 @@ def resolve(
     )
 
 
-def _engine_for(model: Model) -> tuple[Problem | None, Recipe | None]:
+def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     """The first engine by preference that has a recipe for the model, or the rule that fails."""
     mid = model.id
     if model.source_unavailable:
-        return Problem(
+        return PlanProblem(
             "no-open-weights",
             f"{mid} has no open weights: {model.source_unavailable}",
             "disarm it; it cannot be self-hosted",
         ), None
     source = model.source
     if source is None:
-        return Problem(
+        return PlanProblem(
             "no-pinned-source",
             f"{mid} has no pinned source in registry/models.yaml, so there is nowhere to fetch"
             " its weights from",
             f"add `source:` (hf_repo + revision, gguf repo + quant, or ollama_tag) to {mid}",
         ), None
     if "ollama" in model.runtimes and not source.ollama_tag:
-        return Problem(
+        return PlanProblem(
             "no-ollama-tag",
             f"{mid} declares runtime 'ollama' but has no source.ollama_tag (a catalog id is"
             " not a pullable tag)",
             f"add the Ollama library tag (e.g. 'qwen3:8b') as source.ollama_tag of {mid}",
         ), None
     if not model.runtimes:
-        return Problem(
+        return PlanProblem(
             "no-runtime",
             f"{mid} declares no runtime",
             f"list the engines that can serve it under `runtimes:` of {mid}",
@@ -176,7 +171,7 @@ def _engine_for(model: Model) -> tuple[Problem | None, Recipe | None]:
     if not servable:
         declared = ", ".join(model.runtimes)
         built = ", ".join(sorted(SERVABLE_RUNTIMES))
-        return Problem(
+        return PlanProblem(
             "no-engine",
             f"{mid} declares runtime(s) {declared}; we build serving commands only for {built}",
             "declare one of those runtimes, or add a recipe module in frutebox_infra/recipes/",
@@ -185,7 +180,7 @@ def _engine_for(model: Model) -> tuple[Problem | None, Recipe | None]:
         if recipe.runtime in servable and recipe.missing(model) is None:
             return None, recipe
     first = next(r for r in ENGINE_PREFERENCE if r.runtime in servable)
-    return Problem(
+    return PlanProblem(
         "no-recipe",
         f"{mid} declares runtime '{first.runtime}' but {first.missing(model)}",
         f"add those facts to {mid} in registry/models.yaml, from a checked source",
@@ -201,10 +196,10 @@ def _rank(
     options: ServeOptions,
     cloud: Cloud,
     gpu_id: str | None,
-) -> tuple[tuple[Candidate, ...], tuple[Placement, ...]]:
+) -> tuple[tuple[Candidate, ...], tuple[PlacementOption, ...]]:
     """Per GPU type, the smallest count that fits; then cheapest first (then less VRAM)."""
     considered: list[Candidate] = []
-    placements: list[Placement] = []
+    placements: list[PlacementOption] = []
     for gpu in registry.gpus:
         if gpu_id is not None and gpu.id != gpu_id:
             continue
@@ -227,7 +222,7 @@ def _smallest_fitting(
     gpu: Gpu,
     options: ServeOptions,
     cloud: Cloud,
-) -> tuple[Candidate, Placement | None]:
+) -> tuple[Candidate, PlacementOption | None]:
     price = gpu_price(gpu, cloud)
     if price is None:
         return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
@@ -244,7 +239,7 @@ def _smallest_fitting(
         fit = estimate(request, gpu, count)
         cost = round(price * count, 2)
         if fit.fits:
-            placement = Placement(gpu, count, cost, fit, recipe, model, image, serving)
+            placement = PlacementOption(gpu, count, cost, fit, recipe, model, image, serving)
             return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None
@@ -273,19 +268,19 @@ def fit_request(
     )
 
 
-def _unknown(model_id: str) -> Problem:
-    return Problem(
+def _unknown(model_id: str) -> PlanProblem:
+    return PlanProblem(
         "unknown-model",
         f"{model_id} is not in the model registry",
         "check the id with `frutebox models`, or add the model to registry/models.yaml",
     )
 
 
-def _gated(model: Model) -> Problem:
+def _gated(model: Model) -> PlanProblem:
     repo = model.source.hf_repo if model.source else None
     if model.source and model.source.comfyui and model.source.comfyui.repo:
         repo = model.source.comfyui.repo
-    return Problem(
+    return PlanProblem(
         "gated-no-token",
         f"{model.id} pulls from the gated repo {repo} and no Hugging Face token is configured,"
         " so the pull would answer 401 after the GPU is already billing",
@@ -300,7 +295,7 @@ def _no_placement(
     serving: Serving,
     considered: tuple[Candidate, ...],
     gpu_id: str | None,
-) -> Problem:
+) -> PlanProblem:
     fitted = [c for c in considered if c.fit is not None]
     closest = max(
         fitted, key=lambda c: c.fit.available_gb - c.fit.needed_gb if c.fit else 0.0, default=None
@@ -313,7 +308,7 @@ def _no_placement(
         else ""
     )
     where = f" on {gpu_id}" if gpu_id else ""
-    return Problem(
+    return PlanProblem(
         "no-placement",
         f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",

@@ -11,11 +11,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from frutebox_infra.errors import ConfigError, UsageError
-from frutebox_infra.resolver import Cloud
-from frutebox_infra.toolchain import repo_root
+from frutebox_infra.paths import STACKS_DIR
+from frutebox_infra.registry import Cloud
 
 PROJECT = "frutebox-infra"
-STACKS_DIR = repo_root() / "stacks"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists."""
 

@@ -25,7 +25,7 @@ from frutebox_infra.drift import (
 )
 from frutebox_infra.errors import FruteboxError, UsageError
 from frutebox_infra.plan import FleetPlan
-from frutebox_infra.toolchain import hermetic_env, repo_root
+from frutebox_infra.toolchain import hermetic_env
 
 if TYPE_CHECKING:
     from frutebox_infra.runpod.client import NetworkVolume, Pod, RunPodClient
@@ -195,7 +195,3 @@ def terminate_untracked(view: StatusView, endpoints: Endpoints) -> list[str]:
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
     return [p.id for p in view.untracked]
-
-
-def default_project_dir() -> Path:
-    return repo_root()

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from frutebox_infra.errors import FruteboxError
+from frutebox_infra.paths import REPO_ROOT, STACKS_DIR, TOOLS_DIR
 
 #: The pinned CLI version; tools/setup-toolchain and tools/pulumi/go.mod pin the same.
 PULUMI_VERSION = "v3.274.1"
@@ -32,14 +33,9 @@ class ToolchainError(FruteboxError):
     """The pinned Pulumi toolchain could not be found or built."""
 
 
-def repo_root() -> Path:
-    """The checkout this module lives in: .tools/ and .pulumi-state/ are relative to it."""
-    return Path(__file__).resolve().parent.parent
-
-
 def tools_bin() -> Path:
     """Where tools/setup-toolchain puts the binaries it builds (git-ignored)."""
-    return repo_root() / ".tools" / "bin"
+    return TOOLS_DIR / "bin"
 
 
 def hermetic_env(
@@ -58,14 +54,14 @@ def hermetic_env(
     throwaway like the in-checkout backend, gets the same passphrase default.
     """
     env = dict(os.environ if base is None else base)
-    root = repo_root()
+    root = REPO_ROOT
 
     bin_dir = tools_bin()
     if os.access(bin_dir / "pulumi", os.X_OK):
         path = env.get("PATH", "")
         if not f":{path}:".startswith(f":{bin_dir}:"):
             env["PATH"] = f"{bin_dir}:{path}" if path else str(bin_dir)
-        env["PULUMI_HOME"] = str(root / ".tools" / "pulumi-home")
+        env["PULUMI_HOME"] = str(TOOLS_DIR / "pulumi-home")
 
     throwaway = False
     if backend_dir is not None:
@@ -104,7 +100,7 @@ def ensure_toolchain() -> Path:
     already built (or a suitable pulumi is on PATH) and otherwise builds it
     from Go modules, printing progress on stderr (minutes, the first time).
     """
-    script = repo_root() / "tools" / "setup-toolchain"
+    script = REPO_ROOT / "tools" / "setup-toolchain"
     try:
         proc = subprocess.run([str(script)], stdout=subprocess.PIPE, text=True, check=False)
     except OSError as exc:
@@ -150,11 +146,10 @@ PROJECT_FILES = ("Pulumi.yaml", "__main__.py")
 def copy_project(dest: Path) -> Path:
     """The checkout's Pulumi project (program and stacks) copied to `dest`, run on the
     checkout's .venv: tests and bench scripts preview and deploy a copy, never the work tree."""
-    root = repo_root()
     dest.mkdir(parents=True)
     for name in PROJECT_FILES:
-        shutil.copy(root / name, dest / name)
-    shutil.copytree(root / "stacks", dest / "stacks")
+        shutil.copy(REPO_ROOT / name, dest / name)
+    shutil.copytree(STACKS_DIR, dest / "stacks")
     use_checkout_venv(dest / "Pulumi.yaml")
     return dest
 
@@ -162,7 +157,7 @@ def copy_project(dest: Path) -> Path:
 def use_checkout_venv(pulumi_yaml: Path) -> None:
     """Point a Pulumi.yaml's Python runtime at the checkout's .venv, which has this package."""
     doc: dict[str, Any] = yaml.safe_load(pulumi_yaml.read_text())
-    doc["runtime"]["options"]["virtualenv"] = str(repo_root() / ".venv")
+    doc["runtime"]["options"]["virtualenv"] = str(REPO_ROOT / ".venv")
     pulumi_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 

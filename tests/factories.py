@@ -15,17 +15,16 @@ from typing import Any
 
 import yaml
 
+from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
 from frutebox_infra.registry import Architecture, DataCenter, Gpu, Image, Model, Registry, Runtime
 from frutebox_infra.registry_files import (
-    REGISTRY_DIR,
     RegistryFiles,
     load_registry,
     read_registry_files,
 )
 from frutebox_infra.settings import PROJECT, StackSettings, parse_settings
-from frutebox_infra.toolchain import repo_root
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
 OPENAPI_CANDIDATES = (
     ROOT.parent / "shared" / "runpod" / "openapi-v2.json",

@@ -11,8 +11,8 @@ import pytest
 
 import frutebox_infra.recipes as recipes_pkg
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
-from frutebox_infra.registry import Image, Model, Runtime
-from frutebox_infra.resolver import Cloud, Resolution, resolve
+from frutebox_infra.registry import Cloud, Image, Model, Runtime
+from frutebox_infra.resolver import Resolution, resolve
 from tests.factories import (
     GB,
     GIB,

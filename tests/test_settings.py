@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.registry import Cloud
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.table import plan_table
-from frutebox_infra.resolver import Cloud
 from frutebox_infra.settings import (
     StackSettings,
     load_settings,

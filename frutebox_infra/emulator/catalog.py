@@ -8,14 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from frutebox_infra.errors import ConfigError
+from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Gpu, Registry
-from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from frutebox_infra.registry_files import load_registry
 
 DEFAULT_STOCK = 64
-
-
-CatalogError = ConfigError
-"""A registry or --stock value the emulator cannot use: the project's own ConfigError."""
 
 
 @dataclass(frozen=True)
@@ -70,13 +67,11 @@ def parse_stock(specs: Sequence[str], catalog: Catalog) -> Stock:
         gpu_id, sep, rest = spec.rpartition("=")
         count_text, _, dc = rest.partition("@")
         if not sep or not count_text.isdigit():
-            raise CatalogError(f"--stock {spec!r}: expected GPU_ID=N or GPU_ID=N@DATA_CENTER")
+            raise ConfigError(f"--stock {spec!r}: expected GPU_ID=N or GPU_ID=N@DATA_CENTER")
         if gpu_id not in catalog.gpus:
-            raise CatalogError(
-                f"--stock {spec!r}: unknown GPU id; known: {', '.join(catalog.gpus)}"
-            )
+            raise ConfigError(f"--stock {spec!r}: unknown GPU id; known: {', '.join(catalog.gpus)}")
         if dc and dc not in catalog.data_centers:
-            raise CatalogError(
+            raise ConfigError(
                 f"--stock {spec!r}: unknown data centre; known: {', '.join(catalog.data_centers)}"
             )
         for cell in [dc] if dc else list(catalog.data_centers):

@@ -21,7 +21,7 @@ from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
-from frutebox_infra.registry_files import REGISTRY_DIR
+from frutebox_infra.paths import REGISTRY_DIR
 
 
 def is_loopback(host: str) -> bool:

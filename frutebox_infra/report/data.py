@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.resolver import Placement, Problem, Resolution
+from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution
 
 SCHEMA_VERSION = 1
 
 
-def placement_data(p: Placement) -> dict[str, Any]:
+def placement_data(p: PlacementOption) -> dict[str, Any]:
     return {
         "gpuId": p.gpu.id,
         "gpuType": p.gpu.name,
@@ -20,7 +20,7 @@ def placement_data(p: Placement) -> dict[str, Any]:
     }
 
 
-def fit_data(p: Placement) -> dict[str, Any]:
+def fit_data(p: PlacementOption) -> dict[str, Any]:
     f = p.fit
     seqs = f.full_context_sequences
     return {
@@ -35,7 +35,7 @@ def fit_data(p: Placement) -> dict[str, Any]:
     }
 
 
-def problem_data(p: Problem, model: str | None = None) -> dict[str, Any]:
+def problem_data(p: PlanProblem, model: str | None = None) -> dict[str, Any]:
     return {"model": model, "rule": p.rule, "message": p.message, "fix": p.fix, "text": str(p)}
 
 

@@ -9,12 +9,12 @@ import pytest
 
 from frutebox_infra.emulator.catalog import (
     Catalog,
-    CatalogError,
     gpu_types,
     load_catalog,
     parse_stock,
 )
-from frutebox_infra.registry_files import REGISTRY_DIR
+from frutebox_infra.errors import ConfigError
+from frutebox_infra.paths import REGISTRY_DIR
 from tests.factories import real_registry
 
 CATALOG = Catalog.builtin()
@@ -42,7 +42,7 @@ def test_prices_come_from_the_registry_directory_given(tmp_path: Path) -> None:
 def test_a_broken_registry_is_a_clear_error(tmp_path: Path) -> None:
     shutil.copytree(REGISTRY_DIR, tmp_path / "registry")
     (tmp_path / "registry" / "gpus.yaml").write_text("gpus:\n  - id: NVIDIA A40\n")
-    with pytest.raises(CatalogError, match=r"gpus\.yaml"):
+    with pytest.raises(ConfigError, match=r"gpus\.yaml"):
         load_catalog(tmp_path / "registry")
 
 
@@ -64,7 +64,7 @@ def test_stock_specs() -> None:
     ],
 )
 def test_bad_stock_specs_are_named(spec: str, message: str) -> None:
-    with pytest.raises(CatalogError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse_stock([spec], CATALOG)
 
 

@@ -75,9 +75,14 @@ def _volume_line(view: StatusView) -> str:
     )
 
 
+def _period(hours: int) -> str:
+    return f"{hours // 24} days" if hours % 24 == 0 and hours > 24 else f"{hours} h"
+
+
 def _spend_lines(view: StatusView) -> list[str]:
     return [
-        f"last {s.hours} h: {usd(s.billed_usd)} billed, {usd(s.planned_usd)} planned"
+        f"last {_period(s.hours)}: {usd(s.billed_usd)} billed to the recorded pods,"
+        f" {usd(s.planned_usd)} planned"
         for s in view.spend
     ]
 

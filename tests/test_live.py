@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from frutebox_infra.emulator.server import RunningEmulator, start
+from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from tests.factories import real_registry, settings
 
 A4000 = "NVIDIA RTX A4000"
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    running = start()
-    yield running
-    running.stop()
 
 
 def plan() -> FleetPlan:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from frutebox_infra.cli import main
-from frutebox_infra.emulator.server import RunningEmulator, start
+from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.prices import rewrite_prices
 from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
 
@@ -24,13 +23,6 @@ def test_rewrite_changes_only_the_named_prices_and_sources() -> None:
     assert len(changed) == 3  # A4000's flow mapping; H200's block: secure and source lines
     assert "secure: 0.19, community: null" in changed[0][1]
     assert "secure: 4.99" in changed[1][1] and "2026-11-30" in changed[2][1]
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    running = start()
-    yield running
-    running.stop()
 
 
 def test_prices_write_updates_the_registry(

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from frutebox_infra.drift import DriftKind, StatusView
-from frutebox_infra.emulator.server import RunningEmulator, start
+from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_body
 from frutebox_infra.report.status import status_data, status_markdown, status_table
 from frutebox_infra.status import Endpoints, collect, recorded_from_outputs, terminate_untracked
 from tests.factories import real_registry, settings
 
 STACK = "s"
-
-
-@pytest.fixture
-def emulator() -> Iterator[RunningEmulator]:
-    running = start()
-    yield running
-    running.stop()
 
 
 def plan() -> FleetPlan:

@@ -17,8 +17,10 @@ from frutebox_infra.settings import PROJECT
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})
 """A pod in these states bills its disk but serves nothing: `stopped`."""
 
+OWNER_ENV = "FRUTEBOX_OWNER"
+"""The pod env variable the deploy step sets to the stack's ownership token."""
 OWNERSHIP_ENV_PREFIX = "FRUTEBOX_"
-"""Env keys the deploy step adds (the ownership mark); never a hand edit."""
+"""Env keys the deploy step adds (the ownership token); never a hand edit."""
 
 
 class DriftKind(StrEnum):
@@ -29,7 +31,7 @@ class DriftKind(StrEnum):
     CHANGED = "changed"
     """The live pod's image, args, env, GPU or data centre differ from the plan."""
     UNTRACKED = "untracked"
-    """A pod carrying this stack's ownership mark that the state does not record."""
+    """A pod provably this stack's (its token, its volume) that the state does not record."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Recorded:
     pods: Mapping[str, RecordedPod] = field(default_factory=dict)
     volume_id: str | None = None
     volume_size_gb: int | None = None
+    owner: str | None = None
+    """The stack's ownership token, when the state records one."""
 
 
 @dataclass(frozen=True)
@@ -143,15 +147,18 @@ def pod_urn(stack: str, model_id: str) -> str:
     )
 
 
-def is_ours(pod: LivePod, stack: str, volume_id: str | None) -> bool:
-    """Proof that a pod belongs to this stack: its ownership mark, or our volume in its mounts.
+def is_ours(pod: LivePod, owner: str | None, volume_id: str | None) -> bool:
+    """Proof that a pod belongs to this stack; the one place that decides.
 
-    The one place that decides; names are not unique, so a name alone never proves it.
+    Names are not unique on RunPod, so a name never proves it. Where the stack has an
+    ownership token (`owner`), the pod must carry it in `OWNER_ENV`; where the stack's volume
+    is known, the pod must mount it; with neither known, nothing is provably ours.
     """
-    mark = pod.env.get("FRUTEBOX_STACK")
-    if mark is not None:
-        return mark == stack
-    return volume_id is not None and pod.volume_id == volume_id
+    if owner is None and volume_id is None:
+        return False
+    token_ok = owner is None or pod.env.get(OWNER_ENV) == owner
+    volume_ok = volume_id is None or pod.volume_id == volume_id
+    return token_ok and volume_ok
 
 
 def _env_changes(
@@ -248,7 +255,7 @@ def compute_status(
     for pod in pods:
         if pod.id in tracked:
             continue
-        if is_ours(pod, plan.stack, recorded.volume_id):
+        if is_ours(pod, recorded.owner, recorded.volume_id):
             untracked.append(pod)
         elif pod.name in names:
             foreign.append(pod)

@@ -123,15 +123,24 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     one never created: `frutebox status` (which reads the state) reports that.
     """
     stack, dc = plan.stack, plan.settings.data_center
+    # The volume is found by its name, which may end in the stack's token (`<name>-<token>`).
+    base = volume_name(stack)
     volume = next(
-        (v for v in live.volumes if v.name == volume_name(stack) and v.data_center == dc), None
+        (
+            v
+            for v in live.volumes
+            if v.data_center == dc and (v.name == base or v.name.startswith(base + "-"))
+        ),
+        None,
     )
-    volume_id = volume.id if volume else None
+    if volume is None:
+        return []
+    owner = volume.name[len(base) + 1 :] or None
     out = []
     for model in plan.models:
         name = pod_name(stack, model.model_id)
         for pod in live.pods:
-            if pod.name != name or not is_ours(pod, stack, volume_id):
+            if pod.name != name or not is_ours(pod, owner, volume.id):
                 continue
             if pod.status in STOPPED_STATUSES:
                 found = f"pod {pod.id} is {pod.status} (stopped)"

@@ -105,6 +105,7 @@ def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
         pods=pods,
         volume_id=str(volume.get("id")) if volume.get("id") else None,
         volume_size_gb=int(volume["sizeGb"]) if volume.get("sizeGb") else None,
+        owner=str(volume["owner"]) if volume.get("owner") else None,
     )
 
 

@@ -27,6 +27,8 @@ from tests.factories import real_registry, settings
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 VOLUME = "vol123"
 STACK = "s"
+TOKEN = "tok12345"
+MARK = {"FRUTEBOX_OWNER": TOKEN}
 
 
 @cache
@@ -62,7 +64,7 @@ def live_of(model_id: str, pod_id: str, **changes: Any) -> LivePod:
 
 def recorded(pod_ids: dict[str, str]) -> Recorded:
     pods = {mid: RecordedPod(mid, f"n-{pid}", pid, "g", 1, 0.1) for mid, pid in pod_ids.items()}
-    return Recorded(pods=pods, volume_id=VOLUME, volume_size_gb=20)
+    return Recorded(pods=pods, volume_id=VOLUME, volume_size_gb=20, owner=TOKEN)
 
 
 IN_SYNC = [live_of("qwen3-8b", "p1"), live_of("llama-3.2-1b", "p2")]
@@ -150,7 +152,7 @@ def test_a_fallback_placement_and_ownership_env_are_not_drift() -> None:
         gpu_id=fallback.gpu.id,
         gpu_count=fallback.count,
         args=fallback.pod.args,
-        env={**fallback.pod.env, "FRUTEBOX_STACK": STACK},
+        env={**fallback.pod.env, "FRUTEBOX_OWNER": "tok12345"},
     )
     assert drift_of(status([pod, IN_SYNC[1]]))["qwen3-8b"] is None
 
@@ -164,14 +166,14 @@ def test_secret_env_filled_at_deploy_is_not_drift() -> None:
 
 
 def test_untracked_and_foreign_pods() -> None:
-    ours = live_of("qwen3-8b", "stray")  # mounts our volume: ours, but no state records it
-    marked = live_of("qwen3-8b", "marked", volume_id=None, env={"FRUTEBOX_STACK": STACK})
-    other_stack = live_of("qwen3-8b", "other", volume_id=None, env={"FRUTEBOX_STACK": "prod"})
-    foreign = live_of("qwen3-8b", "foreign", volume_id="theirs")
+    ours = live_of("qwen3-8b", "stray", env=MARK)  # token and volume: ours, but not recorded
+    unmarked = live_of("qwen3-8b", "unmarked")  # our volume, no token: not provably ours
+    other_stack = live_of("qwen3-8b", "other", env={"FRUTEBOX_OWNER": "their-tok"})
+    elsewhere = live_of("qwen3-8b", "elsewhere", env=MARK, volume_id="theirs")
     stranger = live_of("qwen3-8b", "x", name="someone-else", volume_id=None)
-    view = status([*IN_SYNC, ours, marked, other_stack, foreign, stranger])
-    assert [p.id for p in view.untracked] == ["stray", "marked"]
-    assert [p.id for p in view.foreign] == ["other", "foreign"]
+    view = status([*IN_SYNC, ours, unmarked, other_stack, elsewhere, stranger])
+    assert [p.id for p in view.untracked] == ["stray"]
+    assert [p.id for p in view.foreign] == ["unmarked", "other", "elsewhere"]
     assert view.drifted
     assert view.heal == "frutebox status --stack s --terminate-untracked"
 
@@ -182,25 +184,25 @@ def test_a_foreign_pod_alone_is_not_drift() -> None:
     assert not view.drifted and view.heal is None and [p.id for p in view.foreign] == ["foreign"]
 
 
+def pod_with(env: dict[str, str] | None = None, volume_id: str | None = None) -> LivePod:
+    return LivePod("a", "n", "RUNNING", env=env or {}, volume_id=volume_id)
+
+
 @pytest.mark.parametrize(
-    ("pod", "volume_id", "ours"),
+    ("pod", "owner", "volume_id", "ours"),
     [
-        pytest.param(LivePod("a", "n", "RUNNING", volume_id="v"), "v", True, id="our-volume"),
-        pytest.param(LivePod("a", "n", "RUNNING", volume_id="w"), "v", False, id="other-volume"),
-        pytest.param(LivePod("a", "n", "RUNNING"), None, False, id="no-proof"),
-        pytest.param(
-            LivePod("a", "n", "RUNNING", env={"FRUTEBOX_STACK": "s"}), None, True, id="mark"
-        ),
-        pytest.param(
-            LivePod("a", "n", "RUNNING", env={"FRUTEBOX_STACK": "t"}, volume_id="v"),
-            "v",
-            False,
-            id="other-mark-wins",
-        ),
+        pytest.param(pod_with(MARK, "v"), TOKEN, "v", True, id="token-and-volume"),
+        pytest.param(pod_with(MARK, "w"), TOKEN, "v", False, id="token-other-volume"),
+        pytest.param(pod_with({}, "v"), TOKEN, "v", False, id="volume-no-token"),
+        pytest.param(pod_with({"FRUTEBOX_OWNER": "t2"}, "v"), TOKEN, "v", False, id="other-token"),
+        pytest.param(pod_with({}, "v"), None, "v", True, id="no-token-recorded-volume-proves"),
+        pytest.param(pod_with({}, "w"), None, "v", False, id="no-token-other-volume"),
+        pytest.param(pod_with(MARK), TOKEN, None, True, id="token-only"),
+        pytest.param(pod_with(MARK, "v"), None, None, False, id="nothing-known"),
     ],
 )
-def test_is_ours(pod: LivePod, volume_id: str | None, ours: bool) -> None:
-    assert is_ours(pod, STACK, volume_id) is ours
+def test_is_ours(pod: LivePod, owner: str | None, volume_id: str | None, ours: bool) -> None:
+    assert is_ours(pod, owner, volume_id) is ours
 
 
 def test_heal_replaces_every_drifted_pod_in_one_up() -> None:

@@ -110,3 +110,18 @@ def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_no
         "drift: qwen3-8b: pod p2 changed: args differ from the plan; `frutebox status --stack s`"
         " prints the command that heals it",
     ]
+
+
+def test_a_tokened_volume_name_requires_the_token_on_the_pod() -> None:
+    model = plan().model("qwen3-8b")
+    assert model is not None and model.placement is not None
+    p = model.placement
+    volume = LiveVolume("v1", "frutebox-s-weights-tok12345", 20, DC)
+    stopped = LivePod(
+        "p1", "frutebox-s-qwen3-8b", "EXITED", p.pod.image, p.pod.args, dict(p.pod.env),
+        p.gpu.id, p.count, volume_id="v1",
+    )  # fmt: skip
+    marked = replace(stopped, id="p2", env={**stopped.env, "FRUTEBOX_OWNER": "tok12345"})
+    live = replace(catalog(), pods=(stopped, marked), volumes=(volume,))
+    [warning] = live_warnings(plan(), live)
+    assert warning.startswith("drift: qwen3-8b: pod p2 is EXITED")

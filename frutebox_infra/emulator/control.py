@@ -9,10 +9,12 @@ part of the RunPod API: tests use them to make the live account drift from the s
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.emulator.errors import ApiProblem
-from frutebox_infra.emulator.state import Account
+
+if TYPE_CHECKING:  # state.py imports this module to save and restore the changes
+    from frutebox_infra.emulator.state import Account
 
 POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop))?$")
 EDITABLE = frozenset({"image", "args", "env", "ports", "disk", "name"})
@@ -78,3 +80,23 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
         account.volume_types[dc] = list(types)
         return 200, {"dataCenterId": dc, "types": types}
     return None
+
+
+def saved_changes(account: Account) -> dict[str, Any]:
+    """The out-of-band changes a state file keeps: repriced GPUs and volume tiers."""
+    initial = account.initial_catalog
+    prices = {
+        gpu_id: account.catalog.usd_per_hour(gpu_id, "SECURE")
+        for gpu_id in account.catalog.gpus
+        if account.catalog.usd_per_hour(gpu_id, "SECURE") != initial.usd_per_hour(gpu_id, "SECURE")
+    }
+    return {"prices": prices, "volumeTypes": dict(account.volume_types)}
+
+
+def restore_changes(account: Account, saved: Any) -> None:
+    if not isinstance(saved, dict):
+        return
+    for gpu_id, secure in (saved.get("prices") or {}).items():
+        if gpu_id in account.catalog.gpus:
+            account.catalog = account.catalog.with_price(gpu_id, float(secure))
+    account.volume_types = {k: list(v) for k, v in (saved.get("volumeTypes") or {}).items()}

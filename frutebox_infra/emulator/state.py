@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from frutebox_infra.emulator import control
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
@@ -296,6 +297,7 @@ class Account:
             "volumes": [{**v.view(), "deleted": v.deleted} for v in self.volumes.values()],
             "stock": cells(self.stock),
             "initialStock": cells(self.initial_stock),
+            "outOfBand": control.saved_changes(self),
             "requests": self.requests,
         }
 
@@ -315,4 +317,5 @@ class Account:
                 v["id"], v["name"], v["size"], v["dataCenter"], v["type"], v["deleted"]
             )
         account.requests = list(data.get("requests", []))
+        control.restore_changes(account, data.get("outOfBand"))
         return account

@@ -140,3 +140,13 @@ def test_out_of_band_terminate_edit_price_and_stock(call: Call, app: App) -> Non
     assert call("POST", "/_emulator/stock", {"gpuId": A40}).status == 400
     call("POST", "/_emulator/reset")
     assert app.account.catalog.usd_per_hour(A40, "SECURE") == 0.40
+
+
+def test_out_of_band_changes_survive_a_state_file_round_trip(call: Call, app: App) -> None:
+    from frutebox_infra.emulator.state import Account
+
+    call("POST", "/_emulator/prices", {"gpuId": A40, "secure": 0.61})
+    call("POST", "/_emulator/volume-types", {"dataCenterId": DC, "types": ["HIGH_PERFORMANCE"]})
+    again = Account.restore(app.account.initial_catalog, app.account.snapshot(), None)
+    assert again.catalog.usd_per_hour(A40, "SECURE") == 0.61
+    assert again.volume_types == {DC: ["HIGH_PERFORMANCE"]}

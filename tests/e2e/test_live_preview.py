@@ -71,3 +71,18 @@ def test_a_runpod_that_does_not_answer_still_previews(project: PulumiProject) ->
     assert preview.code == 0, preview.stderr
     assert "RunPod did not answer within 4 s" in preview.diagnostics
     assert "rk-silent-5c2e" not in preview.diagnostics + preview.stderr
+
+
+def test_a_stopped_pod_of_the_stack_is_a_drift_warning(project: PulumiProject) -> None:
+    project.write_stack(STACK, CONFIG)
+    deployment = Deployment.start(project)
+    try:
+        project.up(STACK)
+        [pod] = deployment.live_pods()
+        control = f"{deployment.emulator.url}/_emulator"
+        httpx.post(f"{control}/pods/{pod['id']}/stop").raise_for_status()
+        preview = project.preview(STACK)
+        assert preview.code == 0, preview.stderr
+        assert f"drift: qwen3-8b: pod {pod['id']} is EXITED (stopped)" in preview.diagnostics
+    finally:
+        deployment.stop()

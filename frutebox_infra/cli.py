@@ -84,6 +84,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     project_dir = Path(args.project_dir)
     plan = load_plan(args.stack, project_dir / "stacks")
+    if not plan.ok:
+        print(f"note: the config's plan has {len(plan.problems)} problem(s):", file=sys.stderr)
+        for problem in plan.problems:
+            print(f"  - {problem}", file=sys.stderr)
     endpoints = Endpoints.from_env(os.environ)
     recorded = read_recorded(args.stack, project_dir, os.environ)
     view = collect(plan, recorded, endpoints, probe=not args.terminate_untracked)

@@ -59,6 +59,12 @@ def _notes(view: StatusView) -> list[str]:
     notes = [f"{m.model_id}: {m.drift}: {'; '.join(m.details)}" for m in view.models if m.drift]
     notes += [f"untracked (carries this stack's mark): {_pod_line(p)}" for p in view.untracked]
     notes += [f"foreign, same name, not touched: {_pod_line(p)}" for p in view.foreign]
+    if view.volume.missing:
+        notes.append(
+            f"volume {view.volume.recorded_id} is missing from RunPod: the weights are gone and"
+            " every pod that mounts it fails; it is protected, so recreating it is explicit"
+            " (`pulumi state unprotect <its urn>`, then `pulumi up --replace <its urn>`)"
+        )
     return notes
 
 

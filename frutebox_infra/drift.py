@@ -208,7 +208,7 @@ def _model_status(
         drift, details = DriftKind.CHANGED, ("disarmed in the config; `pulumi up` removes it",)
     elif recorded is None or not recorded.pod_id:
         drift, details = DriftKind.MISSING, ("planned but never created; `pulumi up` creates it",)
-    elif live is None:
+    elif live is None or live.status == "TERMINATED":
         drift, details = DriftKind.MISSING, (f"pod {recorded.pod_id} is gone from RunPod",)
     elif live.status in STOPPED_STATUSES:
         drift, details = DriftKind.STOPPED, (f"pod {live.id} is {live.status}",)

@@ -154,6 +154,7 @@ def collect(
     try:
         with contextlib.closing(_client(endpoints)) as client:
             pods = [live_pod(p) for p in client.list_pods()]
+            pods += _listed_late(client, recorded, {p.id for p in pods})
             volumes = [live_volume(v) for v in client.list_volumes()]
             ours = {r.pod_id for r in recorded.pods.values()}
             billed = {}
@@ -164,6 +165,20 @@ def collect(
         raise StatusError(str(exc)) from exc
     view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
     return _with_health(view, endpoints) if probe else view
+
+
+def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> list[LivePod]:
+    """Recorded pods the list left out, read one by one: a listing may lag, a 404 may not."""
+    from frutebox_infra.runpod.errors import NotFoundError
+
+    found = []
+    for pod in recorded.pods.values():
+        if pod.pod_id and pod.pod_id not in listed:
+            try:
+                found.append(live_pod(client.get_pod(pod.pod_id)))
+            except NotFoundError:
+                continue
+    return found
 
 
 def _with_health(view: StatusView, endpoints: Endpoints) -> StatusView:

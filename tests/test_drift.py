@@ -88,6 +88,12 @@ def drift_of(view: StatusView) -> dict[str, DriftKind | None]:
         pytest.param(IN_SYNC, None, "", id="in-sync"),
         pytest.param(IN_SYNC[1:], DriftKind.MISSING, "gone from RunPod", id="terminated"),
         pytest.param(
+            [live_of("qwen3-8b", "p1", status="TERMINATED"), IN_SYNC[1]],
+            DriftKind.MISSING,
+            "gone from RunPod",
+            id="shown-terminated",
+        ),
+        pytest.param(
             [live_of("qwen3-8b", "p1", status="EXITED"), IN_SYNC[1]],
             DriftKind.STOPPED,
             "EXITED",

@@ -113,3 +113,16 @@ def test_no_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     assert main(["status", "--stack", "dev"]) == 2
+
+
+def test_a_recorded_pod_the_list_leaves_out_is_read_by_id(
+    emulator: RunningEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from frutebox_infra.runpod.client import RunPodClient
+
+    outputs = deploy(emulator)
+    monkeypatch.setattr(RunPodClient, "list_pods", lambda self: [])  # a lagging listing
+    view = view_of(emulator, outputs)
+    assert view.models[0].drift is None and view.models[0].live is not None
+    httpx.post(f"{emulator.url}/_emulator/pods/{view.models[0].live.id}/terminate")
+    assert view_of(emulator, outputs).models[0].drift is DriftKind.MISSING

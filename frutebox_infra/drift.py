@@ -253,7 +253,7 @@ def compute_status(
     names = {pod_name(plan.stack, mid) for mid in model_ids}
     untracked, foreign = [], []
     for pod in pods:
-        if pod.id in tracked:
+        if pod.id in tracked or pod.status == "TERMINATED":
             continue
         if is_ours(pod, recorded.owner, recorded.volume_id):
             untracked.append(pod)
@@ -286,6 +286,5 @@ def heal_command(view: StatusView) -> str | None:
     ]
     if any(m.drift for m in view.models):
         parts.append(" ".join([f"pulumi up --stack {view.stack} --yes", *replace]))
-    if view.volume.missing and not parts:
-        return None
-    return " && ".join(parts) if parts else None
+    # A missing volume alone has no one-line heal: it is protected (see the status notes).
+    return " && ".join(parts) or None

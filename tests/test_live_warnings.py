@@ -84,24 +84,23 @@ def test_the_registry_line_is_dated() -> None:
     assert line.startswith("live: no RunPod key") and "dated 2026-08 to 2026-10-07" in line
 
 
-def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_not() -> None:
+def stack_pod(pod_id: str, status: str, **changes: object) -> LivePod:
+    """qwen3-8b's planned pod, on volume v1, with `changes` applied."""
     model = plan().model("qwen3-8b")
     assert model is not None and model.placement is not None
     p = model.placement
+    pod = LivePod(
+        pod_id, "frutebox-s-qwen3-8b", status, p.pod.image, p.pod.args, dict(p.pod.env),
+        p.gpu.id, p.count, volume_id="v1",
+    )  # fmt: skip
+    return replace(pod, **changes)  # type: ignore[arg-type]
+
+
+def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_not() -> None:
     volume = LiveVolume("v1", "frutebox-s-weights", 20, DC)
-    ours = LivePod(
-        "p1",
-        "frutebox-s-qwen3-8b",
-        "EXITED",
-        p.pod.image,
-        p.pod.args,
-        dict(p.pod.env),
-        p.gpu.id,
-        p.count,
-        volume_id="v1",
-    )
-    edited = replace(ours, id="p2", status="RUNNING", args="serve -v")
-    foreign = replace(ours, id="p3", volume_id="theirs")
+    ours = stack_pod("p1", "EXITED")
+    edited = stack_pod("p2", "RUNNING", args="serve -v")
+    foreign = stack_pod("p3", "EXITED", volume_id="theirs")
     live = replace(catalog(), pods=(ours, edited, foreign), volumes=(volume,))
     warnings = live_warnings(plan(), live)
     assert warnings == [
@@ -113,14 +112,8 @@ def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_no
 
 
 def test_a_tokened_volume_name_requires_the_token_on_the_pod() -> None:
-    model = plan().model("qwen3-8b")
-    assert model is not None and model.placement is not None
-    p = model.placement
     volume = LiveVolume("v1", "frutebox-s-weights-tok12345", 20, DC)
-    stopped = LivePod(
-        "p1", "frutebox-s-qwen3-8b", "EXITED", p.pod.image, p.pod.args, dict(p.pod.env),
-        p.gpu.id, p.count, volume_id="v1",
-    )  # fmt: skip
+    stopped = stack_pod("p1", "EXITED")
     marked = replace(stopped, id="p2", env={**stopped.env, "FRUTEBOX_OWNER": "tok12345"})
     live = replace(catalog(), pods=(stopped, marked), volumes=(volume,))
     [warning] = live_warnings(plan(), live)

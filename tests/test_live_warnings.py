@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_the_registry_line_is_dated() -> None:
     assert line.startswith("live: no RunPod key") and "dated 2026-08 to 2026-10-07" in line
 
 
-def stack_pod(pod_id: str, status: str, **changes: object) -> LivePod:
+def stack_pod(pod_id: str, status: str, **changes: Any) -> LivePod:
     """qwen3-8b's planned pod, on volume v1, with `changes` applied."""
     model = plan().model("qwen3-8b")
     assert model is not None and model.placement is not None
@@ -93,7 +94,7 @@ def stack_pod(pod_id: str, status: str, **changes: object) -> LivePod:
         pod_id, "frutebox-s-qwen3-8b", status, p.pod.image, p.pod.args, dict(p.pod.env),
         p.gpu.id, p.count, volume_id="v1",
     )  # fmt: skip
-    return replace(pod, **changes)  # type: ignore[arg-type]
+    return replace(pod, **changes)
 
 
 def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_not() -> None:

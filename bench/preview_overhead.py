@@ -80,6 +80,7 @@ import pulumi_command.local
 t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
@@ -93,9 +94,11 @@ plan_table(plan)
 from frutebox_infra.report.data import plan_data
 plan_data(plan)
 t6 = time.perf_counter()
+live_lines(plan, registry, api_key=None, api_url=None)
+t7 = time.perf_counter()
 import sys
 absent = [m for m in LAZY if m not in sys.modules]
-print(json.dumps([[t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5], absent]))
+print(json.dumps([[t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6], absent]))
 """
 PHASES = (
     "import pulumi",
@@ -104,6 +107,7 @@ PHASES = (
     "load_registry (read + validate YAML)",
     "plan_fleet prod (settings + plan)",
     "render table + outputs data",
+    "live line without a key (nothing read)",
 )
 
 _IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")

@@ -66,9 +66,12 @@ LAZY = (
     "frutebox_infra.cli",
     "frutebox_infra.diff",
     "frutebox_infra.emulator",
+    "frutebox_infra.drift",
+    "frutebox_infra.status",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
-deploy step's HTTP client, the schema validator, the CLI, the diff and the emulator)."""
+deploy step's HTTP client, the schema validator, the CLI, the diff, the emulator, and the
+drift comparison a keyless preview has no live pods for)."""
 
 STARTUP_PROBE = f"""\
 import json, time

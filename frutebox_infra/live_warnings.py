@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from frutebox_infra.drift import STOPPED_STATUSES, LivePod, LiveVolume, changes, is_ours
 from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, volume_name
 from frutebox_infra.registry import Registry
 from frutebox_infra.resolver import PlacementOption
+
+if TYPE_CHECKING:  # drift.py is imported only when live pods were read: keyless previews skip it
+    from frutebox_infra.drift import LivePod, LiveVolume
 
 PRICE_TOLERANCE = 0.05
 """A registry price more than 5% away from the live Secure price is worth a warning."""
@@ -122,6 +125,10 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     Preview has no access to the recorded state, so a pod that is gone cannot be told from
     one never created: `frutebox status` (which reads the state) reports that.
     """
+    if not live.pods:
+        return []
+    from frutebox_infra.drift import STOPPED_STATUSES, changes, is_ours
+
     stack, dc = plan.stack, plan.settings.data_center
     # The volume is found by its name, which may end in the stack's token (`<name>-<token>`).
     base = volume_name(stack)

@@ -23,9 +23,9 @@ import yaml
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Model
+from frutebox_infra.registry import Cloud, Gpu, Image, Model
 from frutebox_infra.report.text import table
-from frutebox_infra.resolver import fit_request, gpu_price
+from frutebox_infra.resolver import fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.toolchain import (
     copy_project,
     hermetic_env,
@@ -77,12 +77,18 @@ def judge(
     recipe: Recipe,
     serving: Serving,
     options: ServeOptions,
+    image: Image,
     gpu: Gpu,
     count: int,
 ) -> Verdict:
-    """Every rule a placement must pass, applied to one (gpu, count) with no search at all."""
+    """Every rule a placement must pass, applied to one (gpu, count) with no search at all:
+    FP8 hardware, the image's GPU architectures, the recipe's count rules (tensor-parallel
+    divisibility, FP8 block sharding), then the engine's memory fit."""
     if serving.require_fp8 and not gpu.fp8:
         return Verdict(False, "FP8 checkpoint on a GPU without native FP8", None)
+    cannot_drive = image_gpu_problem(image, gpu)
+    if cannot_drive is not None:
+        return Verdict(False, cannot_drive, None)
     problem = recipe.count_problem(model, count)
     if problem is not None:
         return Verdict(False, problem, None)

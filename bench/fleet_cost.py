@@ -40,12 +40,13 @@ def naive_verdict(plan: ModelPlan, settings: StackSettings, gpu: Gpu, count: int
     """Our estimator's word on the naive pick, serving the model exactly as the plan does."""
     r = plan.resolution
     assert r.model is not None and r.recipe is not None and r.serving is not None
+    assert r.image is not None
     override = settings.overrides.get(plan.model_id)
     options = ServeOptions(
         min_sequences=(override.min_concurrent_sequences if override else None)
         or settings.min_concurrent_sequences
     )
-    return judge(r.model, r.recipe, r.serving, options, gpu, count)
+    return judge(r.model, r.recipe, r.serving, options, r.image, gpu, count)
 
 
 def main() -> int:

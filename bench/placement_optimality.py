@@ -4,7 +4,10 @@ For every catalog model that has an engine (a Hugging Face token counted as conf
 gated models are in), over a grid of contexts and concurrencies, the planner's $/h (through
 `plan_fleet` with per-model overrides, as a stack would set them) is compared with a brute
 force over EVERY GPU type and EVERY count 1..8, each (gpu, count) judged on its own by the
-same rules: FP8 needs a native-FP8 GPU, the recipe's `count_problem`, then `fit.estimate`.
+same rules: FP8 needs a native-FP8 GPU, the image must have kernels for the GPU's
+architecture, the recipe's `count_problem` (tensor-parallel divisibility and FP8 block
+sharding, which expert parallelism may rescue), then `fit.estimate` (per-GPU layer split for
+llama.cpp/Ollama, each engine's own memory cap).
 The resolver's search (per GPU type the smallest count that fits, cheapest first) must lose
 nothing: the worst ratio must be 1.000, and both must agree on when there is no placement.
 
@@ -77,7 +80,8 @@ def brute_force(registry: Registry, model_id: str, options: ServeOptions) -> Bes
     model = registry.model(model_id)
     resolution = resolve(registry, model_id, options)
     assert model is not None and resolution.recipe is not None
-    recipe = resolution.recipe
+    recipe, image = resolution.recipe, resolution.image
+    assert image is not None
     serving = recipe.serving(model, options)
     best: Best | None = None
     for gpu in registry.gpus:
@@ -85,7 +89,7 @@ def brute_force(registry: Registry, model_id: str, options: ServeOptions) -> Bes
         if per_gpu is None:
             continue
         for count in range(1, MAX_COUNT + 1):
-            verdict: Verdict = judge(model, recipe, serving, options, gpu, count)
+            verdict: Verdict = judge(model, recipe, serving, options, image, gpu, count)
             if not verdict.fits:
                 continue
             found = Best(round(per_gpu * count, 2), gpu, count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,13 +29,21 @@ class MemoryModel(StrEnum):
 
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's default --gpu-memory-utilization: the share of the card it ever uses."""
 VLLM_ACTIVATIONS_GIB_DENSE = 5.0
 VLLM_ACTIVATIONS_GIB_MOE = 7.5
+"""Peak activations vLLM's profiling reserves inside its cap (MoE routing buffers are larger)."""
 VLLM_NON_TORCH_GIB = 1.0
 """CUDA context, NCCL buffers and allocator slack outside torch's accounting."""
 LLAMACPP_RESERVE_GIB_PER_GPU = 1.5
 """CUDA context plus llama.cpp's compute buffers, per device (the split is by layer)."""
 SGLANG_EAGLE_RESERVE_MIB = 2048
+SGLANG_STARTUP_USED_GIB = 1.0
+"""What is already taken when SGLang measures free memory (CUDA context, NCCL): its static
+fraction applies to the memory free at start, not to the card's total."""
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
+"""SGLang's default --mamba-full-memory-ratio: for hybrid (linear-attention) models the pool
+is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,8 @@ class Fit:
     needed_gb: float
     available_gb: float
     reason: str | None = None
+    layers_on_worst_gpu: int | None = None
+    """Layer-split engines: layers on the most loaded GPU (its figures are the ones shown)."""
 
     @property
     def summary(self) -> str:
@@ -125,6 +136,28 @@ def sglang_static_fraction(gpu_memory_mib: int, tp: int, *, speculative: bool = 
     return round((gpu_memory_mib - reserved) / gpu_memory_mib, 3)
 
 
+def engine_cap_bytes(req: FitRequest, gpu: Gpu, count: int) -> float:
+    """Per GPU, the memory the engine lets weights and KV cache use, by its own rule.
+
+    SGLang: its static fraction of the memory free at start. vLLM: its utilization cap minus
+    the activations and non-torch memory it reserves (the MoE figure when the architecture is
+    unknown: never claim room that may not be there). llama.cpp/Ollama: the card minus the
+    per-device context and compute buffers. Diffusion: the card (its VRAM figure includes its
+    working memory).
+    """
+    memory = gpu.memory_mib * MIB
+    if req.engine is MemoryModel.SGLANG:
+        fraction = sglang_static_fraction(gpu.memory_mib, count, speculative=req.speculative)
+        return fraction * (memory - SGLANG_STARTUP_USED_GIB * GIB)
+    if req.engine is MemoryModel.VLLM:
+        moe = req.architecture.moe if req.architecture is not None else True
+        activations = VLLM_ACTIVATIONS_GIB_MOE if moe else VLLM_ACTIVATIONS_GIB_DENSE
+        return memory * VLLM_GPU_MEMORY_UTILIZATION - (activations + VLLM_NON_TORCH_GIB) * GIB
+    if req.engine is MemoryModel.LLAMACPP:
+        return memory - LLAMACPP_RESERVE_GIB_PER_GPU * GIB
+    return float(memory)
+
+
 def estimate(request: FitRequest, gpu: Gpu, count: int) -> Fit:
     """The fit of `request` on `count` x `gpu`; pure arithmetic, no I/O."""
     if request.engine is MemoryModel.DIFFUSION:
@@ -137,45 +170,72 @@ def estimate(request: FitRequest, gpu: Gpu, count: int) -> Fit:
 
 
 def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> Fit:
-    memory = gpu.memory_mib * MIB
     weights_per_gpu = req.weights_gb * GB / tp
-    if req.engine is MemoryModel.SGLANG:
-        fraction = sglang_static_fraction(gpu.memory_mib, tp, speculative=req.speculative)
-        budget = memory * fraction
-        pool = budget - weights_per_gpu
+    pool = engine_cap_bytes(req, gpu, tp) - weights_per_gpu
+    # The budget shown is what the engine sizes from: SGLang's fraction of free memory,
+    # vLLM's utilization cap (its activation reserve then comes out of the pool).
+    if req.engine is MemoryModel.VLLM:
+        budget = gpu.memory_mib * MIB * VLLM_GPU_MEMORY_UTILIZATION
     else:
-        activations = VLLM_ACTIVATIONS_GIB_MOE if arch.moe else VLLM_ACTIVATIONS_GIB_DENSE
-        budget = memory * VLLM_GPU_MEMORY_UTILIZATION
-        pool = budget - weights_per_gpu - (activations + VLLM_NON_TORCH_GIB) * GIB
+        budget = pool + weights_per_gpu
     per_token = kv_bytes_per_token(arch, tp, req.kv_dtype_bytes)
     state = _state_per_rank(arch, tp)
-    return _verdict(req, tp, weights_per_gpu, budget, per_token, pool, state)
+    kv_sequence = per_token * req.context_tokens
+    if req.engine is MemoryModel.SGLANG and state:
+        # SGLang gives the recurrent state a fixed share of the pool and KV the rest, so a
+        # sequence costs whichever share it runs out of first, scaled to the whole pool.
+        r = SGLANG_MAMBA_FULL_MEMORY_RATIO
+        per_sequence = max(kv_sequence * (1 + r), state * (1 + r) / r)
+        kv_pool = pool / (1 + r)
+    else:
+        per_sequence = kv_sequence + state
+        kv_pool = pool
+    return _verdict(req, tp, weights_per_gpu, budget, per_token, pool, per_sequence, kv_pool)
 
 
 def _layer_split(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> Fit:
-    """llama.cpp and Ollama split layers across GPUs: pools and caches add up across devices."""
-    budget = count * (gpu.memory_mib * MIB - LLAMACPP_RESERVE_GIB_PER_GPU * GIB)
-    weights = req.weights_gb * GB
-    per_token = kv_bytes_per_token(arch, 1, req.kv_dtype_bytes)
-    fit = _verdict(req, 1, weights, budget, per_token, budget - weights, _state_per_rank(arch, 1))
-    return _per_gpu(fit, count)
+    """llama.cpp and Ollama place whole layers per GPU, each layer's KV with it.
+
+    The most loaded GPU holds ceil(layers / count) layers; it alone decides the fit, since
+    nothing spills to another card.
+    """
+    worst_layers = math.ceil(arch.layers / count)
+    share = worst_layers / arch.layers
+    weights = req.weights_gb * GB * share
+    budget = engine_cap_bytes(req, gpu, count)
+    per_token_all = kv_bytes_per_token(arch, 1, req.kv_dtype_bytes)
+    per_token = math.ceil(per_token_all * share)
+    per_sequence = per_token * req.context_tokens + math.ceil(_state_per_rank(arch, 1) * share)
+    pool = budget - weights
+    fit = _verdict(req, count, weights, budget, per_token, pool, per_sequence, pool)
+    if fit.fits:
+        return dataclasses.replace(fit, layers_on_worst_gpu=worst_layers)
+    required = req.configured_sequences if req.static_allocation else req.min_sequences
+    reason = (
+        f"the most loaded of {count} GPUs holds {worst_layers} of {arch.layers} layers"
+        f" ({weights / GB:.1f} GB of weights) and room for"
+        f" {fit.full_context_sequences or 0.0:.2f} of the {required} full-context sequences"
+        f" it needs: {fit.needed_gb:.1f} GB needed vs {budget / GB:.1f} GB on that GPU"
+    )
+    return dataclasses.replace(fit, layers_on_worst_gpu=worst_layers, reason=reason)
 
 
 def _verdict(
     req: FitRequest,
-    tp: int,
+    gpu_count: int,
     weights_per_gpu: float,
     budget: float,
     per_token: int,
     pool: float,
-    state_per_sequence: int,
+    per_sequence: float,
+    kv_pool: float,
 ) -> Fit:
-    per_sequence = per_token * req.context_tokens + state_per_sequence
+    """`per_sequence`: pool bytes one full-context sequence uses up (KV, state, or their share)."""
     sequences = max(pool, 0.0) / per_sequence
     required = req.configured_sequences if req.static_allocation else req.min_sequences
     fits = sequences >= required
     # Whatever the engine keeps outside its KV pool (weights, and for vLLM activations) plus
-    # the KV the required sequences take: the same test `fits` applies, stated in GB.
+    # the pool the required sequences take: the same test `fits` applies, stated in GB.
     needed = (budget - pool) + required * per_sequence
     reason = None
     if not fits:
@@ -187,34 +247,16 @@ def _verdict(
     return Fit(
         fits=fits,
         exact=True,
-        gpu_count=tp,
+        gpu_count=gpu_count,
         weights_gb_per_gpu=weights_per_gpu / GB,
         memory_budget_gb_per_gpu=budget / GB,
         kv_bytes_per_token=per_token,
-        kv_tokens=max(0, int(pool // per_token)),
+        kv_tokens=max(0, int(kv_pool // per_token)),
         full_context_sequences=sequences,
         configured_sequences=req.configured_sequences,
         needed_gb=needed / GB,
         available_gb=budget / GB,
         reason=reason,
-    )
-
-
-def _per_gpu(fit: Fit, count: int) -> Fit:
-    """Restate a whole-pod layer-split estimate per GPU, as the report shows every engine."""
-    return Fit(
-        fits=fit.fits,
-        exact=fit.exact,
-        gpu_count=count,
-        weights_gb_per_gpu=fit.weights_gb_per_gpu / count,
-        memory_budget_gb_per_gpu=fit.memory_budget_gb_per_gpu / count,
-        kv_bytes_per_token=fit.kv_bytes_per_token,
-        kv_tokens=fit.kv_tokens,
-        full_context_sequences=fit.full_context_sequences,
-        configured_sequences=fit.configured_sequences,
-        needed_gb=fit.needed_gb / count,
-        available_gb=fit.available_gb / count,
-        reason=fit.reason,
     )
 
 
@@ -225,26 +267,26 @@ def _state_per_rank(arch: Architecture, tp: int) -> int:
 
 
 def _coarse(req: FitRequest, gpu: Gpu, count: int) -> Fit:
-    """Architecture unknown: fall back to the headroom rule and say the estimate is coarse."""
-    available = count * gpu.memory_mib * MIB
-    needed = req.weights_gb * GB * HEADROOM
+    """Architecture unknown: weights per GPU x 1.15 against the engine's own cap, said coarse."""
+    available = engine_cap_bytes(req, gpu, count)
+    needed = req.weights_gb * GB / count * HEADROOM
     fits = needed <= available
     return Fit(
         fits=fits,
         exact=False,
         gpu_count=count,
         weights_gb_per_gpu=req.weights_gb / count,
-        memory_budget_gb_per_gpu=available / count / GB,
+        memory_budget_gb_per_gpu=available / GB,
         kv_bytes_per_token=None,
         kv_tokens=None,
         full_context_sequences=None,
         configured_sequences=req.configured_sequences,
-        needed_gb=needed / count / GB,
-        available_gb=available / count / GB,
+        needed_gb=needed / GB,
+        available_gb=available / GB,
         reason=None
         if fits
-        else f"coarse rule: weights x {HEADROOM} = {needed / GB:.1f} GB exceeds"
-        f" {available / GB:.1f} GB",
+        else f"coarse rule (architecture unknown): weights per GPU x {HEADROOM} ="
+        f" {needed / GB:.1f} GB exceeds the {available / GB:.1f} GB the engine uses of one GPU",
     )
 
 

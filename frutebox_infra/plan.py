@@ -323,7 +323,11 @@ def pod_request(
         "candidates": [
             pod_body(plan, p, settings, stack=stack, volume_id=volume_id) for p in plan.candidates
         ],
-        "health": {"port": pod.port, "path": pod.health_path},
+        "health": {
+            "port": pod.port,
+            "path": pod.health_path,
+            **({"expectedFiles": list(pod.expected_files)} if pod.expected_files else {}),
+        },
         "ollamaPull": pod.ollama_pull,
         "hfTokenEnv": list(pod.secret_env),
         "timeouts": {"healthySeconds": settings.health_timeout_seconds},

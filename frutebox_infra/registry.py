@@ -61,6 +61,8 @@ class Gpu(Frozen):
     fp8: bool
     max_count: int = Field(ge=1, le=8)
     price_usd_per_hour: Price
+    architecture: str | None = Field(default=None, pattern=r"^sm_\d+$")
+    """CUDA compute capability (sm_86, sm_90, ...): which image kernels can run on it."""
 
 
 class Image(Frozen):
@@ -78,6 +80,24 @@ class Image(Frozen):
     cache_env: dict[str, str] = Field(default_factory=dict)
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*$")
     """The engine release the tag ships, where a model needs a minimum one."""
+    gpu_architectures: tuple[str, ...] = ()
+    """Compute capabilities the image's kernels run on (binary-compatible ones included);
+    empty means not recorded, and then no GPU is refused for it."""
+    gpu_architectures_source: str | None = None
+
+    @field_validator("gpu_architectures")
+    @classmethod
+    def _sm_names(cls, archs: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [a for a in archs if not re.fullmatch(r"sm_\d+", a)]
+        if bad:
+            raise ValueError(f"not a compute capability like sm_90: {', '.join(bad)}")
+        return archs
+
+    def drives(self, gpu: Gpu) -> bool:
+        """Can this image's kernels run on `gpu`? Unknown on either side is not a refusal."""
+        if not self.gpu_architectures or gpu.architecture is None:
+            return True
+        return gpu.architecture in self.gpu_architectures
 
     @property
     def reference(self) -> str:
@@ -105,13 +125,18 @@ class GgufSource(Frozen):
 
 
 class ComfyFile(Frozen):
-    """One file a ComfyUI model needs, and the flat `models/<folder>/` name it is stored under."""
+    """One file a ComfyUI model needs, and the flat `models/<folder>/` name it is stored under.
+
+    `repo`/`revision` are set when the file comes from another repository than the recipe's
+    (e.g. a text encoder published on its own)."""
 
     path: str
     folder: Literal[
         "checkpoints", "diffusion_models", "text_encoders", "vae", "clip", "loras", "unet"
     ]
     rename: str | None = None
+    repo: str | None = None
+    revision: str | None = None
 
     @property
     def stored_name(self) -> str:
@@ -147,6 +172,9 @@ class Weights(Frozen):
     format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
     disk_gb: float | None = Field(default=None, gt=0)
     vram_gb: float | None = Field(default=None, gt=0)
+    fp8_block_size: int | None = Field(default=None, gt=0)
+    """Block-wise FP8 scales (config.json quantization_config.weight_block_size): every
+    tensor-parallel shard of a quantized matrix must hold whole blocks."""
     source: str | None = None
 
 
@@ -163,6 +191,12 @@ class Architecture(Frozen):
     full_attention_layers: int | None = Field(default=None, gt=0)
     state_bytes_per_sequence: int | None = Field(default=None, ge=0)
     moe: bool = False
+    experts: int | None = Field(default=None, gt=0)
+    """Routed experts per MoE layer (config.json num_experts / n_routed_experts)."""
+    moe_intermediate_size: int | None = Field(default=None, gt=0)
+    """Width of one expert's MLP: what tensor parallelism splits inside each expert."""
+    intermediate_size: int | None = Field(default=None, gt=0)
+    """Width of a dense MLP; only dense models are sharded by it."""
     source: str
 
     @model_validator(mode="after")
@@ -199,6 +233,8 @@ class Model(Frozen):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     name: str
+    former_ids: tuple[str, ...] = ()
+    """Ids this model was armed under before a rename; they keep working, with a warning."""
     capability: Literal["chat", "code", "vision", "image", "video", "audio", "music"]
     runtimes: tuple[Runtime, ...] = ()
     source: Source | None = None
@@ -266,12 +302,30 @@ class Registry(Frozen):
             raise ValueError(f"duplicate id(s): {', '.join(dupes)}")
         return items
 
+    @model_validator(mode="after")
+    def _former_ids_free(self) -> Registry:
+        ids = {m.id for m in self.models}
+        former = Counter(old for m in self.models for old in m.former_ids)
+        clash = sorted(old for old, n in former.items() if n > 1 or old in ids)
+        if clash:
+            raise ValueError(f"former id(s) also in use elsewhere: {', '.join(clash)}")
+        return self
+
     @cached_property
     def models_by_id(self) -> Mapping[str, Model]:
         return {m.id: m for m in self.models}
 
+    @cached_property
+    def renamed(self) -> Mapping[str, str]:
+        """Former id -> current id."""
+        return {old: m.id for m in self.models for old in m.former_ids}
+
     def model(self, model_id: str) -> Model | None:
-        return self.models_by_id.get(model_id)
+        """The model under `model_id`, or under the id a former one was renamed to."""
+        found = self.models_by_id.get(model_id)
+        if found is None and model_id in self.renamed:
+            found = self.models_by_id.get(self.renamed[model_id])
+        return found
 
     def gpu(self, gpu_id: str) -> Gpu | None:
         return next((g for g in self.gpus if g.id == gpu_id or g.name == gpu_id), None)

@@ -127,7 +127,8 @@ def resolve(
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
-    warnings = list(serving.warnings) + _source_warnings(model, recipe, image)
+    warnings = _renamed(model, model_id) + list(serving.warnings)
+    warnings += _source_warnings(model, recipe, image)
     considered, placements = _rank(registry, model, recipe, image, serving, options, cloud, gpu_id)
     problem = None if placements else _no_placement(model, recipe, serving, considered, gpu_id)
     if placements:
@@ -228,6 +229,9 @@ def _smallest_fitting(
         return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
     if serving.require_fp8 and not gpu.fp8:
         return Candidate(gpu, None, None, None, "FP8 checkpoint needs a native-FP8 GPU"), None
+    cannot_drive = image_gpu_problem(image, gpu)
+    if cannot_drive is not None:
+        return Candidate(gpu, None, None, None, cannot_drive), None
     request = fit_request(model, recipe, serving, options, gpu)
     last: Candidate = Candidate(gpu, None, None, None, "no GPU count allowed")
     for count in range(1, min(gpu.max_count, registry.max_gpus_per_pod) + 1):
@@ -243,6 +247,26 @@ def _smallest_fitting(
             return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None
+
+
+def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
+    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
+    if image.drives(gpu):
+        return None
+    return (
+        f"image {image.reference} has no kernels for {gpu.architecture}"
+        f" (it runs on {', '.join(image.gpu_architectures)})"
+    )
+
+
+def _renamed(model: Model, armed_id: str) -> list[str]:
+    if model.id == armed_id:
+        return []
+    return [
+        f"{armed_id} is a former id of {model.id} (it named weights it does not serve); it"
+        f" still works, but arm {model.id} instead: replace the id in the stack's models"
+        " (and overrides) list"
+    ]
 
 
 def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
@@ -338,4 +362,11 @@ def _source_warnings(model: Model, recipe: Recipe, image: Image) -> list[str]:
             f"weights {source.hf_repo} are not pinned to a revision: a pod pulls whatever"
             " `main` is that day (add source.revision)"
         )
+    if comfy is not None and recipe.runtime == "comfyui":
+        warnings += [
+            f"{f.stored_name} from {f.repo} is not pinned to a revision: a pod pulls whatever"
+            " `main` is that day (add its revision in source.comfyui.files)"
+            for f in comfy.files
+            if f.repo is not None and f.revision is None
+        ]
     return warnings

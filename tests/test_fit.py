@@ -8,6 +8,7 @@ import pytest
 
 from frutebox_infra.fit import (
     HEADROOM,
+    Fit,
     FitRequest,
     MemoryModel,
     estimate,
@@ -133,18 +134,44 @@ def test_hybrid_counts_only_full_attention_layers() -> None:
     assert kv_bytes_per_token(as_if_all, 1, 2) == 4 * per_token
 
 
-def test_hybrid_adds_its_per_sequence_state() -> None:
-    gpu_ = real_gpu(H200)
+def hybrid_with_and_without_state(engine: MemoryModel) -> tuple[Fit, Fit]:
+    """Qwen3.6-27B on one H200, with its recurrent state and as if it had none."""
     without_state = QWEN36_27B.model_copy(update={"state_bytes_per_sequence": 0})
-    req = request(MemoryModel.SGLANG, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
-    with_fit = estimate(req, gpu_, 1)
-    bare_fit = estimate(dataclasses.replace(req, architecture=without_state), gpu_, 1)
+    req = request(engine, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
+    with_state = estimate(req, real_gpu(H200), 1)
+    return with_state, estimate(
+        dataclasses.replace(req, architecture=without_state), real_gpu(H200), 1
+    )
+
+
+def test_hybrid_on_vllm_adds_its_per_sequence_state() -> None:
+    with_fit, bare_fit = hybrid_with_and_without_state(MemoryModel.VLLM)
     assert with_fit.kv_bytes_per_token == bare_fit.kv_bytes_per_token
     assert with_fit.kv_tokens == bare_fit.kv_tokens
-    pool = (bare_fit.memory_budget_gb_per_gpu - bare_fit.weights_gb_per_gpu) * GB
     per_sequence = 32768 * bare_fit.kv_bytes_per_token + 150 * 2**20  # type: ignore[operator]
-    assert with_fit.full_context_sequences == pytest.approx(pool / per_sequence, rel=1e-6)
+    pool = bare_fit.kv_tokens * bare_fit.kv_bytes_per_token  # type: ignore[operator]
+    assert with_fit.full_context_sequences == pytest.approx(pool / per_sequence, rel=1e-4)
     assert with_fit.full_context_sequences < bare_fit.full_context_sequences  # type: ignore[operator]
+
+
+def test_sglang_splits_a_hybrid_pool_between_state_and_kv() -> None:
+    # SGLang's --mamba-full-memory-ratio 0.9: KV gets 1/1.9 of the pool, the state the rest.
+    split, whole = hybrid_with_and_without_state(MemoryModel.SGLANG)
+    assert split.kv_tokens == pytest.approx(whole.kv_tokens / 1.9, rel=1e-6)  # type: ignore[operator]
+    assert split.full_context_sequences == pytest.approx(
+        whole.full_context_sequences / 1.9,  # type: ignore[operator]
+        rel=1e-6,
+    )
+
+
+def test_qwen36_on_one_rtx_pro_6000_holds_about_28_sequences_not_47() -> None:
+    """Issue 14: the fit gave KV the whole pool (46.9 sequences); SGLang's split leaves ~28."""
+    qwen = real_registry().model("qwen-3.6-27b")
+    assert qwen is not None and qwen.architecture is not None
+    req = request(MemoryModel.SGLANG, weights_gb=31, context=32768, kv_bytes=1,
+                  arch=qwen.architecture)  # fmt: skip
+    fit = estimate(req, real_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition"), 1)
+    assert 26 < fit.full_context_sequences < 30  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(
@@ -173,12 +200,15 @@ def test_sglang_static_fraction(gpu_id: str, fraction: float) -> None:
     )
 
 
-def test_sglang_pool_is_vram_times_fraction_minus_weights() -> None:
+def test_sglang_pool_is_its_fraction_of_free_memory_minus_weights() -> None:
+    # The static fraction applies to what is free when SGLang starts (the card less ~1 GiB of
+    # CUDA context), not to the card's total.
     h100 = real_gpu(H100)
     fit = estimate(request(MemoryModel.SGLANG, weights_gb=40, kv_bytes=1), h100, 1)
     fraction = sglang_static_fraction(h100.memory_mib, 1)
-    assert fit.memory_budget_gb_per_gpu == pytest.approx(h100.memory_mib * MIB * fraction / GB)
-    pool = h100.memory_mib * MIB * fraction - 40 * GB
+    free = h100.memory_mib * MIB - 1 * GIB
+    assert fit.memory_budget_gb_per_gpu == pytest.approx(free * fraction / GB)
+    pool = free * fraction - 40 * GB
     assert fit.kv_tokens == int(pool // fit.kv_bytes_per_token)  # type: ignore[operator]
 
 
@@ -225,8 +255,8 @@ def test_qwen3_8b_bf16_on_a_24gb_card_with_sglang_holds_about_one() -> None:
     fit = estimate(
         request(MemoryModel.SGLANG, weights_gb=16.4, arch=QWEN3_8B, kv_bytes=2), real_gpu(A5000), 1
     )
-    assert fit.fits
-    assert fit.full_context_sequences == pytest.approx(1, abs=0.5)
+    # ~0.93: the fraction of the memory free at start leaves it just short of one.
+    assert fit.full_context_sequences == pytest.approx(1, abs=0.1)
 
 
 # ---- bounds, each on both sides -------------------------------------------------------------
@@ -280,42 +310,75 @@ def test_llamacpp_static_allocation_needs_every_slot_at_full_context(
     assert estimate(dataclasses.replace(static, static_allocation=False), h100, 1).fits
 
 
-def test_llamacpp_splits_layers_so_pools_add_up_across_gpus() -> None:
+def test_llamacpp_judges_the_gpu_holding_the_most_layers() -> None:
+    # 61 layers on 2 GPUs: one holds 31 of them, with their weights and their KV.
     h100 = real_gpu(H100)
     one = estimate(request(MemoryModel.LLAMACPP, weights_gb=30, arch=KIMI_K2), h100, 1)
     two = estimate(request(MemoryModel.LLAMACPP, weights_gb=30, arch=KIMI_K2), h100, 2)
-    assert two.weights_gb_per_gpu == pytest.approx(15)
+    assert two.layers_on_worst_gpu == 31 and one.layers_on_worst_gpu == 61
+    assert two.weights_gb_per_gpu == pytest.approx(30 * 31 / 61)
+    assert two.kv_bytes_per_token == pytest.approx(one.kv_bytes_per_token * 31 / 61, abs=1)  # type: ignore[operator]
     assert two.kv_tokens > 2 * one.kv_tokens  # type: ignore[operator]
 
 
 # ---- coarse fallback and units --------------------------------------------------------------
 
-# A card of exactly 10,000 MiB = 10.486 GB. The headroom rule fits weights up to
-# 10.486 / 1.15 = 9.118 GB. Reading MiB as MB, or GB as GiB, moves that edge below 9.1 GB.
+# A card of exactly 10,000 MiB = 10.486 GB; llama.cpp keeps 1.5 GiB per device, leaving
+# 8.875 GB. The headroom rule fits weights up to 8.875 / 1.15 = 7.718 GB. Reading MiB as MB,
+# or GB as GiB, moves that edge below 7.7 GB.
 TEN_THOUSAND_MIB = gpu("TEN-K", vram_gb=10, memory_mib=10_000)
 
 
 @pytest.mark.parametrize(
     ("weights_gb", "fits"),
-    [pytest.param(9.1, True, id="9.1GB-fits"), pytest.param(9.2, False, id="9.2GB-does-not")],
+    [pytest.param(7.7, True, id="7.7GB-fits"), pytest.param(7.8, False, id="7.8GB-does-not")],
 )
 def test_coarse_rule_is_weights_times_headroom_in_consistent_units(
     weights_gb: float, fits: bool
 ) -> None:
-    fit = estimate(request(MemoryModel.VLLM, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, 1)
+    fit = estimate(
+        request(MemoryModel.LLAMACPP, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, 1
+    )
     assert HEADROOM == 1.15
     assert fit.fits is fits
     assert fit.exact is False
     assert fit.full_context_sequences is None and fit.kv_bytes_per_token is None
     assert fit.needed_gb == pytest.approx(weights_gb * 1.15)
-    assert fit.available_gb == pytest.approx(10_000 * MIB / GB)
+    assert fit.available_gb == pytest.approx((10_000 * MIB - 1.5 * GIB) / GB)
 
 
 @pytest.mark.parametrize(
-    ("count", "fits"), [pytest.param(2, False, id="two-short"), pytest.param(3, True, id="three")]
+    ("engine", "available_bytes"),
+    [
+        pytest.param(
+            MemoryModel.VLLM, 81559 * MIB * 0.9 - 8.5 * GIB, id="vllm-cap-and-moe-reserve"
+        ),
+        pytest.param(
+            MemoryModel.SGLANG,
+            (81559 * MIB - 1 * GIB) * sglang_static_fraction(81559, 1),
+            id="sglang-fraction-of-free",
+        ),
+        pytest.param(MemoryModel.LLAMACPP, 81559 * MIB - 1.5 * GIB, id="llamacpp-per-device"),
+    ],
+)
+def test_coarse_rule_compares_with_the_engines_cap_never_raw_vram(
+    engine: MemoryModel, available_bytes: float
+) -> None:
+    h100 = real_gpu(H100)
+    edge_gb = available_bytes / GB / HEADROOM
+    below = estimate(request(engine, weights_gb=edge_gb - 0.05, arch=None), h100, 1)
+    above = estimate(request(engine, weights_gb=edge_gb + 0.05, arch=None), h100, 1)
+    assert below.fits and not above.fits
+    assert above.available_gb == pytest.approx(available_bytes / GB)
+    assert above.available_gb < 81559 * MIB / GB
+    assert above.reason is not None and "coarse" in above.reason
+
+
+@pytest.mark.parametrize(
+    ("count", "fits"), [pytest.param(3, False, id="three-short"), pytest.param(4, True, id="four")]
 )
 def test_coarse_rule_counts_every_gpu(count: int, fits: bool) -> None:
-    fit = estimate(request(MemoryModel.SGLANG, weights_gb=25, arch=None), TEN_THOUSAND_MIB, count)
+    fit = estimate(request(MemoryModel.LLAMACPP, weights_gb=25, arch=None), TEN_THOUSAND_MIB, count)
     assert fit.fits is fits
     assert fit.weights_gb_per_gpu == pytest.approx(25 / count)
 

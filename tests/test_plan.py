@@ -253,7 +253,7 @@ def test_overrides_reach_the_pod() -> None:
 def test_an_hf_token_in_the_environment_counts(env: dict[str, str], servable: bool) -> None:
     fleet = plan_fleet(
         real_registry(),
-        settings(models=["stable-audio-open-1.5"]),
+        settings(models=["stable-audio-open-1.0"]),
         stack="t",
         environment=Environment.from_env(env),
     )
@@ -353,7 +353,7 @@ def test_pod_request_walks_candidates_cheapest_first() -> None:
     ("model_id", "pull", "token_env"),
     [
         pytest.param("qwen3-8b", "qwen3:8b", [], id="ollama-pull"),
-        pytest.param("stable-audio-open-1.5", None, ["HF_TOKEN"], id="gated-token-env"),
+        pytest.param("stable-audio-open-1.0", None, ["HF_TOKEN"], id="gated-token-env"),
         pytest.param("sdxl-1.0", None, [], id="open"),
     ],
 )

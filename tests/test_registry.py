@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import Runtime
+from frutebox_infra.registry import Image, Runtime
 from frutebox_infra.registry_files import parse_registry
 from tests.factories import files_with, real_files, real_registry
 
@@ -25,9 +26,9 @@ SPEC_MODELS = (
     "deepseek-v4.1-flash",
     "glm-5.2",
     "sdxl-1.0",
-    "stable-audio-open-1.5",
+    "stable-audio-open-1.0",
     "qwen-image-20b",
-    "ace-step-1.5",
+    "ace-step-v1-3.5b",
     "wan-2.2",
     "flux.1-schnell",
     "sd-3.5-large",
@@ -100,7 +101,7 @@ def test_at_most_eight_gpus_per_pod() -> None:
     ("model_id", "repo", "vram_gb", "context", "min_gpus", "parser"),
     [
         pytest.param(
-            "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-FP8", 235, 32768, 2, "qwen3", id="qwen3-235b"
+            "qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B-FP8", 239, 32768, 2, "qwen3", id="qwen3-235b"
         ),
         pytest.param(
             "qwen-3.6-27b", "Qwen/Qwen3.6-27B-FP8", 31, 32768, 1, "qwen3", id="qwen-3.6-27b"
@@ -189,12 +190,15 @@ COMFY = (
         6.94,
     ),
     (
-        "stable-audio-open-1.5",
+        "stable-audio-open-1.0",
         None,
         None,
-        [("model.safetensors", "checkpoints", "stable_audio_open_1.0.safetensors")],
+        [
+            ("model.safetensors", "checkpoints", "stable_audio_open_1.0.safetensors"),
+            ("model.safetensors", "text_encoders", "t5_base.safetensors"),
+        ],
         6,
-        4.85,
+        5.74,
     ),
     (
         "qwen-image-20b",
@@ -217,7 +221,7 @@ COMFY = (
         30.06,
     ),
     (
-        "ace-step-1.5",
+        "ace-step-v1-3.5b",
         "Comfy-Org/ACE-Step_ComfyUI_repackaged",
         "e39503e8265a02363b8c6d3fed3732944f4fc67f",
         [
@@ -283,7 +287,7 @@ def test_comfyui_recipes_are_the_checked_file_lists(
 
 
 def test_stable_audio_is_gated() -> None:
-    m = real_registry().model("stable-audio-open-1.5")
+    m = real_registry().model("stable-audio-open-1.0")
     assert m is not None and m.source is not None and m.source.gated
 
 
@@ -513,3 +517,32 @@ def test_a_file_that_is_not_a_mapping_is_a_config_error() -> None:
 def test_a_missing_section_names_it() -> None:
     with pytest.raises(ConfigError, match="gpus"):
         parse_registry(files_with(gpus="max_gpus_per_pod: 8\n"))
+
+
+def test_every_real_gpu_and_image_records_its_architectures() -> None:
+    reg = real_registry()
+    assert all(g.architecture for g in reg.gpus)
+    for runtime, image in reg.images.items():
+        assert image.gpu_architectures, runtime
+        assert image.gpu_architectures_source, runtime
+
+
+def test_every_comfyui_recipe_declares_the_comfyui_that_added_its_loader() -> None:
+    for m in real_registry().models:
+        comfy = m.source.comfyui if m.source else None
+        if comfy is not None:
+            assert comfy.min_comfyui is not None, m.id
+
+
+@pytest.mark.parametrize(
+    ("archs", "ok"),
+    [pytest.param(["sm_90", "sm_120"], True, id="sm-names"), pytest.param(["hopper"], False)],
+)
+def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool) -> None:
+    image = real_registry().images[Runtime.SGLANG].model_dump()
+    image["gpu_architectures"] = archs
+    if ok:
+        assert Image.model_validate(image).gpu_architectures == tuple(archs)
+    else:
+        with pytest.raises(ValidationError, match="compute capability"):
+            Image.model_validate(image)

@@ -8,11 +8,13 @@ import pkgutil
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 import frutebox_infra.recipes as recipes_pkg
+from frutebox_infra.fit import estimate
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
 from frutebox_infra.registry import Cloud, Image, Model, Runtime
-from frutebox_infra.resolver import Resolution, resolve
+from frutebox_infra.resolver import Resolution, fit_request, image_gpu_problem, resolve
 from tests.factories import (
     GB,
     GIB,
@@ -245,14 +247,14 @@ def test_a_gated_llama_served_by_its_ollama_tag_needs_no_token() -> None:
 
 
 def test_stable_audio_needs_a_token() -> None:
-    r = resolve(real_registry(), "stable-audio-open-1.5")
+    r = resolve(real_registry(), "stable-audio-open-1.0")
     assert r.problem is not None and r.problem.rule == "gated-no-token"
     assert "stabilityai/stable-audio-open-1.0" in r.problem.message
     assert "hfToken" in r.problem.fix or "HF_TOKEN" in r.problem.fix
 
 
 def test_with_a_token_the_gated_model_is_servable_and_the_pod_asks_for_it() -> None:
-    r = resolve(real_registry(), "stable-audio-open-1.5", TOKEN)
+    r = resolve(real_registry(), "stable-audio-open-1.0", TOKEN)
     assert r.servable, r.problem
     assert r.placements[0].pod.secret_env == ("HF_TOKEN",)
 
@@ -472,8 +474,9 @@ def test_smallest_count_that_fits_per_gpu_type() -> None:
     }
 
 
-EIGHT_BY_80_GIB = 8 * 80 * GIB / GB / 1.15
-"""The largest weights (GB) the coarse rule fits on 8 x 80 GiB."""
+EIGHT_BY_80_GIB = 8 * (80 - 1.5) * GIB / GB / 1.15
+"""The largest weights (GB) the coarse rule fits on 8 x 80 GiB: llama.cpp's cap per device is
+the card less its 1.5 GiB of context and buffers."""
 
 
 @pytest.mark.parametrize(
@@ -492,7 +495,7 @@ def test_at_most_eight_gpus(vram_gb: float, count: int | None) -> None:
         ),
         gpus=(gpu("HOP-80", vram_gb=80),),
     )
-    # Without an architecture llama.cpp falls back to the coarse rule: 8 x 80 GiB / 1.15.
+    # Without an architecture llama.cpp falls back to the coarse rule: 8 x 78.5 GiB / 1.15.
     assert [p.count for p in r.placements] == ([count] if count else [])
     if count is None:
         assert r.problem is not None and r.problem.rule == "no-placement"
@@ -634,3 +637,118 @@ def test_an_image_whose_entrypoint_the_recipe_does_not_build_for_is_refused(runt
     assert result.problem is not None and result.problem.rule == "image-cannot-serve"
     assert flipped in result.problem.message
     assert resolve(registry([candidate]), candidate.id).servable
+
+
+# ---- issue 14: the bounds the real engines enforce, on the real catalog ----------------------
+
+H200_ID = "NVIDIA H200"
+RTX_PRO_ID = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+A100_ID = "NVIDIA A100 80GB PCIe"
+A40_ID = "NVIDIA A40"
+A6000_ID = "NVIDIA RTX A6000"
+A4000_ID = "NVIDIA RTX A4000"
+
+
+def judged(model_id: str, gpu_id: str, count: int) -> tuple[bool, str | None, Any]:
+    """One (gpu, count) of a real model judged by every rule the resolver applies."""
+    reg = real_registry()
+    r = resolve(reg, model_id, TOKEN)
+    gpu_ = reg.gpu(gpu_id)
+    assert r.model and r.recipe and r.serving and r.image and gpu_
+    if r.serving.require_fp8 and not gpu_.fp8:
+        return False, "fp8", None
+    cannot_drive = image_gpu_problem(r.image, gpu_)
+    if cannot_drive:
+        return False, cannot_drive, None
+    problem = r.recipe.count_problem(r.model, count)
+    if problem:
+        return False, problem, None
+    fit = estimate(fit_request(r.model, r.recipe, r.serving, TOKEN, gpu_), gpu_, count)
+    return fit.fits, fit.reason, fit
+
+
+@pytest.mark.parametrize(
+    ("model_id", "gpu_id", "count", "fits"),
+    [
+        # llama.cpp puts whole layers on each GPU: ~9.6 GB a layer of Kimi-K2.6.
+        pytest.param("kimi-k2.6", H200_ID, 4, False, id="kimi-4xH200-16-layers-on-one"),
+        pytest.param("kimi-k2.6", RTX_PRO_ID, 6, False, id="kimi-6xRTXPRO-11-layers-on-one"),
+        pytest.param("kimi-k2.6", A100_ID, 8, True, id="kimi-8xA100-8-layers-each"),
+        # vLLM's 0.9 cap and MoE activations, not raw VRAM, against 675 GB of FP8.
+        pytest.param("mistral-large-3", RTX_PRO_ID, 8, False, id="mistral-8xRTXPRO"),
+        pytest.param("mistral-large-3", H200_ID, 8, True, id="mistral-8xH200"),
+        # apertus-70b at --max-model-len 32768: 4x A40 holds less than one sequence of KV.
+        pytest.param("apertus-70b", A40_ID, 4, False, id="apertus-4xA40"),
+        pytest.param("apertus-70b", A6000_ID, 4, True, id="apertus-4xA6000"),
+        # The ComfyUI image has no Blackwell kernels.
+        pytest.param("sdxl-1.0", RTX_PRO_ID, 1, False, id="comfyui-on-sm120"),
+        pytest.param("sdxl-1.0", A4000_ID, 1, True, id="comfyui-on-sm86"),
+    ],
+)
+def test_real_placements_on_both_sides_of_each_engine_bound(
+    model_id: str, gpu_id: str, count: int, fits: bool
+) -> None:
+    ok, reason, _ = judged(model_id, gpu_id, count)
+    assert ok is fits, reason
+    assert (reason is None) is fits
+
+
+def test_kimi_refusal_names_the_most_loaded_gpu() -> None:
+    _, reason, fit = judged("kimi-k2.6", H200_ID, 4)
+    assert fit.layers_on_worst_gpu == 16
+    assert reason is not None and "holds 16 of 61 layers" in reason
+    assert fit.weights_gb_per_gpu == pytest.approx(584 * 16 / 61)
+
+
+def test_the_comfyui_refusal_says_which_architecture() -> None:
+    _, reason, _ = judged("sdxl-1.0", RTX_PRO_ID, 1)
+    assert reason is not None and "sm_120" in reason and "no kernels" in reason
+    r = resolve(real_registry(), "sdxl-1.0", gpu_id=RTX_PRO_ID)
+    assert r.problem is not None and "sm_120" in r.problem.message
+
+
+def test_apertus_is_never_placed_where_max_model_len_exceeds_its_kv() -> None:
+    r = resolve(real_registry(), "apertus-70b")
+    assert r.placements
+    for p in r.placements:
+        assert p.fit.exact
+        assert p.fit.kv_tokens is not None and p.fit.kv_tokens >= 32768, p.label
+    assert A40_ID not in {p.gpu.id for p in r.placements if p.count == 4}
+
+
+def test_qwen3_coder_at_tp8_gets_expert_parallelism() -> None:
+    r = resolve(real_registry(), "qwen3-coder")
+    cheapest = r.placements[0]
+    assert cheapest.count == 8
+    assert flag(cheapest.pod.args, "--ep-size") == "8"
+
+
+@pytest.mark.parametrize(
+    ("armed", "current", "rule"),
+    [
+        ("stable-audio-open-1.5", "stable-audio-open-1.0", None),
+        # Still refused on the pinned image, but under the model it now names.
+        ("ace-step-1.5", "ace-step-v1-3.5b", "image-cannot-serve"),
+    ],
+)
+def test_former_ids_still_resolve_with_a_deprecation_warning(
+    armed: str, current: str, rule: str | None
+) -> None:
+    r = resolve(real_registry(), armed, TOKEN)
+    assert r.model is not None and r.model.id == current
+    assert r.model_id == armed  # the pod keeps its name: no replacement for a rename
+    assert (r.problem.rule if r.problem else None) == rule
+    if rule is None:
+        assert any(f"former id of {current}" in w for w in r.warnings)
+
+
+def test_a_former_id_may_not_be_reused() -> None:
+    with pytest.raises(ValidationError, match="former id"):
+        registry([model("new", former_ids=["old"]), model("old")])
+
+
+def test_a_comfyui_file_from_its_own_unpinned_repo_is_warned_about() -> None:
+    r = resolve(real_registry(), "stable-audio-open-1.0", TOKEN)
+    assert any("t5_base.safetensors from google-t5/t5-base" in w for w in r.warnings)
+    sdxl = resolve(real_registry(), "sdxl-1.0", TOKEN)
+    assert not any("source.comfyui.files" in w for w in sdxl.warnings)

@@ -11,6 +11,7 @@ from typing import Any
 from frutebox_infra.emulator import control
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
+from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.records import (
     ACTIONS,
@@ -254,6 +255,9 @@ class Account:
             return 502, {"error": "the pod's server is not answering"}
         if method == "POST" and path == "/api/pull":
             return self._pull(pod, body)
+        listing = models_listing(pod.body, path) if method == "GET" else None
+        if listing is not None:
+            return 200, listing
         return 200, {"status": "ok", "pod": pod_id, "path": path}
 
     def _pull(self, pod: PodRecord, body: Any) -> tuple[int, Any]:

@@ -39,6 +39,9 @@ class PodSpec:
     """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
     ollama_pull: str | None = None
     notes: tuple[str, ...] = ()
+    expected_files: tuple[str, ...] = ()
+    """`kind/name` files the server must list (ComfyUI's GET /models/<kind>) before the pod
+    counts as healthy: a server that answers without its weights serves nothing."""
 
     @property
     def ports(self) -> list[str]:
@@ -116,6 +119,7 @@ class Recipe(ABC):
         env: Mapping[str, str] | None = None,
         ollama_pull: str | None = None,
         notes: tuple[str, ...] = (),
+        expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
         """A pod of this engine's image: caches on the volume, the token only where gated."""
         return PodSpec(
@@ -127,6 +131,7 @@ class Recipe(ABC):
             secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
             ollama_pull=ollama_pull,
             notes=notes,
+            expected_files=expected_files,
         )
 
     @abstractmethod

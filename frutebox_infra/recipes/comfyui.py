@@ -91,7 +91,24 @@ class ComfyUI(Recipe):
         # No ENTRYPOINT: args is the command. Install our fetch script where the image's init
         # sources it before ComfyUI starts, then hand over to that init as PID 1.
         install = f'printf "%s\\n" "$FRUTEBOX_PROVISION" > {PROVISIONING_PATH} && exec init.sh'
-        return self.pod_spec(model, image, shlex.join(["bash", "-c", install]), env=env)
+        return self.pod_spec(
+            model,
+            image,
+            shlex.join(["bash", "-c", install]),
+            env=env,
+            expected_files=expected_files(model),
+        )
+
+
+LISTED_KIND = {"clip": "text_encoders", "unet": "diffusion_models"}
+"""ComfyUI lists models/clip under text_encoders and models/unet under diffusion_models."""
+
+
+def expected_files(model: Model) -> tuple[str, ...]:
+    """`kind/name` of every file the recipe stores, as ComfyUI's GET /models/<kind> lists it."""
+    recipe = _recipe(model)
+    assert recipe is not None
+    return tuple(f"{LISTED_KIND.get(f.folder, f.folder)}/{f.stored_name}" for f in recipe.files)
 
 
 def provisioning_script(model: Model) -> str:
@@ -106,7 +123,11 @@ def provisioning_script(model: Model) -> str:
     revision = recipe.revision or model.source.revision or "main"
     lines = [_FETCH_FUNCTION]
     for file in recipe.files:
-        url = HF_RESOLVE.format(repo=repo, revision=revision, path=file.path)
+        url = HF_RESOLVE.format(
+            repo=file.repo or repo,
+            revision=file.revision or ("main" if file.repo else revision),
+            path=file.path,
+        )
         target = f"{MODELS_DIR}/{file.folder}"
         lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)

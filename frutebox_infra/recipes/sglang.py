@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
@@ -15,7 +16,7 @@ class SGLang(TensorParallelRecipe):
     memory_model = MemoryModel.SGLANG
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
-        return 1  # launched with --kv-cache-dtype fp8_e5m2
+        return 1  # launched with --kv-cache-dtype fp8_e4m3
 
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
@@ -26,13 +27,17 @@ class SGLang(TensorParallelRecipe):
         words += [
             "--host", "0.0.0.0", "--port", str(image.port),
             "--tp", str(count),
-            "--context-length", str(serving.context_tokens),
         ]  # fmt: skip
+        if sharding(model, count).expert_parallel:
+            words += ["--ep-size", str(count)]
+        words += ["--context-length", str(serving.context_tokens)]
         if model.reasoning_parser:
             words += ["--reasoning-parser", model.reasoning_parser]
         words += [
             "--max-running-requests", str(serving.concurrency),
-            "--kv-cache-dtype", "fp8_e5m2",
+            # e4m3, not e5m2: FlashAttention 3 (SGLang's Hopper default) reads only e4m3
+            # KV, and e5m2 would drop it for the slower Triton backend.
+            "--kv-cache-dtype", "fp8_e4m3",
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags

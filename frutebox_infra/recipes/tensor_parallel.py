@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, is_power_of_two
+from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import speculation
 from frutebox_infra.registry import Model
 
@@ -68,4 +69,8 @@ class TensorParallelRecipe(Recipe):
         )
 
     def count_problem(self, model: Model, count: int) -> str | None:
-        return super().count_problem(model, count) or tp_problem(model, count)
+        return (
+            super().count_problem(model, count)
+            or tp_problem(model, count)
+            or sharding(model, count).problem
+        )

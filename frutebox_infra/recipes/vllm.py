@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from frutebox_infra.fit import MemoryModel
+from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
@@ -27,8 +28,14 @@ class VLLM(TensorParallelRecipe):
         words += [
             "--host", "0.0.0.0", "--port", str(image.port),
             "--tensor-parallel-size", str(count),
+        ]  # fmt: skip
+        if sharding(model, count).expert_parallel:
+            words += ["--enable-expert-parallel"]
+        words += [
             "--max-model-len", str(serving.context_tokens),
             "--max-num-seqs", str(serving.concurrency),
+            # Stated, not defaulted: the fit sizes the KV pool from this same cap.
+            "--gpu-memory-utilization", f"{VLLM_GPU_MEMORY_UTILIZATION:g}",
         ]  # fmt: skip
         if self.kv_dtype_bytes(gpu) == 1:
             words += ["--kv-cache-dtype", "fp8"]

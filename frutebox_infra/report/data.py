@@ -32,6 +32,22 @@ def fit_data(p: PlacementOption) -> dict[str, Any]:
         "kvTokens": f.kv_tokens,
         "fullContextSequences": None if seqs is None else round(seqs, 2),
         "configuredSequences": f.configured_sequences,
+        "layersOnWorstGpu": f.layers_on_worst_gpu,
+    }
+
+
+def launch_data(p: PlacementOption) -> dict[str, Any]:
+    """What the pod will run, exactly as the deploy step sends it; env by name only, since
+    values may be long scripts and secrets are filled in at deploy time."""
+    pod = p.pod
+    return {
+        "image": pod.image,
+        "args": pod.args,
+        "envNames": sorted({*pod.env, *pod.secret_env}),
+        "secretEnvNames": sorted(pod.secret_env),
+        "ports": pod.ports,
+        "healthPath": pod.health_path,
+        "expectedFiles": list(pod.expected_files),
     }
 
 
@@ -51,6 +67,7 @@ def model_plan_data(m: ModelPlan) -> dict[str, Any]:
         "placement": placement_data(m.placement) if m.placement else None,
         "fallbacks": [placement_data(p) for p in m.fallbacks],
         "fit": fit_data(m.placement) if m.placement else None,
+        "launch": launch_data(m.placement) if m.placement else None,
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
         "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
         "problems": [problem_data(p, m.model_id) for p in m.problems],

@@ -73,8 +73,9 @@ def plan_table(plan: FleetPlan) -> str:
             if plan.within_budget
             else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"
         ),
-        "FIT = weights per GPU (GB), then full-context sequences held / configured;",
-        "      coarse-fit = architecture unknown, so only weights x 1.15 is checked.",
+        "FIT = weights per GPU (GB; llama.cpp: the GPU holding the most layers), then",
+        "      full-context sequences held / configured; coarse-fit = architecture unknown,",
+        "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
     lines += _listed("warnings", plan.warnings)
     lines += _listed(

@@ -33,6 +33,8 @@ class _Strict(BaseModel):
 class HealthSpec(_Strict):
     port: int = Field(ge=1, le=65535)
     path: str = Field(default="/", pattern=r"^/")
+    expectedFiles: list[str] = Field(default_factory=list)
+    """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
 
 
 class TimeoutSpec(_Strict):

@@ -15,6 +15,7 @@ from typing import Any
 from frutebox_infra.runpod import ollama
 from frutebox_infra.runpod.client import Pod, ProxyClient, RunPodClient
 from frutebox_infra.runpod.errors import NotFoundError, PodFailedError, RunPodError
+from frutebox_infra.runpod.listing import missing_files
 from frutebox_infra.runpod.placement import Placement, place
 from frutebox_infra.runpod.volumes import VolumeRules
 
@@ -53,6 +54,8 @@ class Health:
 
     port: int
     path: str
+    expected_files: tuple[str, ...] = ()
+    """Files the server must list (ComfyUI /models/<kind>) before it counts as healthy."""
 
 
 class Provisioner(VolumeRules):
@@ -114,10 +117,13 @@ class Provisioner(VolumeRules):
         url = self.proxy.url(pod_id, health.port) + health.path
         deadline = self._clock() + timeouts.healthy_s
         last: int | None = None
+        missing: list[str] = []
         while True:
             last = self.proxy.probe(url)
             if last is not None and 200 <= last < 300:
-                return
+                missing = self._unlisted(pod_id, health)
+                if not missing:
+                    return
             status = self.api.get_pod(pod_id).status
             if status in DEAD:
                 raise PodFailedError(
@@ -128,6 +134,8 @@ class Provisioner(VolumeRules):
                 )
             if self._clock() >= deadline:
                 answer = f"HTTP {last}" if last is not None else "no answer"
+                if missing:
+                    answer += f" but the server never listed {', '.join(missing)}"
                 raise PodFailedError(
                     f"Pod {pod_id} ({status}) never became healthy: {url} gave {answer} for"
                     f" {timeouts.healthy_s:g}s. Check the server's logs in the RunPod console;"
@@ -136,6 +144,12 @@ class Provisioner(VolumeRules):
                     last_status=status,
                 )
             self._sleep(timeouts.poll_interval_s)
+
+    def _unlisted(self, pod_id: str, health: Health) -> list[str]:
+        if not health.expected_files:
+            return []
+        base = self.proxy.url(pod_id, health.port)
+        return missing_files(self.proxy.get_json, base, health.expected_files)
 
     def wait_restarted(self, before: Pod, patched: Pod, timeouts: Timeouts) -> None:
         """Return once the PATCHed pod shows a restart, so health is not read off the old process.

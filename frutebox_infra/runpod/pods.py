@@ -54,7 +54,11 @@ def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any
 
 
 def _health(request: PodRequest) -> Health:
-    return Health(port=request.health.port, path=request.health.path)
+    return Health(
+        port=request.health.port,
+        path=request.health.path,
+        expected_files=tuple(request.health.expectedFiles),
+    )
 
 
 def _pod_result(

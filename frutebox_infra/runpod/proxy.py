@@ -54,6 +54,19 @@ class ProxyClient:
         except HTTPX_FAILURES:
             return None
 
+    def get_json(self, url: str) -> Any:
+        """JSON body of GET url, or None unless it answered 2xx with JSON."""
+        try:
+            response = self._http.get(url)
+        except HTTPX_FAILURES:
+            return None
+        if not 200 <= response.status_code < 300:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
     @contextlib.contextmanager
     def stream_post(
         self, url: str, body: Mapping[str, Any], *, read_timeout_s: float

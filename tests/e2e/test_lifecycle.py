@@ -187,7 +187,7 @@ def test_destroy_terminates_every_pod_and_keeps_the_protected_volume(
 @pytest.mark.parametrize("where", ["secret-config", "environment"])
 def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, where: str) -> None:
     project = deployment.project
-    project.write_stack("gated", {**SMALL, "models": ["stable-audio-open-1.5"]})
+    project.write_stack("gated", {**SMALL, "models": ["stable-audio-open-1.0"]})
     project.init("gated")
     if where == "secret-config":
         project.extra_env.pop("RUNPOD_API_KEY")

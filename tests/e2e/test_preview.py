@@ -74,7 +74,7 @@ BROKEN = [
         {"models": ["qwen3-8b"], "budgetUsdPerHour": 0.05}, "over its budget", id="over-budget"
     ),
     pytest.param({"models": ["flux.1-schnell"]}, "no-recipe", id="unservable-model"),
-    pytest.param({"models": ["stable-audio-open-1.5"]}, "gated", id="gated-without-token"),
+    pytest.param({"models": ["stable-audio-open-1.0"]}, "gated", id="gated-without-token"),
     pytest.param(
         {"models": ["qwen3-8b"], "dataCenter": "MARS-1"}, "MARS-1", id="unknown-data-centre"
     ),

@@ -16,7 +16,13 @@ from tests.factories import model, real_images, real_registry, registry, words
 from tests.recipes.conftest import BuildPod
 
 A5000 = "NVIDIA RTX A5000"
-COMFY_MODELS = ("sdxl-1.0", "stable-audio-open-1.5", "qwen-image-20b", "ace-step-1.5", "wan-2.2")
+COMFY_MODELS = (
+    "sdxl-1.0",
+    "stable-audio-open-1.0",
+    "qwen-image-20b",
+    "ace-step-v1-3.5b",
+    "wan-2.2",
+)
 
 
 def fetches(m: Model) -> list[tuple[str, str, str]]:
@@ -66,10 +72,15 @@ def test_every_file_lands_flat_in_its_models_folder(model_id: str) -> None:
 
 
 def test_stable_audio_is_renamed_so_it_cannot_be_clobbered() -> None:
-    [(folder, name, url)] = fetches(catalog_model("stable-audio-open-1.5"))
+    [(folder, name, url), (t5_folder, t5_name, t5_url)] = fetches(
+        catalog_model("stable-audio-open-1.0")
+    )
     assert (folder, name) == (f"{MODELS_DIR}/checkpoints", "stable_audio_open_1.0.safetensors")
     assert url.startswith("https://huggingface.co/stabilityai/stable-audio-open-1.0/resolve/")
     assert url.endswith("/model.safetensors")
+    # Its workflow's text encoder is T5-base, published in its own repository.
+    assert (t5_folder, t5_name) == (f"{MODELS_DIR}/text_encoders", "t5_base.safetensors")
+    assert t5_url == "https://huggingface.co/google-t5/t5-base/resolve/main/model.safetensors"
 
 
 @pytest.mark.parametrize(
@@ -82,7 +93,7 @@ def test_stable_audio_is_renamed_so_it_cannot_be_clobbered() -> None:
             id="qwen-image",
         ),
         pytest.param(
-            "ace-step-1.5",
+            "ace-step-v1-3.5b",
             "Comfy-Org/ACE-Step_ComfyUI_repackaged",
             "e39503e8265a02363b8c6d3fed3732944f4fc67f",
             id="ace-step",
@@ -126,7 +137,7 @@ def test_caches_and_workspace_live_on_the_volume(build_pod: BuildPod) -> None:
 @pytest.mark.parametrize(
     ("model_id", "secret_env"),
     [
-        pytest.param("stable-audio-open-1.5", ("HF_TOKEN",), id="gated"),
+        pytest.param("stable-audio-open-1.0", ("HF_TOKEN",), id="gated"),
         pytest.param("sdxl-1.0", (), id="open"),
         pytest.param("qwen-image-20b", (), id="open-repackaging"),
     ],
@@ -252,7 +263,7 @@ def test_a_failed_download_exits_non_zero_and_leaves_no_file(tmp_path: Path) -> 
 
 
 def test_the_token_is_sent_only_when_present(tmp_path: Path) -> None:
-    script = provisioning_script(catalog_model("stable-audio-open-1.5"))
+    script = provisioning_script(catalog_model("stable-audio-open-1.0"))
     assert "$HF_TOKEN" in script and "Authorization: Bearer" in script
     assert run_script(tmp_path / "with", script, token="hf_secret") == 0
     assert "Authorization: Bearer hf_secret" in curl_calls(tmp_path / "with")[0]

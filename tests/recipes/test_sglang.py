@@ -35,7 +35,7 @@ def test_qwen36_27b_command_is_exactly_the_spec(build_pod: BuildPod) -> None:
         "--max-running-requests",
         "16",
         "--kv-cache-dtype",
-        "fp8_e5m2",
+        "fp8_e4m3",
         "--enable-hierarchical-cache",
     ]
 
@@ -61,7 +61,7 @@ def test_qwen3_235b_command_without_a_revision(build_pod: BuildPod) -> None:
         "--max-running-requests",
         "16",
         "--kv-cache-dtype",
-        "fp8_e5m2",
+        "fp8_e4m3",
         "--enable-hierarchical-cache",
     ]
 

@@ -33,8 +33,23 @@ ISSUE_CATALOG = {"id", "engine", "servable", "problem", "cheapest", "placements"
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
 PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud"}
-MODEL_KEYS = ISSUE_MODEL | {"imagePinned", "contextTokens", "usdPerHourBest", "usdPerHourWorst"}
-FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu"}
+MODEL_KEYS = ISSUE_MODEL | {
+    "imagePinned",
+    "contextTokens",
+    "usdPerHourBest",
+    "usdPerHourWorst",
+    "launch",
+}
+FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu", "layersOnWorstGpu"}
+LAUNCH_KEYS = {
+    "image",
+    "args",
+    "envNames",
+    "secretEnvNames",
+    "ports",
+    "healthPath",
+    "expectedFiles",
+}
 VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter"}
 BUDGET_KEYS = ISSUE_BUDGET | {"headroomUsdPerHour"}
 PROBLEM_KEYS = {"model", "rule", "message", "fix", "text"}
@@ -52,7 +67,7 @@ def as_json(data: Any) -> Any:
     return json.loads(json.dumps(data, allow_nan=False))
 
 
-PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-1.5"]
+PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "qwen3-8b"]
 
 
 def test_plan_json_has_the_issue_shape() -> None:
@@ -81,6 +96,7 @@ def test_plan_json_keys_are_pinned() -> None:
         if m["placement"] is not None:
             assert set(m["placement"]) == ISSUE_PLACEMENT
             assert set(m["fit"]) == FIT_KEYS
+            assert set(m["launch"]) == LAUNCH_KEYS
         for p in m["problems"]:
             assert set(p) == PROBLEM_KEYS
     assert data["problems"] and all(set(p) == PROBLEM_KEYS for p in data["problems"])
@@ -117,11 +133,11 @@ def test_plan_json_values_are_the_plan() -> None:
 
 
 def test_a_model_that_cannot_be_placed_has_nulls_not_zeros() -> None:
-    data = as_json(plan_data(fleet(["stable-audio-open-1.5"])))
+    data = as_json(plan_data(fleet(["stable-audio-open-1.0"])))
     [m] = data["models"]
     assert m["placement"] is None and m["fit"] is None and m["fallbacks"] == []
     [problem] = m["problems"]
-    assert problem["rule"] == "gated-no-token" and problem["model"] == "stable-audio-open-1.5"
+    assert problem["rule"] == "gated-no-token" and problem["model"] == "stable-audio-open-1.0"
     assert problem["fix"] and "Fix:" in problem["text"]
 
 
@@ -171,7 +187,30 @@ def test_each_unservable_model_says_the_rule_and_the_fix(token: bool) -> None:
 
 def test_catalog_says_why_the_known_gaps_are_gaps() -> None:
     by_id = {e["id"]: e for e in catalog()}
-    assert by_id["stable-audio-open-1.5"]["problemRule"] == "gated-no-token"
+    assert by_id["stable-audio-open-1.0"]["problemRule"] == "gated-no-token"
     assert by_id["flux.1-schnell"]["problemRule"] == "no-recipe"
     assert by_id["glm-5.2"]["problemRule"] == "no-recipe"
     assert by_id["llama-3.2-1b"]["servable"] is True
+
+
+def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
+    models = ["qwen-3.6-27b", "kimi-k2.6", "sdxl-1.0", "stable-audio-open-1.0", "qwen3-8b"]
+    plan = fleet(models, hfToken="configured")
+    text = json.dumps(as_json(plan_data(plan)))
+    for m in plan.models:
+        assert m.placement is not None, m.problems
+        pod = m.placement.pod
+        launch = as_json(plan_data(plan))["models"][models.index(m.model_id)]["launch"]
+        assert launch["image"] == pod.image and launch["args"] == pod.args
+        assert launch["ports"] == pod.ports and launch["healthPath"] == pod.health_path
+        assert launch["envNames"] == sorted({*pod.env, *pod.secret_env})
+        for name, value in pod.env.items():
+            if len(value) > 40:  # scripts and paths: named, never printed
+                assert value not in text, name
+    audio = plan.model("stable-audio-open-1.0")
+    assert audio is not None and audio.placement is not None
+    assert "HF_TOKEN" in as_json(plan_data(plan))["models"][3]["launch"]["secretEnvNames"]
+    assert audio.placement.pod.expected_files == (
+        "checkpoints/stable_audio_open_1.0.safetensors",
+        "text_encoders/t5_base.safetensors",
+    )

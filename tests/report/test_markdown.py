@@ -58,8 +58,8 @@ def test_a_failing_plan_says_so_and_lists_problems_with_fixes() -> None:
 
 
 def test_a_model_without_a_placement_has_dashes() -> None:
-    table = rows(plan_markdown(real_plan(["stable-audio-open-1.5"])))
-    assert table[2][0] == "`stable-audio-open-1.5`"
+    table = rows(plan_markdown(real_plan(["stable-audio-open-1.0"])))
+    assert table[2][0] == "`stable-audio-open-1.0`"
     assert all(cell in ("—", "-") for cell in table[2][3:])
 
 

@@ -46,7 +46,7 @@ def long_plan() -> FleetPlan:
         pytest.param(
             lambda: plan_table(
                 real_plan(
-                    ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-1.5"]
+                    ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]
                 )
             ),
             id="prod-like",

@@ -79,7 +79,13 @@ def render_status(view: StatusView, fmt: Format) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.status import EXIT_DRIFT, Endpoints, collect, read_recorded
+    from frutebox_infra.status import (
+        EXIT_DRIFT,
+        Endpoints,
+        collect,
+        read_recorded,
+        stack_api_key,
+    )
     from frutebox_infra.status import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)
@@ -88,8 +94,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"note: the config's plan has {len(plan.problems)} problem(s):", file=sys.stderr)
         for problem in plan.problems:
             print(f"  - {problem}", file=sys.stderr)
-    endpoints = Endpoints.from_env(os.environ)
     recorded = read_recorded(args.stack, project_dir, os.environ)
+    stack_key = (
+        None
+        if os.environ.get("RUNPOD_API_KEY", "").strip()
+        else stack_api_key(args.stack, project_dir, os.environ)
+    )
+    endpoints = Endpoints.from_env(os.environ, stack_key)
     view = collect(plan, recorded, endpoints, probe=not args.terminate_untracked)
     if args.terminate_untracked:
         for pod_id in terminate(view, endpoints):

@@ -25,6 +25,7 @@ from frutebox_infra.drift import (
 )
 from frutebox_infra.errors import FruteboxError, UsageError
 from frutebox_infra.plan import FleetPlan
+from frutebox_infra.settings import PROJECT
 from frutebox_infra.toolchain import hermetic_env
 
 if TYPE_CHECKING:
@@ -50,13 +51,15 @@ class Endpoints:
     proxy_template: str
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Endpoints:
+    def from_env(cls, env: Mapping[str, str], stack_key: str | None = None) -> Endpoints:
+        """RUNPOD_API_KEY first, else the stack's secret key (`stack_key`)."""
         from frutebox_infra.runpod.client import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
 
-        key = env.get("RUNPOD_API_KEY", "").strip()
+        key = env.get("RUNPOD_API_KEY", "").strip() or (stack_key or "")
         if not key:
             raise UsageError(
-                "status reads RunPod: export RUNPOD_API_KEY (a read-only key is enough)."
+                "status reads RunPod: export RUNPOD_API_KEY (a read-only key is enough) or set"
+                f" the stack secret {PROJECT}:runpodApiKey."
             )
         return cls(
             key,
@@ -65,11 +68,11 @@ class Endpoints:
         )
 
 
-def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Recorded:
-    """The stack's `pods` and `volume` outputs, read with the pulumi CLI in the project's env."""
+def _pulumi(args: list[str], project_dir: Path, env: Mapping[str, str]) -> str:
+    """stdout of `pulumi ARGS` in the project's environment; a failure as a FruteboxError."""
     try:
         proc = subprocess.run(
-            ["pulumi", "stack", "output", "--stack", stack, "--json", "--non-interactive"],
+            ["pulumi", *args, "--non-interactive"],
             cwd=project_dir,
             env=hermetic_env(env),
             capture_output=True,
@@ -78,13 +81,30 @@ def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Reco
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StatusError(f"cannot run `pulumi stack output`: {exc}") from exc
+        raise StatusError(f"cannot run `pulumi {args[0]} {args[1]}`: {exc}") from exc
     if proc.returncode != 0:
-        message = proc.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        if "no stack named" in proc.stderr.lower() or "not found" in proc.stderr.lower():
-            raise UsageError(f"stack {stack!r}: {message[0]} (create it with `pulumi up`).")
-        raise StatusError(f"`pulumi stack output --stack {stack}` failed: {message[0]}")
-    return recorded_from_outputs(json.loads(proc.stdout or "{}"))
+        message = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        if "no stack named" in message.lower():
+            raise UsageError(f"{message} (create the stack with `pulumi up`).")
+        raise StatusError(f"`pulumi {args[0]} {args[1]}` failed: {message}")
+    return proc.stdout
+
+
+def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Recorded:
+    """The stack's `pods` and `volume` outputs, read with the pulumi CLI in the project's env."""
+    text = _pulumi(["stack", "output", "--stack", stack, "--json"], project_dir, env)
+    return recorded_from_outputs(json.loads(text or "{}"))
+
+
+def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str | None:
+    """The stack's secret `runpodApiKey`, when set: the key `up` deploys with."""
+    try:
+        text = _pulumi(
+            ["config", "get", f"{PROJECT}:runpodApiKey", "--stack", stack], project_dir, env
+        )
+    except FruteboxError:
+        return None  # not set (or unreadable): the caller asks for RUNPOD_API_KEY
+    return text.strip() or None
 
 
 def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.deployment import Deployment
+from tests.e2e.deployment import API_KEY, Deployment
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine
@@ -128,7 +128,11 @@ def test_a_foreign_same_named_pod_is_listed_and_untouched(deployment: Deployment
     foreign = api.post("/v2/pods", json=body).json()
     before = len(deployment.requests("pods.update")) + len(deployment.requests("pods.delete"))
 
-    code, data, err = status(deployment.project)
+    # The key from the stack's secret config, as `up` uses it, when none is exported.
+    deployment.project.pulumi(
+        "config", "set", "--secret", "frutebox-infra:runpodApiKey", API_KEY, "--stack", STACK
+    )
+    code, data, err = status(deployment.project, RUNPOD_API_KEY="")
     assert code == 0, err  # someone else's pod is not our drift
     assert [p["id"] for p in data["foreign"]] == [foreign["id"]]
     after = len(deployment.requests("pods.update")) + len(deployment.requests("pods.delete"))

@@ -272,6 +272,9 @@ class App:
         return Response(204)
 
 
+PRODUCTS = frozenset({"POD", "CLUSTER", "SERVERLESS"})
+
+
 def _includes(query: dict[str, list[str]], name: str) -> bool:
     return name in ",".join(query.get("include", [])).upper().split(",")
 
@@ -281,6 +284,10 @@ def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]])
     # As documented: `product` is required with include=AVAILABILITY and valid only with it.
     if with_stock != bool(query.get("product")):
         raise ApiProblem(400, "product is required with include=AVAILABILITY, and only with it")
+    products = {p for v in query.get("product", []) for p in v.upper().split(",")}
+    if products - PRODUCTS:
+        unknown = ", ".join(sorted(products - PRODUCTS))
+        raise ApiProblem(400, f"unknown product {unknown}; one of {', '.join(sorted(PRODUCTS))}")
     gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
     return Response(200, {"gpus": gpus})
 

@@ -34,6 +34,7 @@ def test_gpu_availability_needs_product_and_answers_per_data_centre(
 ) -> None:
     assert call("GET", "/v2/catalog/gpus?include=AVAILABILITY").status == 400
     assert call("GET", "/v2/catalog/gpus?product=POD").status == 400
+    assert call("GET", "/v2/catalog/gpus?include=AVAILABILITY&product=VM").status == 400
     app.account.stock = {(A40, DC): 20, (A40, "EU-SE-1"): 1}
     body = call("GET", "/v2/catalog/gpus?include=AVAILABILITY&product=POD").body
     valid(contract, "ListGpuTypesResponse", body)

@@ -6,12 +6,14 @@ import pulumi
 
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
 from frutebox_infra.settings import parse_settings, stack_file_name
 
+exit_quietly_on_interrupt()
 stack = pulumi.get_stack()
 config = read_config()
 try:

@@ -47,10 +47,21 @@ def _command(kind: str, action: str) -> str:
     return f"{RUNPOD_COMMAND} {kind} {action}"
 
 
+SECRET_OUTPUTS = ["stderr"]
+"""Secrets by construction, not by a provider's choice (upstream's never makes an output
+secret because an input is): stdout is the step's result JSON (ids, GPU, cost), which the
+step writes through its redactor and the stack exports, so it stays readable; stderr is
+its progress log, echoed from a RunPod that may repeat what it was sent, so it is stored
+encrypted whatever it holds."""
+
+
+def _options(**kwargs: Any) -> pulumi.ResourceOptions:
+    """Every deploy-step command's options: SECRET_OUTPUTS marked secret."""
+    return pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS, **kwargs)
+
+
 def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
-    # The deploy step prints only ids, GPU and cost; its inputs are secret because the API
-    # key is, but nothing secret reaches stdout, so the outputs stay readable.
-    return pulumi.Output.unsecret(stdout).apply(lambda text: json.loads(text) if text else {})
+    return stdout.apply(lambda text: json.loads(text) if text else {})
 
 
 @dataclass(frozen=True)
@@ -90,7 +101,7 @@ class WeightsVolume(pulumi.ComponentResource):
             environment=environment,
             triggers=[args.data_center],
             logging=local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, protect=True, ignore_changes=["stdin"]),
+            opts=_options(parent=self, protect=True, ignore_changes=["stdin"]),
         )
         self.volume_id = _result(volume.stdout).apply(lambda r: str(r.get("volumeId", "")))
         grow = local.Command(
@@ -102,7 +113,7 @@ class WeightsVolume(pulumi.ComponentResource):
             ),
             environment=environment,
             logging=local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=_options(parent=self),
         )
         self.size_gb = _result(grow.stdout).apply(lambda r: int(r.get("size", args.size_gb)))
         self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
@@ -157,7 +168,7 @@ class ModelServer(pulumi.ComponentResource):
             environment=args.credentials.environment(),
             triggers=triggers,
             logging=local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            opts=_options(parent=self, delete_before_replace=True),
         )
         result = _result(command.stdout)
         self.pod_id = result.apply(lambda r: str(r.get("podId", "")))

@@ -35,6 +35,10 @@ GB = 10**9
 GIB = 2**30
 MIB = 2**20
 
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+"""Pulumi's wire form of a secret: {SECRET_SIG: SECRET_SIG_VALUE, ...}."""
+
 
 @cache
 def real_registry() -> Registry:

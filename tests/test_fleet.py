@@ -11,10 +11,7 @@ import pytest
 
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
 from frutebox_infra.settings import parse_settings
-from tests.factories import real_registry
-
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270"
+from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 
 class Recorder(pulumi.runtime.Mocks):

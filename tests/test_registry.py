@@ -254,10 +254,11 @@ COMFY = (
                 "text_encoders",
                 "umt5_xxl_fp8_e4m3fn_scaled.safetensors",
             ),
-            ("split_files/vae/wan2.2_vae.safetensors", "vae", "wan2.2_vae.safetensors"),
+            # The A14B experts decode with the Wan 2.1 VAE; wan2.2_vae is the 5B model's.
+            ("split_files/vae/wan_2.1_vae.safetensors", "vae", "wan_2.1_vae.safetensors"),
         ],
         24,
-        36.73,
+        35.57,
     ),
 )
 
@@ -327,7 +328,8 @@ def test_images_are_the_spec_repositories_and_pinned() -> None:
     assert images[Runtime.SGLANG].repository == "lmsysorg/sglang"
     assert images[Runtime.LLAMACPP].repository == "ghcr.io/ggml-org/llama.cpp"
     assert images[Runtime.OLLAMA].repository == "ollama/ollama"
-    assert images[Runtime.COMFYUI].repository == "ghcr.io/ai-dock/comfyui"
+    # ComfyUI runs on the official PyTorch image; the recipe installs ComfyUI itself.
+    assert images[Runtime.COMFYUI].repository == "pytorch/pytorch"
     assert (images[Runtime.SGLANG].port, images[Runtime.LLAMACPP].port) == (8080, 8080)
     assert images[Runtime.OLLAMA].port == 11434
     assert (images[Runtime.COMFYUI].port, images[Runtime.COMFYUI].health_path) == (

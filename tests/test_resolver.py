@@ -23,6 +23,7 @@ from tests.factories import (
     gqa,
     model,
     ollama_model,
+    real_gpu,
     real_images,
     real_registry,
     registry,
@@ -680,8 +681,8 @@ def judged(model_id: str, gpu_id: str, count: int) -> tuple[bool, str | None, An
         # apertus-70b at --max-model-len 32768: 4x A40 holds less than one sequence of KV.
         pytest.param("apertus-70b", A40_ID, 4, False, id="apertus-4xA40"),
         pytest.param("apertus-70b", A6000_ID, 4, True, id="apertus-4xA6000"),
-        # The ComfyUI image has no Blackwell kernels.
-        pytest.param("sdxl-1.0", RTX_PRO_ID, 1, False, id="comfyui-on-sm120"),
+        # The ComfyUI image's PyTorch (CUDA 12.8) has kernels for sm_86 and Blackwell sm_120.
+        pytest.param("sdxl-1.0", RTX_PRO_ID, 1, True, id="comfyui-on-sm120"),
         pytest.param("sdxl-1.0", A4000_ID, 1, True, id="comfyui-on-sm86"),
     ],
 )
@@ -700,11 +701,32 @@ def test_kimi_refusal_names_the_most_loaded_gpu() -> None:
     assert fit.weights_gb_per_gpu == pytest.approx(584 * 16 / 61)
 
 
-def test_the_comfyui_refusal_says_which_architecture() -> None:
-    _, reason, _ = judged("sdxl-1.0", RTX_PRO_ID, 1)
+def test_an_image_without_kernels_for_a_gpu_is_refused_naming_the_architecture() -> None:
+    # The ComfyUI image as it was (CUDA 12.1, PyTorch 2.4 cu121: no Blackwell kernels).
+    images = real_images()
+    images[Runtime.COMFYUI] = images[Runtime.COMFYUI].model_copy(
+        update={"gpu_architectures": ("sm_80", "sm_86", "sm_89", "sm_90")}
+    )
+    sdxl = real_registry().model("sdxl-1.0")
+    assert sdxl is not None
+    reg = registry([sdxl], [real_gpu(RTX_PRO_ID), real_gpu(A4000_ID)], images=images)
+    reason = image_gpu_problem(images[Runtime.COMFYUI], real_gpu(RTX_PRO_ID))
     assert reason is not None and "sm_120" in reason and "no kernels" in reason
-    r = resolve(real_registry(), "sdxl-1.0", gpu_id=RTX_PRO_ID)
+    r = resolve(reg, "sdxl-1.0", gpu_id=RTX_PRO_ID)
     assert r.problem is not None and "sm_120" in r.problem.message
+    assert resolve(reg, "sdxl-1.0", gpu_id=A4000_ID).servable
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["sdxl-1.0", "stable-audio-open-1.0", "qwen-image-20b", "ace-step-v1-3.5b", "wan-2.2"],
+)
+def test_every_comfyui_model_with_a_file_list_is_servable_on_the_pinned_image(
+    model_id: str,
+) -> None:
+    r = resolve(real_registry(), model_id, TOKEN)
+    assert r.servable, r.problem
+    assert r.image is not None and r.image.repository == "pytorch/pytorch"
 
 
 def test_apertus_is_never_placed_where_max_model_len_exceeds_its_kv() -> None:
@@ -727,8 +749,7 @@ def test_qwen3_coder_at_tp8_gets_expert_parallelism() -> None:
     ("armed", "current", "rule"),
     [
         ("stable-audio-open-1.5", "stable-audio-open-1.0", None),
-        # Still refused on the pinned image, but under the model it now names.
-        ("ace-step-1.5", "ace-step-v1-3.5b", "image-cannot-serve"),
+        ("ace-step-1.5", "ace-step-v1-3.5b", None),
     ],
 )
 def test_former_ids_still_resolve_with_a_deprecation_warning(

@@ -133,6 +133,7 @@ def test_preview_of_a_command_resource_runs_offline(toolchain: Path, tmp_path: P
     assert not marker.exists(), "preview must not run the command"
 
 
+@pytest.mark.engine
 def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     """up runs create; an input change runs update; triggers replace; destroy runs delete."""
     project = tmp_path / "project"
@@ -148,9 +149,17 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
             delete="echo deleted-prev=$PULUMI_COMMAND_STDOUT >> {log}",
             triggers=[{trigger}],
         )
-        secret = local.Command("secret", create="echo s", stdin=pulumi.Output.secret("x"))
+        # A secret input does not make stdout secret (upstream's rule, whichever provider
+        # setup picked); a program asks for it with additional_secret_outputs.
+        plain = local.Command("plain", create="echo p", stdin=pulumi.Output.secret("x"))
+        marked = local.Command(
+            "marked",
+            create="echo s",
+            opts=pulumi.ResourceOptions(additional_secret_outputs=["stdout"]),
+        )
         pulumi.export("out", cmd.stdout)
-        pulumi.export("secret_out", secret.stdout)
+        pulumi.export("plain_out", plain.stdout)
+        pulumi.export("marked_out", marked.stdout)
         """
     env = _env(toolchain, tmp_path / "state")
 
@@ -165,7 +174,8 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
     _pulumi(toolchain, env, project, "stack", "init", "dev")
     first = up(1, 1)
     assert first["out"] == "created-1"
-    assert first["secret_out"] == "[secret]"
+    assert first["plain_out"] == "p"
+    assert first["marked_out"] == "[secret]"
     assert up(2, 1)["out"] == "updated-2-prev=created-1"
     # A triggers change replaces: create-before-delete, and delete sees the old stdout.
     assert up(3, 2)["out"] == "created-3"
@@ -177,6 +187,23 @@ def test_command_provider_lifecycle(toolchain: Path, tmp_path: Path) -> None:
         "deleted-prev=updated-2-prev=created-1",
         "deleted-prev=created-3",
     ]
+
+
+@pytest.mark.engine
+def test_pulumi_import_adopts_a_command(toolchain: Path, tmp_path: Path) -> None:
+    """Upstream's Read hands the state back as is: the import records the resource and
+    prints the Python code that declares it (the provider's schema, the host's codegen)."""
+    project = tmp_path / "project"
+    _write_program(project, "import pulumi\nfrom pulumi_command import local\n")
+    env = _env(toolchain, tmp_path / "state")
+    _pulumi(toolchain, env, project, "stack", "init", "dev")
+    imported = _pulumi(toolchain, env, project, "import", "command:local:Command", "adopted",
+                       "cmd-1234", "--yes")  # fmt: skip
+    assert 'command.local.Command("adopted"' in imported.stdout, imported.stdout
+    exported = json.loads(_pulumi(toolchain, env, project, "stack", "export").stdout)
+    [adopted] = [r for r in exported["deployment"]["resources"]
+                 if r["type"] == "command:local:Command"]  # fmt: skip
+    assert adopted["id"] == "cmd-1234" and adopted["urn"].endswith("::adopted")
 
 
 def test_second_setup_is_a_no_op(toolchain: Path) -> None:

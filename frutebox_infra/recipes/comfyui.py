@@ -15,19 +15,48 @@ from frutebox_infra.recipes.base import (
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
 
-MODELS_DIR = f"{VOLUME_PATH}/ComfyUI/models"
-"""The ai-dock image moves ComfyUI onto the mounted workspace; ComfyUI lists models/<kind>/ flat."""
+COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
+"""ComfyUI's --base-directory: models, input, output and user data live on the volume."""
 
-PROVISIONING_PATH = "/opt/ai-dock/bin/provisioning.sh"
-"""The image's init script sources this file before its supervisor starts ComfyUI."""
+MODELS_DIR = f"{COMFY_BASE}/models"
+"""ComfyUI lists the files of models/<kind>/ flat under GET /models/<kind>."""
+
+INSTALL_ROOT = f"{VOLUME_PATH}/comfyui"
+"""One directory per ComfyUI release (source + venv), installed once and shared by pods."""
+
+SOURCE_TARBALL = "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v{version}.tar.gz"
+"""ComfyUI's release tarball (the repository moved from comfyanonymous/ComfyUI to Comfy-Org)."""
 
 HF_RESOLVE = "https://huggingface.co/{repo}/resolve/{revision}/{path}"
 
+# The image (an official PyTorch runtime image) has python but neither curl nor git, so
+# downloads are Python's own. The token goes only to the URL asked for, never to the CDN a
+# redirect leads to (an unredirected header); three tries, 5 s apart; any failure exits 1.
+_DOWNLOAD_PY = """import os, shutil, sys, time, urllib.request as u
+r = u.Request(sys.argv[1])
+t = os.environ.get("HF_TOKEN")
+if t: r.add_unredirected_header("Authorization", "Bearer " + t)
+for n in range(3):
+    try:
+        with u.urlopen(r, timeout=60) as src, open(sys.argv[2], "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 24)
+        break
+    except Exception as e:
+        print("download failed:", sys.argv[1], e, file=sys.stderr)
+        if n == 2: sys.exit(1)
+        time.sleep(5)"""
+
 _FETCH_FUNCTION = (
     'fetch() { mkdir -p "$1" && { [ -s "$1/$2" ] || { '
-    'curl -fsSL --retry 3 ${HF_TOKEN:+-H "Authorization: Bearer $HF_TOKEN"} '
-    '-o "$1/$2.part" "$3" && mv -f "$1/$2.part" "$1/$2"; }; }; }'
+    f"python -c '{_DOWNLOAD_PY}' "
+    '"$3" "$1/$2.part" && mv -f "$1/$2.part" "$1/$2"; }; }; }'
 )
+
+_STREAM_PY = (
+    "import shutil, sys, urllib.request as u; "
+    "shutil.copyfileobj(u.urlopen(sys.argv[1], timeout=60), sys.stdout.buffer)"
+)
+"""Writes a URL's body to stdout (the ComfyUI release tarball, piped into tar)."""
 
 
 class ComfyUI(Recipe):
@@ -81,23 +110,62 @@ class ComfyUI(Recipe):
         return model.source is not None and model.source.gated
 
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
-        env = {
-            "FRUTEBOX_PROVISION": provisioning_script(model),
-            "WORKSPACE": VOLUME_PATH,
-            # The RunPod proxy carries the health probe; the image's login page would
-            # answer it with a redirect instead of the API.
-            "WEB_ENABLE_AUTH": "false",
-        }
-        # No ENTRYPOINT: args is the command. Install our fetch script where the image's init
-        # sources it before ComfyUI starts, then hand over to that init as PID 1.
-        install = f'printf "%s\\n" "$FRUTEBOX_PROVISION" > {PROVISIONING_PATH} && exec init.sh'
+        # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
+        # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
+        # becomes the server; any failed step exits non-zero, so no pod serves without them.
         return self.pod_spec(
             model,
             image,
-            shlex.join(["bash", "-c", install]),
-            env=env,
+            shlex.join(["bash", "-c", launch_script(image, model.id)]),
+            env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
+
+
+def launch_script(image: Image, model_id: str) -> str:
+    """Install the pinned ComfyUI release, fetch the weights, exec the server.
+
+    The release is unpacked and its requirements installed into a venv inside a fresh
+    temporary directory that is then renamed into place: a failed step removes it, a pod
+    killed half-way leaves only a temporary directory, and two pods booting at once cannot
+    interleave (the second rename fails and that pod uses the winner's copy). The venv sees
+    the image's PyTorch (--system-site-packages), so pip keeps its CUDA build.
+
+    Pods of different models share the install and the models folders on the volume, but
+    not what one pod's server would disturb in another's: each writes its own output
+    folder, keeps its scratch files on the container disk (ComfyUI empties its temp folder
+    at start) and its asset database in memory (SQLite on a shared network volume, written
+    by several servers, would lock or corrupt).
+    """
+    assert image.engine_version is not None, "the comfyui image needs engine_version"
+    version = image.engine_version
+    home = f"{INSTALL_ROOT}/{version}"
+    tarball = SOURCE_TARBALL.format(version=version)
+    server = [
+        *("main.py", "--listen", "0.0.0.0", "--port", str(image.port)),
+        *("--base-directory", COMFY_BASE),
+        *("--output-directory", f"{COMFY_BASE}/output/{model_id}"),
+        *("--temp-directory", "/tmp/comfyui"),
+        *("--database-url", "sqlite:///:memory:"),
+    ]
+    return "\n".join(
+        [
+            "set -eo pipefail",
+            f"home={home}",
+            'if [ ! -d "$home" ]; then',
+            f'  mkdir -p {INSTALL_ROOT} && tmp=$(mktemp -d "$home.XXXXXX")',
+            """  trap 'rm -rf "$tmp"' EXIT""",
+            f"  python -c {shlex.quote(_STREAM_PY)} {tarball}"
+            ' | tar -xz --strip-components=1 -C "$tmp"',
+            '  python -m venv --system-site-packages "$tmp/venv"',
+            '  "$tmp/venv/bin/python" -m pip install --no-cache-dir -r "$tmp/requirements.txt"',
+            '  mv -T "$tmp" "$home" 2>/dev/null || rm -rf "$tmp"',
+            "fi",
+            'eval "$FRUTEBOX_PROVISION"',
+            'cd "$home"',
+            f'exec "$home/venv/bin/python" {shlex.join(server)}',
+        ]
+    )
 
 
 LISTED_KIND = {"clip": "text_encoders", "unet": "diffusion_models"}
@@ -114,8 +182,8 @@ def expected_files(model: Model) -> tuple[str, ...]:
 def provisioning_script(model: Model) -> str:
     """Idempotent downloads: skip a non-empty file, fetch to .part then rename; fail loudly.
 
-    `exit 1` leaves the image's init, so a model whose weights failed to arrive never
-    reaches a healthy ComfyUI and the deploy step terminates the pod.
+    `exit 1` ends the pod's command before ComfyUI starts, so a model whose weights failed to
+    arrive never reaches a healthy server and the deploy step terminates the pod.
     """
     recipe = _recipe(model)
     assert recipe is not None and model.source is not None

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from types import FrameType
 from typing import Any, TextIO
@@ -25,11 +25,13 @@ from frutebox_infra.runpod.command_io import (
     Session,
     Settings,
     VolumeRequest,
+    cap_lines,
     read_previous,
     read_request,
     redactor,
 )
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError, NotFoundError, RunPodError
+from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
 
 
@@ -95,28 +97,41 @@ def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str
 
 
 @contextlib.contextmanager
-def cancellable() -> Iterator[None]:
+def cancellable(log: Callable[[str], None] = lambda _line: None) -> Iterator[None]:
     """SIGTERM and SIGINT raise Cancelled, once, for the teardown paths to handle.
 
-    The provider sends SIGTERM when Pulumi is interrupted, then waits before it kills. The
+    A stop reaches the step in one of two ways: a signal to it (a terminal's Ctrl-C goes to
+    the whole process group), or the command provider SIGKILLing the shell that started
+    it and signalling nothing else, which `watching_parent` turns (like the engine going
+    away: nobody reads our output) into SIGTERM. The
     exception reaches whatever is running: a bring-up terminates the pod it created, a
     create in flight terminates what it made. A second signal is ignored, so that cleanup
     can finish. Outside the main thread (some tests) signals cannot be caught: no-op.
     """
     fired = False
+    watch: ParentWatch | None = None
 
     def cancel(signum: int, frame: FrameType | None) -> None:
         nonlocal fired
-        if not fired:
-            fired = True
+        if fired:
+            return
+        fired = True
+        why = watch.reason() if watch is not None else None
+        if why is None:
             raise Cancelled(f"Cancelled by {signal.Signals(signum).name} before finishing.")
+        log(f"{why}: Pulumi cancelled or stopped; stopping and removing what this run created")
+        raise Cancelled(f"Cancelled: {why}.")
 
     previous: dict[signal.Signals, Any] = {}
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):
             previous[sig] = signal.signal(sig, cancel)
     try:
-        yield
+        if previous:
+            with watching_parent(signal.SIGTERM) as watch:
+                yield
+        else:
+            yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -167,7 +182,7 @@ def main(
     session: Session | None = None
     try:
         session = Session(Settings.from_env(env), err, transport, redact)
-        with cancellable():
+        with cancellable(session.log):
             resource, action = Resource(args.resource), Action(args.action)
             result = run(resource, action, session, stdin or sys.stdin, env)
         out.write(redact(json.dumps(result)) + "\n")
@@ -185,8 +200,8 @@ def main(
         if session is not None:
             session.close()
     if env.get("FRUTEBOX_DEBUG") == "1":
-        err.write(redact(trace))
-    err.write(redact("error: " + " ".join(message.split())) + "\n")
+        err.write(cap_lines(redact(trace)))
+    err.write(cap_lines(redact("error: " + " ".join(message.split()))) + "\n")
     err.flush()
     return 1
 

@@ -104,6 +104,21 @@ def redactor(env: Mapping[str, str]) -> Callable[[str], str]:
     return redact
 
 
+MAX_LOG_LINE = 16 * 1024
+"""Longest line the step writes to stderr. Upstream's command provider reads the log with a
+64 KiB line limit and hangs the command on a longer line, so none is ever written."""
+
+
+def cap_lines(text: str) -> str:
+    """Each line of `text` cut to MAX_LOG_LINE characters, saying how much was cut."""
+    lines = []
+    for line in text.split("\n"):
+        if len(line) > MAX_LOG_LINE:
+            line = f"{line[:MAX_LOG_LINE]}… ({len(line) - MAX_LOG_LINE} more characters cut)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _env_float(env: Mapping[str, str], name: str, default: float | None) -> float | None:
     raw = env.get(name, "").strip()
     if not raw:
@@ -171,7 +186,7 @@ class Session:
         self._transport = transport
 
     def log(self, message: str) -> None:
-        print(self.redact(message), file=self._err, flush=True)
+        print(cap_lines(self.redact(message)), file=self._err, flush=True)
 
     def delete_recorded(
         self, kind: str, resource_id: str | None, delete: Callable[[str], bool], done: str

@@ -159,7 +159,7 @@ class PodFailedError(RunPodError):
 
 
 class Cancelled(RunPodError):
-    """The command was asked to stop (SIGTERM from the provider, Ctrl-C).
+    """The command was asked to stop (SIGTERM, Ctrl-C, or its shell or engine gone).
 
     A RunPodError, so every path that tears down after a failure (a pod created in this run
     is terminated) handles a cancellation the same way, and main exits 1 with the reason.

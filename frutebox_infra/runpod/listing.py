@@ -1,10 +1,9 @@
 """Does a server list every weights file it needs? ComfyUI's `GET /models/<kind>` proof.
 
-A ComfyUI pod can answer its health path long before (or without ever) holding its weights:
-the ai-dock image starts ComfyUI whatever the provisioning script exits with, and its
-placeholder answers every GET with 200 while provisioning runs. What ComfyUI lists under
-`/models/<kind>` is what a workflow can load, so the pod is healthy only once every expected
-`kind/name` is listed there.
+A ComfyUI server can answer its health path without holding its weights (an image whose init
+starts it whatever the downloads did, as the ai-dock image did, or a file gone from the volume).
+What ComfyUI lists under `/models/<kind>` is what a workflow can load, so the pod is healthy
+only once every expected `kind/name` is listed there.
 """
 
 from __future__ import annotations

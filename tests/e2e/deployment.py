@@ -22,6 +22,9 @@ FAST = {
 }
 """The deploy step's waits, shortened so a never-healthy pod fails in seconds."""
 
+SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
+"""A one-data-centre stack with room for a couple of small models."""
+
 
 @dataclass
 class Deployment:

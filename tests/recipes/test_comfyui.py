@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from frutebox_infra.recipes.comfyui import MODELS_DIR, ComfyUI, provisioning_script
+from frutebox_infra.recipes.comfyui import (
+    INSTALL_ROOT,
+    MODELS_DIR,
+    ComfyUI,
+    launch_script,
+    provisioning_script,
+)
 from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.resolver import resolve
 from tests.factories import model, real_images, real_registry, registry, words
@@ -28,7 +38,9 @@ COMFY_MODELS = (
 def fetches(m: Model) -> list[tuple[str, str, str]]:
     """(folder path, stored name, URL) of every download line in the provisioning script."""
     out = []
-    for line in provisioning_script(m).splitlines()[1:]:
+    for line in provisioning_script(m).splitlines():
+        if not line.startswith("fetch "):
+            continue
         split = words(line)
         assert split[0] == "fetch" and split[4:] == ["||", "exit", "1"], line
         out.append((split[1], split[2], split[3]))
@@ -42,20 +54,34 @@ def catalog_model(model_id: str) -> Model:
 
 
 @pytest.mark.parametrize("model_id", COMFY_MODELS)
-def test_args_run_in_bash_and_end_by_execing_the_image_init(
+def test_args_install_comfyui_fetch_the_weights_then_exec_the_server(
     build_pod: BuildPod, model_id: str
 ) -> None:
     pod = build_pod(model_id, Runtime.COMFYUI, A5000, 1, hf_token_configured=True)
     split = words(pod.args)
     assert split[:2] == ["bash", "-c"] and len(split) == 3
-    assert split[2].rstrip().endswith("exec init.sh")
-    assert subprocess.run(["bash", "-n", "-c", split[2]], check=False).returncode == 0
-    assert (
-        subprocess.run(["bash", "-n", "-c", pod.env["FRUTEBOX_PROVISION"]], check=False).returncode
-        == 0
-    )
-    assert pod.image.startswith("ghcr.io/ai-dock/comfyui:")
+    script = split[2]
+    assert script.startswith("set -eo pipefail\n")
+    assert script.index('eval "$FRUTEBOX_PROVISION"') < script.index("exec ")
+    assert f"home={INSTALL_ROOT}/0.8.0\n" in script
+    assert words(script.rstrip().splitlines()[-1]) == [
+        *("exec", "$home/venv/bin/python", "main.py", "--listen", "0.0.0.0", "--port", "8188"),
+        *("--base-directory", "/workspace/ComfyUI"),
+        *("--output-directory", f"/workspace/ComfyUI/output/{model_id}"),
+        *("--temp-directory", "/tmp/comfyui", "--database-url", "sqlite:///:memory:"),
+    ]
+    for text in (script, pod.env["FRUTEBOX_PROVISION"]):
+        assert subprocess.run(["bash", "-n", "-c", text], check=False).returncode == 0
+    assert pod.image == "pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime"
+    assert set(pod.env) == {"FRUTEBOX_PROVISION", "HF_HOME"}
     assert (pod.port, pod.health_path) == (8188, "/system_stats")
+
+
+def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
+    image = real_images()[Runtime.COMFYUI]
+    script = launch_script(image.model_copy(update={"engine_version": "0.9.1"}), "sdxl-1.0")
+    assert f"home={INSTALL_ROOT}/0.9.1\n" in script
+    assert "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
 
 
 @pytest.mark.parametrize("model_id", COMFY_MODELS)
@@ -124,14 +150,14 @@ def test_stored_names_never_collide_on_the_shared_volume() -> None:
 def test_download_is_guarded_and_fails_loudly() -> None:
     script = provisioning_script(catalog_model("sdxl-1.0"))
     assert '[ -s "$1/$2" ]' in script
-    assert "curl -f" in script
-    assert all(line.endswith("|| exit 1") for line in script.splitlines()[1:])
+    fetch_lines = [line for line in script.splitlines() if line.startswith("fetch ")]
+    assert fetch_lines and all(line.endswith("|| exit 1") for line in fetch_lines)
 
 
-def test_caches_and_workspace_live_on_the_volume(build_pod: BuildPod) -> None:
+def test_caches_and_the_install_live_on_the_volume(build_pod: BuildPod) -> None:
     env = build_pod("sdxl-1.0", Runtime.COMFYUI, A5000, 1).env
     assert env["HF_HOME"].startswith("/workspace/")
-    assert env["WORKSPACE"] == "/workspace"
+    assert INSTALL_ROOT.startswith("/workspace/") and MODELS_DIR.startswith("/workspace/")
 
 
 @pytest.mark.parametrize(
@@ -191,84 +217,209 @@ def test_a_pipeline_runs_on_one_gpu(count: int, ok: bool) -> None:
     assert (ComfyUI().count_problem(catalog_model("sdxl-1.0"), count) is None) is ok
 
 
-# ---- the provisioning script, run for real against a stand-in curl ----------------------------
-
-FAKE_CURL = """#!/bin/sh
-echo "$*" >> "$CURL_LOG"
-out=""; url=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o) out="$2"; shift 2 ;;
-    *) url="$1"; shift ;;
-  esac
-done
-[ -n "$FAKE_CURL_FAIL" ] && exit 22
-printf '%s' "$url" > "$out"
-"""
+# ---- the provisioning script, run for real against a loopback file server --------------------
 
 
-def run_script(tmp_path: Path, script: str, *, fail: bool = False, token: str = "") -> int:
+class _Files(BaseHTTPRequestHandler):
+    """Answers every GET with its own path as the body, or 404 while `failing`; logs requests."""
+
+    failing = False
+    log: list[tuple[str, str | None]] = []
+
+    def do_GET(self) -> None:
+        type(self).log.append((self.path, self.headers.get("Authorization")))
+        if type(self).failing:
+            self.send_error(404)
+            return
+        body = self.path.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def files() -> Iterator[tuple[type[_Files], str]]:
+    handler = type("Files", (_Files,), {"failing": False, "log": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield handler, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def run_script(tmp_path: Path, script: str, base_url: str, *, token: str = "") -> int:
+    """The script with Hugging Face on loopback, the models dir in tmp and no retry pause."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    curl = bin_dir / "curl"
-    curl.write_text(FAKE_CURL)
-    curl.chmod(0o755)
-    env = {
-        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "CURL_LOG": str(tmp_path / "curl.log"),
-    }
-    if fail:
-        env["FAKE_CURL_FAIL"] = "1"
+    if not (bin_dir / "python").exists():
+        (bin_dir / "python").symlink_to(sys.executable)
+    env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     if token:
         env["HF_TOKEN"] = token
-    local = script.replace(MODELS_DIR, str(tmp_path / "models"))
+    local = (
+        script.replace(MODELS_DIR, str(tmp_path / "models"))
+        .replace("https://huggingface.co", base_url)
+        .replace("time.sleep(5)", "time.sleep(0)")
+    )
     return subprocess.run(["bash", "-c", local], env=env, check=False).returncode
 
 
-def curl_calls(tmp_path: Path) -> list[str]:
-    log = tmp_path / "curl.log"
-    return log.read_text().splitlines() if log.exists() else []
-
-
-def test_script_downloads_each_file_once_then_skips(tmp_path: Path) -> None:
+def test_script_downloads_each_file_once_then_skips(
+    tmp_path: Path, files: tuple[type[_Files], str]
+) -> None:
+    handler, base = files
     m = catalog_model("wan-2.2")
     script = provisioning_script(m)
-    assert run_script(tmp_path, script) == 0
+    assert run_script(tmp_path, script, base) == 0
     for file in m.source.comfyui.files:  # type: ignore[union-attr]
         stored = tmp_path / "models" / file.folder / file.stored_name
         assert stored.read_text().endswith(file.path)
-    assert len(curl_calls(tmp_path)) == 4
+    assert len(handler.log) == 4
     # Second boot: every file is there and non-empty, so nothing is fetched, even if the
-    # network is down.
-    assert run_script(tmp_path, script, fail=True) == 0
-    assert len(curl_calls(tmp_path)) == 4
+    # server is failing.
+    handler.failing = True
+    assert run_script(tmp_path, script, base) == 0
+    assert len(handler.log) == 4
 
 
-def test_an_empty_leftover_is_fetched_again(tmp_path: Path) -> None:
+def test_an_empty_leftover_is_fetched_again(
+    tmp_path: Path, files: tuple[type[_Files], str]
+) -> None:
+    handler, base = files
     folder = tmp_path / "models" / "checkpoints"
     folder.mkdir(parents=True)
     (folder / "sd_xl_base_1.0.safetensors").write_text("")
-    assert run_script(tmp_path, provisioning_script(catalog_model("sdxl-1.0"))) == 0
+    assert run_script(tmp_path, provisioning_script(catalog_model("sdxl-1.0")), base) == 0
     assert (folder / "sd_xl_base_1.0.safetensors").read_text()
-    assert len(curl_calls(tmp_path)) == 1
+    assert len(handler.log) == 1
 
 
-def test_a_failed_download_exits_non_zero_and_leaves_no_file(tmp_path: Path) -> None:
+def test_a_failed_download_is_retried_then_exits_non_zero_and_leaves_no_file(
+    tmp_path: Path, files: tuple[type[_Files], str]
+) -> None:
+    handler, base = files
+    handler.failing = True
     m = catalog_model("qwen-image-20b")
-    assert run_script(tmp_path, provisioning_script(m), fail=True) != 0
-    assert len(curl_calls(tmp_path)) == 1  # stops at the first failure
+    assert run_script(tmp_path, provisioning_script(m), base) != 0
+    # Three tries of the first file, then the script stops.
+    assert len(handler.log) == 3 and len({path for path, _ in handler.log}) == 1
     assert not any(
         p.is_file() and not p.name.endswith(".part") for p in (tmp_path / "models").rglob("*")
     )
 
 
-def test_the_token_is_sent_only_when_present(tmp_path: Path) -> None:
+def test_the_token_is_sent_only_when_present(
+    tmp_path: Path, files: tuple[type[_Files], str]
+) -> None:
+    handler, base = files
     script = provisioning_script(catalog_model("stable-audio-open-1.0"))
-    assert "$HF_TOKEN" in script and "Authorization: Bearer" in script
-    assert run_script(tmp_path / "with", script, token="hf_secret") == 0
-    assert "Authorization: Bearer hf_secret" in curl_calls(tmp_path / "with")[0]
-    assert run_script(tmp_path / "without", script) == 0
-    assert "Authorization" not in curl_calls(tmp_path / "without")[0]
+    assert run_script(tmp_path / "with", script, base, token="hf_secret") == 0
+    assert handler.log[0][1] == "Bearer hf_secret"
+    handler.log.clear()
+    assert run_script(tmp_path / "without", script, base) == 0
+    assert handler.log[0][1] is None
+    assert "hf_secret" not in script
+
+
+# ---- the whole launch command, run for real: install once, fetch, exec -------------------------
+
+FAKE_MAIN = "import sys; open(sys.argv[0] + '.ran', 'a').write(' '.join(sys.argv[1:]) + chr(10))"
+
+
+def release_tarball(tmp_path: Path) -> bytes:
+    """A stand-in ComfyUI release: main.py records its arguments; one satisfied requirement."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in (("main.py", FAKE_MAIN), ("requirements.txt", "pip\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"ComfyUI-0.8.0/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def run_launch(tmp_path: Path, base_url: str) -> int:
+    image = real_images()[Runtime.COMFYUI]
+    script = launch_script(image, "sdxl-1.0").replace("https://github.com", base_url)
+    script = script.replace("/workspace", str(tmp_path / "workspace"))
+    provision = provisioning_script(catalog_model("sdxl-1.0")).replace(
+        "https://huggingface.co", base_url
+    )
+    provision = provision.replace("/workspace", str(tmp_path / "workspace"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if not (bin_dir / "python").exists():
+        (bin_dir / "python").symlink_to(sys.executable)
+    env = {
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "FRUTEBOX_PROVISION": provision,
+    }
+    return subprocess.run(["bash", "-c", script], env=env, check=False).returncode
+
+
+def test_launch_installs_the_release_once_then_execs_comfyui_on_the_volume(
+    tmp_path: Path,
+) -> None:
+    tarball = release_tarball(tmp_path)
+
+    class Release(_Files):
+        log: list[tuple[str, str | None]] = []
+
+        def do_GET(self) -> None:
+            if not self.path.endswith(".tar.gz"):
+                super().do_GET()
+                return
+            type(self).log.append((self.path, None))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(tarball)))
+            self.end_headers()
+            self.wfile.write(tarball)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Release)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert run_launch(tmp_path, base) == 0
+        assert run_launch(tmp_path, base) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    home = tmp_path / "workspace" / "comfyui" / "0.8.0"
+    ran = (home / "main.py.ran").read_text().splitlines()
+    comfy = f"{tmp_path}/workspace/ComfyUI"
+    assert (
+        ran
+        == [
+            f"--listen 0.0.0.0 --port 8188 --base-directory {comfy}"
+            f" --output-directory {comfy}/output/sdxl-1.0 --temp-directory /tmp/comfyui"
+            " --database-url sqlite:///:memory:"
+        ]
+        * 2
+    )
+    assert [p for p, _ in Release.log].count(
+        "/Comfy-Org/ComfyUI/archive/refs/tags/v0.8.0.tar.gz"
+    ) == 1
+    assert (tmp_path / "workspace/ComfyUI/models/checkpoints/sd_xl_base_1.0.safetensors").is_file()
+    # Nothing half-installed is left beside the release.
+    assert [p.name for p in home.parent.iterdir()] == ["0.8.0"]
+
+
+def test_launch_fails_before_serving_when_the_release_cannot_be_fetched(
+    tmp_path: Path, files: tuple[type[_Files], str]
+) -> None:
+    handler, base = files
+    handler.failing = True
+    assert run_launch(tmp_path, base) != 0
+    # Nothing is installed, nothing half-installed is left, and no server ran.
+    assert list((tmp_path / "workspace" / "comfyui").iterdir()) == []
 
 
 def _comfy_model(min_comfyui: str | None) -> Model:

@@ -8,6 +8,13 @@
 // the SDK's own python/toolchain package (so `runtime.options.virtualenv` and
 // `toolchain` in Pulumi.yaml behave as upstream), and runs the SDK's
 // `pulumi-language-python-exec` script, which must sit next to this binary.
+//
+// Lifetime, as upstream's: it stops serving on SIGINT/SIGTERM and when the
+// engine stops answering its health check (every healthInterval); when a Run
+// is cancelled (the engine aborting the update, or this host stopping) the
+// program gets SIGINT, and SIGKILL after programGrace. Beyond upstream, it also
+// stops within a second of the process that started it exiting (the CLI
+// killed outright), rather than after the next health check.
 package main
 
 import (
@@ -24,7 +31,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/version"
@@ -65,10 +74,21 @@ for d in md.distributions():
 print(json.dumps(out))
 `
 
+// healthInterval is how often the engine is asked whether it is alive (upstream's 5 minutes).
+const healthInterval = 5 * time.Minute
+
+// programGrace is how long a program has after SIGINT before it is killed.
+var programGrace = 10 * time.Second
+
+// parentPoll is how often the host checks that the process that started it is alive.
+var parentPoll = time.Second
+
 type host struct {
 	pulumirpc.UnimplementedLanguageRuntimeServer
 	engineAddress string
 	execPath      string
+	// programs counts running programs, so that a stopping host lets them end first.
+	programs sync.WaitGroup
 }
 
 func main() {
@@ -93,6 +113,15 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancelCtx := context.WithCancel(ctx)
+	defer cancelCtx()
+	if h.engineAddress != "" {
+		if err := rpcutil.Healthcheck(ctx, h.engineAddress, healthInterval, cancelCtx); err != nil {
+			fmt.Fprintf(os.Stderr, "pulumi-language-python: health check: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	go watchParent(ctx, os.Getppid(), parentPoll, cancelCtx)
 	cancel := make(chan bool)
 	go func() {
 		<-ctx.Done()
@@ -112,10 +141,46 @@ func main() {
 	}
 	// The engine reads the port from the first line of stdout.
 	fmt.Printf("%d\n", handle.Port)
-	if err := <-handle.Done; err != nil {
+	err = <-handle.Done
+	// Stopping cancelled every Run: let their programs take SIGINT and end.
+	ended := make(chan struct{})
+	go func() {
+		h.programs.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(programGrace + time.Second):
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "pulumi-language-python: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// watchParent calls gone once the process that started this one has exited
+// (this process is then re-parented, so its parent id changes).
+func watchParent(ctx context.Context, parent int, every time.Duration, gone func()) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if os.Getppid() != parent {
+				gone()
+				return
+			}
+		}
+	}
+}
+
+// interruptOnCancel makes a cancelled cmd (built with exec.CommandContext) get
+// SIGINT, as upstream hosts send, then SIGKILL after programGrace.
+func interruptOnCancel(cmd *exec.Cmd) {
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = programGrace
 }
 
 // execScriptPath finds pulumi-language-python-exec beside this binary.
@@ -340,7 +405,10 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 	cmd.Env = append(env, "PULUMI_CONFIG="+string(config), "PULUMI_CONFIG_SECRET_KEYS="+string(secretJSON))
 	cmd.Dir = req.GetPwd()
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	interruptOnCancel(cmd)
 
+	h.programs.Add(1)
+	defer h.programs.Done()
 	if err := cmd.Run(); err != nil {
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {

@@ -6,18 +6,26 @@
 // proxy our machines can reach (see ../../README.md), and the project only uses
 // the local resources. It answers to the same type tokens and reports the same
 // plugin version as the pulumi-command==1.2.1 Python package, so programs
-// written against that package run unchanged. Semantics follow upstream:
-// nothing runs during preview; any input change is an update that runs
-// `update` (or `create` when `update` is unset); a `triggers` change is a
+// written against that package run unchanged. Semantics follow upstream
+// v1.2.1 (provider/pkg/provider/local, read for this): nothing runs during
+// preview; any input change is an update that runs `update` when it is set
+// (even to "", which runs nothing) or else `create`; a `triggers` change is a
 // replace; `update` and `delete` see the previous stdout/stderr in
-// PULUMI_COMMAND_STDOUT/PULUMI_COMMAND_STDERR; a secret input makes
-// stdout/stderr secret; `logging` controls what is echoed to the engine.
-// Remote resources (`command:remote:*`) are rejected with a clear error.
+// PULUMI_COMMAND_STDOUT/PULUMI_COMMAND_STDERR, each only when non-empty and
+// unless addPreviousOutputInEnv is false; stdout/stderr are never made secret
+// because an input is (a program marks them with additionalSecretOutputs);
+// `logging` controls only what is echoed, the error text always carries both
+// streams; customTimeouts bound each operation. Remote resources
+// (`command:remote:*`) are rejected with a clear error.
 //
-// Cancellation (Pulumi interrupted, or the engine's Cancel call) sends SIGTERM
-// to the command's process group and allows cancelGrace before SIGKILL, so a
-// command can clean up what it started: ours terminates a pod it created,
-// which a bare SIGKILL would leave billing.
+// Cancellation (the engine's Cancel call, a customTimeout) kills the
+// interpreter it started with SIGKILL, as upstream does: the command's own
+// children get no signal, and the operation ends when they close its output.
+// A command that starts children must watch for its parent going away (ours
+// does: frutebox_infra/runpod/parent_watch.py).
+//
+// Deliberate difference: upstream stops reading output after a line longer
+// than 64 KiB and then hangs the command; this one logs such a line whole.
 package main
 
 import (
@@ -33,7 +41,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/diag"
@@ -65,8 +72,8 @@ var inputKeys = []resource.PropertyKey{
 	"environment", "interpreter", "logging", "stdin", "triggers", "update",
 }
 
-// cancelGrace is how long a cancelled command has, after SIGTERM, before SIGKILL.
-var cancelGrace = 60 * time.Second
+// outputKeys are what a command produces; an update starts from their previous values.
+var outputKeys = []resource.PropertyKey{"stdout", "stderr", "assets", "archive"}
 
 var marshalOpts = plugin.MarshalOptions{
 	KeepUnknowns: true, KeepSecrets: true, SkipNulls: true, Label: "command",
@@ -96,9 +103,16 @@ func (p *commandProvider) stopChan() chan struct{} {
 	return p.stopped
 }
 
-// operation is ctx, also cancelled when the engine calls Cancel.
-func (p *commandProvider) operation(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+// operation is ctx, also cancelled when the engine calls Cancel and, when
+// timeout (seconds, from customTimeouts) is positive, once it has passed.
+// Whole seconds, as upstream counts them.
+func (p *commandProvider) operation(ctx context.Context, timeout float64) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	stopped := p.stopChan()
 	go func() {
 		select {
@@ -117,9 +131,11 @@ func (p *commandProvider) GetPluginInfo(context.Context, *emptypb.Empty) (*pulum
 func (p *commandProvider) GetSchema(
 	context.Context, *pulumirpc.GetSchemaRequest,
 ) (*pulumirpc.GetSchemaResponse, error) {
-	return &pulumirpc.GetSchemaResponse{
-		Schema: fmt.Sprintf(`{"name":"command","version":%q}`, providerVersion),
-	}, nil
+	schema, err := schemaJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.GetSchemaResponse{Schema: schema}, nil
 }
 
 func (p *commandProvider) CheckConfig(
@@ -140,8 +156,8 @@ func (p *commandProvider) Configure(
 	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true}, nil
 }
 
-// Cancel is the engine asking to abort what runs (first Ctrl-C): running
-// commands get SIGTERM and cancelGrace to clean up.
+// Cancel is the engine asking to abort what runs (first Ctrl-C): every running
+// and later operation is cancelled, which SIGKILLs its interpreter.
 func (p *commandProvider) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	stopped := p.stopChan()
 	p.stopOnce.Do(func() { close(stopped) })
@@ -280,9 +296,15 @@ func (p *commandProvider) Create(ctx context.Context, req *pulumirpc.CreateReque
 	if req.GetPreview() {
 		return &pulumirpc.CreateResponse{Id: id, Properties: mustMarshal(previewOutputs(inputs))}, nil
 	}
-	outputs, err := p.run(ctx, resource.URN(req.GetUrn()), inputs, "create", nil)
-	if err != nil {
-		return nil, err
+	ctx, done := p.operation(ctx, req.GetTimeout())
+	defer done()
+	outputs := inputs.Copy()
+	outputs["stdout"], outputs["stderr"] = resource.NewStringProperty(""), resource.NewStringProperty("")
+	if _, ok := plainValue(inputs, "create"); ok {
+		outputs, err = p.run(ctx, resource.URN(req.GetUrn()), inputs, "create", outputs)
+		if err != nil {
+			return nil, err
+		}
 	}
 	props, err := plugin.MarshalProperties(outputs, marshalOpts)
 	if err != nil {
@@ -303,13 +325,28 @@ func (p *commandProvider) Update(ctx context.Context, req *pulumirpc.UpdateReque
 	if req.GetPreview() {
 		return &pulumirpc.UpdateResponse{Properties: mustMarshal(previewOutputs(news))}, nil
 	}
-	which := "update"
-	if s, _ := stringInput(news, "update"); s == "" {
-		which = "create"
+	// The new inputs with the previous outputs, which the command sees.
+	outputs := news.Copy()
+	for _, k := range outputKeys {
+		if v, ok := olds[k]; ok {
+			outputs[k] = v
+		}
 	}
-	outputs, err := p.run(ctx, resource.URN(req.GetUrn()), news, which, olds)
-	if err != nil {
-		return nil, err
+	// `update` when it is set at all (an empty one runs nothing), else `create`,
+	// else nothing runs and the previous outputs stay.
+	which := resource.PropertyKey("")
+	for _, k := range []resource.PropertyKey{"update", "create"} {
+		if _, ok := plainValue(news, k); ok {
+			which = k
+			break
+		}
+	}
+	if which != "" {
+		ctx, done := p.operation(ctx, req.GetTimeout())
+		defer done()
+		if outputs, err = p.run(ctx, resource.URN(req.GetUrn()), news, which, outputs); err != nil {
+			return nil, err
+		}
 	}
 	props, err := plugin.MarshalProperties(outputs, marshalOpts)
 	if err != nil {
@@ -323,19 +360,31 @@ func (p *commandProvider) Delete(ctx context.Context, req *pulumirpc.DeleteReque
 	if err != nil {
 		return nil, err
 	}
-	if s, _ := stringInput(state, "delete"); s != "" {
-		// delete always sees the previous output, whatever addPreviousOutputInEnv says.
-		state = state.Copy()
-		state["addPreviousOutputInEnv"] = resource.NewBoolProperty(true)
-		if _, err := p.run(ctx, resource.URN(req.GetUrn()), state, "delete", state); err != nil {
+	if _, ok := plainValue(state, "delete"); ok {
+		ctx, done := p.operation(ctx, req.GetTimeout())
+		defer done()
+		if _, err := p.run(ctx, resource.URN(req.GetUrn()), state, "delete", state.Copy()); err != nil {
 			return nil, err
 		}
 	}
 	return &emptypb.Empty{}, nil
 }
 
+// Read returns the state and inputs it is given, as upstream's does: a refresh
+// changes nothing, and `pulumi import` adopts a command with empty state
+// (present, so the engine does not call the resource missing).
 func (p *commandProvider) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
-	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
+	if typ := typeOf("", req.GetUrn()); typ != commandType {
+		return nil, unsupported(typ)
+	}
+	props, inputs := req.GetProperties(), req.GetInputs()
+	if props == nil {
+		props = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	}
+	if inputs == nil {
+		inputs = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	}
+	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: props, Inputs: inputs}, nil
 }
 
 func (p *commandProvider) Invoke(ctx context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
@@ -346,7 +395,9 @@ func (p *commandProvider) Invoke(ctx context.Context, req *pulumirpc.InvokeReque
 	if err != nil {
 		return nil, err
 	}
-	outputs, err := p.run(ctx, "", args, "command", nil)
+	ctx, done := p.operation(ctx, 0)
+	defer done()
+	outputs, err := p.run(ctx, "", args, "command", args.Copy())
 	if err != nil {
 		return nil, err
 	}
@@ -423,13 +474,14 @@ func stringList(m resource.PropertyMap, k resource.PropertyKey) ([]string, error
 	return out, nil
 }
 
-// run executes inputs[which] and returns the inputs plus stdout/stderr (and
-// assets/archive). prev, when non-nil, is the previous state whose output is
-// exposed to the command.
+// run executes inputs[which] and returns state with the new stdout/stderr
+// (and assets/archive). state holds the previous outputs, which the command
+// sees in its environment; on failure the error carries both streams.
 func (p *commandProvider) run(
-	ctx context.Context, urn resource.URN, inputs resource.PropertyMap, which string, prev resource.PropertyMap,
+	ctx context.Context, urn resource.URN, inputs resource.PropertyMap, which resource.PropertyKey,
+	state resource.PropertyMap,
 ) (resource.PropertyMap, error) {
-	script, err := stringInput(inputs, resource.PropertyKey(which))
+	script, err := stringInput(inputs, which)
 	if err != nil {
 		return nil, err
 	}
@@ -474,51 +526,42 @@ func (p *commandProvider) run(
 	if v, ok := plainValue(inputs, "addPreviousOutputInEnv"); ok && v.IsBool() {
 		addPrev = v.BoolValue()
 	}
-	if prev != nil && addPrev {
-		prevOut, _ := stringInput(prev, "stdout")
-		prevErr, _ := stringInput(prev, "stderr")
-		env = append(env, "PULUMI_COMMAND_STDOUT="+prevOut, "PULUMI_COMMAND_STDERR="+prevErr)
+	if addPrev {
+		// Only what is there: an empty previous stdout leaves the variable unset.
+		if prevOut, _ := stringInput(state, "stdout"); prevOut != "" {
+			env = append(env, "PULUMI_COMMAND_STDOUT="+prevOut)
+		}
+		if prevErr, _ := stringInput(state, "stderr"); prevErr != "" {
+			env = append(env, "PULUMI_COMMAND_STDERR="+prevErr)
+		}
 	}
 
-	out := inputs.Copy()
+	stdout, stderr, err := p.exec(ctx, urn, interpreter, script, dir, stdin, env, logging)
+	if err != nil {
+		return nil, err
+	}
+	out := state.Copy()
 	if which == "delete" {
-		out = resource.PropertyMap{}
+		return out, nil
 	}
-	var stdout, stderr string
-	if script != "" {
-		stdout, stderr, err = p.exec(ctx, urn, interpreter, script, dir, stdin, env, logging)
-		if err != nil {
-			return nil, err
-		}
+	if err := collectFiles(inputs, dir, out); err != nil {
+		return nil, err
 	}
-	stdoutV, stderrV := resource.NewStringProperty(stdout), resource.NewStringProperty(stderr)
-	if inputs.ContainsSecrets() {
-		stdoutV, stderrV = resource.MakeSecret(stdoutV), resource.MakeSecret(stderrV)
-	}
-	out["stdout"], out["stderr"] = stdoutV, stderrV
-
-	if which != "delete" {
-		if err := collectFiles(inputs, dir, out); err != nil {
-			return nil, err
-		}
-	}
+	// Plain strings even when an input is secret: upstream does not propagate
+	// secretness to stdout/stderr (a program asks with additionalSecretOutputs).
+	out["stdout"], out["stderr"] = resource.NewStringProperty(stdout), resource.NewStringProperty(stderr)
 	return out, nil
 }
 
-// exec runs one command, streaming its output lines to the engine as status logs.
+// exec runs one command, streaming its output lines to the engine as status
+// logs. A cancelled ctx SIGKILLs the interpreter only (exec's default), and
+// exec returns once every holder of its output has closed it, as upstream's.
 func (p *commandProvider) exec(
 	ctx context.Context, urn resource.URN, interpreter []string, script, dir, stdin string,
 	env []string, logging string,
 ) (string, string, error) {
-	ctx, done := p.operation(ctx)
-	defer done()
 	args := append(append([]string{}, interpreter[1:]...), script)
 	cmd := exec.CommandContext(ctx, interpreter[0], args...)
-	// Its own process group, so a cancellation reaches the command even when the
-	// interpreter did not exec it, and nothing it started outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
-	cmd.WaitDelay = cancelGrace
 	cmd.Env = env
 	cmd.Dir = dir
 	if stdin != "" {
@@ -540,36 +583,23 @@ func (p *commandProvider) exec(
 	cmd.Stdout = io.MultiWriter(&outBuf, outLog)
 	cmd.Stderr = io.MultiWriter(&errBuf, errLog)
 	err := cmd.Run()
-	if ctx.Err() != nil && cmd.Process != nil {
-		// Whatever the cancelled command left in its group goes too.
-		_ = signalGroup(cmd, syscall.SIGKILL)
-	}
 	outLog.flush()
 	errLog.flush()
 	stdout := strings.TrimSuffix(outBuf.String(), "\n")
 	stderr := strings.TrimSuffix(errBuf.String(), "\n")
 	if err != nil {
-		msg := fmt.Sprintf("%v: running %q", err, script)
-		if logging != "none" && both.Len() > 0 {
-			msg += ":\n" + strings.TrimSuffix(both.String(), "\n")
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (customTimeouts)", err)
 		}
+		// Both streams, whatever `logging` says: upstream's error text.
+		msg := fmt.Sprintf("%v: running %q:\n%s", err, script, both.String())
 		return stdout, stderr, status.Error(codes.Unknown, msg)
 	}
 	return stdout, stderr, nil
 }
 
-// signalGroup signals the command's process group; a group already gone is
-// os.ErrProcessDone, which exec treats as "nothing left to cancel".
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
-	err := syscall.Kill(-cmd.Process.Pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
-}
-
 // lineLogger passes each complete output line to emit (the engine's status log)
-// and keeps every byte in both (for the error message).
+// when on, and keeps every byte in both (for the error message) always.
 type lineLogger struct {
 	emit func(line string)
 	on   bool
@@ -587,12 +617,12 @@ func (l *lineLogger) flush() {
 }
 
 func (l *lineLogger) Write(b []byte) (int, error) {
-	if !l.on {
-		return len(b), nil
-	}
 	l.mu.Lock()
 	l.both.Write(b)
 	l.mu.Unlock()
+	if !l.on {
+		return len(b), nil
+	}
 	l.part = append(l.part, b...)
 	for {
 		i := bytes.IndexByte(l.part, '\n')
@@ -656,7 +686,11 @@ func matchFiles(dir string, patterns []string) ([]string, error) {
 	for _, pat := range patterns {
 		exclude := strings.HasPrefix(pat, "!")
 		pat = strings.TrimPrefix(pat, "!")
-		re, err := regexp.Compile("^" + globToRegexp(pat) + "$")
+		expr, err := globToRegexp(pat)
+		if err != nil {
+			return nil, fmt.Errorf("bad glob %q: %w", pat, err)
+		}
+		re, err := regexp.Compile("^" + expr + "$")
 		if err != nil {
 			return nil, fmt.Errorf("bad glob %q: %w", pat, err)
 		}
@@ -694,8 +728,13 @@ func matchFiles(dir string, patterns []string) ([]string, error) {
 	return matched, err
 }
 
-func globToRegexp(glob string) string {
+// globToRegexp translates the glob syntax upstream accepts (gobwas/glob with
+// '/' as separator): `*` within a segment, `**` across segments, `?` one
+// non-separator character, `[ab]`/`[a-z]` and `[!ab]` classes, `{a,b}`
+// alternatives (nestable) and `\` escapes.
+func globToRegexp(glob string) (string, error) {
 	var b strings.Builder
+	depth := 0
 	for i := 0; i < len(glob); i++ {
 		switch c := glob[i]; c {
 		case '*':
@@ -707,11 +746,60 @@ func globToRegexp(glob string) string {
 			}
 		case '?':
 			b.WriteString("[^/]")
+		case '[':
+			end := strings.IndexByte(glob[i+1:], ']')
+			if end < 0 {
+				return "", fmt.Errorf("unclosed '[' at %d", i)
+			}
+			class := glob[i+1 : i+1+end]
+			neg := strings.HasPrefix(class, "!")
+			class = strings.TrimPrefix(class, "!")
+			if class == "" {
+				return "", fmt.Errorf("empty character class at %d", i)
+			}
+			b.WriteByte('[')
+			if neg {
+				b.WriteByte('^')
+			}
+			for j := 0; j < len(class); j++ {
+				if class[j] == '-' && j > 0 && j < len(class)-1 {
+					b.WriteByte('-')
+					continue
+				}
+				b.WriteString(regexp.QuoteMeta(string(class[j])))
+			}
+			b.WriteByte(']')
+			i += end + 1
+		case '{':
+			depth++
+			b.WriteString("(?:")
+		case ',':
+			if depth > 0 {
+				b.WriteByte('|')
+			} else {
+				b.WriteString(",")
+			}
+		case '}':
+			if depth == 0 {
+				return "", fmt.Errorf("unopened '}' at %d", i)
+			}
+			depth--
+			b.WriteByte(')')
+		case '\\':
+			if i+1 < len(glob) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(glob[i])))
+			} else {
+				b.WriteString(regexp.QuoteMeta("\\"))
+			}
 		default:
 			b.WriteString(regexp.QuoteMeta(string(c)))
 		}
 	}
-	return b.String()
+	if depth != 0 {
+		return "", errors.New("unclosed '{'")
+	}
+	return b.String(), nil
 }
 
 var _ pulumirpc.ResourceProviderServer = (*commandProvider)(nil)

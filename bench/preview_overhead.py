@@ -83,6 +83,7 @@ import pulumi_command.local
 t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry

@@ -8,8 +8,9 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
@@ -45,17 +46,25 @@ def load_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> FleetPlan:
     return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 
 
-def render_plan(plan: FleetPlan, fmt: Format) -> str:
-    if fmt is Format.JSON:
-        return json.dumps(plan_data(plan), indent=2)
-    if fmt is Format.MARKDOWN:
-        return plan_markdown(plan)
-    return plan_table(plan)
+def render(view: FleetPlan | StatusView, fmt: Format) -> str:
+    """The one entry to the views' formats: JSON with stable keys, Markdown, or a table."""
+    markdown = fmt is Format.MARKDOWN
+    data: Callable[[], Any]
+    text: Callable[[], str]
+    if isinstance(view, FleetPlan):
+        data = partial(plan_data, view)
+        text = partial(plan_markdown if markdown else plan_table, view)
+    else:
+        from frutebox_infra.report.status import status_data, status_markdown, status_table
+
+        data = partial(status_data, view)
+        text = partial(status_markdown if markdown else status_table, view)
+    return json.dumps(data(), indent=2) if fmt is Format.JSON else text()
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = load_plan(args.stack, Path(args.stacks_dir))
-    print(render_plan(plan, args.format))
+    print(render(plan, args.format))
     if not plan.ok:
         print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
         return EXIT_PROBLEMS
@@ -66,16 +75,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from frutebox_infra.diff import run_diff
 
     return run_diff(base=args.base, head=args.head, stack=args.stack, fmt=str(args.format))
-
-
-def render_status(view: StatusView, fmt: Format) -> str:
-    from frutebox_infra.report.status import status_data, status_markdown, status_table
-
-    if fmt is Format.JSON:
-        return json.dumps(status_data(view), indent=2)
-    if fmt is Format.MARKDOWN:
-        return status_markdown(view)
-    return status_table(view)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -106,7 +105,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for pod_id in terminate(view, endpoints):
             print(f"terminated untracked pod {pod_id}", file=sys.stderr)
         return EXIT_OK
-    print(render_status(view, args.format))
+    print(render(view, args.format))
     return EXIT_DRIFT if view.drifted else EXIT_OK
 
 

@@ -34,3 +34,13 @@ def test_drift_rows_notes_and_the_heal_command() -> None:
         "qwen3-8b": "missing",
         "llama-3.2-1b": None,
     }
+
+
+def test_the_cli_renders_each_format_of_the_status_view() -> None:
+    from frutebox_infra.cli import render
+    from frutebox_infra.report import Format
+
+    view = status(IN_SYNC)
+    assert render(view, Format.TABLE) == status_table(view)
+    assert render(view, Format.MARKDOWN) == status_markdown(view)
+    assert json.loads(render(view, Format.JSON)) == status_data(view)

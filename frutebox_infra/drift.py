@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from frutebox_infra.deploy_contract import OWNER_ENV
 from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name
 from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.settings import PROJECT
@@ -17,8 +18,6 @@ from frutebox_infra.settings import PROJECT
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})
 """A pod in these states bills its disk but serves nothing: `stopped`."""
 
-OWNER_ENV = "FRUTEBOX_OWNER"
-"""The pod env variable the deploy step sets to the stack's ownership token."""
 OWNERSHIP_ENV_PREFIX = "FRUTEBOX_"
 """Env keys the deploy step adds (the ownership token); never a hand edit."""
 

@@ -15,7 +15,8 @@ from typing import Any
 import pulumi
 from pulumi_command import local
 
-from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request, volume_name
+from frutebox_infra.deploy_contract import VolumeRequest
+from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request, volume_request
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 
@@ -66,9 +67,7 @@ def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
 
 @dataclass(frozen=True)
 class WeightsVolumeArgs:
-    name: str
-    size_gb: int
-    data_center: str
+    request: VolumeRequest
     credentials: Credentials
 
 
@@ -82,13 +81,14 @@ class WeightsVolume(pulumi.ComponentResource):
     """
 
     volume_id: pulumi.Output[str]
+    owner: pulumi.Output[str]
     size_gb: pulumi.Output[int]
 
     def __init__(
         self, name: str, args: WeightsVolumeArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("frutebox:index:WeightsVolume", name, None, opts)
-        request = {"name": args.name, "size": args.size_gb, "dataCenter": args.data_center}
+        request = args.request
         environment = args.credentials.environment()
         # `update` runs when only the environment changes (a rotated API key): it finds the
         # same volume from the previous output rather than creating a second one.
@@ -97,25 +97,30 @@ class WeightsVolume(pulumi.ComponentResource):
             create=_command("volume", "create"),
             update=_command("volume", "update"),
             delete=_command("volume", "delete"),
-            stdin=json.dumps(request, sort_keys=True),
+            stdin=request.to_json(),
             environment=environment,
-            triggers=[args.data_center],
+            # The tier is fixed at creation, like the data centre: a change is a new volume.
+            triggers=[request.dataCenter, request.type],
             logging=local.Logging.STDERR,
             opts=_options(parent=self, protect=True, ignore_changes=["stdin"]),
         )
-        self.volume_id = _result(volume.stdout).apply(lambda r: str(r.get("volumeId", "")))
+        recorded = _result(volume.stdout)
+        self.volume_id = recorded.apply(lambda r: str(r.get("volumeId", "")))
+        # The stack's ownership token, minted by the create and kept in this output (state).
+        self.owner = recorded.apply(lambda r: str(r.get("owner") or ""))
+        size = request.size
         grow = local.Command(
             f"{name}-size",
             create=_command("volume", "grow"),
             update=_command("volume", "grow"),
             stdin=self.volume_id.apply(
-                lambda vid: json.dumps({"volumeId": vid, "size": args.size_gb}, sort_keys=True)
+                lambda vid: json.dumps({"volumeId": vid, "size": size}, sort_keys=True)
             ),
             environment=environment,
             logging=local.Logging.STDERR,
             opts=_options(parent=self),
         )
-        self.size_gb = _result(grow.stdout).apply(lambda r: int(r.get("size", args.size_gb)))
+        self.size_gb = _result(grow.stdout).apply(lambda r: int(r.get("size", size)))
         self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
 
 
@@ -125,6 +130,7 @@ class ModelServerArgs:
     plan: ModelPlan
     settings: StackSettings
     volume_id: pulumi.Output[str]
+    owner: pulumi.Output[str]
     volume_name: str
     credentials: Credentials
 
@@ -143,10 +149,10 @@ class ModelServer(pulumi.ComponentResource):
     ) -> None:
         super().__init__("frutebox:index:ModelServer", name, None, opts)
         plan, settings, stack = args.plan, args.settings, args.stack
-        stdin = args.volume_id.apply(
-            lambda vid: json.dumps(
-                pod_request(plan, settings, stack=stack, volume_id=vid), sort_keys=True
-            )
+        stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
+            lambda ids: pod_request(
+                plan, settings, stack=stack, volume_id=ids[0], owner=ids[1]
+            ).to_json()
         )
         # What RunPod cannot change on a live pod is a replace: the placement the plan picks,
         # the data centre and the volume (by its stable name: its id is unknown in a preview
@@ -187,15 +193,8 @@ class Fleet:
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
-    volume = WeightsVolume(
-        "weights",
-        WeightsVolumeArgs(
-            name=volume_name(plan.stack),
-            size_gb=plan.volume.size_gb,
-            data_center=plan.settings.data_center,
-            credentials=credentials,
-        ),
-    )
+    request = volume_request(plan)
+    volume = WeightsVolume("weights", WeightsVolumeArgs(request, credentials))
     servers: dict[str, ModelServer] = {}
     for model in plan.models:
         servers[model.model_id] = ModelServer(
@@ -205,13 +204,17 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
                 model,
                 plan.settings,
                 volume.volume_id,
-                volume_name(plan.stack),
+                volume.owner,
+                request.name,
                 credentials,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
     pulumi.export("plan", plan_data(plan))
-    pulumi.export("volume", {"id": volume.volume_id, "sizeGb": volume.size_gb})
+    # The ownership token is exported so `frutebox status` can prove which pods are ours.
+    pulumi.export(
+        "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
+    )
     pulumi.export(
         "pods",
         {

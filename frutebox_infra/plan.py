@@ -7,6 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from frutebox_infra.deploy_contract import (
+    OWNER_ENV,
+    HealthSpec,
+    PodRequest,
+    TimeoutSpec,
+    VolumeRequest,
+)
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
@@ -94,9 +101,11 @@ class VolumePlan:
     current_gb: int | None = None
     """The size the volume has today, when known: it never shrinks below it."""
 
+    tier: str = "STANDARD"
+
     @property
     def usd_per_month(self) -> float:
-        return self.facts.usd_per_month(self.size_gb)
+        return self.facts.usd_per_month(self.size_gb, self.tier)
 
     def at_least(self, current_gb: int) -> VolumePlan:
         """The volume as it will be when it already has `current_gb`: it never shrinks."""
@@ -274,17 +283,34 @@ def _volume(
     wanted = math.ceil(round(weights * (1 + settings.volume_headroom), 6))
     facts = registry.network_volume
     size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted))
-    volume = VolumePlan(size, round(weights, 2), settings.data_center, facts)
+    volume = VolumePlan(
+        size, round(weights, 2), settings.data_center, facts, tier=settings.volume_type
+    )
     return volume if current_gb is None else volume.at_least(current_gb)
 
 
+HEALTH_BASE_S = 900
+"""Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
+
+
+def health_deadline_s(plan: ModelPlan, settings: StackSettings) -> int:
+    """How long a new pod may take to answer health: a first bring-up downloads the model's
+    weights onto the volume before the server can answer, so the deadline grows with them
+    at the assumed `downloadMBps`; the stack's `healthTimeoutSeconds` overrides it."""
+    if settings.health_timeout_seconds is not None:
+        return settings.health_timeout_seconds
+    serving = plan.resolution.serving
+    weights_gb = serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
+    return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
+
+
 def volume_name(stack: str) -> str:
-    """The stack's weights volume: found again by this name if its state is ever lost."""
+    """The stack's weights volume; the deploy step appends the stack's ownership token."""
     return f"frutebox-{stack}-weights"
 
 
 def pod_name(stack: str, model_id: str) -> str:
-    """Unique per stack and model: the client adopts a pod by this name after a 5xx."""
+    """Per stack and model; not unique on RunPod, so ownership is proven by the token."""
     return f"frutebox-{stack}-{model_id}"
 
 
@@ -295,6 +321,7 @@ def pod_body(
     *,
     stack: str,
     volume_id: str,
+    owner: str,
 ) -> dict[str, Any]:
     """The exact RunPod v2 `POST /v2/pods` body for one placement."""
     pod = placement.pod
@@ -302,10 +329,16 @@ def pod_body(
         "name": pod_name(stack, plan.model_id),
         "image": pod.image,
         "args": pod.args,
-        "env": dict(pod.env),
+        "env": {**pod.env, OWNER_ENV: owner},
         "ports": pod.ports,
         "disk": settings.container_disk_gb,
-        "gpu": {"id": placement.gpu.id, "count": placement.count},
+        # The image's CUDA floor: a host with an older driver is a capacity answer, so the
+        # walk moves on instead of starting a pod that can never serve.
+        "gpu": {
+            "id": placement.gpu.id,
+            "count": placement.count,
+            "minCudaVersion": placement.image.min_cuda_version,
+        },
         "cloud": str(settings.cloud),
         "dataCenterIds": [settings.data_center],
         "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
@@ -313,23 +346,34 @@ def pod_body(
 
 
 def pod_request(
-    plan: ModelPlan, settings: StackSettings, *, stack: str, volume_id: str
-) -> dict[str, Any]:
+    plan: ModelPlan, settings: StackSettings, *, stack: str, volume_id: str, owner: str
+) -> PodRequest:
     """What the deploy step reads on stdin: candidates cheapest-first plus how to check health."""
     assert plan.placement is not None
     pod = plan.placement.pod
-    return {
-        "name": pod_name(stack, plan.model_id),
-        "candidates": [
-            pod_body(plan, p, settings, stack=stack, volume_id=volume_id) for p in plan.candidates
+    return PodRequest(
+        name=pod_name(stack, plan.model_id),
+        owner=owner,
+        volumeId=volume_id,
+        candidates=[
+            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner)
+            for p in plan.candidates
         ],
-        "health": {
-            "port": pod.port,
-            "path": pod.health_path,
-            **({"expectedFiles": list(pod.expected_files)} if pod.expected_files else {}),
-        },
-        "ollamaPull": pod.ollama_pull,
-        "hfTokenEnv": list(pod.secret_env),
-        "timeouts": {"healthySeconds": settings.health_timeout_seconds},
-        "meta": {"model": plan.model_id, "stack": stack},
-    }
+        health=HealthSpec(
+            port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
+        ),
+        ollamaPull=pod.ollama_pull,
+        hfTokenEnv=list(pod.secret_env),
+        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings)),
+        meta={"model": plan.model_id, "stack": stack},
+    )
+
+
+def volume_request(plan: FleetPlan) -> VolumeRequest:
+    """What the volume's deploy step reads on stdin."""
+    return VolumeRequest(
+        name=volume_name(plan.stack),
+        size=plan.volume.size_gb,
+        dataCenter=plan.settings.data_center,
+        type=plan.volume.tier,
+    )

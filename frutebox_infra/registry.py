@@ -80,6 +80,9 @@ class Image(Frozen):
     cache_env: dict[str, str] = Field(default_factory=dict)
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*$")
     """The engine release the tag ships, where a model needs a minimum one."""
+    min_cuda_version: str = Field(pattern=r"^\d+\.\d+$")
+    """The host CUDA version (driver) the image's CUDA runtime needs, `major.minor`: sent as
+    `gpu.minCudaVersion` on every create, so an older host is a capacity answer."""
     gpu_architectures: tuple[str, ...] = ()
     """Compute capabilities the image's kernels run on (binary-compatible ones included);
     empty means not recorded, and then no GPU is refused for it."""
@@ -263,11 +266,15 @@ class NetworkVolumeFacts(Frozen):
     min_gb: int = Field(gt=0)
     max_gb: int = Field(gt=0)
     price_tiers: tuple[PriceTier, ...] = Field(min_length=1)
+    """The STANDARD storage tier's prices."""
+    high_performance_usd_per_gb_month: float = Field(gt=0)
     source: str
 
-    def usd_per_month(self, size_gb: float) -> float:
+    def usd_per_month(self, size_gb: float, storage: str = "STANDARD") -> float:
         """Graduated: each tier's rate applies to the GB inside it, so price never drops
-        as a volume grows."""
+        as a volume grows. HIGH_PERFORMANCE storage has one flat rate."""
+        if storage == "HIGH_PERFORMANCE":
+            return round(size_gb * self.high_performance_usd_per_gb_month, 2)
         total, floor = 0.0, 0
         for tier in self.price_tiers:
             top = size_gb if tier.up_to_gb is None else min(size_gb, tier.up_to_gb)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,6 +17,9 @@ from frutebox_infra.registry import Cloud
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists."""
+
+
+VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
 
 
 class ModelOverride(BaseModel):
@@ -53,7 +56,12 @@ class StackSettings(BaseModel):
     overrides: dict[str, ModelOverride] = Field(default_factory=dict)
     spec_decode: bool = Field(default=True, alias="specDecode")
     runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
-    health_timeout_seconds: int = Field(default=1800, alias="healthTimeoutSeconds", ge=1)
+    health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=0)
+    """None (or 0 in the stack): each pod's deadline scales with the weights it downloads."""
+    download_mb_per_s: int = Field(
+        default=100, alias="downloadMBps", ge=1, le=100_000, description="assumed download"
+    )
+    volume_type: VolumeTier = Field(default="STANDARD", alias="volumeType")
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
     """Derived from the secret's presence, never read from the stack file."""
 
@@ -67,6 +75,11 @@ class StackSettings(BaseModel):
     @field_validator("runpod_api_url")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("health_timeout_seconds")
+    @classmethod
+    def _zero_scales(cls, value: int | None) -> int | None:
         return value or None
 
     @field_validator("models")
@@ -110,7 +123,9 @@ _FIXES = {
     "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
     "specDecode": "true or false",
     "runpodApiUrl": "the RunPod API base URL, or leave it unset",
-    "healthTimeoutSeconds": "a whole number of seconds, at least 1",
+    "healthTimeoutSeconds": "a whole number of seconds; 0 scales it with the weights",
+    "downloadMBps": "the download speed to assume onto the volume, whole MB/s from 1 (e.g. 100)",
+    "volumeType": "STANDARD or HIGH_PERFORMANCE",
 }
 _KNOWN_KEYS = tuple(
     sorted((f.alias or name) for name, f in StackSettings.model_fields.items()

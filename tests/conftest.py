@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.toolchain import ensure_toolchain
 
@@ -24,7 +25,10 @@ def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
     started: list[RunningEmulator] = []
 
     def make(stock: Stock | None = None) -> RunningEmulator:
-        running = start(host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin())
+        # Unit tests use the fast account; tests/e2e run the realistic one.
+        running = start(
+            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
+        )
         started.append(running)
         return running
 

@@ -26,7 +26,17 @@ def fault(emulator: RunningEmulator, *faults: dict[str, Any]) -> None:
 
 
 def live_pods(emulator: RunningEmulator) -> list[dict[str, Any]]:
-    return [p for p in state(emulator)["pods"] if p["status"] != "TERMINATED"]
+    """Our live pods: the realistic account's foreign pods (colliding names) are left out."""
+    return [
+        p
+        for p in state(emulator)["pods"]
+        if p["status"] != "TERMINATED" and not p["emulator"]["foreign"]
+    ]
+
+
+def foreign_pods(emulator: RunningEmulator) -> list[dict[str, Any]]:
+    """Someone else's pods the account held before the test, in whatever state they are now."""
+    return [p for p in state(emulator)["pods"] if p["emulator"]["foreign"]]
 
 
 def requests(emulator: RunningEmulator, op: str) -> list[dict[str, Any]]:

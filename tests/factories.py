@@ -7,7 +7,10 @@ Also the checkout's root, stack-file text, and the diff command the preview work
 
 from __future__ import annotations
 
+import ast
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -206,3 +209,14 @@ def openapi_path() -> Path:
         if path.is_file():
             return path
     raise FileNotFoundError(f"RunPod OpenAPI document not found in {OPENAPI_CANDIDATES}")
+
+
+def imported_packages(modules: Sequence[str], packages: Sequence[str]) -> list[str]:
+    """Which modules of `packages` importing `modules` pulls in, in a fresh interpreter."""
+    code = (
+        f"import sys, {', '.join(modules)};"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {tuple(packages)!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    found: list[str] = ast.literal_eval(done.stdout.strip())
+    return found

@@ -13,6 +13,8 @@ from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
 from frutebox_infra.settings import parse_settings
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
+OWNER = "0123456789abcdef"
+
 
 class Recorder(pulumi.runtime.Mocks):
     """Answers each registration like the deploy step would, and remembers what was declared."""
@@ -25,7 +27,7 @@ class Recorder(pulumi.runtime.Mocks):
         state = dict(args.inputs)
         if args.typ == "command:local:Command":
             if args.name.endswith(("-volume", "-size")):
-                state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17})
+                state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17, "owner": OWNER})
             else:
                 model = args.name.removesuffix("-pod")
                 state["stdout"] = json.dumps(
@@ -66,9 +68,10 @@ def test_plan_declares_a_protected_volume_and_one_server_per_model(recorder: Rec
         assert res["sdxl-1.0"].typ == "frutebox:index:ModelServer"
         volume = res["weights-volume"]
         assert json.loads(volume.inputs["stdin"]) == {
-            "name": "frutebox-dev-weights", "size": plan.volume.size_gb, "dataCenter": "EU-RO-1"
+            "name": "frutebox-dev-weights", "size": plan.volume.size_gb, "dataCenter": "EU-RO-1",
+            "type": "STANDARD",
         }  # fmt: skip
-        assert volume.inputs["triggers"] == ["EU-RO-1"]
+        assert volume.inputs["triggers"] == ["EU-RO-1", "STANDARD"]
         assert volume.inputs["create"].endswith("frutebox_infra.runpod volume create")
         size = res["weights-size"]
         assert json.loads(size.inputs["stdin"]) == {
@@ -94,10 +97,15 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
     def check(_: Any) -> None:
         pod = recorder.resources["qwen3-8b-pod"]
         request = json.loads(pod.inputs["stdin"])
-        assert request == pod_request(model, plan.settings, stack="dev", volume_id="vol-123")
+        expected = pod_request(model, plan.settings, stack="dev", volume_id="vol-123", owner=OWNER)
+        assert request == json.loads(expected.to_json())
         body = request["candidates"][0]
         assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
-        assert body["gpu"] == {"id": model.candidates[0].gpu.id, "count": 1}
+        # Ours provably: the stack's token in the env, the stack's volume mounted.
+        assert body["env"]["FRUTEBOX_OWNER"] == OWNER == request["owner"]
+        assert body["gpu"] == {
+            "id": model.candidates[0].gpu.id, "count": 1, "minCudaVersion": "12.1"
+        }  # fmt: skip
         assert request["ollamaPull"] == "qwen3:8b"
         triggers = pod.inputs["triggers"]
         placement = model.candidates[0]

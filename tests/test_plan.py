@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import re
 from functools import cache
 from typing import Any
 
@@ -14,14 +16,17 @@ from referencing import Resource
 from referencing.jsonschema import DRAFT202012
 
 from frutebox_infra.plan import (
+    HEALTH_BASE_S,
     HOURS_PER_MONTH,
     Environment,
     FleetPlan,
     VolumePlan,
+    health_deadline_s,
     plan_fleet,
     pod_body,
     pod_name,
     pod_request,
+    volume_request,
 )
 from frutebox_infra.registry import Model, Registry
 from tests.factories import (
@@ -35,6 +40,7 @@ from tests.factories import (
     sglang_model,
 )
 
+OWNER = "0123456789abcdef"
 P100 = gpu("P-1.00", vram_gb=80, secure=1.00)
 P150 = gpu("P-1.50", vram_gb=80, secure=1.50)
 P151 = gpu("P-1.51", vram_gb=80, secure=1.51)
@@ -312,13 +318,16 @@ def test_every_pod_body_is_a_valid_create_pod_request() -> None:
     bodies = 0
     for m in fleet.models:
         for p in m.candidates:
-            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="vol-123")
+            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="vol-123", owner=OWNER)
             errors = [e.message for e in validator.iter_errors(body)]
             assert not errors, (m.model_id, errors)
             assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
             assert body["dataCenterIds"] == ["EU-RO-1"]
             assert body["cloud"] == "SECURE"
-            assert body["gpu"] == {"id": p.gpu.id, "count": p.count}
+            assert body["gpu"] == {
+                "id": p.gpu.id, "count": p.count, "minCudaVersion": p.image.min_cuda_version
+            }  # fmt: skip
+            assert body["env"]["FRUTEBOX_OWNER"] == OWNER
             assert body["name"] == pod_name("prod", m.model_id)
             assert body["args"] == p.pod.args and body["image"] == p.pod.image
             assert body["ports"] == [f"{p.pod.port}/http"]
@@ -336,7 +345,8 @@ def test_pod_request_walks_candidates_cheapest_first() -> None:
     for m in fleet.models:
         if m.placement is None:
             continue
-        request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1")
+        request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1", owner=OWNER)
+        request = json.loads(request.to_json())
         costs = [c["gpu"]["count"] for c in request["candidates"]]
         assert len(costs) == 1 + len(m.fallbacks)
         prices = [p.usd_per_hour for p in m.candidates]
@@ -363,10 +373,32 @@ def test_pod_request_carries_the_pull_and_the_token_env(
     fleet, _ = all_servable_plan()
     m = fleet.model(model_id)
     assert m is not None
-    request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1")
-    assert request["ollamaPull"] == pull
-    assert request["hfTokenEnv"] == token_env
-    assert request["health"]["path"].startswith("/")
+    request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1", owner=OWNER)
+    assert request.ollamaPull == pull
+    assert request.hfTokenEnv == token_env
+    assert request.health.path.startswith("/")
+
+
+def test_health_deadlines_scale_with_the_weights_and_a_stack_key_overrides() -> None:
+    fleet, _ = all_servable_plan()
+    small, big = fleet.model("qwen3-8b"), fleet.model("qwen3-235b-a22b")
+    assert small is not None and big is not None
+    small_s, big_s = (health_deadline_s(m, fleet.settings) for m in (small, big))
+    assert HEALTH_BASE_S < small_s < big_s
+    weights_gb = big.resolution.serving.weights_disk_gb if big.resolution.serving else 0
+    assert big_s == HEALTH_BASE_S + math.ceil((weights_gb or 0) * 1000 / 100)  # 100 MB/s
+    fixed = fleet.settings.model_copy(update={"health_timeout_seconds": 1234})
+    assert health_deadline_s(big, fixed) == 1234
+
+
+def test_every_gpu_create_carries_its_images_cuda_floor() -> None:
+    floors = {i.min_cuda_version for i in real_registry().images.values()}
+    assert floors and all(re.fullmatch(r"\d+\.\d+", f) for f in floors)
+    fleet, _ = all_servable_plan()
+    for m in fleet.models:
+        for p in m.candidates:
+            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="v", owner=OWNER)
+            assert body["gpu"]["minCudaVersion"] == p.image.min_cuda_version
 
 
 def test_serve_options_pick_each_models_own_eagle3_head_from_the_environment() -> None:
@@ -395,3 +427,11 @@ def test_the_volume_keeps_its_current_size_and_is_priced_at_it() -> None:
     grown = plan_fleet(real_registry(), stack, stack="t", current_volume_gb=5)
     assert grown.volume.size_gb == 10  # 5.2 GB x 1.2 -> 7 GB, raised to RunPod's minimum
     assert not grown.volume.kept_larger
+
+
+@pytest.mark.parametrize(("tier", "usd"), [("STANDARD", 0.07), ("HIGH_PERFORMANCE", 0.14)])
+def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
+    plan = plan_fleet(real_registry(), settings(models=["qwen3-8b"], volumeType=tier), stack="d")
+    assert plan.volume.tier == tier
+    assert plan.volume.usd_per_month == pytest.approx(plan.volume.size_gb * usd, abs=0.01)
+    assert volume_request(plan).type == tier

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -16,6 +17,7 @@ OPERATIONS = frozenset(
         "pods.update",
         "pods.delete",
         "pods.action",
+        "pods.logs",
         "volumes.list",
         "volumes.create",
         "volumes.get",
@@ -63,11 +65,13 @@ class FaultError(ValueError):
 
 @dataclass(frozen=True)
 class Fault:
-    """One instruction: `op` fails once with `action`; `retry_after_s` only for return-429."""
+    """One instruction: `op` fails once with `action` (or, with `for_s`, every time for that
+    many emulated seconds); `retry_after_s` only for return-429."""
 
     op: str
     action: FaultAction
     retry_after_s: int = 0
+    for_s: float | None = None
 
     @property
     def status(self) -> int:
@@ -81,18 +85,20 @@ class Fault:
         data: dict[str, Any] = {"op": self.op, "action": str(self.action)}
         if self.action is FaultAction.RETURN_429:
             data["retryAfter"] = self.retry_after_s
+        if self.for_s is not None:
+            data["forSeconds"] = self.for_s
         return data
 
 
 def parse_faults(data: Any) -> list[Fault]:
-    """Read `[{op, action, retryAfter?, times?}, ...]` (or one such object)."""
+    """Read `[{op, action, retryAfter?, times? | forSeconds?}, ...]` (or one such object)."""
     items = data if isinstance(data, list) else [data]
     faults: list[Fault] = []
     for index, item in enumerate(items):
         where = f"fault {index}"
         if not isinstance(item, dict):
             raise FaultError(f"{where} is not an object with op and action")
-        unknown = set(item) - {"op", "action", "retryAfter", "times"}
+        unknown = set(item) - {"op", "action", "retryAfter", "times", "forSeconds"}
         if unknown:
             raise FaultError(f"{where} has unknown key(s) {', '.join(sorted(unknown))}")
         op, action = item.get("op"), item.get("action")
@@ -112,15 +118,32 @@ def parse_faults(data: Any) -> list[Fault]:
             raise FaultError(f"{where}: retryAfter must be whole seconds >= 0")
         if not isinstance(times, int) or times < 1:
             raise FaultError(f"{where}: times must be an integer >= 1")
+        duration = item.get("forSeconds")
+        if duration is not None:
+            if not isinstance(duration, int | float) or duration <= 0 or "times" in item:
+                raise FaultError(f"{where}: forSeconds must be seconds > 0, without times")
+            if kind in POD_ACTIONS or kind in AFTER_CREATE:
+                raise FaultError(f"{where}: forSeconds applies to return-* answers only")
+            faults.append(Fault(str(op), kind, retry_after, float(duration)))
+            continue
         faults.extend(Fault(str(op), kind, retry_after) for _ in range(times))
     return faults
 
 
 class FaultQueue:
-    """Pending faults, one FIFO per operation. Not thread-safe: the routes serialise calls."""
+    """Pending faults, one FIFO per operation. Not thread-safe: the routes serialise calls.
 
-    def __init__(self) -> None:
+    A timed fault (`for_s`) answers every call until its period ends; its period starts at
+    the first call it answers, so periods of one operation follow each other.
+    """
+
+    def __init__(
+        self, *, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._queues: dict[str, deque[Fault]] = {}
+        self._until: dict[int, float] = {}
+        self._scale = time_scale
+        self._clock = clock
 
     def add(self, faults: Iterable[Fault]) -> None:
         for fault in faults:
@@ -128,6 +151,14 @@ class FaultQueue:
 
     def _take(self, op: str, *, affects_pod: bool) -> Fault | None:
         queue = self._queues.get(op)
+        while queue and (period := queue[0].for_s) is not None:
+            head = queue[0]
+            # A period starts at the first call it answers, so a test's storm hits the waits
+            # it aims at however long the steps before them took.
+            ends = self._until.setdefault(id(head), self._clock() + period / self._scale)
+            if self._clock() < ends:
+                return head if not affects_pod else None
+            del self._until[id(queue.popleft())]
         if queue and queue[0].affects_pod == affects_pod:
             return queue.popleft()
         return None
@@ -142,6 +173,7 @@ class FaultQueue:
 
     def clear(self) -> None:
         self._queues.clear()
+        self._until.clear()
 
     def pending(self) -> list[dict[str, Any]]:
         return [f.to_json() for queue in self._queues.values() for f in queue]

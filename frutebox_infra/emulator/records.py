@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +55,14 @@ class PodRecord:
     pulled: list[str] = field(default_factory=list)
     billed: list[list[Any]] = field(default_factory=list)
     """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
+    # Realism (wall-clock seconds, so a state file survives a restart of the emulator).
+    created_wall: float = 0.0
+    started_wall: float | None = None
+    restart_at_wall: float | None = None
+    cuda: str | None = None
+    foreign: bool = False
+    load_s: float = 0.0
+    logs: list[str] = field(default_factory=list)
 
     @property
     def gpu(self) -> tuple[str, int] | None:
@@ -64,6 +73,13 @@ class PodRecord:
     def volume_id(self) -> str | None:
         network = (self.body.get("mounts") or {}).get("network") or []
         return str(network[0]["volumeId"]) if network else None
+
+    def uptime(self) -> int | float:
+        """Seconds since the container started; whole seconds unless the clock is scaled."""
+        if self.started_wall is None:
+            return 0
+        seconds = max(0.0, time.time() - self.started_wall)
+        return int(seconds) if seconds >= 1 else round(seconds, 3)
 
     def view(self) -> dict[str, Any]:
         """The pod as GET /v2/pods/{id} shows it (schema `Pod`)."""
@@ -84,7 +100,7 @@ class PodRecord:
             "registry": b.get("registry"),
             "cloud": b.get("cloud", "SECURE"),
             "dataCenterId": self.data_center_id,
-            "cudaVersion": "12.8" if self.gpu else None,
+            "cudaVersion": (self.cuda or "12.8") if self.gpu else None,
             "ssh": {
                 "proxy": {
                     "host": "ssh.runpod.io",
@@ -99,7 +115,7 @@ class PodRecord:
             "locked": bool(b.get("locked", False)),
             "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
             "runtime": {
-                "uptime": 0,
+                "uptime": self.uptime(),
                 "ports": [
                     {
                         "private": int(p.split("/")[0]),
@@ -132,6 +148,8 @@ class VolumeRecord:
     data_center: str
     type: str = "STANDARD"
     deleted: bool = False
+    created_wall: float = 0.0
+    foreign: bool = False
 
     def view(self) -> dict[str, Any]:
         return {

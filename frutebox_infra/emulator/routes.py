@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from frutebox_infra.emulator.faults import (
     FaultQueue,
     parse_faults,
 )
+from frutebox_infra.emulator.realism import RateLimiter, number
 from frutebox_infra.emulator.records import RawBody
 from frutebox_infra.emulator.state import Account
 
@@ -87,7 +89,8 @@ class App:
         contract: Contract | None = None,
     ) -> None:
         self.account = account
-        self.faults = FaultQueue()
+        self.limiter = RateLimiter(account.realism)
+        self.faults = FaultQueue(time_scale=account.realism.time_scale)
         self.contract = contract or Contract()
         self.proxy_base = proxy_base
         self._on_change = on_change or (lambda: None)
@@ -132,7 +135,13 @@ class App:
             return Response.problem(ApiProblem(404, f"no route for {path}"))
         route, match = chosen
         entry: dict[str, Any] = {"op": route.op, "method": method, "path": path, "body": None}
+        entry["at"] = time.time()  # wall clock: what a quota window counts
+        quota: dict[str, str] = {}
         try:
+            self._authenticate(headers)
+            quota, limited = self.limiter.admit()
+            if limited is not None:
+                raise limited
             response = self._run(route, match.groupdict(), query, headers, raw, entry)
         except ApiProblem as problem:
             response = Response.problem(problem)
@@ -140,7 +149,16 @@ class App:
             response = Response.problem(ApiProblem(500, f"emulator error: {exc!r}"))
         entry["status"] = response.status
         self.account.requests.append(entry)
-        return response
+        # Authenticated answers carry the quota state, successes as well as 429s.
+        return Response(response.status, response.body, {**quota, **response.headers})
+
+    def _authenticate(self, headers: Mapping[str, str]) -> None:
+        token = headers.get("authorization", "")
+        if not token.startswith("Bearer ") or not token[7:].strip():
+            raise ApiProblem(401, "missing bearer token")
+        expected = self.account.realism.api_key
+        if expected is not None and token[7:].strip() != expected:
+            raise ApiProblem(401, "invalid API key")
 
     def _run(
         self,
@@ -151,9 +169,6 @@ class App:
         raw: bytes,
         entry: dict[str, Any],
     ) -> Response:
-        token = headers.get("authorization", "")
-        if not token.startswith("Bearer ") or not token[7:].strip():
-            raise ApiProblem(401, "missing bearer token")
         body: Any = None
         if raw:
             try:
@@ -168,7 +183,8 @@ class App:
                 raise ApiProblem(422, "Request validation failed.", errors=errors)
         fault = self.faults.take_response(route.op)
         if fault is not None and fault.action not in AFTER_CREATE:
-            extra = {"Retry-After": str(fault.retry_after_s)} if fault.status == 429 else None
+            wait = number(self.account.realism.real_s(fault.retry_after_s))
+            extra = {"Retry-After": wait} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
         response = route.handler(self, params, body, query)
         if route.op == "pods.create" and response.status == 201:
@@ -193,6 +209,7 @@ class App:
         if (method, path) == ("POST", "/_emulator/reset"):
             self.account.reset()
             self.faults.clear()
+            self.limiter.reset()
             return Response(200, {})
         if (method, path) == ("GET", "/_emulator/state"):
             state = self.account.snapshot()
@@ -217,6 +234,7 @@ class App:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         status, payload = self.account.proxy(match["pod"], int(match["port"]), method, path, body)
+        pod = self.account.pods.get(match["pod"])
         # Whether a credential reached the pod is recorded, never the credential itself.
         self.account.requests.append(
             {
@@ -228,6 +246,8 @@ class App:
                 "body": body,
                 "status": status,
                 "authorization": "authorization" in headers,
+                # Which container answered: a probe of the old one after a PATCH shows here.
+                "startedWall": pod.started_wall if pod is not None else None,
             }
         )
         return Response.of(status, payload)
@@ -245,6 +265,16 @@ class App:
 
     def update_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         return Response(200, self.account.update_pod(params["id"], body).view())
+
+    def pod_logs(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+        """Server-Sent Events, one `data:` per line; this emulator ends the stream at once."""
+        tail = int((query.get("tail") or ["100"])[0])
+        events = []
+        for index, line in enumerate(self.account.logs(params["id"], min(max(tail, 0), 5000))):
+            ts = f"2026-01-01T00:00:00Z/{index:012d}"
+            data = json.dumps({"ts": ts, "source": "container", "line": line})
+            events.append(f"id: {ts}\ndata: {data}\n\n")
+        return Response.of(200, RawBody("text/event-stream", "".join(events).encode()))
 
     def delete_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         self.account.terminate_pod(params["id"])
@@ -289,6 +319,13 @@ def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]])
         unknown = ", ".join(sorted(products - PRODUCTS))
         raise ApiProblem(400, f"unknown product {unknown}; one of {', '.join(sorted(PRODUCTS))}")
     gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
+    if with_stock:
+        for gpu in gpus:
+            # What hosts of this type report; `available` follows the type's overall stock.
+            free = gpu.get("availability", "NONE") != "NONE"
+            gpu["cudaVersions"] = [
+                {"version": v, "available": free} for v in app.account.realism.host_cuda(gpu["id"])
+            ]
     return Response(200, {"gpus": gpus})
 
 
@@ -296,10 +333,14 @@ def _list_data_centers(
     app: App, params: Params, body: Any, query: dict[str, list[str]]
 ) -> Response:
     account = app.account
+    tiers = {
+        dc: account.volume_types.get(dc, list(account.realism.tiers(dc)))
+        for dc in account.catalog.data_centers
+    }
     centres = data_centers(
         account.catalog,
         account.stock,
-        account.volume_types,
+        tiers,
         gpu_availability=_includes(query, "GPU_AVAILABILITY"),
     )
     return Response(200, {"dataCenters": centres})
@@ -320,6 +361,7 @@ ROUTES = (
     _route("GET", "/v2/pods/{id}", "pods.get", None, App.get_pod),
     _route("PATCH", "/v2/pods/{id}", "pods.update", "UpdatePodRequest", App.update_pod),
     _route("DELETE", "/v2/pods/{id}", "pods.delete", None, App.delete_pod),
+    _route("GET", "/v2/pods/{id}/logs", "pods.logs", None, App.pod_logs),
     _route("POST", "/v2/pods/{id}/action", "pods.action", "PodActionRequest", App.pod_action),
     _route("GET", "/v2/network-volumes", "volumes.list", None, App.list_volumes),
     _route(

@@ -18,10 +18,34 @@ from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
+from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.registry import Registry
+from frutebox_infra.registry_files import load_registry
+
+# Stacks whose names the realistic account already holds someone else's pods and volume under.
+COLLIDING_STACKS = ("dev", "prod")
+# Tiers per data centre (the first is the centre's default when a create names none): where
+# RunPod offers high-performance storage it is the default, so an unnamed tier costs more.
+HPS_CENTRES = ("EU-RO-1", "US-TX-3", "US-KS-2", "CA-MTL-1")
+
+
+def realistic_for(registry: Registry, **overrides: Any) -> Realism:
+    """The default account: RunPod's documented behaviour, with name collisions for the
+    registry's models in the stacks everyone starts from, and only the registry's images."""
+    options: dict[str, Any] = {
+        "foreign_pod_names": tuple(
+            f"frutebox-{stack}-{m.id}" for stack in COLLIDING_STACKS for m in registry.models
+        ),
+        "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in COLLIDING_STACKS),
+        "known_images": frozenset(i.reference for i in registry.images.values()),
+        "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
+    }
+    options.update(overrides)
+    return Realism.realistic(**options)
 
 
 def is_loopback(host: str) -> bool:
@@ -39,11 +63,12 @@ class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self, catalog: Catalog, stock: Stock | None) -> Account | None:
+    def load(self, catalog: Catalog, stock: Stock | None, realism: Realism) -> Account | None:
         if not self.path.is_file():
             return None
         try:
-            return Account.restore(catalog, json.loads(self.path.read_text("utf-8")), stock)
+            data = json.loads(self.path.read_text("utf-8"))
+            return Account.restore(catalog, data, stock, realism)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"--state {self.path}: not an emulator state file ({exc!r});"
@@ -92,13 +117,20 @@ def build(
     state_file: Path | None = None,
     proxy_base: str | None = None,
     catalog: Catalog | None = None,
+    realism: Realism | None = None,
 ) -> EmulatorHTTPServer:
-    """Bind the server (loopback only); nothing is served until serve_forever runs."""
+    """Bind the server (loopback only); nothing is served until serve_forever runs.
+
+    `realism` defaults to the realistic account of the project's registry.
+    """
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
     catalog = catalog or Catalog.builtin()
+    realism = realism or realistic_for(load_registry())
     store = StateFile(state_file) if state_file else None
-    account = (store.load(catalog, stock) if store else None) or Account(catalog, stock)
+    account = (store.load(catalog, stock, realism) if store else None) or Account(
+        catalog, stock, realism
+    )
     app = App(account, on_change=(lambda: store.save(account)) if store else None)
     server = EmulatorHTTPServer((host, port), app)
     app.proxy_base = (proxy_base or url_of(server)).rstrip("/")
@@ -138,11 +170,51 @@ def _parser() -> argparse.ArgumentParser:
         "--proxy-base", help="base URL pods' ports are served under (default: this server)"
     )
     parser.add_argument(
+        "--kind",
+        choices=[k.value for k in Kind],
+        default=Kind.REALISTIC.value,
+        help="realistic (default): quotas, lagging lists, name collisions, CUDA floors, slow"
+        " restarts and loads, as RunPod documents them; fast: instant and forgiving",
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="emulated seconds per real second (quota windows, delays and loads shrink)",
+    )
+    parser.add_argument("--api-key", help="the only API key accepted (default: any)")
+    parser.add_argument(
+        "--cuda",
+        action="append",
+        default=[],
+        metavar="GPU_ID=V1,V2",
+        help="CUDA versions the hosts of a GPU type report (default 12.4-13.0)",
+    )
+    parser.add_argument(
         "--registry",
         default=str(REGISTRY_DIR),
         help="registry directory whose GPUs, prices and data centres the account sells",
     )
     return parser
+
+
+def _realism(args: argparse.Namespace) -> Realism:
+    if args.time_scale <= 0:
+        raise UsageError("--time-scale must be above 0")
+    cuda: dict[str, tuple[str, ...]] = {}
+    for spec in args.cuda:
+        gpu_id, sep, versions = spec.rpartition("=")
+        if not sep or not gpu_id:
+            raise UsageError(f"--cuda {spec!r}: expected GPU_ID=12.4,12.8")
+        cuda[gpu_id] = tuple(v.strip() for v in versions.split(",") if v.strip())
+    if args.kind == Kind.FAST:
+        return Realism(kind=Kind.FAST, quotas=(), time_scale=args.time_scale)
+    return realistic_for(
+        load_registry(Path(args.registry)),
+        time_scale=args.time_scale,
+        api_key=args.api_key,
+        cuda_versions=cuda,
+    )
 
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -154,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         catalog = load_catalog(Path(args.registry))
         stock = parse_stock(args.stock, catalog) if args.stock else None
+        realism = _realism(args)
         server = build(
+            realism=realism,
             host=args.host,
             port=args.port,
             stock=stock,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
@@ -11,15 +12,15 @@ from typing import Any
 from frutebox_infra.emulator import control
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
-from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.ports import serve_port
+from frutebox_infra.emulator.realism import STANDARD, Realism
 from frutebox_infra.emulator.records import (
     ACTIONS,
     HOLDS_GPUS,
     LIVE,
     RESTART_FIELDS,
     PodRecord,
-    RawBody,
     VolumeRecord,
     now,
 )
@@ -28,10 +29,14 @@ from frutebox_infra.emulator.records import (
 class Account:
     """One emulated account. Not thread-safe by itself: the routes serialise calls."""
 
-    def __init__(self, catalog: Catalog, stock: Stock | None = None) -> None:
+    def __init__(
+        self, catalog: Catalog, stock: Stock | None = None, realism: Realism | None = None
+    ) -> None:
         self.catalog = catalog
         self.initial_catalog = catalog
         self.volume_types: dict[str, list[str]] = {}
+        """Out-of-band overrides of the data centres' volume tiers (control.py)."""
+        self.realism = realism or Realism.fast()
         self.initial_stock: Stock = dict(stock if stock is not None else full_stock(catalog))
         self.stock: Stock = {}
         self.pods: dict[str, PodRecord] = {}
@@ -46,6 +51,40 @@ class Account:
         self.pods = {}
         self.volumes = {}
         self.requests = []
+        self._seed_foreign()
+
+    def _seed_foreign(self) -> None:
+        """Someone else's pods and volumes under names we may use: RunPod names are not unique.
+
+        They run another image in another data centre and mount nothing of ours; only the
+        name collides.
+        """
+        dcs = list(self.catalog.data_centers)
+        elsewhere = dcs[-1]
+        for index, name in enumerate(self.realism.foreign_pod_names):
+            gpu = next(iter(self.catalog.gpus))
+            pod = PodRecord(
+                id=f"foreign{index:04d}",
+                name=name,
+                body={
+                    "name": name,
+                    "image": "someone/else:1",
+                    "ports": ["8888/http"],
+                    "gpu": {"id": gpu, "count": 1},
+                    "env": {"JUPYTER_TOKEN": "theirs"},
+                },
+                status="RUNNING",
+                data_center_id=elsewhere,
+                cost_per_hour=0.5,
+                created_at=now(),
+                started_at=now(),
+                started_wall=time.time() - 86400,
+                foreign=True,
+            )
+            self.pods[pod.id] = pod
+        for index, name in enumerate(self.realism.foreign_volume_names):
+            volume = VolumeRecord(f"forvol{index:04d}", name, 500, dcs[0], STANDARD, foreign=True)
+            self.volumes[volume.id] = volume
 
     # Pods
 
@@ -99,6 +138,8 @@ class Account:
                     " dataCenterIds must include it",
                 )
             data_centers = [volume.data_center]
+        self._check_image(body.get("image"))
+        cuda: str | None = None
         if "gpu" in body:
             gpu = body["gpu"]
             if gpu.get("allowedCudaVersions") and "minCudaVersion" in gpu:
@@ -106,9 +147,12 @@ class Account:
             gpu_type = self.catalog.gpus.get(gpu["id"])
             if gpu_type is None:
                 raise ApiProblem(400, f"unknown GPU type {gpu['id']!r}")
+            if self.realism.require_gpu_count and "count" not in gpu:
+                raise ApiProblem(400, "gpu.count is required")
             count = gpu.setdefault("count", 1)
             if count > gpu_type.max_count:
                 raise ApiProblem(400, f"{gpu['id']} allows at most {gpu_type.max_count} per pod")
+            cuda = self.realism.pick_cuda(gpu_type.id, gpu)
             dc = self._take_gpus(gpu_type.id, count, data_centers)
             cost = self.catalog.usd_per_hour(gpu_type.id, cloud) * count
         else:
@@ -122,10 +166,31 @@ class Account:
             data_center_id=dc,
             cost_per_hour=round(cost, 4),
             created_at=now(),
+            created_wall=time.time(),
+            cuda=cuda,
+            load_s=self._load_s(body),
+            logs=[f"pulling image {body.get('image', '')}"],
         )
         self.pods[pod.id] = pod
         open_interval(pod)
         return pod
+
+    def _check_image(self, image: Any) -> None:
+        known = self.realism.known_images
+        if known is not None and isinstance(image, str) and image not in known:
+            # RunPod answers a create whose image no registry holds with 422 and no field errors.
+            raise ApiProblem(422, f"image {image!r} could not be pulled: manifest unknown")
+
+    def _load_s(self, body: Mapping[str, Any]) -> float:
+        """Real seconds a server loads after RUNNING: grows with the weights it reads.
+
+        The emulator knows no model, so the weights are read as the mounted volume's size.
+        """
+        network = (body.get("mounts") or {}).get("network") or []
+        volume = self.volumes.get(network[0]["volumeId"]) if network else None
+        gb = volume.size if volume is not None else 0
+        r = self.realism
+        return r.real_s(r.load_base_s + r.load_s_per_gb * gb)
 
     def mark(self, pod_id: str, fault: str) -> None:
         """Make a created pod misbehave: pod-error, never-healthy or pull-fails."""
@@ -141,15 +206,40 @@ class Account:
     def read_pod(self, pod_id: str) -> PodRecord:
         """GET: each read moves a starting pod one step, so polling is really exercised."""
         pod = self.pod(pod_id)
-        if pod.status == "PROVISIONING":
+        if pod.restart_at_wall is not None and time.time() >= pod.restart_at_wall:
+            pod.restart_at_wall = None
+            pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
+            pod.logs.append("restarting the container with the new settings")
+        elif pod.status == "PROVISIONING":
             pod.status = "STARTING"
         elif pod.status == "STARTING":
             pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
-            pod.started_at = now() if pod.status == "RUNNING" else None
+            if pod.status == "RUNNING":
+                pod.started_at, pod.started_wall = now(), time.time()
+                pod.logs.append("container started; loading weights")
+            else:
+                pod.logs.append("container exited with code 1: RuntimeError: CUDA error")
         return pod
 
     def list_pods(self) -> list[PodRecord]:
-        return [p for p in self.pods.values() if p.status != "TERMINATED"]
+        """Eventually consistent: a pod shows up only some time after its create."""
+        shown_after = time.time() - self.realism.real_s(self.realism.listing_delay_s)
+        return [
+            p
+            for p in self.pods.values()
+            if p.status != "TERMINATED" and (p.foreign or p.created_wall <= shown_after)
+        ]
+
+    def logs(self, pod_id: str, tail: int) -> list[str]:
+        """The container's log lines, as GET /v2/pods/{id}/logs streams them."""
+        pod = self.pod(pod_id)
+        if pod.status == "RUNNING" and pod.started_wall is not None:
+            if pod.fault == "never-healthy":
+                pod.logs.append("torch.OutOfMemoryError: CUDA out of memory")
+            elif time.time() - pod.started_wall >= pod.load_s:
+                pod.logs.append("server is listening")
+        lines = pod.logs[-tail:] if tail else []
+        return lines
 
     def update_pod(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
         pod = self.pod(pod_id)
@@ -164,13 +254,21 @@ class Account:
                 raise ApiProblem(400, "the volumeId of a network mount is immutable")
         if "persistent" in mounts and "persistent" not in current:
             raise ApiProblem(400, "mount kind is fixed at create")
+        if "image" in patch:
+            self._check_image(patch["image"])
         for key, value in patch.items():
             if key == "mounts" and not value:
                 continue
             pod.body[key] = copy.deepcopy(value)
         pod.name = pod.body["name"]
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
-            pod.status, pod.started_at = "STARTING", None
+            delay = self.realism.real_s(self.realism.restart_delay_s)
+            if delay > 0:
+                # RunPod keeps showing the old container, RUNNING with its old startedAt, for
+                # a while after the PATCH; the restart shows on a read after that.
+                pod.restart_at_wall = time.time() + delay
+            else:
+                pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
         return pod
 
     def terminate_pod(self, pod_id: str) -> None:
@@ -201,12 +299,19 @@ class Account:
 
     def create_volume(self, body: Mapping[str, Any]) -> VolumeRecord:
         self._check_data_centers([body["dataCenter"]])
+        tiers = self.realism.tiers(body["dataCenter"])
+        tier = body.get("type", tiers[0])
+        if tier not in tiers:
+            raise ApiProblem(
+                400, f"{body['dataCenter']} offers network volume types {', '.join(tiers)} only"
+            )
         volume = VolumeRecord(
             id=uuid.uuid4().hex[:10],
             name=body["name"],
             size=body["size"],
             data_center=body["dataCenter"],
-            type=body.get("type", "STANDARD"),
+            type=tier,
+            created_wall=time.time(),
         )
         self.volumes[volume.id] = volume
         return volume
@@ -218,7 +323,12 @@ class Account:
         return volume
 
     def list_volumes(self) -> list[VolumeRecord]:
-        return [v for v in self.volumes.values() if not v.deleted]
+        shown_after = time.time() - self.realism.real_s(self.realism.listing_delay_s)
+        return [
+            v
+            for v in self.volumes.values()
+            if not v.deleted and (v.foreign or v.created_wall <= shown_after)
+        ]
 
     def update_volume(self, volume_id: str, patch: Mapping[str, Any]) -> VolumeRecord:
         volume = self.volume(volume_id)
@@ -249,43 +359,7 @@ class Account:
         pod = self.pods.get(pod_id)
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
-        if f"{port}/http" not in (pod.body.get("ports") or []):
-            return 404, {"error": f"pod {pod_id} does not expose {port}/http"}
-        if pod.status != "RUNNING" or pod.fault == "never-healthy":
-            return 502, {"error": "the pod's server is not answering"}
-        if method == "POST" and path == "/api/pull":
-            return self._pull(pod, body)
-        listing = models_listing(pod.body, path) if method == "GET" else None
-        if listing is not None:
-            return 200, listing
-        return 200, {"status": "ok", "pod": pod_id, "path": path}
-
-    def _pull(self, pod: PodRecord, body: Any) -> tuple[int, Any]:
-        """Ollama's `POST /api/pull` as seen through the RunPod proxy.
-
-        Streamed (Ollama's default) it answers NDJSON progress ending in success, or an error
-        line under the pull-fails fault. Not streamed, the server stays silent until the pull
-        ends and the proxy (Cloudflare) cuts it at 100 s: every such pull is treated as that
-        slow and answers 524, so a client that stops streaming fails here as it would there.
-        """
-        model = body.get("model") if isinstance(body, dict) else None
-        if not isinstance(model, str) or not model:
-            return 400, {"error": "model is required"}
-        if body.get("stream", True) is False:
-            return 524, RawBody("text/plain; charset=UTF-8", b"error code: 524")
-        events: list[dict[str, Any]] = [{"status": "pulling manifest"}]
-        if pod.fault == "pull-fails":
-            events.append({"error": f"pull model manifest: file does not exist ({model})"})
-            return 200, RawBody.ndjson(events)
-        digest, total = "sha256:" + uuid.uuid5(uuid.NAMESPACE_URL, model).hex * 2, 4_900_000_000
-        events += [
-            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": total, "completed": n}
-            for n in (0, total // 2, total)
-        ]
-        events += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
-        events.append({"status": "success"})
-        pod.pulled.append(model)
-        return 200, RawBody.ndjson(events)
+        return serve_port(pod, port, method, path, body)
 
     # Persistence and inspection
 
@@ -298,7 +372,10 @@ class Account:
         return {
             # Pods read as the API shows them (terminated ones too); "emulator" keeps the rest.
             "pods": [{**p.view(), "emulator": asdict(p)} for p in self.pods.values()],
-            "volumes": [{**v.view(), "deleted": v.deleted} for v in self.volumes.values()],
+            "volumes": [
+                {**v.view(), "deleted": v.deleted, "foreign": v.foreign}
+                for v in self.volumes.values()
+            ],
             "stock": cells(self.stock),
             "initialStock": cells(self.initial_stock),
             "outOfBand": control.saved_changes(self),
@@ -306,19 +383,32 @@ class Account:
         }
 
     @classmethod
-    def restore(cls, catalog: Catalog, data: Mapping[str, Any], stock: Stock | None) -> Account:
+    def restore(
+        cls,
+        catalog: Catalog,
+        data: Mapping[str, Any],
+        stock: Stock | None,
+        realism: Realism | None = None,
+    ) -> Account:
         """Rebuild from a snapshot; an explicit `stock` replaces the saved one."""
 
         def table(rows: list[dict[str, Any]]) -> Stock:
             return {(r["gpuId"], r["dataCenterId"]): int(r["available"]) for r in rows}
 
-        account = cls(catalog, stock if stock is not None else table(data["initialStock"]))
+        account = cls(catalog, stock if stock is not None else table(data["initialStock"]), realism)
+        account.pods, account.volumes = {}, {}
         account.stock = dict(stock) if stock is not None else table(data["stock"])
         for raw in data["pods"]:
             account.pods[raw["id"]] = PodRecord(**raw["emulator"])
         for v in data["volumes"]:
             account.volumes[v["id"]] = VolumeRecord(
-                v["id"], v["name"], v["size"], v["dataCenter"], v["type"], v["deleted"]
+                v["id"],
+                v["name"],
+                v["size"],
+                v["dataCenter"],
+                v["type"],
+                v["deleted"],
+                foreign=bool(v.get("foreign", False)),
             )
         account.requests = list(data.get("requests", []))
         control.restore_changes(account, data.get("outOfBand"))

@@ -88,6 +88,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "weightsGb": plan.volume.weights_gb,
             "usdPerMonth": plan.volume.usd_per_month,
             "dataCenter": plan.volume.data_center,
+            "type": plan.volume.tier,
         },
         "cost": {
             "usdPerHourBest": plan.usd_per_hour_best,

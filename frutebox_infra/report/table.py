@@ -61,8 +61,8 @@ def plan_table(plan: FleetPlan) -> str:
         "",
         table(headers, rows) if rows else "(no models armed)",
         "",
-        f"volume  {v.size_gb} GB ({v.weights_gb:g} GB weights + {s.volume_headroom:.0%} headroom;"
-        f" grows, never shrinks): {usd(v.usd_per_month)}/month",
+        f"volume  {v.size_gb} GB {v.tier} ({v.weights_gb:g} GB weights +"
+        f" {s.volume_headroom:.0%} headroom; grows, never shrinks): {usd(v.usd_per_month)}/month",
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"

@@ -33,6 +33,7 @@ from frutebox_infra.runpod.command_io import (
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError, NotFoundError, RunPodError
 from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
+from frutebox_infra.runpod.volumes import ensure_gone, new_owner_token
 
 
 class Resource(StrEnum):
@@ -47,19 +48,28 @@ class Action(StrEnum):
     GROW = "grow"
 
 
-def _volume_result(volume: NetworkVolume) -> dict[str, Any]:
+def _volume_result(volume: NetworkVolume, owner: str | None) -> dict[str, Any]:
     return {
         "volumeId": volume.id,
         "name": volume.name,
         "size": volume.size,
         "dataCenter": volume.data_center,
+        "type": volume.type,
+        "owner": owner,
     }
 
 
-def volume_create(session: Session, request: VolumeRequest) -> dict[str, Any]:
-    volume, outcome = session.prov.create_volume(request.name, request.size, request.dataCenter)
-    session.log(f"volume {volume.id} {outcome} in {volume.data_center} ({volume.size} GB)")
-    return _volume_result(volume)
+def volume_create(
+    session: Session, request: VolumeRequest, owner: str | None = None
+) -> dict[str, Any]:
+    volume, outcome, owner = session.prov.create_volume(
+        request.name, request.size, request.dataCenter, request.type, owner
+    )
+    session.log(
+        f"volume {volume.id} ({volume.name}) {outcome} in {volume.data_center}"
+        f" ({volume.size} GB, {volume.type or request.type})"
+    )
+    return _volume_result(volume, owner)
 
 
 def volume_update(
@@ -71,22 +81,26 @@ def volume_update(
     try:
         volume = prov.api.get_volume(previous.volumeId)
     except NotFoundError:
+        ensure_gone("volume", previous.volumeId, prov.api.list_volumes)
         session.log(f"volume {previous.volumeId} no longer exists; creating a new one")
-        return volume_create(session, request)
+        return volume_create(session, request, previous.owner)
     if volume.data_center != request.dataCenter:
         raise ConfigurationError(
             f"Volume {volume.id} lives in {volume.data_center} but the request asks for"
             f" {request.dataCenter}. A volume cannot move: changing the data centre must replace"
             " it (the program's triggers), and its weights are downloaded again."
         )
-    if volume.name != request.name:
-        volume = prov.api.update_volume(volume.id, {"name": request.name})
-    return _volume_result(prov.grow_volume(volume, request.size))
+    # A stack recorded before volumes carried a token gets one now; its name follows.
+    owner = previous.owner or new_owner_token()
+    name = f"{request.name}-{owner}"
+    if volume.name != name:
+        volume = prov.api.update_volume(volume.id, {"name": name})
+    return _volume_result(prov.grow_volume(volume, request.size), owner)
 
 
 def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
     volume = session.prov.api.get_volume(request.volumeId)
-    return _volume_result(session.prov.grow_volume(volume, request.size))
+    return _volume_result(session.prov.grow_volume(volume, request.size), None)
 
 
 def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:

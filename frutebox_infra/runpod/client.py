@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -20,6 +20,8 @@ from frutebox_infra.runpod.errors import (
     api_error,
 )
 from frutebox_infra.runpod.proxy import DEFAULT_PROXY_URL_TEMPLATE, HTTPX_FAILURES, ProxyClient
+from frutebox_infra.runpod.quota import Quota
+from frutebox_infra.runpod.retrying import RetryPolicy
 
 __all__ = [
     "DEFAULT_API_URL",
@@ -29,9 +31,22 @@ __all__ = [
     "ProxyClient",
     "RetryPolicy",
     "RunPodClient",
+    "normalise_base_url",
 ]
 
 DEFAULT_API_URL = "https://api.runpod.io"
+CREATE_TIMEOUT_S = 130.0
+"""Above the 100 s after which RunPod's proxy (Cloudflare) cuts a silent answer: a create that
+takes long is then answered by the proxy (a 524 we treat as ambiguous), never cut by us."""
+LOG_READ_TIMEOUT_S = 3.0
+"""GET /v2/pods/{id}/logs streams; after the backfill we stop at the first silence this long."""
+
+
+def normalise_base_url(url: str) -> str:
+    """The API root without a trailing slash or `/v2` (RunPod's docs give the base with it)."""
+    base = url.strip().rstrip("/")
+    return base[: -len("/v2")] if base.endswith("/v2") else base
+
 
 Sleep = Callable[[float], None]
 _M = TypeVar("_M", bound=BaseModel)
@@ -64,6 +79,7 @@ class Pod(_Wire):
     data_center_id: str | None = Field(default=None, alias="dataCenterId")
     # Changes when the container (re)starts: how an update tells the new process from the old.
     started_at: str | None = Field(default=None, alias="startedAt")
+    runtime: dict[str, Any] | None = None
     cost: float = 0.0
     mounts: dict[str, Any] = Field(default_factory=dict)
 
@@ -72,6 +88,12 @@ class Pod(_Wire):
         network = self.mounts.get("network") or []
         first = network[0] if isinstance(network, list) and network else None
         return str(first["volumeId"]) if isinstance(first, dict) and "volumeId" in first else None
+
+    @property
+    def uptime_s(self) -> float | None:
+        """Seconds since the container started (`runtime.uptime`), when the API says."""
+        value = (self.runtime or {}).get("uptime")
+        return float(value) if isinstance(value, int | float) else None
 
 
 class NetworkVolume(_Wire):
@@ -90,30 +112,6 @@ class _PodList(_Wire):
 
 class _VolumeList(_Wire):
     network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """How often and how long to retry 429 and 5xx answers; all durations in seconds."""
-
-    max_attempts: int = 5
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
-    max_retry_after_s: float = 120.0
-
-    def backoff(self, attempt: int) -> float:
-        """Exponential delay before retry number `attempt` (1-based)."""
-        return float(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
-
-    def wait_before_retry(self, problem: Problem, attempt: int) -> float:
-        if problem.status == 429 and problem.retry_after_s is not None:
-            return min(problem.retry_after_s, self.max_retry_after_s)
-        return self.backoff(attempt)
-
-
-def retryable(status: int) -> bool:
-    """429 and 5xx are not the request's fault: the same request may succeed later."""
-    return status == 429 or status >= 500
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -166,8 +164,19 @@ def _parse(model: type[_M], response: httpx.Response, operation: str) -> _M:
         ) from exc
 
 
+def _log_line(data: str) -> str:
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return data
+    return str(event.get("line", data)) if isinstance(event, dict) else data
+
+
 class RunPodClient:
-    """RunPod REST v2 over httpx. Idempotent calls retry 429/5xx; creates never do here."""
+    """RunPod REST v2 over httpx. Idempotent calls retry 429/5xx; creates never do here.
+
+    Every answer's RateLimit header is kept (`quota`), so callers can pace their polling.
+    """
 
     def __init__(
         self,
@@ -187,10 +196,11 @@ class RunPodClient:
                 " RUNPOD_API_KEY."
             )
         self.retry = retry or RetryPolicy()
+        self.quota = Quota()
         self._sleep = sleep
         try:
             self._http = httpx.Client(
-                base_url=base_url.rstrip("/"),
+                base_url=normalise_base_url(base_url),
                 headers={
                     "Authorization": f"Bearer {api_key}",
                     "Accept": "application/json",
@@ -209,12 +219,22 @@ class RunPodClient:
         self._http.close()
 
     def _send_once(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
     ) -> httpx.Response:
         """One exchange, no retry; only transport failures raise."""
         operation = f"{method} {path}"
+        extra: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
         try:
-            return self._http.request(method, path, json=dict(body) if body is not None else None)
+            response = self._http.request(
+                method, path, json=dict(body) if body is not None else None, **extra
+            )
+            self.quota = self.quota.updated(response.headers)
+            return response
         except HTTPX_FAILURES as exc:
             raise TransportError(
                 f"{operation}: no answer from the RunPod API ({type(exc).__name__}: {exc})."
@@ -222,27 +242,23 @@ class RunPodClient:
             ) from exc
 
     def _call(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None, *, retry: bool = True
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        retry: bool = True,
+        timeout_s: float | None = None,
     ) -> httpx.Response:
         operation = f"{method} {path}"
-        attempt = 1
-        while True:
-            try:
-                response = self._send_once(method, path, body)
-            except TransportError:
-                if not retry or attempt >= self.retry.max_attempts:
-                    raise
-                self._sleep(self.retry.backoff(attempt))
-                attempt += 1
-                continue
+
+        def once() -> httpx.Response:
+            response = self._send_once(method, path, body, timeout_s=timeout_s)
             if response.is_success:
                 return response
-            problem = problem_of(response)
-            if retry and retryable(problem.status) and attempt < self.retry.max_attempts:
-                self._sleep(self.retry.wait_before_retry(problem, attempt))
-                attempt += 1
-                continue
-            raise api_error(problem, operation=operation)
+            raise api_error(problem_of(response), operation=operation)
+
+        return self.retry.run(once, sleep=self._sleep) if retry else once()
 
     def _json(
         self,
@@ -252,21 +268,44 @@ class RunPodClient:
         body: Mapping[str, Any] | None = None,
         *,
         retry: bool = True,
+        timeout_s: float | None = None,
     ) -> _M:
         """One call whose JSON answer is parsed as `model`, errors naming `METHOD path`."""
-        return _parse(model, self._call(method, path, body, retry=retry), f"{method} {path}")
+        response = self._call(method, path, body, retry=retry, timeout_s=timeout_s)
+        return _parse(model, response, f"{method} {path}")
 
     # Pods
 
     def create_pod_once(self, body: Mapping[str, Any]) -> Pod:
         """POST /v2/pods once: a 5xx may still have created a pod, so the caller decides."""
-        return self._json(Pod, "POST", "/v2/pods", body, retry=False)
+        return self._json(Pod, "POST", "/v2/pods", body, retry=False, timeout_s=CREATE_TIMEOUT_S)
 
     def list_pods(self) -> list[Pod]:
         return self._json(_PodList, "GET", "/v2/pods").pods
 
-    def get_pod(self, pod_id: str) -> Pod:
-        return self._json(Pod, "GET", f"/v2/pods/{pod_id}")
+    def get_pod(self, pod_id: str, *, retry: bool = True) -> Pod:
+        """`retry=False` inside waits: they treat a transient failure as "unknown, poll on"."""
+        return self._json(Pod, "GET", f"/v2/pods/{pod_id}", retry=retry)
+
+    def pod_logs(self, pod_id: str, *, tail: int = 20) -> list[str]:
+        """The last `tail` lines of the container's log (Server-Sent Events), best effort:
+        an error explains itself better with them, but never fails for want of them."""
+        lines: list[str] = []
+        path = f"/v2/pods/{pod_id}/logs"
+        params = {"tail": str(tail), "source": "container"}
+        timeout = httpx.Timeout(LOG_READ_TIMEOUT_S, connect=LOG_READ_TIMEOUT_S)
+        try:
+            with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+                if not response.is_success:
+                    return []
+                for raw in response.iter_lines():
+                    if raw.startswith("data:"):
+                        lines.append(_log_line(raw[5:].strip()))
+                    if len(lines) >= tail:
+                        break
+        except HTTPX_FAILURES:
+            pass  # a silence after the backfill ends the read; what arrived is kept
+        return lines[-tail:]
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:
         return self._json(Pod, "PATCH", f"/v2/pods/{pod_id}", body)
@@ -277,7 +316,14 @@ class RunPodClient:
     # Network volumes
 
     def create_volume_once(self, body: Mapping[str, Any]) -> NetworkVolume:
-        return self._json(NetworkVolume, "POST", "/v2/network-volumes", body, retry=False)
+        return self._json(
+            NetworkVolume,
+            "POST",
+            "/v2/network-volumes",
+            body,
+            retry=False,
+            timeout_s=CREATE_TIMEOUT_S,
+        )
 
     def list_volumes(self) -> list[NetworkVolume]:
         return self._json(_VolumeList, "GET", "/v2/network-volumes").network_volumes

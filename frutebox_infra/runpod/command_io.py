@@ -4,87 +4,44 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, NonNegativeFloat, PositiveFloat, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from frutebox_infra.deploy_contract import (
+    GrowRequest,
+    PodRequest,
+    PreviousPod,
+    PreviousVolume,
+    VolumeRequest,
+)
 from frutebox_infra.runpod.client import (
     DEFAULT_API_URL,
     DEFAULT_PROXY_URL_TEMPLATE,
     ProxyClient,
-    RetryPolicy,
     RunPodClient,
 )
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
+from frutebox_infra.runpod.retrying import RetryPolicy
+
+__all__ = [
+    "GrowRequest",
+    "PodRequest",
+    "PreviousPod",
+    "PreviousVolume",
+    "Session",
+    "Settings",
+    "VolumeRequest",
+    "read_previous",
+    "read_request",
+    "redactor",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class _Strict(BaseModel):
-    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HealthSpec(_Strict):
-    port: int = Field(ge=1, le=65535)
-    path: str = Field(default="/", pattern=r"^/")
-    expectedFiles: list[str] = Field(default_factory=list)
-    """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
-
-
-class TimeoutSpec(_Strict):
-    """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
-
-    runningSeconds: float | None = Field(default=None, gt=0)
-    healthySeconds: float | None = Field(default=None, gt=0)
-
-
-class PodRequest(_Strict):
-    """stdin of `pod create|update`: candidates are full CreatePodRequest bodies, cheapest first."""
-
-    name: str = Field(min_length=1)
-    candidates: list[dict[str, Any]] = Field(min_length=1)
-    health: HealthSpec
-    ollamaPull: str | None = None
-    hfTokenEnv: list[str] = Field(default_factory=list)
-    timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
-    meta: Any = None
-
-
-VolumeGb = Annotated[int, Field(ge=10, le=4096)]
-"""The sizes POST /v2/network-volumes accepts."""
-
-
-class VolumeRequest(_Strict):
-    """stdin of `volume create|update`; size in GB."""
-
-    name: str = Field(min_length=1)
-    size: VolumeGb
-    dataCenter: str = Field(min_length=1)
-
-
-class GrowRequest(_Strict):
-    """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
-
-    volumeId: str = Field(min_length=1)
-    size: VolumeGb
-
-
-class PreviousPod(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    podId: str
-    candidateIndex: int | None = None
-    candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class PreviousVolume(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    volumeId: str
 
 
 # HF_TOKEN is read when FRUTEBOX_HF_TOKEN is unset, so its value is masked as well.
@@ -119,55 +76,76 @@ def cap_lines(text: str) -> str:
     return "\n".join(lines)
 
 
-def _env_float(env: Mapping[str, str], name: str, default: float | None) -> float | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise ConfigurationError(
-            f"{name}={raw!r} is not a number of seconds >= 0; fix or unset it."
-        )
-    return value
+class Settings(BaseSettings):
+    """Everything the command reads from its environment, validated: a bad value stops the
+    command naming the variable, never silently becomes a default."""
 
+    # The environment is handed in (`from_env`), so tests never read the real one.
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything the command reads from its environment."""
+    api_key: str = Field(default="", alias="RUNPOD_API_KEY", repr=False)
+    api_url: str = Field(default=DEFAULT_API_URL, alias="RUNPOD_API_URL")
+    proxy_template: str = Field(
+        default=DEFAULT_PROXY_URL_TEMPLATE, alias="RUNPOD_PROXY_URL_TEMPLATE"
+    )
+    # The program passes the stack's token as FRUTEBOX_HF_TOKEN; HF_TOKEN (the name Hugging
+    # Face tools use) serves when the command runs without it.
+    frutebox_hf_token: str = Field(default="", alias="FRUTEBOX_HF_TOKEN", repr=False)
+    plain_hf_token: str = Field(default="", alias="HF_TOKEN", repr=False)
+    running_timeout_s: PositiveFloat | None = Field(
+        default=None, alias="FRUTEBOX_RUNNING_TIMEOUT_S"
+    )
+    healthy_timeout_s: PositiveFloat | None = Field(default=None, alias="FRUTEBOX_HEALTH_TIMEOUT_S")
+    poll_interval_s: NonNegativeFloat = Field(
+        default=Timeouts.poll_interval_s, alias="FRUTEBOX_POLL_INTERVAL_S"
+    )
+    api_check_s: NonNegativeFloat = Field(
+        default=Timeouts.api_check_s, alias="FRUTEBOX_API_CHECK_S"
+    )
+    duplicate_check_s: NonNegativeFloat = Field(
+        default=Timeouts.duplicate_check_s, alias="FRUTEBOX_DUPLICATE_CHECK_S"
+    )
+    pull_timeout_s: PositiveFloat = Field(default=Timeouts.pull_s, alias="FRUTEBOX_PULL_TIMEOUT_S")
+    retry_backoff_s: NonNegativeFloat = Field(default=2.0, alias="FRUTEBOX_RETRY_BACKOFF_S")
+    retry_attempts: int = Field(default=RetryPolicy.max_attempts, ge=1, le=100,
+                                alias="FRUTEBOX_RETRY_ATTEMPTS")  # fmt: skip
 
-    api_key: str
-    api_url: str
-    proxy_template: str
-    hf_token: str
-    running_timeout_s: float | None
-    healthy_timeout_s: float | None
-    poll_interval_s: float
-    pull_timeout_s: float
-    retry: RetryPolicy
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        backoff = _env_float(env, "FRUTEBOX_RETRY_BACKOFF_S", 2.0) or 0.0
-        attempts = int(_env_float(env, "FRUTEBOX_RETRY_ATTEMPTS", RetryPolicy.max_attempts) or 0)
-        return cls(
-            api_key=env.get("RUNPOD_API_KEY", "").strip(),
-            api_url=env.get("RUNPOD_API_URL", "").strip() or DEFAULT_API_URL,
-            proxy_template=env.get("RUNPOD_PROXY_URL_TEMPLATE", "").strip()
-            or DEFAULT_PROXY_URL_TEMPLATE,
-            # The program passes the stack's token as FRUTEBOX_HF_TOKEN; HF_TOKEN (the name
-            # Hugging Face tools use) serves when the command runs without it.
-            hf_token=env.get("FRUTEBOX_HF_TOKEN", "").strip() or env.get("HF_TOKEN", "").strip(),
-            running_timeout_s=_env_float(env, "FRUTEBOX_RUNNING_TIMEOUT_S", None),
-            healthy_timeout_s=_env_float(env, "FRUTEBOX_HEALTH_TIMEOUT_S", None),
-            poll_interval_s=_env_float(env, "FRUTEBOX_POLL_INTERVAL_S", Timeouts.poll_interval_s)
-            or 0.0,
-            pull_timeout_s=_env_float(env, "FRUTEBOX_PULL_TIMEOUT_S", Timeouts.pull_s)
-            or Timeouts.pull_s,
-            retry=RetryPolicy(max_attempts=max(1, attempts), backoff_s=backoff),
-        )
+        """Read the variables above from `env`; an empty value counts as unset."""
+        names = {f.alias for f in cls.model_fields.values() if f.alias}
+        given = {k: v.strip() for k, v in env.items() if k in names and v.strip()}
+        try:
+            return cls.model_validate(given)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}={given.get(str(e['loc'][0]), '')!r}:"
+                f" {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ConfigurationError(
+                f"The environment of the deploy step is invalid ({problems}); fix or unset"
+                " the variable."
+            ) from None
+
+    @property
+    def hf_token(self) -> str:
+        return self.frutebox_hf_token or self.plain_hf_token
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(max_attempts=self.retry_attempts, backoff_s=self.retry_backoff_s)
 
 
 class Session:
@@ -221,6 +199,8 @@ class Session:
         return Timeouts(
             **{k: v for k, v in bounds.items() if v is not None},
             poll_interval_s=s.poll_interval_s,
+            api_check_s=s.api_check_s,
+            duplicate_check_s=s.duplicate_check_s,
             pull_s=s.pull_timeout_s,
         )
 

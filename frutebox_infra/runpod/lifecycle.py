@@ -14,10 +14,20 @@ from typing import Any
 
 from frutebox_infra.runpod import ollama
 from frutebox_infra.runpod.client import Pod, ProxyClient, RunPodClient
-from frutebox_infra.runpod.errors import NotFoundError, PodFailedError, RunPodError
+from frutebox_infra.runpod.errors import (
+    NotFoundError,
+    PodFailedError,
+    ProtocolError,
+    RunPodError,
+)
 from frutebox_infra.runpod.listing import missing_files
-from frutebox_infra.runpod.placement import Placement, place
-from frutebox_infra.runpod.volumes import VolumeRules
+from frutebox_infra.runpod.placement import Ownership, Placement, place
+from frutebox_infra.runpod.retrying import TRANSIENT, retry_after_s
+from frutebox_infra.runpod.volumes import VolumeRules, ensure_gone
+
+# Inside a wait these mean "the API cannot say right now", never "the pod failed".
+UNKNOWN: tuple[type[Exception], ...] = (*TRANSIENT, ProtocolError)
+LOG_LINES = 15
 
 LIVE = frozenset({"PROVISIONING", "STARTING", "RUNNING"})
 DEAD = frozenset({"ERROR", "EXITED", "TERMINATED"})
@@ -32,6 +42,13 @@ class Timeouts:
     running_s: float = 900.0
     healthy_s: float = 1800.0
     poll_interval_s: float = 5.0
+    api_check_s: float = 60.0
+    """While waiting for health the proxy probe is the signal; the API is asked this rarely
+    whether the pod died, so a fleet's waits stay far inside RunPod's quotas."""
+    duplicate_check_s: float = 30.0
+    """After an ambiguous create, how long to let RunPod's listing catch up before looking
+    for a second pod the first request may have made."""
+    delete_s: float = 300.0
     pull_s: float = 3600.0
 
 
@@ -76,17 +93,58 @@ class Provisioner(VolumeRules):
         self._sleep = sleep
         self._clock = clock
 
-    def place(self, name: str, candidates: Sequence[Mapping[str, Any]]) -> Placement:
+    def place(
+        self,
+        name: str,
+        candidates: Sequence[Mapping[str, Any]],
+        owner: Ownership,
+        timeouts: Timeouts,
+    ) -> Placement:
         """Create a pod from the first candidate that places, cheapest first."""
-        return place(self.api, name, candidates, sleep=self._sleep, log=self._log)
+        return place(
+            self.api,
+            name,
+            candidates,
+            owner,
+            sleep=self._sleep,
+            log=self._log,
+            duplicate_check_s=timeouts.duplicate_check_s,
+        )
 
-    # Waiting
+    # Waiting: every wait reads 429, 5xx and no answer as "unknown" and keeps going until its
+    # own deadline, honouring Retry-After and the quota the API reports.
+
+    def _pause(self, deadline: float, interval: float, failure: BaseException | None) -> None:
+        wait = max(interval, self.api.quota.pace_s())
+        asked = retry_after_s(failure) if failure is not None else None
+        if asked is not None:
+            wait = max(wait, asked)
+        self._sleep(max(0.0, min(wait, deadline - self._clock())) or 0.001)
+
+    def _read(self, pod_id: str, phase: str) -> tuple[Pod | None, BaseException | None]:
+        """The pod, or (None, why) while the API cannot answer."""
+        try:
+            return self.api.get_pod(pod_id, retry=False), None
+        except UNKNOWN as exc:
+            self._log(f"pod {pod_id}: {phase}: the API did not answer ({exc}); still waiting")
+            return None, exc
+
+    def log_tail(self, pod_id: str) -> str:
+        """The last lines of the pod's log, for an error to show what the server said."""
+        try:
+            lines = self.api.pod_logs(pod_id, tail=LOG_LINES)
+        except RunPodError:
+            lines = []
+        if not lines:
+            return ""
+        return " Last log lines: " + " | ".join(line.strip() for line in lines) + "."
 
     def wait_running(self, pod_id: str, timeouts: Timeouts) -> Pod:
         deadline = self._clock() + timeouts.running_s
+        status = "unknown"
         while True:
             try:
-                pod = self.api.get_pod(pod_id)
+                pod, failure = self._read(pod_id, "waiting for RUNNING")
             except NotFoundError as exc:
                 raise PodFailedError(
                     f"Pod {pod_id} vanished while we waited for RUNNING (404). Run the command"
@@ -94,56 +152,70 @@ class Provisioner(VolumeRules):
                     pod_id=pod_id,
                     last_status="NOT FOUND",
                 ) from exc
-            if pod.status == "RUNNING":
-                return pod
-            if pod.status in DEAD:
-                raise PodFailedError(
-                    f"Pod {pod_id} went to {pod.status} instead of RUNNING. Check the image and"
-                    " args in the pod's logs (RunPod console), fix them, then run `pulumi up`.",
-                    pod_id=pod_id,
-                    last_status=pod.status,
-                )
+            if pod is not None:
+                status = pod.status
+                if pod.status == "RUNNING":
+                    return pod
+                if pod.status in DEAD:
+                    raise PodFailedError(
+                        f"Pod {pod_id} went to {pod.status} instead of RUNNING. Check the image"
+                        " and args, fix them, then run `pulumi up`." + self.log_tail(pod_id),
+                        pod_id=pod_id,
+                        last_status=pod.status,
+                    )
             if self._clock() >= deadline:
                 raise PodFailedError(
-                    f"Pod {pod_id} was still {pod.status} after {timeouts.running_s:g}s of waiting"
+                    f"Pod {pod_id} was still {status} after {timeouts.running_s:g}s of waiting"
                     f" for RUNNING. Large images can take long to pull: {RUNNING_HINT}, or"
-                    " retry later.",
+                    " retry later." + self.log_tail(pod_id),
                     pod_id=pod_id,
-                    last_status=pod.status,
+                    last_status=status,
                 )
-            self._sleep(timeouts.poll_interval_s)
+            self._pause(deadline, timeouts.poll_interval_s, failure)
 
     def wait_healthy(self, pod_id: str, health: Health, timeouts: Timeouts) -> None:
+        """Probe the health URL through the proxy; ask the API only every `api_check_s`."""
         url = self.proxy.url(pod_id, health.port) + health.path
         deadline = self._clock() + timeouts.healthy_s
         last: int | None = None
+        status = "RUNNING"
         missing: list[str] = []
+        next_check = self._clock() + timeouts.api_check_s
         while True:
             last = self.proxy.probe(url)
             if last is not None and 200 <= last < 300:
                 missing = self._unlisted(pod_id, health)
                 if not missing:
                     return
-            status = self.api.get_pod(pod_id).status
-            if status in DEAD:
-                raise PodFailedError(
-                    f"Pod {pod_id} went to {status} while we waited for {url} to answer. Check"
-                    " the server's logs in the RunPod console, fix the recipe, then `pulumi up`.",
-                    pod_id=pod_id,
-                    last_status=status,
-                )
+            failure: BaseException | None = None
+            if self._clock() >= next_check or self._clock() >= deadline:
+                next_check = self._clock() + timeouts.api_check_s
+                pod, failure = self._read(pod_id, "waiting for health")
+                status = pod.status if pod is not None else status
+                if status in DEAD:
+                    raise PodFailedError(
+                        f"Pod {pod_id} went to {status} while we waited for {url} to answer."
+                        " Fix the recipe, then `pulumi up`." + self.log_tail(pod_id),
+                        pod_id=pod_id,
+                        last_status=status,
+                    )
             if self._clock() >= deadline:
                 answer = f"HTTP {last}" if last is not None else "no answer"
                 if missing:
                     answer += f" but the server never listed {', '.join(missing)}"
                 raise PodFailedError(
                     f"Pod {pod_id} ({status}) never became healthy: {url} gave {answer} for"
-                    f" {timeouts.healthy_s:g}s. Check the server's logs in the RunPod console;"
-                    f" a large model may need longer: {HEALTH_HINT}.",
+                    f" {timeouts.healthy_s:g}s. A large model may need longer: {HEALTH_HINT}."
+                    + self.log_tail(pod_id),
                     pod_id=pod_id,
                     last_status=status,
                 )
-            self._sleep(timeouts.poll_interval_s)
+            # The probe costs no API quota, so it keeps its own pace; only a 429 slows it.
+            self._sleep(
+                max(0.001, min(timeouts.poll_interval_s, max(0.0, deadline - self._clock())))
+            )
+            if failure is not None and retry_after_s(failure):
+                self._pause(deadline, 0.0, failure)
 
     def _unlisted(self, pod_id: str, health: Health) -> list[str]:
         if not health.expected_files:
@@ -151,30 +223,40 @@ class Provisioner(VolumeRules):
         base = self.proxy.url(pod_id, health.port)
         return missing_files(self.proxy.get_json, base, health.expected_files)
 
-    def wait_restarted(self, before: Pod, patched: Pod, timeouts: Timeouts) -> None:
+    def wait_restarted(
+        self, before: Pod, patched: Pod, timeouts: Timeouts, *, patched_at: float
+    ) -> None:
         """Return once the PATCHed pod shows a restart, so health is not read off the old process.
 
-        Right after a PATCH the API may still say RUNNING while the old server answers; a
-        restart shows as a status other than RUNNING or as a new `startedAt`.
+        RunPod keeps showing the old container, RUNNING with its old `startedAt`, for a while
+        after a PATCH. A restart shows as a status other than RUNNING, a new `startedAt`, or a
+        `runtime.uptime` shorter than the time since the PATCH (`patched_at`, on our clock).
         """
 
         def restarted(pod: Pod) -> bool:
-            return pod.status != "RUNNING" or pod.started_at != before.started_at
+            if pod.status != "RUNNING" or pod.started_at != before.started_at:
+                return True
+            uptime = pod.uptime_s
+            return uptime is not None and uptime < self._clock() - patched_at
 
         deadline = self._clock() + timeouts.running_s
-        pod = patched
-        while not restarted(pod):
+        pod: Pod | None = patched
+        last = patched
+        while pod is None or not restarted(pod):
             if self._clock() >= deadline:
                 raise PodFailedError(
                     f"Pod {before.id} was updated but RunPod showed no restart within"
-                    f" {timeouts.running_s:g}s (still RUNNING, started {pod.started_at}), so"
-                    " its server may still run the old settings; restart it from the RunPod"
-                    f" console, or {RUNNING_HINT}.",
+                    f" {timeouts.running_s:g}s (still {last.status}, up"
+                    f" {last.uptime_s}s), so its server may still run the old settings;"
+                    f" restart it from the RunPod console, or {RUNNING_HINT}.",
                     pod_id=before.id,
-                    last_status=pod.status,
+                    last_status=last.status,
                 )
-            self._sleep(timeouts.poll_interval_s)
-            pod = self.api.get_pod(before.id)
+            self._pause(deadline, timeouts.poll_interval_s, None)
+            pod, failure = self._read(before.id, "waiting for the restart")
+            last = pod or last
+            if failure is not None:
+                self._pause(deadline, 0.0, failure)
 
     def pull(self, pod_id: str, health: Health, tag: str, timeouts: Timeouts) -> None:
         """Ask the pod's Ollama server to pull `tag`; its image cannot do it from args."""
@@ -226,10 +308,11 @@ class Provisioner(VolumeRules):
         health: Health,
         ollama_tag: str | None,
         timeouts: Timeouts,
+        patched_at: float,
     ) -> Pod:
         """Wait for a PATCHed pod to restart and serve; on failure report, never terminate."""
         try:
-            self.wait_restarted(before, patched, timeouts)
+            self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
             return self.serve(before.id, health=health, ollama_tag=ollama_tag, timeouts=timeouts)
         except RunPodError as exc:
             raise left_running(exc, before.id, "was updated in place but does not serve") from exc
@@ -265,13 +348,25 @@ class Provisioner(VolumeRules):
                 last_status=getattr(failure, "last_status", "unknown"),
             ) from failure
 
-    def terminate(self, pod_id: str) -> bool:
-        """Delete the pod; False when it was already gone."""
-        try:
-            self.api.delete_pod(pod_id)
-        except NotFoundError:
-            return False
-        return True
+    def clock(self) -> float:
+        return self._clock()
+
+    def terminate(self, pod_id: str, *, within_s: float = Timeouts.delete_s) -> bool:
+        """Delete the pod; False when it was already gone. Transient failures are retried
+        until `within_s` has passed: a pod left billing is the worst outcome."""
+        deadline = self._clock() + within_s
+        while True:
+            try:
+                self.api.delete_pod(pod_id)
+                return True
+            except NotFoundError:
+                ensure_gone("pod", pod_id, self.api.list_pods)
+                return False
+            except UNKNOWN as exc:
+                if self._clock() >= deadline:
+                    raise
+                self._log(f"pod {pod_id}: delete: the API did not answer ({exc}); trying again")
+                self._pause(deadline, self.api.retry.backoff(1), exc)
 
 
 def left_running(failure: RunPodError, pod_id: str, what: str) -> PodFailedError:

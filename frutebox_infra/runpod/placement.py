@@ -6,20 +6,29 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-from frutebox_infra.runpod.client import Pod, RetryPolicy, RunPodClient, retryable
+from frutebox_infra.deploy_contract import OWNER_ENV
+from frutebox_infra.runpod.client import Pod, RunPodClient
 from frutebox_infra.runpod.errors import (
     ApiError,
     Attempt,
+    AuthenticationError,
+    BadRequestError,
     Cancelled,
+    ContractError,
+    ForbiddenError,
+    InsufficientBalanceError,
     NotFoundError,
     PlacementError,
     ProtocolError,
+    RateLimitedError,
     RunPodError,
+    ServerError,
     TransportError,
     api_error,
 )
+from frutebox_infra.runpod.retrying import AMBIGUOUS, RetryPolicy
 
 CAPACITY_MARK = "no longer any instances available"
 
@@ -35,6 +44,7 @@ class Placement:
     pod: Pod
     candidate_index: int
     attempts: tuple[Attempt, ...]
+    ambiguous: bool = False
 
 
 def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
@@ -46,6 +56,15 @@ def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
     return (gpu["id"], count if isinstance(count, int) else 1)
 
 
+@dataclass(frozen=True)
+class Created(Generic[_T]):
+    """What a create produced; `ambiguous` when an answer left open whether it made another."""
+
+    resource: _T
+    outcome: str
+    ambiguous: bool
+
+
 def create_adopting(
     what: str,
     create: Callable[[], _T],
@@ -54,91 +73,163 @@ def create_adopting(
     retry: RetryPolicy,
     sleep: Sleep,
     log: Log,
-) -> tuple[_T, str]:
-    """Create, retrying 429/5xx in place; returns (resource, "created" | "adopted").
+) -> Created[_T]:
+    """Create, retrying 429/5xx/no answer on the package's one policy.
 
     A 5xx, a lost connection or a 201 whose body we cannot read may still have created the
-    resource, so before any retry we look for it (`find_new`) and adopt it. Other API
-    answers propagate unchanged.
+    resource, so the attempt itself looks for it (`find_new`) and adopts it before any retry.
+    Other API answers propagate unchanged.
     """
-    attempt = 1
-    while True:
+    ambiguous = False
+
+    def attempt() -> tuple[_T, str]:
+        nonlocal ambiguous
         try:
             return create(), "created"
-        except (TransportError, ProtocolError) as exc:
-            failure: ApiError | TransportError | ProtocolError = exc
-        except ApiError as exc:
-            if not retryable(exc.status):
+        except AMBIGUOUS as exc:
+            ambiguous = True
+            found = _look_again(what, exc, find_new)
+            if found is None:
                 raise
-            failure = exc
-        rate_limited = isinstance(failure, ApiError) and failure.status == 429
-        if not rate_limited:
-            try:
-                found = find_new()
-            except Cancelled:
-                raise  # the caller's cleanup looks again; this is not a listing failure
-            except RunPodError as exc:
-                raise RunPodError(
-                    f"Creating {what} failed ({failure}) and listing afterwards failed too"
-                    f" ({exc}). One may exist and bill: look for {what} in the RunPod console"
-                    " and delete it, then run the command again."
-                ) from exc
-            if found is not None:
-                log(f"{what}: the failed create did make it; adopting it")
-                return found, "adopted"
-        if attempt >= retry.max_attempts:
-            hint = f"Gave up on {what} after {attempt} attempts; nothing was left behind."
-            if isinstance(failure, ApiError):
-                raise api_error(
-                    failure.problem, operation=failure.operation, hint=hint
-                ) from failure
-            raise type(failure)(f"{failure} {hint}") from failure
+            log(f"{what}: the failed create did make it; adopting it")
+            return found, "adopted"
+
+    def on_retry(failure: BaseException, wait: float) -> None:
         if isinstance(failure, ApiError):
-            wait = retry.wait_before_retry(failure.problem, attempt)
             reason = f"{failure.status} {failure.problem.detail}"
         else:
-            wait = retry.backoff(attempt)
             reason = "no answer" if isinstance(failure, TransportError) else "unreadable answer"
         log(f"{what}: {reason}; retrying in {wait:g}s")
-        sleep(wait)
-        attempt += 1
+
+    try:
+        resource, outcome = retry.run(
+            attempt, sleep=sleep, retry_on=(*AMBIGUOUS, RateLimitedError), on_retry=on_retry
+        )
+    except ApiError as exc:
+        if not isinstance(exc, RateLimitedError | ServerError):
+            raise
+        hint = f"Gave up on {what} after {retry.max_attempts} attempts; nothing was left behind."
+        raise api_error(exc.problem, operation=exc.operation, hint=hint) from exc
+    except (TransportError, ProtocolError) as exc:
+        hint = f"Gave up on {what} after {retry.max_attempts} attempts; nothing was left behind."
+        raise type(exc)(f"{exc} {hint}") from exc
+    return Created(resource, outcome, ambiguous)
+
+
+def _look_again(what: str, failure: Exception, find_new: Callable[[], _T | None]) -> _T | None:
+    try:
+        return find_new()
+    except Cancelled:
+        raise  # the caller's cleanup looks again; this is not a listing failure
+    except RunPodError as exc:
+        raise RunPodError(
+            f"Creating {what} failed ({failure}) and listing afterwards failed too ({exc})."
+            f" One may exist and bill: look for {what} in the RunPod console and delete it,"
+            " then run the command again."
+        ) from exc
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What makes a pod provably this stack's: RunPod names are not unique, so a pod is ours
+    only when its env carries our token and it mounts our volume."""
+
+    token: str
+    volume_id: str
+
+    def owns(self, pod: Pod) -> bool:
+        return pod.env.get(OWNER_ENV) == self.token and pod.volume_id == self.volume_id
 
 
 def place(
-    api: RunPodClient, name: str, candidates: Sequence[Mapping[str, Any]], *, sleep: Sleep, log: Log
+    api: RunPodClient,
+    name: str,
+    candidates: Sequence[Mapping[str, Any]],
+    owner: Ownership,
+    *,
+    sleep: Sleep,
+    log: Log,
+    duplicate_check_s: float = 30.0,
 ) -> Placement:
     """Create pod `name` from the first candidate that places, in the order given.
 
-    We only create when the stack records no pod, so a pod already named `name` is an orphan
-    of an earlier run that failed before Pulumi recorded it: it is terminated first. A
-    cancellation mid-create terminates whatever the create made.
+    We only create when the stack records no pod, so a pod of ours already named `name` is an
+    orphan of an earlier run that failed before Pulumi recorded it: it is terminated first.
+    Pods that merely share the name are someone else's and are left alone. A cancellation
+    mid-create terminates whatever the create made; after an ambiguous create, a second
+    look (once the listing has caught up) terminates any extra pod of ours.
     """
-    before = _clear_orphans(api, name, log)
+    before = _clear_orphans(api, name, owner, log)
+
+    def fresh() -> list[Pod]:
+        # The list has no name filter, so we filter here; pods from before are not new.
+        return [
+            p
+            for p in api.list_pods()
+            if p.name == name and owner.owns(p) and p.id not in before and p.status != "TERMINATED"
+        ]
 
     def find_new() -> Pod | None:
-        # The list has no name filter, so we filter here; pods from before are not ours.
-        fresh = [p for p in api.list_pods() if p.name == name and p.id not in before]
-        for extra in fresh[1:]:
+        found = fresh()
+        for extra in found[1:]:
             log(f"terminating duplicate pod {extra.id} named {name}")
             with contextlib.suppress(NotFoundError):
                 api.delete_pod(extra.id)
-        return fresh[0] if fresh else None
+        return found[0] if found else None
 
     try:
-        return _walk(api, name, candidates, find_new, sleep=sleep, log=log)
+        placement = _walk(api, name, candidates, find_new, sleep=sleep, log=log)
     except (Cancelled, KeyboardInterrupt):
-        _terminate_made(api, name, before, log)
+        _terminate_made(api, fresh, log)
         raise
+    if placement.ambiguous:
+        _sweep_duplicates(api, placement.pod, fresh, duplicate_check_s, sleep=sleep, log=log)
+    return placement
 
 
-def _clear_orphans(api: RunPodClient, name: str, log: Log) -> set[str]:
-    """Terminate every pod already named `name`; returns their ids, never to be adopted."""
-    stale = [pod for pod in api.list_pods() if pod.name == name]
-    for pod in stale:
+def _sweep_duplicates(
+    api: RunPodClient,
+    kept: Pod,
+    fresh: Callable[[], list[Pod]],
+    delay_s: float,
+    *,
+    sleep: Sleep,
+    log: Log,
+) -> None:
+    """A create that failed ambiguously may have made a pod that the listing showed only
+    later: look again once it has caught up, and terminate every extra pod of ours."""
+    log(f"pod {kept.id}: an earlier create answer was ambiguous; looking for a duplicate in"
+        f" {delay_s:g}s")  # fmt: skip
+    sleep(delay_s)
+    try:
+        extras = [p for p in fresh() if p.id != kept.id]
+        for extra in extras:
+            log(f"terminating pod {extra.id}: a late duplicate of {kept.id} from a retried create")
+            with contextlib.suppress(NotFoundError):
+                api.delete_pod(extra.id)
+    except RunPodError as exc:
+        raise RunPodError(
+            f"Pod {kept.id} is up, but checking for a duplicate made by an earlier, ambiguous"
+            f" create failed ({exc}). Look for pods named {kept.name} in the RunPod console and"
+            " delete any but this one."
+        ) from exc
+
+
+def _clear_orphans(api: RunPodClient, name: str, owner: Ownership, log: Log) -> set[str]:
+    """Terminate our pods already named `name`; returns every same-named id, never adopted."""
+    same_name = [pod for pod in api.list_pods() if pod.name == name]
+    for pod in same_name:
         if pod.status == "TERMINATED":
             continue  # bills nothing; listed for a while after a delete
+        if not owner.owns(pod):
+            log(
+                f"pod {pod.id} ({pod.status}, {pod.data_center_id}) is also named {name} but is"
+                " not this stack's (no ownership token of ours, or not on our volume); leaving"
+                " it alone — RunPod names are not unique"
+            )
+            continue
         log(
-            f"pod {pod.id} ({pod.status}) is already named {name}: an orphan of an earlier run"
+            f"pod {pod.id} ({pod.status}) is ours and named {name}: an orphan of an earlier run"
             " that failed before Pulumi recorded it; terminating it before creating"
         )
         try:
@@ -153,21 +244,20 @@ def _clear_orphans(api: RunPodClient, name: str, log: Log) -> set[str]:
                 f" ({exc}); it may bill. Delete it in the RunPod console, then run `pulumi up`"
                 " again."
             ) from exc
-    return {pod.id for pod in stale}
+    return {pod.id for pod in same_name}
 
 
-def _terminate_made(api: RunPodClient, name: str, before: set[str], log: Log) -> None:
+def _terminate_made(api: RunPodClient, fresh: Callable[[], list[Pod]], log: Log) -> None:
     """After a cancellation mid-create: terminate whatever the create made."""
     try:
-        made = [p for p in api.list_pods() if p.name == name and p.id not in before]
-        for pod in made:
+        for pod in fresh():
             log(f"cancelled: terminating pod {pod.id}, created just before")
             with contextlib.suppress(NotFoundError):
                 api.delete_pod(pod.id)
     except RunPodError as exc:
         log(
             f"cancelled, and checking for a pod created just before failed ({exc}); look for"
-            f" pods named {name} in the RunPod console"
+            " pods of this stack in the RunPod console"
         )
 
 
@@ -182,12 +272,13 @@ def _walk(
 ) -> Placement:
     attempts: list[Attempt] = []
     last_detail = ""
+    ambiguous = False
     for index, body in enumerate(candidates):
         gpu_id, count = gpu_of(body)
         label = f"candidate {index} ({count}x {gpu_id})"
         log(f"creating pod {name} on {label}")
         try:
-            pod, outcome = create_adopting(
+            made = create_adopting(
                 f"pod {name}",
                 partial(api.create_pod_once, body),
                 find_new,
@@ -195,38 +286,59 @@ def _walk(
                 sleep=sleep,
                 log=log,
             )
-        except ApiError as exc:
+        except (BadRequestError, ForbiddenError) as exc:
+            # No capacity (a CUDA floor no free host meets included), or a pool this key may
+            # not use: the next candidate may still place.
             attempts.append(Attempt(gpu_id, count, outcome_of(exc)))
-            if exc.status not in (400, 403):
-                raise _stopped(exc) from exc
             last_detail = exc.problem.detail
             log(f"{label}: {outcome_of(exc)} ({exc.problem.detail}); trying the next one")
             continue
-        attempts.append(Attempt(gpu_id, count, outcome))
-        log(f"pod {pod.id} {outcome} on {label}")
-        return Placement(pod, index, tuple(attempts))
+        except ApiError as exc:
+            attempts.append(Attempt(gpu_id, count, outcome_of(exc)))
+            raise _stopped(exc) from exc
+        ambiguous = ambiguous or made.ambiguous
+        attempts.append(Attempt(gpu_id, count, made.outcome))
+        log(f"pod {made.resource.id} {made.outcome} on {label}")
+        return Placement(made.resource, index, tuple(attempts), ambiguous)
     raise _exhausted(name, attempts, last_detail)
+
+
+_OUTCOMES: tuple[tuple[type[ApiError], str], ...] = (
+    (InsufficientBalanceError, "insufficient-balance"),
+    (ForbiddenError, "forbidden"),
+    (ContractError, "invalid-request"),
+    (RateLimitedError, "rate-limited"),
+    (ServerError, "server-error"),
+)
 
 
 def outcome_of(exc: ApiError) -> str:
     """Stable token for candidatesTried."""
-    if exc.status == 400:
+    if isinstance(exc, BadRequestError):
         return "no-capacity" if CAPACITY_MARK in exc.problem.detail else "rejected"
-    tokens = {402: "insufficient-balance", 403: "forbidden", 422: "invalid-request"}
-    tokens[429] = "rate-limited"
-    return tokens.get(exc.status, "server-error" if exc.status >= 500 else f"http-{exc.status}")
+    return next((token for kind, token in _OUTCOMES if isinstance(exc, kind)), f"http-{exc.status}")
 
 
 def _stopped(exc: ApiError) -> ApiError:
-    hints = {
-        401: "Check the key in frutebox-infra:runpodApiKey / RUNPOD_API_KEY.",
-        402: "No candidate can succeed: add funds to the RunPod account, then run `pulumi up`.",
-        422: "The request breaks RunPod's contract (a frutebox-infra bug, so it is never"
-        " retried); the errors above name each field.",
-    }
-    if exc.status not in hints:
+    """The error that ends the walk, with what to do next."""
+    if isinstance(exc, AuthenticationError):
+        hint = "Check the key in frutebox-infra:runpodApiKey / RUNPOD_API_KEY."
+    elif isinstance(exc, InsufficientBalanceError):
+        hint = "No candidate can succeed: add funds to the RunPod account, then run `pulumi up`."
+    elif isinstance(exc, ContractError) and exc.problem.errors:
+        hint = (
+            "The request breaks RunPod's contract (a frutebox-infra bug, so it is never"
+            " retried); the errors above name each field."
+        )
+    elif isinstance(exc, ContractError):
+        hint = (
+            "RunPod refused the request without naming a field: read its detail above. An"
+            " image it cannot pull is the usual cause: check the image's repository and tag in"
+            " registry/images.yaml."
+        )
+    else:
         return exc
-    return api_error(exc.problem, operation=exc.operation, hint=hints[exc.status])
+    return api_error(exc.problem, operation=exc.operation, hint=hint)
 
 
 def _exhausted(name: str, attempts: Sequence[Attempt], last_detail: str) -> PlacementError:

@@ -12,11 +12,13 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from frutebox_infra.deploy_contract import OWNER_ENV
 from frutebox_infra.runpod.client import Pod
 from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
 from frutebox_infra.runpod.lifecycle import LIVE, Health
-from frutebox_infra.runpod.placement import gpu_of
+from frutebox_infra.runpod.placement import Ownership, gpu_of
+from frutebox_infra.runpod.volumes import ensure_gone
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
@@ -42,13 +44,23 @@ def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any
                 f" {request.health.path} could never answer; add it."
             )
         env = dict(body.get("env") or {})
+        if env.setdefault(OWNER_ENV, request.owner) != request.owner:
+            raise ConfigurationError(
+                f"{where}.env.{OWNER_ENV} differs from the request's owner token; the planner"
+                " writes both from the stack's volume, so this is a frutebox-infra bug."
+            )
+        mounts = (body.get("mounts") or {}).get("network") or [{}]
+        if mounts[0].get("volumeId") != request.volumeId:
+            raise ConfigurationError(
+                f"{where} does not mount the stack's volume {request.volumeId}; a pod is"
+                " recognised as ours by that mount, so every candidate must carry it."
+            )
         for var in request.hfTokenEnv:
             if hf_token:
                 env[var] = hf_token
             else:
                 env.pop(var, None)
-        if env or "env" in body:
-            body["env"] = env
+        body["env"] = env
         bodies.append(body)
     return bodies
 
@@ -86,12 +98,14 @@ def _pod_result(
 def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
     """Place on the first candidate that takes, then serve; a failure terminates the pod."""
     bodies = prepare_candidates(request, session.settings.hf_token)
-    placement = session.prov.place(request.name, bodies)
+    timeouts = session.timeouts(request)
+    owner = Ownership(request.owner, request.volumeId)
+    placement = session.prov.place(request.name, bodies, owner, timeouts)
     pod = session.prov.bring_up(
         placement.pod.id,
         health=_health(request),
         ollama_tag=request.ollamaPull,
-        timeouts=session.timeouts(request),
+        timeouts=timeouts,
     )
     return _pod_result(session, request, pod, placement.candidate_index, placement.attempts)
 
@@ -113,6 +127,7 @@ def pod_update(
     try:
         current = prov.api.get_pod(previous.podId)
     except NotFoundError:
+        ensure_gone("pod", previous.podId, prov.api.list_pods)  # or the URL is wrong: loud
         session.log(f"pod {previous.podId} no longer exists; creating a new one")
         return pod_create(session, request)
     if current.status not in LIVE:
@@ -147,8 +162,11 @@ def pod_update(
             prov.refresh_pull(current, health=health, tag=tag, timeouts=timeouts)
         return _pod_result(session, request, current, index, tried)
     session.log(f"pod {current.id}: updating {', '.join(sorted(patch))} in place")
+    patched_at = prov.clock()
     patched = prov.api.update_pod(current.id, patch)
-    pod = prov.settle_update(current, patched, health=health, ollama_tag=tag, timeouts=timeouts)
+    pod = prov.settle_update(
+        current, patched, health=health, ollama_tag=tag, timeouts=timeouts, patched_at=patched_at
+    )
     return _pod_result(session, request, pod, index, tried)
 
 

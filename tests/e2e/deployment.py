@@ -7,20 +7,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
-from frutebox_infra.emulator.server import RunningEmulator, start
+from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.plan import pod_name
+from frutebox_infra.registry_files import load_registry
 from tests import emulator_client
 from tests.e2e.project import PulumiProject
 
 API_KEY = "rk-e2e-9f3c1d7a55"
 HF_TOKEN = "hf-e2e-77b2e0c4aa"
 
+TIME_SCALE = 100.0
+"""Emulated seconds per real second: RunPod's minute quota window lasts 0.6 s, a 20 s restart
+lag 0.2 s, a 64 s model load 0.64 s."""
+STACKS = ("dev", "prod", "small", "fleet", "gated", "cuda")
+"""Stacks the tests deploy; the account already holds someone else's pods under their names."""
+
 FAST = {
     "FRUTEBOX_POLL_INTERVAL_S": "0.05",
+    "FRUTEBOX_API_CHECK_S": "0.3",
+    "FRUTEBOX_DUPLICATE_CHECK_S": "0.3",
     "FRUTEBOX_RETRY_BACKOFF_S": "0.01",
     "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
-    "FRUTEBOX_HEALTH_TIMEOUT_S": "3",
+    "FRUTEBOX_HEALTH_TIMEOUT_S": "4",
 }
-"""The deploy step's waits, shortened so a never-healthy pod fails in seconds."""
+"""The deploy step's waits, on the same scaled clock, so a never-healthy pod fails in seconds."""
 
 SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
 """A one-data-centre stack with room for a couple of small models."""
@@ -32,14 +42,29 @@ class Deployment:
     emulator: RunningEmulator
 
     @classmethod
-    def start(cls, project: PulumiProject, stock: Mapping[str, int] | None = None) -> Deployment:
-        """`stock`: free GPUs per GPU id in every data centre; unnamed ids keep the default."""
+    def start(
+        cls,
+        project: PulumiProject,
+        stock: Mapping[str, int] | None = None,
+        **realism: Any,
+    ) -> Deployment:
+        """The realistic account (RunPod's documented unkindness, clock scaled). `stock`: free
+        GPUs per GPU id in every data centre; `realism`: overrides, e.g. `cuda_versions`."""
         catalog = Catalog.builtin()
         cells: Stock = full_stock(catalog)
         for gpu_id, count in (stock or {}).items():
             for dc in catalog.data_centers:
                 cells[(gpu_id, dc)] = count
-        emulator = start(catalog=catalog, stock=cells)
+        registry = load_registry()
+        options: dict[str, Any] = {
+            "time_scale": TIME_SCALE,
+            "foreign_pod_names": tuple(
+                pod_name(stack, m.id) for stack in STACKS for m in registry.models
+            ),
+            "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in STACKS),
+        }
+        options.update(realism)
+        emulator = start(catalog=catalog, stock=cells, realism=realistic_for(registry, **options))
         project.extra_env.update(
             FAST,
             RUNPOD_API_URL=emulator.url,
@@ -61,7 +86,11 @@ class Deployment:
         return emulator_client.live_pods(self.emulator)
 
     def volumes(self) -> list[dict[str, Any]]:
-        return [v for v in self.state()["volumes"] if not v["deleted"]]
+        """Our volumes: the account's foreign ones are left out."""
+        return [v for v in self.state()["volumes"] if not v["deleted"] and not v["foreign"]]
+
+    def foreign_pods(self) -> list[dict[str, Any]]:
+        return emulator_client.foreign_pods(self.emulator)
 
     def created_bodies(self) -> list[dict[str, Any]]:
         """Bodies of POST /v2/pods that the emulator accepted (201), in order."""

@@ -1,4 +1,5 @@
-"""The whole lifecycle on the real engine against the emulator: up, change, roll back, destroy."""
+"""The whole lifecycle on the real engine against the realistic emulator (RunPod's documented
+unkindness, on a scaled clock): up, change, roll back, destroy."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 
 from frutebox_infra.plan import plan_fleet, pod_body
 from frutebox_infra.settings import load_settings
-from tests.e2e.deployment import API_KEY, HF_TOKEN, SMALL, Deployment
+from tests.e2e.deployment import API_KEY, HF_TOKEN, SMALL, TIME_SCALE, Deployment
 from tests.e2e.project import PulumiProject
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
+
+pytestmark = pytest.mark.engine
 
 A4000, A5000 = "NVIDIA RTX A4000", "NVIDIA RTX A5000"
 
@@ -31,9 +34,14 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     assert volume["size"] == plan.volume.size_gb and volume["dataCenter"] == "EU-RO-1"
     bodies = {b["name"]: b for b in deployment.created_bodies()}
     assert len(bodies) == len(plan.models)
+    # The stack's token: minted with the volume, in its name and in every pod's env.
+    owner = volume["name"].removeprefix("frutebox-dev-weights-")
+    assert len(owner) == 16
     for model in plan.models:
         assert model.placement is not None
-        expected = pod_body(model, model.placement, settings, stack="dev", volume_id=volume["id"])
+        expected = pod_body(
+            model, model.placement, settings, stack="dev", volume_id=volume["id"], owner=owner
+        )
         assert bodies[expected["name"]] == expected
     outputs = project.outputs("dev")
     live = {p["name"]: p for p in deployment.live_pods()}
@@ -77,14 +85,20 @@ def test_every_candidate_out_of_stock_fails_up_and_leaves_no_pod(project: Pulumi
         deployment.stop()
 
 
-def test_a_5xx_after_create_adopts_the_pod_instead_of_creating_a_second(
+def test_a_late_appearing_duplicate_of_an_ambiguous_create_is_cleaned(
     deployment: Deployment,
 ) -> None:
+    # The create happens but answers 503; the listing lags, so the look right after sees
+    # nothing, the retry creates a second pod, and the look after the delay removes the first.
     deployment.fault({"op": "pods.create", "action": "return-503-after-create"})
     deployment.project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
-    deployment.project.up("small")
-    pods = [p for p in deployment.state()["pods"] if p["name"] == "frutebox-small-qwen3-8b"]
-    assert len(pods) == 1 and pods[0]["status"] == "RUNNING"
+    up = deployment.project.up("small")
+    ours = [p for p in deployment.state()["pods"] if p["name"] == "frutebox-small-qwen3-8b"
+            and not p["emulator"]["foreign"]]  # fmt: skip
+    assert sorted(p["status"] for p in ours) == ["RUNNING", "TERMINATED"]
+    [live] = deployment.live_pods()
+    assert deployment.project.outputs("small")["pods"]["qwen3-8b"]["podId"] == live["id"]
+    assert "late duplicate" in up.stdout + up.stderr
 
 
 def test_a_429_is_retried_after_retry_after(deployment: Deployment) -> None:
@@ -93,6 +107,7 @@ def test_a_429_is_retried_after_retry_after(deployment: Deployment) -> None:
     deployment.project.up("small")
     statuses = [r["status"] for r in deployment.requests("pods.create")]
     assert statuses == [429, 201]
+    assert deployment.project.outputs("small")["pods"]["qwen3-8b"]["podId"]
     assert len(deployment.live_pods()) == 1
 
 
@@ -205,3 +220,106 @@ def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, where
     # ...while the pod that needs the token got it, filled in at the last moment.
     [body] = deployment.created_bodies()
     assert body["env"]["HF_TOKEN"] == HF_TOKEN
+
+
+def test_a_foreign_pod_with_our_name_survives_every_up_and_destroy(
+    deployment: Deployment,
+) -> None:
+    project = deployment.project
+    before = {p["id"]: p["status"] for p in deployment.foreign_pods()}
+    assert any(p["name"] == "frutebox-small-qwen3-8b" for p in deployment.foreign_pods())
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
+    up = project.up("small")
+    assert "leaving it alone" in up.stdout + up.stderr
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"],
+                                  "overrides": {"qwen3-8b": {"gpu": A5000}}})  # fmt: skip
+    project.up("small")  # a replace: delete ours, create anew
+    project.pulumi("destroy", "--stack", "small", "--yes", "--exclude-protected")
+    assert deployment.live_pods() == []
+    assert {p["id"]: p["status"] for p in deployment.foreign_pods()} == before
+    assert set(before.values()) == {"RUNNING"}
+    # ...and the foreign volume with our volume's name was never adopted.
+    [ours] = deployment.volumes()
+    assert ours["name"] != "frutebox-small-weights"
+
+
+def test_ten_minutes_of_503_and_429_while_waiting_do_not_kill_a_healthy_pod(
+    deployment: Deployment,
+) -> None:
+    project = deployment.project
+    # Ten minutes on the emulator's clock (6 s real at x100): five of 503 on every read of the
+    # pod, then five of 429 asking for 30 s each. The step's own bounds stay longer.
+    project.extra_env.update(FRUTEBOX_RUNNING_TIMEOUT_S="60", FRUTEBOX_HEALTH_TIMEOUT_S="60")
+    deployment.fault(
+        {"op": "pods.get", "action": "return-503", "forSeconds": 300},
+        {"op": "pods.get", "action": "return-429", "retryAfter": 30, "forSeconds": 300},
+    )
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
+    project.up("small")
+    [live] = deployment.live_pods()
+    assert live["status"] == "RUNNING"
+    gets = deployment.requests("pods.get")
+    statuses = [r["status"] for r in gets]
+    assert 503 in statuses and 429 in statuses and statuses[-1] == 200
+    failing = [r["at"] for r in gets if r["status"] in (503, 429)]
+    recovered = next(r["at"] for r in gets if r["at"] > max(failing) and r["status"] == 200)
+    assert (recovered - min(failing)) * TIME_SCALE >= 599  # the storm lasted ten minutes
+    assert not deployment.requests("pods.delete")
+
+
+def test_a_cuda_13_image_on_a_gpu_whose_hosts_report_12_moves_to_the_next_candidate(
+    project: PulumiProject,
+) -> None:
+    config = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 20, "maxFallbackPremium": 3,
+              "models": ["qwen-3.6-27b"]}  # fmt: skip
+    project.write_stack("cuda", config)
+    model = plan_fleet(real_registry(), load_settings(project.stack_path("cuda")),
+                       stack="cuda").models[0]  # fmt: skip
+    first, second = model.candidates[0], model.candidates[1]
+    assert first.image.min_cuda_version == "13.0"
+    deployment = Deployment.start(project, cuda_versions={first.gpu.id: ("12.4", "12.8")})
+    try:
+        up = project.up("cuda")
+        [live] = deployment.live_pods()
+        assert (live["gpu"]["id"], live["gpu"]["count"]) == (second.gpu.id, second.count)
+        assert "no-capacity" in up.stdout + up.stderr
+        [refused, placed] = deployment.requests("pods.create")
+        assert refused["status"] == 400 and refused["body"]["gpu"]["minCudaVersion"] == "13.0"
+        assert placed["status"] == 201
+    finally:
+        deployment.stop()
+
+
+def test_a_v2_base_url_works_and_a_wrong_path_fails_loudly(deployment: Deployment) -> None:
+    project = deployment.project
+    base = project.extra_env["RUNPOD_API_URL"]
+    project.extra_env["RUNPOD_API_URL"] = base + "/v2/"  # as RunPod's docs print it
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
+    project.up("small")
+    [live] = deployment.live_pods()
+    # A wrong path: every call is "not found". The changed URL makes Pulumi run the pod's and
+    # the volume's update, which look their resources up: a 404 is never read as "gone".
+    project.extra_env["RUNPOD_API_URL"] = base + "/api/wrong"
+    failed = project.up("small", check=False)
+    assert failed.returncode != 0
+    assert "API URL is wrong" in failed.stdout + failed.stderr
+    assert [p["id"] for p in deployment.live_pods()] == [live["id"]]
+    assert len(deployment.volumes()) == 1 and not deployment.requests("pods.create")[1:]
+
+
+def test_an_in_place_change_patches_and_waits_for_the_restart(deployment: Deployment) -> None:
+    project = deployment.project
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
+    project.up("small")
+    [before] = deployment.live_pods()
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"],
+                                  "overrides": {"qwen3-8b": {"context": 8192}}})  # fmt: skip
+    project.up("small")
+    [after] = deployment.live_pods()
+    old_start = before["emulator"]["started_wall"]
+    assert after["id"] == before["id"] and after["emulator"]["started_wall"] != old_start
+    state = deployment.state()["requests"]
+    patched = next(i for i, r in enumerate(state) if r["op"] == "pods.update")
+    probes = [r for r in state[patched:] if r["op"] == "proxy"]
+    # RunPod kept the old container RUNNING for a while; no probe was read off it.
+    assert probes and all(r["startedWall"] not in (None, old_start) for r in probes)

@@ -15,6 +15,8 @@ from frutebox_infra.settings import load_settings
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry
 
+pytestmark = pytest.mark.engine
+
 
 def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiProject) -> None:
     preview = project.preview("dev")

@@ -98,3 +98,25 @@ def test_a_pod_fault_blocks_nothing_and_is_taken_only_as_a_pod_fault() -> None:
     assert taken is not None and taken.affects_pod
     assert queue.take_pod_fault("pods.create") is None
     assert queue.take_response("pods.create") == Fault("pods.create", FaultAction.RETURN_500)
+
+
+def test_a_timed_fault_answers_every_call_for_its_period_and_periods_follow_each_other() -> None:
+    now = [0.0]
+    queue = FaultQueue(time_scale=100.0, clock=lambda: now[0])
+    queue.add(parse_faults([
+        {"op": "pods.get", "action": "return-503", "forSeconds": 300},
+        {"op": "pods.get", "action": "return-429", "retryAfter": 30, "forSeconds": 300},
+    ]))  # fmt: skip
+    seen = []
+    for at in (0.0, 2.9, 3.1, 6.0, 6.2):  # real seconds: the periods last 3 s each at x100
+        now[0] = at
+        fault = queue.take_response("pods.get")
+        seen.append(fault.status if fault else None)
+    assert seen == [503, 503, 429, 429, None]  # the 429 period began at its first call, 3.1
+
+
+def test_for_seconds_excludes_times_and_pod_faults() -> None:
+    with pytest.raises(FaultError, match="forSeconds"):
+        parse_faults({"op": "pods.get", "action": "return-503", "forSeconds": 5, "times": 2})
+    with pytest.raises(FaultError, match="forSeconds"):
+        parse_faults({"op": "pods.create", "action": "never-healthy", "forSeconds": 5})

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import UsageError, build, is_loopback, main, start
 from tests.factories import ROOT
 
@@ -48,7 +49,12 @@ def test_a_bad_stock_spec_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_state_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
-    first = start(state_file=path, catalog=Catalog.builtin(), stock={("NVIDIA A40", "EU-RO-1"): 3})
+    first = start(
+        state_file=path,
+        catalog=Catalog.builtin(),
+        realism=Realism.fast(),
+        stock={("NVIDIA A40", "EU-RO-1"): 3},
+    )
     created = httpx.post(
         f"{first.url}/v2/pods",
         headers=AUTH,
@@ -60,7 +66,7 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
     ).json()
     first.stop()
     assert json.loads(path.read_text())["pods"][0]["id"] == created["id"]
-    second = start(state_file=path, catalog=Catalog.builtin())
+    second = start(state_file=path, catalog=Catalog.builtin(), realism=Realism.fast())
     try:
         pods = httpx.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
         assert [p["id"] for p in pods] == [created["id"]]
@@ -73,7 +79,7 @@ def test_a_corrupt_state_file_is_named(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     path.write_text('{"pods": 1}')
     with pytest.raises(UsageError, match="not an emulator state file"):
-        build(state_file=path, catalog=Catalog.builtin())
+        build(state_file=path, catalog=Catalog.builtin(), realism=Realism.fast())
 
 
 def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: Path) -> None:
@@ -88,6 +94,8 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
             "NVIDIA A40=1@EU-RO-1",
             "--proxy-base",
             "http://127.0.0.1:1/base",
+            "--kind",
+            "fast",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -116,7 +124,7 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
 def test_a_client_that_hangs_up_mid_answer_is_not_reported(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    running = start(host="127.0.0.1", port=0, catalog=Catalog.builtin())
+    running = start(host="127.0.0.1", port=0, catalog=Catalog.builtin(), realism=Realism.fast())
     try:
         try:
             raise BrokenPipeError(32, "Broken pipe")

@@ -50,7 +50,7 @@ LAUNCH_KEYS = {
     "healthPath",
     "expectedFiles",
 }
-VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter"}
+VOLUME_KEYS = ISSUE_VOLUME | {"weightsGb", "dataCenter", "type"}
 BUDGET_KEYS = ISSUE_BUDGET | {"headroomUsdPerHour"}
 PROBLEM_KEYS = {"model", "rule", "message", "fix", "text"}
 CATALOG_KEYS = ISSUE_CATALOG | {"name", "capability", "problemRule", "warnings"}

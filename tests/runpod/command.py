@@ -13,10 +13,11 @@ from typing import Any
 
 import httpx
 
+from frutebox_infra.deploy_contract import HealthSpec, PodRequest, TimeoutSpec
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.lifecycle import Health, Timeouts
-from tests.runpod.conftest import API_KEY, HF_TOKEN
+from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
 
 POD_NAME = "frutebox-dev-qwen3-8b"
 
@@ -90,21 +91,26 @@ def candidate(
 
 
 def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) -> dict[str, Any]:
-    request = {
-        "name": POD_NAME,
-        "candidates": [candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
-        "health": {"port": port, "path": "/health"},
-        "ollamaPull": None,
-        "hfTokenEnv": ["HF_TOKEN"],
-        "timeouts": {"runningSeconds": 900, "healthySeconds": 1800},
-        "meta": {"model": "qwen3-8b", "stack": "dev"},
-    }
-    request.update(overrides)
-    return request
+    """A PodRequest as the planner writes it (the one contract), as JSON-ready data."""
+    request = PodRequest(
+        name=POD_NAME,
+        owner=OWNER,
+        volumeId=volume_id,
+        candidates=[candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
+        health=HealthSpec(port=port, path="/health"),
+        hfTokenEnv=["HF_TOKEN"],
+        timeouts=TimeoutSpec(runningSeconds=900, healthySeconds=1800),
+        meta={"model": "qwen3-8b", "stack": "dev"},
+    )
+    data: dict[str, Any] = json.loads(request.to_json())
+    data.update(overrides)
+    return data
 
 
 # A pod's bring-up as the lifecycle tests script it: tiny bounds, one health port.
-TIMEOUTS = Timeouts(running_s=30, healthy_s=60, poll_interval_s=2, pull_s=5)
+TIMEOUTS = Timeouts(
+    running_s=30, healthy_s=60, poll_interval_s=2, api_check_s=4, duplicate_check_s=3, pull_s=5
+)
 HEALTH = Health(port=8080, path="/health")
 HEALTH_URL = "https://pod1-8080.proxy.test/health"
 PULL_URL = "https://pod1-8080.proxy.test/api/pull"

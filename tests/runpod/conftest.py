@@ -18,6 +18,8 @@ API = "https://api.test"
 PROXY = "https://{podId}-{port}.proxy.test"
 API_KEY = "rpa_TESTKEY_0123456789abcdef"
 HF_TOKEN = "hf_TESTTOKEN_abcdef0123456789"
+OWNER = "feedc0de12345678"
+VOLUME_ID = "vol1"
 
 Answer = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
@@ -43,21 +45,23 @@ def pod(
     gpu: str = "NVIDIA A40",
     count: int = 1,
     cost: float = 0.4,
+    owner: str | None = OWNER,
 ) -> dict[str, Any]:
+    """A v2 Pod; ours (our token in its env, our volume mounted) unless `owner` says not."""
     return {
         "id": pod_id,
         "name": name,
         "status": status,
         "image": "img:1",
         "args": "",
-        "env": {},
+        "env": {"FRUTEBOX_OWNER": owner} if owner else {},
         "ports": ["8080/http"],
         "disk": 20,
         "gpu": {"id": gpu, "count": count},
         "cloud": "SECURE",
         "dataCenterId": "EU-RO-1",
         "cost": cost,
-        "mounts": {"network": [{"volumeId": "vol1", "path": "/workspace"}]},
+        "mounts": {"network": [{"volumeId": VOLUME_ID, "path": "/workspace"}]},
     }
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import (
+    CREATE_TIMEOUT_S,
     ProxyClient,
     RetryPolicy,
     RunPodClient,
@@ -134,7 +135,42 @@ def test_retry_policy_caps_backoff_and_retry_after() -> None:
     policy = RetryPolicy(backoff_s=1, max_backoff_s=5, max_retry_after_s=30)
     assert [policy.backoff(n) for n in (1, 2, 3, 4)] == [1, 2, 4, 5]
     big = errors.Problem(status=429, title="t", detail="d", retry_after_s=3600)
-    assert policy.wait_before_retry(big, 1) == 30
+    assert policy.wait_s(errors.api_error(big, operation="GET /v2/pods"), 1) == 30
+    assert policy.wait_s(errors.TransportError("down"), 3) == 4
+
+
+@pytest.mark.parametrize(
+    "base", ["https://api.test", "https://api.test/", "https://api.test/v2", "https://api.test/v2/"]
+)
+def test_a_pasted_v2_base_url_is_normalised(base: str, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods", ok(200, {"pods": []}))
+    api = RunPodClient(api_key=API_KEY, base_url=base, transport=httpx.MockTransport(fake))
+    assert api.list_pods() == []
+    assert [r.url.path for r in fake.requests] == ["/v2/pods"]
+
+
+def test_every_answer_updates_the_quota_the_client_paces_by(
+    client: RunPodClient, fake: FakeApi
+) -> None:
+    quota = '"minute";r=11;t=30, "hour";r=2800;t=1800'
+    fake.on("GET", "/v2/pods", httpx.Response(200, json={"pods": []}, headers={"RateLimit": quota}))
+    assert client.quota.pace_s() == 0
+    client.list_pods()
+    # 10 spendable requests in the minute's 30 s left: one every 3 s at most.
+    assert client.quota.pace_s() == pytest.approx(3.0)
+
+
+def test_pod_logs_reads_the_event_stream_and_never_fails_for_want_of_it(
+    client: RunPodClient, fake: FakeApi
+) -> None:
+    stream = (
+        'id: 1\ndata: {"ts": "1", "source": "container", "line": "loading"}\n\n'
+        'id: 2\ndata: {"ts": "2", "source": "container", "line": "CUDA error"}\n\n'
+    )
+    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
+    assert client.pod_logs("pod1", tail=5) == ["loading", "CUDA error"]
+    fake.on("GET", "/v2/pods/pod2/logs", problem(500, "down"))
+    assert client.pod_logs("pod2") == []
 
 
 def test_volume_calls_use_the_v2_paths(client: RunPodClient, fake: FakeApi) -> None:
@@ -232,7 +268,7 @@ CALLS: list[Callable[[RunPodClient], Any]] = [
 def test_every_public_client_call_is_exercised_below() -> None:
     public = {
         n for n, f in inspect.getmembers(RunPodClient, inspect.isfunction) if not n.startswith("_")
-    } - {"close"}
+    } - {"close", "pod_logs"}  # pod_logs is best effort: tested above, never raises
     assert len(public) == len(CALLS)
 
 
@@ -287,3 +323,19 @@ def test_an_unusable_api_url_is_a_transport_error_not_an_httpx_one() -> None:
     api = RunPodClient(api_key=API_KEY, base_url="htp:/nowhere", retry=RetryPolicy(max_attempts=1))
     with pytest.raises(errors.RunPodError):
         api.list_pods()
+
+
+def test_a_create_waits_longer_than_the_proxys_100_s_cap(fake: FakeApi) -> None:
+    seen: list[Any] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"]["read"])
+        return ok(201, pod())
+
+    fake.on("POST", "/v2/pods", record)
+    fake.on("GET", "/v2/pods", lambda r: (seen.append(r.extensions["timeout"]["read"]),
+                                          ok(200, {"pods": []}))[1])  # fmt: skip
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake))
+    api.create_pod_once({"name": "x"})
+    api.list_pods()
+    assert seen[0] > 100 and seen[0] == CREATE_TIMEOUT_S and seen[1] < 100

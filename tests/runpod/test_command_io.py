@@ -1,8 +1,50 @@
-"""What the deploy step writes stays readable by upstream's provider (64 KiB line limit)."""
+"""The deploy step's inputs: its environment (one pydantic-settings model, every bad value a clear
+error) and what it writes (readable by upstream's provider, which has a 64 KiB line limit)."""
 
 from __future__ import annotations
 
-from frutebox_infra.runpod.command_io import MAX_LOG_LINE, cap_lines
+import pytest
+
+from frutebox_infra.runpod.command_io import MAX_LOG_LINE, Settings, cap_lines
+from frutebox_infra.runpod.errors import ConfigurationError
+from frutebox_infra.runpod.lifecycle import Timeouts
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("FRUTEBOX_PULL_TIMEOUT_S", "0"),
+        ("FRUTEBOX_HEALTH_TIMEOUT_S", "-5"),
+        ("FRUTEBOX_RUNNING_TIMEOUT_S", "soon"),
+        ("FRUTEBOX_POLL_INTERVAL_S", "-1"),
+        ("FRUTEBOX_RETRY_ATTEMPTS", "0"),
+    ],
+)
+def test_a_bad_value_names_the_variable_instead_of_becoming_a_default(
+    name: str, value: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=name) as caught:
+        Settings.from_env({name: value})
+    assert "fix or unset" in str(caught.value)
+
+
+def test_unset_and_empty_variables_keep_the_defaults() -> None:
+    settings = Settings.from_env({"FRUTEBOX_PULL_TIMEOUT_S": "  ", "RUNPOD_API_KEY": "k"})
+    assert settings.pull_timeout_s == Timeouts.pull_s
+    assert settings.healthy_timeout_s is None and settings.api_key == "k"
+
+
+def test_hf_token_falls_back_and_secrets_stay_out_of_the_repr() -> None:
+    settings = Settings.from_env({"HF_TOKEN": "hf_plain_token", "RUNPOD_API_KEY": "rpa_secret"})
+    assert settings.hf_token == "hf_plain_token"
+    assert "rpa_secret" not in repr(settings) and "hf_plain_token" not in repr(settings)
+
+
+def test_the_real_environment_is_never_read_behind_our_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FRUTEBOX_PULL_TIMEOUT_S", "0")
+    assert Settings.from_env({}).pull_timeout_s == Timeouts.pull_s
 
 
 def test_long_lines_are_cut_and_short_ones_kept() -> None:

@@ -16,7 +16,7 @@ import pytest
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.emulator_client import fault, live_pods, requests, state
 from tests.factories import ROOT
-from tests.runpod.command import POD_NAME, Run, env_for, pod_request, volume
+from tests.runpod.command import OWNER, POD_NAME, Run, env_for, pod_request, volume
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 A4000, A5000, A40 = "NVIDIA RTX A4000", "NVIDIA RTX A5000", "NVIDIA A40"
@@ -146,7 +146,9 @@ def test_create_update_delete_round_trip(emulator: RunningEmulator) -> None:
     assert (deleted.code, deleted.out.strip()) == (0, "{}")
     assert live_pods(emulator) == []
     patch = [r["body"] for r in requests(emulator, "pods.update")]
-    assert patch == [{"env": {"A": "1", "LOG": "debug", "HF_TOKEN": HF_TOKEN}}]
+    assert patch == [
+        {"env": {"A": "1", "LOG": "debug", "FRUTEBOX_OWNER": OWNER, "HF_TOKEN": HF_TOKEN}}
+    ]
 
 
 def test_a_422_is_reported_with_its_errors_and_never_retried(emulator: RunningEmulator) -> None:

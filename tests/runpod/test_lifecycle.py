@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
 
 import httpx
 import pytest
@@ -162,11 +162,37 @@ def test_a_failed_teardown_says_the_pod_may_still_bill(
         provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
 
 
-def test_terminate_treats_404_as_already_gone(provisioner: Provisioner, fake: FakeApi) -> None:
+def test_terminate_treats_404_as_already_gone_once_the_listing_agrees(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
     fake.on("DELETE", "/v2/pods/gone", problem(404, "pod not found"))
+    fake.on("GET", "/v2/pods", ok(200, {"pods": [pod("other")]}))
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     assert provisioner.terminate("gone") is False
     assert provisioner.terminate("pod1") is True
+
+
+def test_a_404_from_a_path_the_api_does_not_have_is_a_configuration_error(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    # A wrong base URL: every path is "not found", the listing too. Never "already gone".
+    fake.on("DELETE", "/v2/pods/pod1", problem(404, "path not found"))
+    with pytest.raises(errors.ConfigurationError, match="API URL is wrong"):
+        provisioner.terminate("pod1")
+
+
+def test_terminate_rides_out_5xx_and_429_until_its_deadline(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on(
+        "DELETE",
+        "/v2/pods/pod1",
+        *[problem(503, "down")] * 6,
+        problem(429, "slow down", headers={"Retry-After": "40"}),
+        ok(204),
+    )
+    assert provisioner.terminate("pod1") is True
+    assert 40 in clock.sleeps
 
 
 VOL = {"id": "v1", "name": "w", "size": 100, "dataCenter": "EU-RO-1", "type": "STANDARD"}
@@ -190,31 +216,33 @@ def test_a_volume_never_shrinks_and_says_so(
     assert any("never shrink" in line for line in logs)
 
 
+OWNED = {**VOL, "name": "w-tok12345"}
+
+
 def test_volume_create_adopts_after_a_5xx(provisioner: Provisioner, fake: FakeApi) -> None:
     fake.on(
         "GET",
         "/v2/network-volumes",
-        ok(200, {"networkVolumes": []}),
-        ok(200, {"networkVolumes": [{**VOL, "size": 50}]}),
+        ok(200, {"networkVolumes": [{**VOL, "id": "theirs"}, {**OWNED, "size": 50}]}),
     )
     fake.on("POST", "/v2/network-volumes", problem(503, "down"))
-    volume, outcome = provisioner.create_volume("w", 50, "EU-RO-1")
-    assert (volume.id, outcome) == ("v1", "adopted")
+    volume, outcome, owner = provisioner.create_volume("w", 50, "EU-RO-1", "STANDARD", "tok12345")
+    assert (volume.id, outcome, owner) == ("v1", "adopted", "tok12345")
     assert len(fake.calls("POST")) == 1
 
 
-@pytest.mark.parametrize(("asked", "grown"), [(150, [{"size": 150}]), (60, [])])
-def test_volume_create_adopts_a_volume_left_with_our_name(
-    provisioner: Provisioner, fake: FakeApi, logs: list[str], asked: int, grown: list[Any]
+def test_volume_create_names_the_volume_with_a_fresh_token_and_the_tier(
+    provisioner: Provisioner, fake: FakeApi
 ) -> None:
-    elsewhere = {**VOL, "id": "v2", "dataCenter": "EU-SE-1"}
-    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [elsewhere, VOL]}))
-    fake.on("PATCH", "/v2/network-volumes/v1", ok(200, {**VOL, "size": 150}))
-    volume, outcome = provisioner.create_volume("w", asked, "EU-RO-1")
-    assert (volume.id, outcome) == ("v1", "adopted")
-    assert not fake.calls("POST")
-    assert fake.bodies("PATCH", "/v2/network-volumes/v1") == grown
-    assert any("adopted" in line for line in logs)
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [VOL]}))
+    fake.on("POST", "/v2/network-volumes", lambda r: ok(201, {**VOL, "id": "v9",
+            **{k: v for k, v in json.loads(r.content).items() if k == "name"}}))  # fmt: skip
+    volume, outcome, owner = provisioner.create_volume("w", 100, "EU-RO-1", "STANDARD")
+    assert (volume.id, outcome) == ("v9", "created")  # "w" itself is never adopted
+    [body] = fake.bodies("POST", "/v2/network-volumes")
+    assert body == {"name": f"w-{owner}", "size": 100, "dataCenter": "EU-RO-1",
+                    "type": "STANDARD"}  # fmt: skip
+    assert len(owner) == 16
 
 
 def test_a_created_volume_whose_answer_is_unreadable_is_adopted(
@@ -223,15 +251,79 @@ def test_a_created_volume_whose_answer_is_unreadable_is_adopted(
     fake.on(
         "GET",
         "/v2/network-volumes",
-        ok(200, {"networkVolumes": []}),
-        ok(200, {"networkVolumes": [VOL]}),
+        ok(200, {"networkVolumes": [OWNED]}),
     )
     fake.on("POST", "/v2/network-volumes", httpx.Response(201, text="<html>hiccup</html>"))
-    volume, outcome = provisioner.create_volume("w", 100, "EU-RO-1")
+    volume, outcome, _ = provisioner.create_volume("w", 100, "EU-RO-1", "STANDARD", "tok12345")
     assert (volume.id, outcome) == ("v1", "adopted")
     assert len(fake.calls("POST")) == 1
 
 
 def test_volume_delete_treats_404_as_gone(provisioner: Provisioner, fake: FakeApi) -> None:
     fake.on("DELETE", "/v2/network-volumes/v1", problem(404, "not found"))
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": []}))
     assert provisioner.delete_volume("v1") is False
+
+
+def test_waits_ride_out_5xx_429_and_silence_until_their_own_deadline(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    def silence(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("no route", request=request)
+
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        *[problem(503, "down")] * 5,
+        problem(429, "slow down", headers={"Retry-After": "7"}),
+        silence,
+        ok(200, pod(status="RUNNING")),
+    )
+    assert provisioner.wait_running("pod1", TIMEOUTS).status == "RUNNING"
+    assert 7 in clock.sleeps  # Retry-After honoured
+    assert not fake.calls("DELETE")
+    assert sum("did not answer" in line for line in logs) == 7
+
+
+def test_a_wait_still_ends_at_its_deadline_when_the_api_never_answers(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", problem(503, "down"))
+    with pytest.raises(errors.PodFailedError, match="after 30s"):
+        provisioner.wait_running("pod1", TIMEOUTS)
+    assert 30 <= clock.now <= 31
+
+
+def test_health_is_probed_through_the_proxy_and_the_api_asked_rarely(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="RUNNING")))
+    fake.on("GET", HEALTH_URL, *[ok(502, {})] * 20, ok(200, {}))
+    provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
+    probes, api_reads = len(fake.calls("GET", "/health")), len(fake.calls("GET", "/v2/pods/pod1"))
+    # A probe every poll interval, the API only once per api_check_s.
+    assert probes == 21 and 0 < api_reads <= clock.now / TIMEOUTS.api_check_s
+
+
+def test_polling_slows_down_when_the_quota_runs_low(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    low = {"RateLimit": '"minute";r=3;t=40, "hour";r=2000;t=3000'}
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        httpx.Response(200, json=pod(status="STARTING"), headers=low),
+        ok(200, pod(status="RUNNING")),
+    )
+    provisioner.wait_running("pod1", TIMEOUTS)
+    assert clock.sleeps == [20.0]  # 2 spendable requests in 40 s, not the 2 s poll interval
+
+
+def test_a_failure_carries_the_last_lines_of_the_pods_log(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="ERROR")))
+    stream = 'data: {"line": "RuntimeError: no kernel image is available"}\n\n'
+    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
+    with pytest.raises(errors.PodFailedError, match="no kernel image is available"):
+        provisioner.wait_running("pod1", TIMEOUTS)

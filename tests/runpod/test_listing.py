@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from frutebox_infra.runpod.listing import missing_files
 from tests.emulator_client import live_pods
 from tests.factories import real_registry, settings
 from tests.runpod.command import env_for, run, volume
+from tests.runpod.conftest import OWNER
 
 BASE = "https://pod-8188.proxy.test"
 EXPECTED = ("checkpoints/a.safetensors", "text_encoders/t5.safetensors")
@@ -56,7 +58,11 @@ def comfy_request(emulator: RunningEmulator, model_id: str) -> dict[str, Any]:
     )
     model_plan = plan.model(model_id)
     assert model_plan is not None and model_plan.placement is not None, plan.problems
-    return pod_request(model_plan, plan.settings, stack="dev", volume_id=volume(emulator))
+    request = pod_request(
+        model_plan, plan.settings, stack="dev", volume_id=volume(emulator), owner=OWNER
+    )
+    data: dict[str, Any] = json.loads(request.to_json())
+    return data
 
 
 def test_a_comfyui_pod_that_lists_its_weights_is_healthy(emulator: RunningEmulator) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +10,8 @@ import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.emulator_client import fault, live_pods, requests, state
-from tests.runpod.command import candidate, env_for, pod_request, run, volume
+from tests.factories import imported_packages
+from tests.runpod.command import OWNER, candidate, env_for, pod_request, run, volume
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 RESULT_KEYS = {
@@ -55,7 +54,7 @@ def test_create_prints_exactly_the_result_contract(emulator: RunningEmulator) ->
 def test_the_hf_token_is_filled_in_only_on_the_wire(emulator: RunningEmulator) -> None:
     assert run("pod create", pod_request(volume(emulator)), env=env_for(emulator)).code == 0
     posted = [r["body"] for r in requests(emulator, "pods.create")]
-    assert posted[0]["env"] == {"A": "1", "HF_TOKEN": HF_TOKEN}
+    assert posted[0]["env"] == {"A": "1", "FRUTEBOX_OWNER": OWNER, "HF_TOKEN": HF_TOKEN}
 
 
 def test_without_an_hf_token_the_variable_is_left_out(emulator: RunningEmulator) -> None:
@@ -64,7 +63,7 @@ def test_without_an_hf_token_the_variable_is_left_out(emulator: RunningEmulator)
     done = run("pod create", request, env=env_for(emulator, FRUTEBOX_HF_TOKEN=""))
     assert done.code == 0, done.err
     posted = [r["body"] for r in requests(emulator, "pods.create")]
-    assert posted[0]["env"] == {"A": "1"}
+    assert posted[0]["env"] == {"A": "1", "FRUTEBOX_OWNER": OWNER}
 
 
 def test_a_secret_echoed_by_anything_is_redacted(emulator: RunningEmulator) -> None:
@@ -181,7 +180,10 @@ def test_volume_create_update_and_delete(emulator: RunningEmulator) -> None:
     env = env_for(emulator)
     request = {"name": "frutebox-dev-weights", "size": 100, "dataCenter": "EU-RO-1"}
     created = run("volume create", request, env=env).result
-    assert set(created) == {"volumeId", "name", "size", "dataCenter"}
+    assert set(created) == {"volumeId", "name", "size", "dataCenter", "type", "owner"}
+    # Named with the stack's token: a volume anyone else named frutebox-dev-weights is not ours.
+    assert created["name"] == f"frutebox-dev-weights-{created['owner']}"
+    assert len(created["owner"]) == 16 and created["type"] == "STANDARD"
     grown = run("volume update", {**request, "size": 150}, env=env, previous=created)
     assert grown.result["size"] == 150
     shrunk = run("volume update", {**request, "size": 60}, env=env, previous=grown.result)
@@ -204,12 +206,8 @@ def test_a_volume_in_use_is_not_deleted(emulator: RunningEmulator) -> None:
 
 
 def test_the_command_and_the_emulator_never_import_pulumi() -> None:
-    code = (
-        "import sys, frutebox_infra.runpod.__main__, frutebox_infra.emulator.server;"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_command')))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    modules = ["frutebox_infra.runpod.__main__", "frutebox_infra.emulator.server"]
+    assert imported_packages(modules, ["pulumi", "pulumi_command"]) == []
 
 
 def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulator) -> None:
@@ -234,13 +232,27 @@ def test_the_request_may_leave_the_running_timeout_out(emulator: RunningEmulator
     assert run("pod create", request, env=env).code == 0
 
 
-def test_a_pod_left_with_our_name_is_terminated_before_creating(emulator: RunningEmulator) -> None:
+def test_our_orphan_is_terminated_and_a_foreign_pod_with_our_name_is_left(
+    emulator: RunningEmulator,
+) -> None:
     vid = volume(emulator)
-    orphan = emulator.app.account.create_pod(candidate(vid, "NVIDIA RTX A4000")).id
+    ours = candidate(vid, "NVIDIA RTX A4000")
+    ours["env"] = {**ours["env"], "FRUTEBOX_OWNER": OWNER}
+    orphan = emulator.app.account.create_pod(ours).id
+    # Same name, same volume even, but another stack's token (or none): not ours.
+    theirs = [
+        emulator.app.account.create_pod({**candidate(vid, "NVIDIA RTX A4000"), "env": env}).id
+        for env in ({"FRUTEBOX_OWNER": "someoneelse0000"}, {})
+    ]
+    other_volume = candidate(volume(emulator), "NVIDIA RTX A4000")
+    other_volume["env"] = {"FRUTEBOX_OWNER": OWNER}
+    theirs.append(emulator.app.account.create_pod(other_volume).id)
     done = run("pod create", pod_request(vid), env=env_for(emulator))
     assert done.code == 0, done.err
-    assert [p["id"] for p in live_pods(emulator)] == [done.result["podId"]] != [orphan]
+    live = sorted(p["id"] for p in live_pods(emulator))
+    assert live == sorted([done.result["podId"], *theirs])
     assert f"pod {orphan}" in done.err and "orphan" in done.err
+    assert all(f"pod {t}" in done.err and "leaving it alone" in done.err for t in theirs)
 
 
 def test_a_201_that_cannot_be_read_is_adopted_not_left_billing(emulator: RunningEmulator) -> None:
@@ -252,10 +264,25 @@ def test_a_201_that_cannot_be_read_is_adopted_not_left_billing(emulator: Running
     assert len(requests(emulator, "pods.create")) == 1
 
 
-def test_volume_create_adopts_a_volume_left_by_an_earlier_run(emulator: RunningEmulator) -> None:
+def test_a_volume_that_only_shares_our_name_is_never_adopted(emulator: RunningEmulator) -> None:
     request = {"name": "frutebox-dev-weights", "size": 100, "dataCenter": "EU-RO-1"}
-    left = emulator.app.account.create_volume({**request, "size": 50}).id
+    theirs = emulator.app.account.create_volume({**request, "size": 50}).id
     done = run("volume create", request, env=env_for(emulator))
     assert done.code == 0, done.err
-    assert (done.result["volumeId"], done.result["size"]) == (left, 100)
-    assert "adopted" in done.err and not requests(emulator, "volumes.create")
+    assert done.result["volumeId"] != theirs
+    assert done.result["name"] == f"frutebox-dev-weights-{done.result['owner']}"
+    assert len(requests(emulator, "volumes.create")) == 1
+
+
+def test_a_delete_against_a_wrong_path_fails_instead_of_saying_already_gone(
+    emulator: RunningEmulator,
+) -> None:
+    created = run("pod create", pod_request(volume(emulator)), env=env_for(emulator)).result
+    wrong = env_for(emulator, RUNPOD_API_URL=emulator.url + "/api/wrong")
+    done = run("pod delete", env=wrong, previous=created)
+    assert done.code == 1 and "API URL is wrong" in done.err
+    assert [p["id"] for p in live_pods(emulator)] == [created["podId"]]
+    # RunPod's docs print the base with /v2: that works.
+    slash_v2 = env_for(emulator, RUNPOD_API_URL=emulator.url + "/v2")
+    assert run("pod delete", env=slash_v2, previous=created).code == 0
+    assert live_pods(emulator) == []

@@ -9,9 +9,10 @@ import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import RunPodClient
-from frutebox_infra.runpod.placement import gpu_of, place
-from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem
+from frutebox_infra.runpod.placement import Ownership, gpu_of, place
+from tests.runpod.conftest import OWNER, VOLUME_ID, Clock, FakeApi, ok, pod, problem
 
+OURS = Ownership(OWNER, VOLUME_ID)
 NAME = "frutebox-dev-m"
 CAPACITY_DETAIL = (
     "There are no longer any instances available with the requested specifications."
@@ -41,7 +42,13 @@ def run(
     logs: list[str],
     candidates: list[dict[str, Any]] = CANDIDATES,
 ) -> Any:
-    return place(client, NAME, candidates, sleep=clock.sleep, log=logs.append)
+    return place(client, NAME, candidates, OURS, sleep=clock.sleep, log=logs.append)
+
+
+def listings(fake: FakeApi, *pod_lists: list[dict[str, Any]]) -> None:
+    """What GET /v2/pods answers, call after call (the last one repeats)."""
+    fake.queues[("GET", "/v2/pods")].clear()
+    fake.on("GET", "/v2/pods", *(ok(200, {"pods": pods}) for pods in pod_lists))
 
 
 def posted_gpus(fake: FakeApi) -> list[str]:
@@ -167,18 +174,13 @@ def test_429_retries_are_bounded(
 def test_a_5xx_that_created_the_pod_is_adopted_not_created_twice(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("ghost", name=NAME, gpu="NVIDIA RTX A4000")]}),
-    )
+    listings(fake, [], [pod("ghost", name=NAME, gpu="NVIDIA RTX A4000")])
     fake.on("POST", "/v2/pods", problem(503, "upstream unavailable"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("ghost", "adopted")
     assert len(fake.calls("POST")) == 1
-    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods"]
+    # ...and looks once more, after the listing has had time to catch up, for a duplicate.
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "GET /v2/pods"]
 
 
 def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
@@ -187,8 +189,10 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     fake.on("POST", "/v2/pods", problem(500, "oops"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert placement.attempts[0].outcome == "created"
-    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
-    assert clock.sleeps == [0.5]
+    assert fake.trail() == [
+        "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
+    ]  # fmt: skip
+    assert clock.sleeps == [0.5, 30.0]  # the backoff, then the wait before the second look
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -196,8 +200,7 @@ def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
 ) -> None:
     old = pod("old", name=NAME, status="RUNNING")
     other = pod("other", name="someone-else", status="RUNNING")
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [old, other]}))  # still listed: not adopted
+    listings(fake, [old, other])  # still listed: not adopted
     fake.on("DELETE", "/v2/pods/old", ok(204))
     fake.on("POST", "/v2/pods", problem(502, "bad gateway"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
@@ -210,8 +213,7 @@ def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
 def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": [pod("old", name=NAME)]}))
+    listings(fake, [pod("old", name=NAME)])
     fake.on("DELETE", "/v2/pods/old", problem(403, "no delete permission"))
     with pytest.raises(errors.RunPodError, match="could not be terminated"):
         run(client, clock, logs)
@@ -221,13 +223,7 @@ def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
 def test_a_201_with_an_unreadable_body_is_looked_up_and_adopted(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("made", name=NAME, gpu="NVIDIA RTX A4000")]}),
-    )
+    listings(fake, [], [pod("made", name=NAME, gpu="NVIDIA RTX A4000")])
     fake.on("POST", "/v2/pods", httpx.Response(201, text="<html>upstream hiccup</html>"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("made", "adopted")
@@ -240,7 +236,9 @@ def test_a_201_with_an_unreadable_body_and_no_pod_is_retried(
     fake.on("POST", "/v2/pods", httpx.Response(201, json={"no": "id"}), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("new1", "created")
-    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
+    assert fake.trail() == [
+        "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
+    ]  # fmt: skip
     assert any("unreadable answer" in line for line in logs)
 
 
@@ -250,8 +248,7 @@ def test_a_cancellation_mid_create_terminates_what_the_create_made(
     def cancel(request: httpx.Request) -> httpx.Response:
         raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
 
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    listings(fake, [], [pod("made", name=NAME)])
     fake.on("POST", "/v2/pods", cancel)
     fake.on("DELETE", "/v2/pods/made", ok(204))
     with pytest.raises(errors.Cancelled):
@@ -265,8 +262,7 @@ def test_a_lost_connection_on_create_is_treated_like_a_5xx(
     def drop(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
 
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on("GET", "/v2/pods", ok(200, {"pods": []}), ok(200, {"pods": [pod("made", name=NAME)]}))
+    listings(fake, [], [pod("made", name=NAME)])
     fake.on("POST", "/v2/pods", drop)
     assert run(client, clock, logs).pod.id == "made"
 
@@ -274,12 +270,11 @@ def test_a_lost_connection_on_create_is_treated_like_a_5xx(
 def test_duplicates_found_after_a_5xx_are_terminated(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.queues[("GET", "/v2/pods")].clear()
-    fake.on(
-        "GET",
-        "/v2/pods",
-        ok(200, {"pods": []}),
-        ok(200, {"pods": [pod("a", name=NAME), pod("b", name=NAME)]}),
+    listings(
+        fake,
+        [],
+        [pod("a", name=NAME), pod("b", name=NAME)],
+        [pod("a", name=NAME), pod("b", name=NAME, status="TERMINATED")],
     )
     fake.on("POST", "/v2/pods", problem(503, "down"))
     fake.on("DELETE", "/v2/pods/b", ok(204))
@@ -339,3 +334,41 @@ def test_a_cancellation_while_looking_after_a_5xx_still_cleans_up(
     with pytest.raises(errors.Cancelled):
         run(client, clock, logs)
     assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/made"]
+
+
+def test_a_pod_that_only_shares_our_name_is_left_alone_and_never_adopted(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    theirs = pod("theirs", name=NAME, status="RUNNING", owner="someoneelse0000")
+    unmounted = {**pod("unmounted", name=NAME, status="RUNNING"), "mounts": {}}
+    listings(fake, [theirs, unmounted])
+    fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert placement.pod.id == "new1"  # after the 503 neither was adopted
+    assert fake.calls("DELETE") == []
+    assert sum("leaving it alone" in line for line in logs) == 2
+
+
+def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_on_the_second_look(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    # The first create's pod is not listed yet when we look right after its 503 ...
+    listings(fake, [], [], [pod("late", name=NAME), pod("new1", name=NAME)])
+    fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
+    fake.on("DELETE", "/v2/pods/late", ok(204))
+    placement = run(client, clock, logs)
+    # ... so the retry creates a second; the look after the delay finds and removes the first.
+    assert placement.pod.id == "new1"
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/late"]
+    assert 30.0 in clock.sleeps
+
+
+def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(422, "image 'x:1' could not be pulled"))
+    with pytest.raises(errors.ContractError) as caught:
+        run(client, clock, logs)
+    message = str(caught.value)
+    assert "could not be pulled" in message and "registry/images.yaml" in message
+    assert "bug" not in message

@@ -22,7 +22,7 @@ from tests.runpod.command import (
     run,
     volume,
 )
-from tests.runpod.conftest import FakeApi, ok, pod, pulled
+from tests.runpod.conftest import Clock, FakeApi, ok, pod, pulled
 
 BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
 
@@ -38,6 +38,7 @@ def settle(provisioner: Provisioner, patched: dict[str, Any], tag: str | None = 
         health=HEALTH,
         ollama_tag=tag,
         timeouts=TIMEOUTS,
+        patched_at=provisioner.clock(),
     )
 
 
@@ -71,6 +72,24 @@ def test_a_new_start_time_counts_as_the_restart(provisioner: Provisioner, fake: 
     fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING", "2026-01-01T00:05:00Z")))
     fake.on("GET", HEALTH_URL, ok(200, {}))
     settle(provisioner, at("RUNNING", "2026-01-01T00:05:00Z"))
+    assert len(fake.calls("GET", "/health")) == 1
+
+
+def test_an_uptime_shorter_than_the_time_since_the_patch_counts_as_the_restart(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    # Nothing documents that startedAt changes: runtime.uptime is what the v2 Pod promises.
+    old = at("RUNNING") | {"runtime": {"uptime": 86400}}
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        ok(200, old),
+        ok(200, at("RUNNING") | {"runtime": {"uptime": 1}}),
+    )
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    settle(provisioner, old)
+    # old process, restarted (up 1 s, 4 s after the PATCH), then the wait for RUNNING
+    assert len(fake.calls("GET", "/v2/pods/pod1")) == 3
     assert len(fake.calls("GET", "/health")) == 1
 
 

@@ -1,0 +1,180 @@
+"""API calls per minute and per hour of a deploy, against RunPod's documented quotas.
+
+The deploy step (`python -m frutebox_infra.runpod`, run in-process, one thread per resource as
+Pulumi runs them in parallel) deploys against the realistic emulator with its clock sped up
+`SCALE` times; the step's own waits are shortened by the same factor, so every figure below is
+in emulated time: what the same `up` would send to RunPod. Two deploys:
+
+- the prod stack's `up`: its volume, then every armed model's pod, with the default waits
+  (poll 5 s, API check every 60 s while the proxy probe waits for health);
+- a 20-pod fleet: 20 Ollama pods created at once on one volume.
+
+RunPod's quotas (docs "Rate limits"; the OpenAPI RateLimit-Policy example): 60 requests a
+minute and 3000 an hour per user; the emulator enforces them, so a 429 would show below.
+
+Run: .venv/bin/python bench/api_budget.py
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from _common import heading, print_table
+
+from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.plan import plan_fleet, pod_request, volume_request
+from frutebox_infra.registry_files import load_registry
+from frutebox_infra.runpod.__main__ import main
+from frutebox_infra.runpod.lifecycle import Timeouts
+from frutebox_infra.settings import load_settings, stack_file
+
+SCALE = 100.0
+QUOTA_PER_MINUTE, QUOTA_PER_HOUR = 60, 3000
+FLEET_PODS = 20
+
+
+def step_env(emulator: RunningEmulator) -> dict[str, str]:
+    """The deploy step's environment with its default waits on the emulator's clock."""
+    t = Timeouts()
+    return {
+        "RUNPOD_API_URL": emulator.url,
+        "RUNPOD_API_KEY": "bench-key",
+        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        "FRUTEBOX_POLL_INTERVAL_S": str(t.poll_interval_s / SCALE),
+        "FRUTEBOX_API_CHECK_S": str(t.api_check_s / SCALE),
+        "FRUTEBOX_DUPLICATE_CHECK_S": str(t.duplicate_check_s / SCALE),
+        "FRUTEBOX_RETRY_BACKOFF_S": str(2.0 / SCALE),
+        "FRUTEBOX_RUNNING_TIMEOUT_S": str(t.running_s / SCALE),
+        "FRUTEBOX_HEALTH_TIMEOUT_S": str(4 * 3600 / SCALE),
+    }
+
+
+def command(args: str, request: Any, env: dict[str, str]) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.StringIO(request if isinstance(request, str) else json.dumps(request))
+    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env)
+    if code != 0:
+        raise SystemExit(f"{args} failed: {err.getvalue()[-2000:]}")
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def in_parallel(requests: Sequence[str], env: dict[str, str]) -> None:
+    failures: list[BaseException] = []
+
+    def one(request: str) -> None:
+        try:
+            command("pod create", request, env)
+        except BaseException as exc:  # reported after every thread ended
+            failures.append(exc)
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SystemExit(str(failures[0]))
+
+
+def budget(emulator: RunningEmulator) -> dict[str, Any]:
+    """Peak calls in any emulated minute and hour, from the emulator's request log."""
+    calls = [r for r in emulator.app.account.requests if r["op"] != "proxy"]
+    times = sorted(r["at"] * SCALE for r in calls)  # emulated seconds
+
+    def peak(window_s: float) -> int:
+        best, first = 0, 0
+        for last, at in enumerate(times):
+            while at - times[first] >= window_s:
+                first += 1
+            best = max(best, last - first + 1)
+        return best
+
+    span = (times[-1] - times[0]) / 60 if times else 0.0
+    return {
+        "calls": len(calls),
+        "span_min": span,
+        "per_min": peak(60),
+        "per_hour": peak(3600),
+        "throttled": sum(1 for r in calls if r["status"] == 429),
+    }
+
+
+def prod_up() -> dict[str, Any]:
+    registry = load_registry()
+    settings = load_settings(stack_file("prod"))
+    plan = plan_fleet(registry, settings, stack="prod")
+    emulator = start(realism=realistic_for(registry, time_scale=SCALE))
+    try:
+        env = step_env(emulator)
+        volume = command("volume create", volume_request(plan).to_json(), env)
+        ids = {"volume_id": volume["volumeId"], "owner": volume["owner"]}
+        requests = [
+            pod_request(m, settings, stack="prod", **ids).to_json()
+            for m in plan.models
+            if m.placement is not None
+        ]
+        in_parallel(requests, env)
+        return {"what": f"prod stack up ({len(requests)} pods)", **budget(emulator)}
+    finally:
+        emulator.stop()
+
+
+def fleet_up(pods: int) -> dict[str, Any]:
+    registry = load_registry()
+    settings = load_settings(stack_file("dev"))
+    plan = plan_fleet(registry, settings, stack="dev")
+    model = next(m for m in plan.models if m.model_id == "qwen3-8b")
+    emulator = start(realism=realistic_for(registry, time_scale=SCALE))
+    try:
+        env = step_env(emulator)
+        volume = command(
+            "volume create", {"name": "frutebox-bench-weights", "size": 500,
+                              "dataCenter": settings.data_center}, env)  # fmt: skip
+        requests = []
+        for index in range(pods):
+            request = pod_request(model, settings, stack="bench", volume_id=volume["volumeId"],
+                                  owner=volume["owner"])  # fmt: skip
+            requests.append(request.model_copy(update={"name": f"frutebox-bench-m{index}"}))
+        bodies = []
+        for request in requests:
+            data = json.loads(request.to_json())
+            for body in data["candidates"]:
+                body["name"] = data["name"]
+            bodies.append(json.dumps(data))
+        in_parallel(bodies, env)
+        return {"what": f"{pods}-pod fleet up", **budget(emulator)}
+    finally:
+        emulator.stop()
+
+
+def main_() -> int:
+    heading(
+        f"RunPod API calls of a deploy, emulated time (clock x{SCALE:g}); quotas"
+        f" {QUOTA_PER_MINUTE}/min, {QUOTA_PER_HOUR}/h"
+    )
+    rows = []
+    for figures in (prod_up(), fleet_up(FLEET_PODS)):
+        rows.append(
+            [
+                figures["what"],
+                str(figures["calls"]),
+                f"{figures['span_min']:.1f}",
+                f"{figures['per_min']} ({figures['per_min'] / QUOTA_PER_MINUTE:.0%})",
+                f"{figures['per_hour']} ({figures['per_hour'] / QUOTA_PER_HOUR:.0%})",
+                str(figures["throttled"]),
+            ]
+        )
+    print_table(
+        ["deploy", "API calls", "minutes", "peak/min (of 60)", "peak/h (of 3000)", "429s"], rows
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_())

@@ -1,0 +1,91 @@
+"""The one request contract between the planner (which writes it) and the deploy step (which reads
+it): what `python -m frutebox_infra.runpod pod|volume ACTION` gets on stdin and prints back.
+
+Plain pydantic, no pulumi and no httpx: `plan.py` emits these models as JSON, `runpod/command_io`
+parses them, and the tests build them; a field added here exists on both sides at once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OWNER_ENV = "FRUTEBOX_OWNER"
+"""Pod environment variable carrying the stack's ownership token: RunPod names are not unique,
+so a pod is ours only when it carries our token and mounts our volume."""
+
+VolumeGb = Annotated[int, Field(ge=10, le=4096)]
+"""The sizes POST /v2/network-volumes accepts."""
+
+VolumeType = Annotated[str, Field(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
+
+
+class _Strict(BaseModel):
+    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=False)
+
+
+class HealthSpec(_Strict):
+    port: int = Field(ge=1, le=65535)
+    path: str = Field(default="/", pattern=r"^/")
+    expectedFiles: list[str] = Field(default_factory=list)
+    """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
+
+
+class TimeoutSpec(_Strict):
+    """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
+
+    runningSeconds: float | None = Field(default=None, gt=0)
+    healthySeconds: float | None = Field(default=None, gt=0)
+
+
+class PodRequest(_Strict):
+    """stdin of `pod create|update`: candidates are full CreatePodRequest bodies, cheapest first."""
+
+    name: str = Field(min_length=1)
+    owner: str = Field(min_length=8, description="the stack's ownership token")
+    volumeId: str = Field(min_length=1, description="the stack's weights volume")
+    candidates: list[dict[str, Any]] = Field(min_length=1)
+    health: HealthSpec
+    ollamaPull: str | None = None
+    hfTokenEnv: list[str] = Field(default_factory=list)
+    timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
+    meta: Any = None
+
+
+class VolumeRequest(_Strict):
+    """stdin of `volume create|update`; size in GB. The volume is named `name-<owner token>`."""
+
+    name: str = Field(min_length=1)
+    size: VolumeGb
+    dataCenter: str = Field(min_length=1)
+    type: VolumeType = "STANDARD"
+
+
+class GrowRequest(_Strict):
+    """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
+
+    volumeId: str = Field(min_length=1)
+    size: VolumeGb
+
+
+class _Result(BaseModel):
+    """A result printed earlier and read back (PULUMI_COMMAND_STDOUT): newer keys are fine."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class PreviousPod(_Result):
+    podId: str
+    candidateIndex: int | None = None
+    candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PreviousVolume(_Result):
+    volumeId: str
+    owner: str | None = None

@@ -1,0 +1,56 @@
+"""A pod's HTTP ports as the RunPod proxy serves them: health, Ollama's pull, ComfyUI's lists."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from frutebox_infra.emulator.comfy import models_listing
+from frutebox_infra.emulator.records import PodRecord, RawBody
+
+
+def serve_port(pod: PodRecord, port: int, method: str, path: str, body: Any) -> tuple[int, Any]:
+    """The answer of `pod`'s server on `port`; a server still loading does not answer yet."""
+    if f"{port}/http" not in (pod.body.get("ports") or []):
+        return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
+    loading = pod.started_wall is not None and time.time() - pod.started_wall < pod.load_s
+    if pod.status == "RUNNING" and loading and "comfyui" in str(pod.body.get("image")):
+        # ComfyUI-like images put a placeholder page on the port while the server starts.
+        return 200, RawBody("text/html", b"<html>Loading, please wait</html>")
+    if pod.status != "RUNNING" or pod.fault == "never-healthy" or loading:
+        return 502, {"error": "the pod's server is not answering"}
+    if method == "POST" and path == "/api/pull":
+        return _pull(pod, body)
+    listing = models_listing(pod.body, path) if method == "GET" else None
+    if listing is not None:
+        return 200, listing
+    return 200, {"status": "ok", "pod": pod.id, "path": path}
+
+
+def _pull(pod: PodRecord, body: Any) -> tuple[int, Any]:
+    """Ollama's `POST /api/pull` as seen through the RunPod proxy.
+
+    Streamed (Ollama's default) it answers NDJSON progress ending in success, or an error
+    line under the pull-fails fault. Not streamed, the server stays silent until the pull
+    ends and the proxy (Cloudflare) cuts it at 100 s: every such pull is treated as that
+    slow and answers 524, so a client that stops streaming fails here as it would there.
+    """
+    model = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(model, str) or not model:
+        return 400, {"error": "model is required"}
+    if body.get("stream", True) is False:
+        return 524, RawBody("text/plain; charset=UTF-8", b"error code: 524")
+    events: list[dict[str, Any]] = [{"status": "pulling manifest"}]
+    if pod.fault == "pull-fails":
+        events.append({"error": f"pull model manifest: file does not exist ({model})"})
+        return 200, RawBody.ndjson(events)
+    digest, total = "sha256:" + uuid.uuid5(uuid.NAMESPACE_URL, model).hex * 2, 4_900_000_000
+    events += [
+        {"status": f"pulling {digest[7:19]}", "digest": digest, "total": total, "completed": n}
+        for n in (0, total // 2, total)
+    ]
+    events += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
+    events.append({"status": "success"})
+    pod.pulled.append(model)
+    return 200, RawBody.ndjson(events)

@@ -16,6 +16,7 @@ from frutebox_infra.status import Endpoints, collect, recorded_from_outputs, ter
 from tests.factories import real_registry, settings
 
 STACK = "s"
+OWNER = "tok-status-1234"
 
 
 def plan() -> FleetPlan:
@@ -31,12 +32,14 @@ def deploy(emulator: RunningEmulator) -> dict[str, Any]:
     ).json()
     model = p.models[0]
     assert model.placement is not None
-    body = pod_body(model, model.placement, p.settings, stack=STACK, volume_id=volume["id"])
+    body = pod_body(
+        model, model.placement, p.settings, stack=STACK, volume_id=volume["id"], owner=OWNER
+    )
     pod = api.post("/v2/pods", json=body).json()
     for _ in range(3):
         api.get(f"/v2/pods/{pod['id']}")  # PROVISIONING -> STARTING -> RUNNING
     return {
-        "volume": {"id": volume["id"], "sizeGb": 20},
+        "volume": {"id": volume["id"], "sizeGb": 20, "owner": OWNER},
         "pods": {"qwen3-8b": {"name": body["name"], "podId": pod["id"], "gpuId": "g"}},
     }
 

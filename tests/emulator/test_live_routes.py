@@ -52,7 +52,7 @@ def test_data_centres_with_gpu_availability_and_volume_tiers(
     plain = valid(contract, "ListDataCentersResponse", call("GET", "/v2/catalog/datacenters").body)
     ro = next(d for d in plain["dataCenters"] if d["id"] == DC)
     assert ro["region"] == "EUROPE" and "gpuAvailability" not in ro
-    assert ro["networkVolumeTypes"] == ["STANDARD", "HIGH_PERFORMANCE"]
+    assert ro["networkVolumeTypes"] == list(app.account.realism.tiers(DC))
     assert call("POST", "/_emulator/volume-types", {"dataCenterId": DC, "types": []}).status == 200
     body = call("GET", "/v2/catalog/datacenters?include=GPU_AVAILABILITY").body
     valid(contract, "ListDataCentersResponse", body)

@@ -130,24 +130,19 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     from frutebox_infra.drift import STOPPED_STATUSES, changes, is_ours
 
     stack, dc = plan.stack, plan.settings.data_center
-    # The volume is found by its name, which may end in the stack's token (`<name>-<token>`).
-    base = volume_name(stack)
-    volume = next(
-        (
-            v
-            for v in live.volumes
-            if v.data_center == dc and (v.name == base or v.name.startswith(base + "-"))
-        ),
-        None,
-    )
-    if volume is None:
-        return []
-    owner = volume.name[len(base) + 1 :] or None
+    # Our volume is named `<name>-<token>`; names are not unique, so every such volume is a
+    # candidate and a pod is ours only with the token its volume's name carries.
+    prefix = volume_name(stack) + "-"
+    volumes = {
+        v.id: v.name[len(prefix) :]
+        for v in live.volumes
+        if v.data_center == dc and v.name.startswith(prefix)
+    }
     out = []
     for model in plan.models:
         name = pod_name(stack, model.model_id)
         for pod in live.pods:
-            if pod.name != name or not is_ours(pod, owner, volume.id):
+            if pod.name != name or not any(is_ours(pod, t, v) for v, t in volumes.items()):
                 continue
             if pod.status in STOPPED_STATUSES:
                 found = f"pod {pod.id} is {pod.status} (stopped)"

@@ -90,19 +90,21 @@ def stack_pod(pod_id: str, status: str, **changes: Any) -> LivePod:
     model = plan().model("qwen3-8b")
     assert model is not None and model.placement is not None
     p = model.placement
+    env = {**p.pod.env, "FRUTEBOX_OWNER": "tok12345"}
     pod = LivePod(
-        pod_id, "frutebox-s-qwen3-8b", status, p.pod.image, p.pod.args, dict(p.pod.env),
+        pod_id, "frutebox-s-qwen3-8b", status, p.pod.image, p.pod.args, env,
         p.gpu.id, p.count, volume_id="v1",
     )  # fmt: skip
     return replace(pod, **changes)
 
 
 def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_not() -> None:
-    volume = LiveVolume("v1", "frutebox-s-weights", 20, DC)
+    volume = LiveVolume("v1", "frutebox-s-weights-tok12345", 20, DC)
+    theirs = LiveVolume("v2", "frutebox-s-weights-other999", 20, DC)
     ours = stack_pod("p1", "EXITED")
     edited = stack_pod("p2", "RUNNING", args="serve -v")
-    foreign = stack_pod("p3", "EXITED", volume_id="theirs")
-    live = replace(catalog(), pods=(ours, edited, foreign), volumes=(volume,))
+    foreign = stack_pod("p3", "EXITED", volume_id="v2")  # our token, their volume
+    live = replace(catalog(), pods=(ours, edited, foreign), volumes=(volume, theirs))
     warnings = live_warnings(plan(), live)
     assert warnings == [
         "drift: qwen3-8b: pod p1 is EXITED (stopped); `frutebox status --stack s` prints the"
@@ -114,8 +116,10 @@ def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_no
 
 def test_a_tokened_volume_name_requires_the_token_on_the_pod() -> None:
     volume = LiveVolume("v1", "frutebox-s-weights-tok12345", 20, DC)
-    stopped = stack_pod("p1", "EXITED")
-    marked = replace(stopped, id="p2", env={**stopped.env, "FRUTEBOX_OWNER": "tok12345"})
-    live = replace(catalog(), pods=(stopped, marked), volumes=(volume,))
+    marked = stack_pod("p2", "EXITED")
+    unmarked = replace(
+        marked, id="p1", env={k: v for k, v in marked.env.items() if "OWNER" not in k}
+    )
+    live = replace(catalog(), pods=(unmarked, marked), volumes=(volume,))
     [warning] = live_warnings(plan(), live)
     assert warning.startswith("drift: qwen3-8b: pod p2 is EXITED")

@@ -23,7 +23,7 @@ import yaml
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Image, Model
+from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 from frutebox_infra.report.text import table
 from frutebox_infra.resolver import fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.toolchain import (
@@ -153,3 +153,21 @@ def require_toolchain() -> None:
 
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "n/a"
+
+
+def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
+    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory."""
+    clones = tuple(
+        templates[i % len(templates)].model_copy(
+            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}"}
+        )
+        for i in range(n)
+    )
+    return Registry(
+        models=clones,
+        gpus=catalog.gpus,
+        images=catalog.images,
+        data_centers=catalog.data_centers,
+        network_volume=catalog.network_volume,
+        max_gpus_per_pod=catalog.max_gpus_per_pod,
+    )

@@ -6,6 +6,10 @@ For every model the script also asks our estimator whether that naive pick would
 serve: FP8 weights on Ampere, a tensor-parallel degree the heads do not allow, a count under
 the model's minimum, or too little KV cache for the configured full-context sequences.
 
+Last, what co-location saves (small models of one engine sharing a pod when cheaper): on
+the stack itself and on a fleet of 20 small models (the catalog's Ollama and ComfyUI models
+cloned under fresh ids), each planned with `colocate` off and on.
+
 Run: .venv/bin/python bench/fleet_cost.py [STACK]   (default prod)
 """
 
@@ -13,16 +17,18 @@ from __future__ import annotations
 
 import sys
 
-from _common import Verdict, heading, judge, price, print_table
+from _common import Verdict, heading, judge, price, print_table, synthetic_registry
 
 from frutebox_infra.fit import HEADROOM
-from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
+from frutebox_infra.plan import HOURS_PER_MONTH, Environment, ModelPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings, load_settings, stack_file
+from frutebox_infra.settings import StackSettings, load_settings, parse_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
+SMALL_FLEET = 20
+SMALL_TEMPLATES = ("qwen3-8b", "llama-3.2-1b", "sdxl-1.0", "stable-audio-open-1.5")
 
 
 def naive_pick(registry: Registry, weights_gb: float) -> tuple[Gpu, int]:
@@ -129,7 +135,50 @@ def main() -> int:
         f" {len(plan.models)}"
         + (" (the naive total counts them anyway: it is a lower bound)" if naive_failures else "")
     )
+    colocation(registry, settings, stack)
     return 0
+
+
+def colocation(registry: Registry, settings: StackSettings, stack: str) -> None:
+    """Pods and $/h with one pod per model against co-location, on the stack and 20 small."""
+    templates = [m for m in registry.models if m.id in SMALL_TEMPLATES]
+    small = synthetic_registry(registry, templates, SMALL_FLEET)
+    small_settings = parse_settings(
+        {
+            "models": [m.id for m in small.models],
+            "dataCenter": settings.data_center,
+            "budgetUsdPerHour": 1000,
+            "hfToken": "configured",
+        },
+        where="bench/fleet_cost.py",
+    )
+    rows = []
+    env = Environment(hf_token=True)
+    for label, reg, base in ((f"stack {stack}", registry, settings),
+                             (f"{SMALL_FLEET} small models", small, small_settings)):  # fmt: skip
+        apart = plan_fleet(reg, base.model_copy(update={"colocate": False}), stack=stack,
+                           environment=env)  # fmt: skip
+        shared = plan_fleet(reg, base.model_copy(update={"colocate": True}), stack=stack,
+                            environment=env)  # fmt: skip
+        saving = apart.usd_per_hour_best - shared.usd_per_hour_best
+        rows.append(
+            [
+                label,
+                str(len(apart.models)),
+                f"{len(apart.pods)} -> {len(shared.pods)}",
+                f"${apart.usd_per_hour_best:.2f} -> ${shared.usd_per_hour_best:.2f}",
+                f"${apart.usd_per_hour_worst:.2f} -> ${shared.usd_per_hour_worst:.2f}",
+                f"${saving:.2f} ({saving / apart.usd_per_hour_best:.0%})"
+                if apart.usd_per_hour_best
+                else "-",
+                f"${saving * HOURS_PER_MONTH:,.2f}",
+            ]
+        )
+    heading("co-location: one pod per model -> shared pods where cheaper")
+    print_table(
+        ["FLEET", "MODELS", "PODS", "$/H BEST", "$/H WORST", "SAVED $/H", "SAVED $/MONTH"], rows
+    )
+    print(f"(the small fleet: {', '.join(SMALL_TEMPLATES)} cloned in turn, HF token assumed)")
 
 
 def _why(verdict: Verdict) -> str:

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from _common import heading, median_seconds, print_table
+from _common import heading, median_seconds, print_table, synthetic_registry
 
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
@@ -45,24 +45,6 @@ def servable_templates(catalog: Registry) -> list[Model]:
     """Catalog models that resolve to a placement (token configured: gated ones count too)."""
     options = ServeOptions(hf_token_configured=True)
     return [m for m in catalog.models if resolve(catalog, m.id, options).servable]
-
-
-def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
-    """`n` clones with fresh ids over the real GPU inventory, validated as a Registry."""
-    clones = tuple(
-        templates[i % len(templates)].model_copy(
-            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}"}
-        )
-        for i in range(n)
-    )
-    return Registry(
-        models=clones,
-        gpus=catalog.gpus,
-        images=catalog.images,
-        data_centers=catalog.data_centers,
-        network_volume=catalog.network_volume,
-        max_gpus_per_pod=catalog.max_gpus_per_pod,
-    )
 
 
 def synthetic_settings(registry: Registry) -> StackSettings:

@@ -65,13 +65,14 @@ LAZY = (
     "frutebox_infra.runpod",
     "frutebox_infra.cli",
     "frutebox_infra.diff",
+    "frutebox_infra.refs",
     "frutebox_infra.emulator",
     "frutebox_infra.drift",
     "frutebox_infra.status",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
-deploy step's HTTP client, the schema validator, the CLI, the diff, the emulator, and the
-drift comparison a keyless preview has no live pods for)."""
+deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the
+emulator)."""
 
 STARTUP_PROBE = f"""\
 import json, time
@@ -83,8 +84,6 @@ import pulumi_command.local
 t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
-from frutebox_infra.interrupted import exit_quietly_on_interrupt
-from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
@@ -98,11 +97,9 @@ plan_table(plan)
 from frutebox_infra.report.data import plan_data
 plan_data(plan)
 t6 = time.perf_counter()
-live_lines(plan, registry, api_key=None, api_url=None)
-t7 = time.perf_counter()
 import sys
 absent = [m for m in LAZY if m not in sys.modules]
-print(json.dumps([[t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6], absent]))
+print(json.dumps([[t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5], absent]))
 """
 PHASES = (
     "import pulumi",
@@ -111,7 +108,6 @@ PHASES = (
     "load_registry (read + validate YAML)",
     "plan_fleet prod (settings + plan)",
     "render table + outputs data",
-    "live line without a key (nothing read)",
 )
 
 _IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")

@@ -1,42 +1,33 @@
-"""`frutebox`: the offline views (catalog, plan, diff), live status and prices, the emulator."""
+"""`frutebox`: the offline views (catalog, plan, diff) and the local RunPod emulator."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from frutebox_infra.diff import diff_plans
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
-from frutebox_infra.report.data import catalog_entry, plan_data
-from frutebox_infra.report.markdown import plan_markdown
-from frutebox_infra.report.table import catalog_table, plan_table
+from frutebox_infra.report.render import CATALOG_FORMATS, CatalogView, DiffView, render
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import load_settings, stack_file
-
-if TYPE_CHECKING:
-    from frutebox_infra.drift import StatusView
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
-    resolutions = [
+    resolutions = tuple(
         resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
-    ]
-    if args.format is Format.JSON:
-        print(json.dumps([catalog_entry(r) for r in resolutions], indent=2))
-    else:
-        print(catalog_table(resolutions))
+    )
+    print(render(CatalogView(resolutions), args.format))
     return EXIT_OK
 
 
@@ -44,22 +35,6 @@ def load_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> FleetPlan:
     registry = load_registry()
     settings = load_settings(stack_file(stack, stacks_dir))
     return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
-
-
-def render(view: FleetPlan | StatusView, fmt: Format) -> str:
-    """The one entry to the views' formats: JSON with stable keys, Markdown, or a table."""
-    markdown = fmt is Format.MARKDOWN
-    data: Callable[[], Any]
-    text: Callable[[], str]
-    if isinstance(view, FleetPlan):
-        data = partial(plan_data, view)
-        text = partial(plan_markdown if markdown else plan_table, view)
-    else:
-        from frutebox_infra.report.status import status_data, status_markdown, status_table
-
-        data = partial(status_data, view)
-        text = partial(status_markdown if markdown else status_table, view)
-    return json.dumps(data(), indent=2) if fmt is Format.JSON else text()
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -72,9 +47,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from frutebox_infra.diff import run_diff
-
-    return run_diff(base=args.base, head=args.head, stack=args.stack, fmt=str(args.format))
+    root = git_toplevel(Path.cwd())
+    environment = Environment.from_env(os.environ)
+    before, after = plan_both_sides(root, args.base, args.head, args.stack, environment)
+    diff = diff_plans(before, after)
+    head = args.head or WORK_TREE
+    print(render(DiffView(diff, args.base, head), args.format))
+    if not diff.ok:
+        print(f"\n{len(diff.problems)} problem(s) at {head}: `pulumi preview` would fail.",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_PROBLEMS
+    return EXIT_OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -121,9 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     models = sub.add_parser("models", help="the catalog: servable or why not, cheapest placement")
-    models.add_argument(
-        "--format", type=Format, choices=[Format.TABLE, Format.JSON], default=Format.TABLE
-    )
+    models.add_argument("--format", type=Format, choices=CATALOG_FORMATS, default=Format.TABLE)
     models.set_defaults(run=cmd_models)
 
     plan = sub.add_parser("plan", help="the plan `pulumi preview` shows, without Pulumi")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 OWNER_ENV = "FRUTEBOX_OWNER"
 """Pod environment variable carrying the stack's ownership token: RunPod names are not unique,
@@ -52,10 +52,21 @@ class PodRequest(_Strict):
     volumeId: str = Field(min_length=1, description="the stack's weights volume")
     candidates: list[dict[str, Any]] = Field(min_length=1)
     health: HealthSpec
-    ollamaPull: str | None = None
+    ollamaPull: list[str] = Field(default_factory=list)
+    """Every Ollama tag the pod serves (several on a shared pod); each is pulled, and the
+    pod is healthy only when its server lists them all."""
     hfTokenEnv: list[str] = Field(default_factory=list)
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     meta: Any = None
+
+
+    @field_validator("ollamaPull", mode="before")
+    @classmethod
+    def _one_tag(cls, value: Any) -> Any:
+        # A single tag (requests written before pods could be shared) is a list of one.
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
 
 
 class VolumeRequest(_Strict):
@@ -82,6 +93,8 @@ class _Result(BaseModel):
 
 class PreviousPod(_Result):
     podId: str
+    ollamaModels: list[str] = Field(default_factory=list)
+    """The Ollama tags the pod served last time: a member no longer listed is deleted."""
     candidateIndex: int | None = None
     candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
 

@@ -133,10 +133,13 @@ class ModelServerArgs:
     owner: pulumi.Output[str]
     volume_name: str
     credentials: Credentials
+    members: tuple[ModelPlan, ...] = ()
+    """The other models sharing this pod (co-location); `plan` is its anchor."""
 
 
 class ModelServer(pulumi.ComponentResource):
-    """One armed model's GPU pod: created on the first placement RunPod has in stock."""
+    """One pod: an armed model's, or the anchor's shared with `members`. Created on the first
+    placement RunPod has in stock; members coming and going update it in place."""
 
     pod_id: pulumi.Output[str]
     gpu_id: pulumi.Output[str]
@@ -151,7 +154,7 @@ class ModelServer(pulumi.ComponentResource):
         plan, settings, stack = args.plan, args.settings, args.stack
         stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
             lambda ids: pod_request(
-                plan, settings, stack=stack, volume_id=ids[0], owner=ids[1]
+                plan, settings, stack=stack, volume_id=ids[0], owner=ids[1], members=args.members
             ).to_json()
         )
         # What RunPod cannot change on a live pod is a replace: the placement the plan picks,
@@ -196,17 +199,21 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     request = volume_request(plan)
     volume = WeightsVolume("weights", WeightsVolumeArgs(request, credentials))
     servers: dict[str, ModelServer] = {}
-    for model in plan.models:
-        servers[model.model_id] = ModelServer(
-            model.model_id,
+    # One resource per pod, named after its anchor: with co-location off that is one per
+    # model under the model's own name, as always.
+    for pod in plan.pods:
+        anchor, members = plan.members(pod)
+        servers[anchor.model_id] = ModelServer(
+            anchor.model_id,
             ModelServerArgs(
                 plan.stack,
-                model,
+                anchor,
                 plan.settings,
                 volume.volume_id,
                 volume.owner,
                 request.name,
                 credentials,
+                members,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
@@ -215,21 +222,26 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     pulumi.export(
         "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
     )
-    pulumi.export(
-        "pods",
-        {
-            mid: {
-                "name": pod_name(plan.stack, mid),
-                "podId": s.pod_id,
-                "gpuId": s.gpu_id,
-                "gpuCount": s.gpu_count,
-                "usdPerHour": s.usd_per_hour,
-                "url": s.url,
-            }
-            for mid, s in servers.items()
-        },
-    )
+    pulumi.export("pods", {m.model_id: _model_pod(plan, m, servers) for m in plan.models})
     return Fleet(volume, servers)
+
+
+def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelServer]) -> Any:
+    """A model's output: the pod serving it, and its share of that pod's billed $/h (the share
+    the plan gives it), so outputs stay per model when models share a pod."""
+    pod = plan.pod_of(model.model_id)
+    assert pod is not None
+    server = servers[pod.anchor]
+    share = model.usd_per_hour_best / pod.usd_per_hour_best if pod.usd_per_hour_best else 1.0
+    return {
+        "name": pod_name(plan.stack, pod.anchor),
+        "sharedWith": [m for m in pod.model_ids if m != model.model_id],
+        "podId": server.pod_id,
+        "gpuId": server.gpu_id,
+        "gpuCount": server.gpu_count,
+        "usdPerHour": server.usd_per_hour.apply(lambda usd: round(usd * share, 2)),
+        "url": server.url,
+    }
 
 
 def read_config() -> dict[str, Any]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from frutebox_infra.colocate import Member, PodGroup, build_pod, choose_groups, members_of
 from frutebox_infra.deploy_contract import (
     OWNER_ENV,
     HealthSpec,
@@ -14,7 +15,7 @@ from frutebox_infra.deploy_contract import (
     TimeoutSpec,
     VolumeRequest,
 )
-from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
+from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, resolve
@@ -75,6 +76,9 @@ class ModelPlan:
     fallbacks: tuple[PlacementOption, ...]
     problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
+    shared_with: tuple[str, ...] = ()
+    """The other models on its pod (co-location); its placements are then its view of that
+    pod: the pod's GPU, its own fit there, and its share of the price."""
 
     @property
     def candidates(self) -> tuple[PlacementOption, ...]:
@@ -125,18 +129,42 @@ class FleetPlan:
     volume: VolumePlan
     problems: tuple[PlanProblem, ...]
     warnings: tuple[str, ...]
+    pods: tuple[PodGroup, ...] = ()
+    """Every pod, in the order of its first member in `models`; a model in none has no pod."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    def pod_of(self, model_id: str) -> PodGroup | None:
+        return next((p for p in self.pods if model_id in p.model_ids), None)
+
+    def members(self, pod: PodGroup) -> tuple[ModelPlan, tuple[ModelPlan, ...]]:
+        """A pod's anchor's plan and the other members' plans, as `pod_request` takes them."""
+        plans = [self.model(mid) for mid in pod.model_ids]
+        assert all(p is not None for p in plans)
+        anchor, *rest = (p for p in plans if p is not None)
+        return anchor, tuple(rest)
+
+    def pod_name_of(self, model_id: str) -> str | None:
+        """The RunPod name of the pod serving `model_id` (shared by a pod's members)."""
+        pod = self.pod_of(model_id)
+        return pod_name(self.stack, pod.anchor) if pod else None
+
+    @property
+    def colocation_saving_usd_per_hour(self) -> float:
+        """Best case, against one pod per model."""
+        return round(sum(p.saving_usd_per_hour for p in self.pods), 2)
+
     @property
     def usd_per_hour_best(self) -> float:
-        return round(sum(m.usd_per_hour_best for m in self.models), 2)
+        return round(sum(p.usd_per_hour_best for p in self.pods), 2)
 
     @property
     def usd_per_hour_worst(self) -> float:
-        return round(sum(m.usd_per_hour_worst for m in self.models), 2)
+        # Per pod: members' shares of each placement are rounded to cents separately, so the
+        # sum of their own worst cases can exceed what the pod can cost by a cent.
+        return round(sum(p.usd_per_hour_worst for p in self.pods), 2)
 
     @property
     def usd_per_month_best(self) -> float:
@@ -197,6 +225,7 @@ def plan_fleet(
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
     models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
+    models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -212,7 +241,7 @@ def plan_fleet(
                 " across stacks",
             )
         )
-    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings))
+    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods)
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
@@ -225,7 +254,71 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings))
+    return FleetPlan(
+        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods
+    )
+
+
+def _pods(
+    registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]
+) -> tuple[tuple[ModelPlan, ...], tuple[PodGroup, ...]]:
+    """Group the planned models into pods (one each unless `colocate` finds sharing cheaper);
+    a shared member's placements become its view of the pod: its share of the price."""
+    planned = [m for m in models if m.placement is not None and not m.problems]
+    members = members_of(
+        (
+            (m.model_id, m.candidates, settings.colocate and not _own_pod(settings, m.model_id))
+            for m in planned
+        ),
+        settings,
+    )
+    by_id = {m.model_id: m for m in members}
+    if settings.colocate:
+        groups = choose_groups(registry, settings, members)
+    else:
+        groups = tuple((m.model_id,) for m in members)
+    pods, views = _build(registry, settings, groups, by_id)
+    worst = sum(p.usd_per_hour_worst for p in pods)
+    if settings.colocate and worst > settings.budget_usd_per_hour + 1e-9:
+        # The cheapest grouping breaks the budget in the worst case: take the grouping with
+        # the least worst case, which is within budget whenever any grouping is.
+        groups = choose_groups(registry, settings, members, worst_first=True)
+        pods, views = _build(registry, settings, groups, by_id)
+    order = {m.model_id: i for i, m in enumerate(models)}
+    pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
+    pod_of = {mid: p for p in pods for mid in p.model_ids}
+    replanned = tuple(
+        replace(
+            m,
+            placement=views[m.model_id][0],
+            fallbacks=views[m.model_id][1:],
+            shared_with=tuple(i for i in pod_of[m.model_id].model_ids if i != m.model_id),
+        )
+        if m.model_id in views
+        else m
+        for m in models
+    )
+    return replanned, tuple(pods)
+
+
+def _build(
+    registry: Registry,
+    settings: StackSettings,
+    groups: Sequence[tuple[str, ...]],
+    by_id: Mapping[str, Member],
+) -> tuple[list[PodGroup], dict[str, tuple[PlacementOption, ...]]]:
+    views: dict[str, tuple[PlacementOption, ...]] = {}
+    pods = []
+    for ids in groups:
+        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
+        pods.append(pod)
+        views.update(seen)
+    return pods, views
+
+
+def _own_pod(settings: StackSettings, model_id: str) -> bool:
+    override = settings.overrides.get(model_id)
+    return override is not None and (override.own_pod or override.gpu is not None)
 
 
 def _plan_model(
@@ -293,14 +386,19 @@ HEALTH_BASE_S = 900
 """Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
 
 
-def health_deadline_s(plan: ModelPlan, settings: StackSettings) -> int:
+def health_deadline_s(
+    plan: ModelPlan, settings: StackSettings, members: Sequence[ModelPlan] = ()
+) -> int:
     """How long a new pod may take to answer health: a first bring-up downloads the model's
-    weights onto the volume before the server can answer, so the deadline grows with them
-    at the assumed `downloadMBps`; the stack's `healthTimeoutSeconds` overrides it."""
+    weights (every member's, on a shared pod) onto the volume before the server can answer,
+    so the deadline grows with them at the assumed `downloadMBps`; the stack's
+    `healthTimeoutSeconds` overrides it."""
     if settings.health_timeout_seconds is not None:
         return settings.health_timeout_seconds
-    serving = plan.resolution.serving
-    weights_gb = serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
+    weights_gb = 0.0
+    for m in (plan, *members):
+        serving = m.resolution.serving
+        weights_gb += serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
     return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
 
 
@@ -310,7 +408,9 @@ def volume_name(stack: str) -> str:
 
 
 def pod_name(stack: str, model_id: str) -> str:
-    """Per stack and model; not unique on RunPod, so ownership is proven by the token."""
+    """Per stack and pod; not unique on RunPod, so ownership is proven by the token. A shared
+    pod is named after its anchor (largest member), so the name survives smaller members
+    coming and going."""
     return f"frutebox-{stack}-{model_id}"
 
 
@@ -322,9 +422,11 @@ def pod_body(
     stack: str,
     volume_id: str,
     owner: str,
+    spec: PodSpec | None = None,
 ) -> dict[str, Any]:
-    """The exact RunPod v2 `POST /v2/pods` body for one placement."""
-    pod = placement.pod
+    """The exact RunPod v2 `POST /v2/pods` body for one placement; `spec` is the shared pod
+    when `plan` anchors one (else the model's own pod)."""
+    pod = spec or placement.pod
     return {
         "name": pod_name(stack, plan.model_id),
         "image": pod.image,
@@ -345,27 +447,50 @@ def pod_body(
     }
 
 
+def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
+    """Per candidate placement, the pod that serves `plan` and the other `members` of its
+    pod (they hold their views of the same placements, in the same order)."""
+    if not members:
+        return [p.pod for p in plan.candidates]
+    return [
+        p.recipe.shared_pod([p.pod, *(m.candidates[i].pod for m in members)])
+        for i, p in enumerate(plan.candidates)
+    ]
+
+
 def pod_request(
-    plan: ModelPlan, settings: StackSettings, *, stack: str, volume_id: str, owner: str
+    plan: ModelPlan,
+    settings: StackSettings,
+    *,
+    stack: str,
+    volume_id: str,
+    owner: str,
+    members: Sequence[ModelPlan] = (),
 ) -> PodRequest:
-    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health."""
+    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health.
+
+    `plan` is the pod's anchor; `members` the other models sharing its pod, if any.
+    """
     assert plan.placement is not None
-    pod = plan.placement.pod
+    specs = shared_specs(plan, members)
+    pod = specs[0]
     return PodRequest(
         name=pod_name(stack, plan.model_id),
         owner=owner,
         volumeId=volume_id,
         candidates=[
-            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner)
-            for p in plan.candidates
+            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner, spec=spec)
+            for p, spec in zip(plan.candidates, specs, strict=True)
         ],
         health=HealthSpec(
             port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
         ),
-        ollamaPull=pod.ollama_pull,
+        ollamaPull=list(pod.ollama_pulls),
         hfTokenEnv=list(pod.secret_env),
-        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings)),
-        meta={"model": plan.model_id, "stack": stack},
+        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings, members)),
+        meta={"models": [plan.model_id, *(m.model_id for m in members)], "stack": stack}
+        if members
+        else {"model": plan.model_id, "stack": stack},
     )
 
 

@@ -35,6 +35,9 @@ class ModelOverride(BaseModel):
     min_concurrent_sequences: int | None = Field(
         default=None, alias="minConcurrentSequences", ge=1, le=1024
     )
+    own_pod: bool = Field(
+        default=False, alias="ownPod", description="never share a pod (with colocate on)"
+    )
 
 
 class StackSettings(BaseModel):
@@ -55,6 +58,11 @@ class StackSettings(BaseModel):
     min_concurrent_sequences: int = Field(default=1, alias="minConcurrentSequences", ge=1, le=1024)
     overrides: dict[str, ModelOverride] = Field(default_factory=dict)
     spec_decode: bool = Field(default=True, alias="specDecode")
+    colocate: bool = Field(
+        default=False,
+        description="small models of one engine share a pod when cheaper; off by default: a"
+        " shared pod is one failure domain, and turning it on moves running models",
+    )
     runpod_api_url: str | None = Field(default=None, alias="runpodApiUrl")
     health_timeout_seconds: int | None = Field(default=None, alias="healthTimeoutSeconds", ge=0)
     """None (or 0 in the stack): each pod's deadline scales with the weights it downloads."""
@@ -120,7 +128,9 @@ _FIXES = {
     "volumeHeadroom": "a fraction from 0 to 10, e.g. 0.2 for 20%",
     "minVolumeGb": "a whole number of GB from 10 to 4096 (RunPod's volume sizes)",
     "minConcurrentSequences": "a whole number from 1 to 1024",
-    "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences}",
+    "overrides": "a map of model id -> {context, concurrency, gpu, minConcurrentSequences,"
+    " ownPod}",
+    "colocate": "true or false",
     "specDecode": "true or false",
     "runpodApiUrl": "the RunPod API base URL, or leave it unset",
     "healthTimeoutSeconds": "a whole number of seconds; 0 scales it with the weights",

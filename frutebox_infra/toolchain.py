@@ -2,9 +2,9 @@
 
 Why: they run the pulumi CLI as a subprocess and need exactly the environment
 that ``source tools/env.sh`` gives a developer, and a toolchain that exists.
-This module mirrors tools/env.sh (tests/test_toolchain.py checks that the two
-agree) and fronts tools/setup-toolchain, which finds or builds the pinned
-toolchain. It does not import pulumi, so it is cheap to import anywhere.
+This module reads that environment from tools/env.sh itself and fronts
+tools/setup-toolchain, which finds or builds the pinned toolchain. It does not
+import pulumi, so it is cheap to import anywhere.
 """
 
 from __future__ import annotations
@@ -38,59 +38,41 @@ def tools_bin() -> Path:
     return TOOLS_DIR / "bin"
 
 
+ENV_SH = REPO_ROOT / "tools" / "env.sh"
+"""The one implementation of the hermetic environment's rules (its header lists them)."""
+_BASH_OWN = ("PWD", "OLDPWD", "SHLVL", "_")
+"""Variables bash sets for itself: not env.sh's decisions, so the caller's values stand."""
+
+
 def hermetic_env(
     base: Mapping[str, str] | None = None, *, backend_dir: Path | None = None
 ) -> dict[str, str]:
-    """The environment ``source tools/env.sh`` would produce from ``base``.
+    """The environment ``source tools/env.sh`` produces from ``base`` (default: this process's).
 
-    ``base`` defaults to the current environment. The rules are env.sh's: our
-    built toolchain first on PATH with its own PULUMI_HOME; a user's
-    PULUMI_BACKEND_URL is kept (team backends work unchanged), else the local
-    file backend in the checkout; the local default passphrase only for a
-    file backend inside the checkout when the user set no passphrase (nor a
-    passphrase file); no update checks, no plugin downloads, and the Automation
-    API's real version check. ``backend_dir`` (tests' throwaway backends)
-    replaces the backend with ``file://<backend_dir>`` and, being local and
-    throwaway like the in-checkout backend, gets the same passphrase default.
+    Runs env.sh in bash and reads the result rather than re-implementing it: env.sh must work
+    in a bare shell before any .venv exists (tools/dev and developers source it), so it is the
+    implementation and Python is its reader; the two can never drift apart. ``backend_dir``
+    (tests' and bench scripts' throwaway backends) selects ``file://<backend_dir>`` and, being
+    local and throwaway like the in-checkout backend, the same default passphrase.
     """
     env = dict(os.environ if base is None else base)
-    root = REPO_ROOT
-
-    bin_dir = tools_bin()
-    if os.access(bin_dir / "pulumi", os.X_OK):
-        path = env.get("PATH", "")
-        if not f":{path}:".startswith(f":{bin_dir}:"):
-            env["PATH"] = f"{bin_dir}:{path}" if path else str(bin_dir)
-        env["PULUMI_HOME"] = str(TOOLS_DIR / "pulumi-home")
-
-    throwaway = False
     if backend_dir is not None:
         backend_dir = backend_dir.resolve()
         backend_dir.mkdir(parents=True, exist_ok=True)
         env["PULUMI_BACKEND_URL"] = f"file://{backend_dir}"
-        throwaway = True
-    elif not env.get("PULUMI_BACKEND_URL"):
-        (root / ".pulumi-state").mkdir(exist_ok=True)
-        env["PULUMI_BACKEND_URL"] = f"file://{root}/.pulumi-state"
-
-    backend = env["PULUMI_BACKEND_URL"]
-    if (
-        backend.startswith("file://")
-        and "PULUMI_CONFIG_PASSPHRASE" not in env
-        and "PULUMI_CONFIG_PASSPHRASE_FILE" not in env
-    ):
-        path = backend.removeprefix("file://").removesuffix("/")
-        if throwaway or path == str(root) or path.startswith(f"{root}/"):
+        if "PULUMI_CONFIG_PASSPHRASE" not in env and "PULUMI_CONFIG_PASSPHRASE_FILE" not in env:
             env["PULUMI_CONFIG_PASSPHRASE"] = LOCAL_PASSPHRASE
-
-    env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
-    env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
-    env.pop("PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK", None)
-
-    venv_python = root / ".venv" / "bin" / "python"
-    if os.access(venv_python, os.X_OK):
-        env["FRUTEBOX_PYTHON"] = str(venv_python)
-    return env
+    # `env -0`, not a Python child: Python adds LC_CTYPE to its own environment at start-up.
+    bash, dump = shutil.which("bash") or "bash", shutil.which("env") or "env"
+    argv = [bash, "-c", 'source "$1" && exec "$2" -0', "bash", str(ENV_SH), dump]
+    proc = _run(argv, env, what=f"bash sourcing {ENV_SH}", timeout=60)
+    pairs = (os.fsdecode(item).partition("=") for item in proc.stdout.split(b"\0") if item)
+    result = {name: value for name, _, value in pairs}
+    for name in _BASH_OWN:
+        result.pop(name, None)
+        if name in env:
+            result[name] = env[name]
+    return result
 
 
 def ensure_toolchain() -> Path:
@@ -124,20 +106,23 @@ def pulumi_version(pulumi: Path | str | None = None, env: Mapping[str, str] | No
     if pulumi is None:
         built = tools_bin() / "pulumi"
         pulumi = built if os.access(built, os.X_OK) else "pulumi"
+    proc = _run([str(pulumi), "version"], hermetic_env(env), what=f"{pulumi} version", timeout=120)
+    return proc.stdout.decode().strip()
+
+
+def _run(
+    argv: list[str], env: Mapping[str, str], *, what: str, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a toolchain command: not starting, not finishing or failing is a ToolchainError."""
     try:
         proc = subprocess.run(
-            [str(pulumi), "version"],
-            env=hermetic_env(env),
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
+            argv, env=dict(env), capture_output=True, check=False, timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"cannot run {pulumi} version: {exc}") from exc
+        raise ToolchainError(f"cannot run {what}: {exc}") from exc
     if proc.returncode != 0:
-        raise ToolchainError(f"{pulumi} version failed: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+        raise ToolchainError(f"{what} failed: {proc.stderr.decode().strip()}")
+    return proc
 
 
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py")

@@ -40,3 +40,23 @@ def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
 @pytest.fixture
 def emulator(emulator_factory: Callable[..., RunningEmulator]) -> RunningEmulator:
     return emulator_factory()
+
+
+ENGINE = "engine"
+"""The one marker of tests that need the real Pulumi engine: `pytest -m "not engine"` skips
+them for the fast loop."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that asks for the toolchain must say so with the marker, or the run stops."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "toolchain" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker(ENGINE) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            f"these tests use the Pulumi toolchain but are not marked `{ENGINE}`"
+            f" (add `pytestmark = pytest.mark.{ENGINE}` to the module): {', '.join(unmarked)}"
+        )

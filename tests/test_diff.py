@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.diff import Change, FleetDiff, diff_plans, run_diff, snapshot
+from frutebox_infra import cli
+from frutebox_infra.diff import Change, FleetDiff, diff_plans, snapshot
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry_files import FILES, load_registry
 from frutebox_infra.report.diff_data import DIFF_SCHEMA_VERSION, diff_data
@@ -26,55 +27,9 @@ from frutebox_infra.report.diff_markdown import diff_markdown
 from frutebox_infra.report.diff_table import diff_table, fit_text, signed_usd
 from frutebox_infra.report.text import usd
 from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import load_settings, parse_settings, read_stack_config
-from tests.factories import ROOT, real_registry, stack_yaml, workflow_diff_command
-
-Config = dict[str, Any]
-
-
-class Repo:
-    """A throwaway git repository with the project's registry and one stack file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.env = {
-            **os.environ,
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@example.invalid",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        }
-
-    def git(self, *args: str) -> str:
-        done = subprocess.run(["git", "-C", str(self.path), *args], env=self.env,
-                              capture_output=True, text=True, check=True)  # fmt: skip
-        return done.stdout.strip()
-
-    def stack_file(self, stack: str = "dev") -> Path:
-        return self.path / "stacks" / f"Pulumi.{stack}.yaml"
-
-    def config(self, stack: str = "dev") -> Config:
-        return read_stack_config(self.stack_file(stack))
-
-    def write(self, config: Config, stack: str = "dev") -> None:
-        self.stack_file(stack).write_text(stack_yaml(config))
-
-    def edit(self, change: Callable[[Config], None], stack: str = "dev") -> None:
-        config = self.config(stack)
-        change(config)
-        self.write(config, stack)
-
-    def commit(self, message: str) -> str:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
-        return self.git("rev-parse", "HEAD")
-
-    def plan(self, stack: str = "dev") -> FleetPlan:
-        """The work tree's plan, straight from the planner: the expected numbers."""
-        registry = load_registry(self.path / "registry")
-        return plan_fleet(registry, load_settings(self.stack_file(stack)), stack=stack)
+from frutebox_infra.settings import parse_settings, read_stack_config
+from tests.factories import ROOT, real_registry, workflow_diff_command
+from tests.git_repo import Config, Repo
 
 
 @pytest.fixture
@@ -90,10 +45,23 @@ def repo(tmp_path: Path) -> Repo:
     return r
 
 
+def run_diff(repo: Path, base: str, head: str | None = None, *, stack: str = "dev",
+             fmt: str = "table", debug: bool = False) -> int:  # fmt: skip
+    """`frutebox diff` as a user runs it, from inside the checkout `repo`."""
+    argv = [*(["--debug"] if debug else []), "diff", f"--base={base}",
+            *([f"--head={head}"] if head else []), "--stack", stack, "--format", fmt]  # fmt: skip
+    cwd = Path.cwd()
+    os.chdir(repo)
+    try:
+        return cli.main(argv)
+    finally:
+        os.chdir(cwd)
+
+
 def diff_json(
     repo: Repo, capsys: pytest.CaptureFixture[str], base: str, head: str | None = None
 ) -> tuple[int, dict[str, Any]]:
-    code = run_diff(base=base, head=head, stack="dev", fmt="json", repo=repo.path)
+    code = run_diff(repo.path, base, head, fmt="json")
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -210,7 +178,7 @@ def test_changing_a_models_context_shows_the_fit_change(
     assert seqs_after == round(after_model.placement.fit.full_context_sequences or 0, 2)
     assert seqs_after > seqs_before
 
-    run_diff(base=base, head=head, stack="dev", fmt="markdown", repo=repo.path)
+    run_diff(repo.path, base, head, fmt="markdown")
     markdown = capsys.readouterr().out
     row = next(line for line in markdown.splitlines() if f"`{target.model_id}`" in line)
     assert f"| {context * 2} → {context} |" in row
@@ -227,7 +195,7 @@ def test_an_over_budget_change_is_flagged_and_exits_1(
     repo.edit(arm(cheapest_unarmed(repo)))
     head = repo.commit("arm one more")
 
-    code = run_diff(base=base, head=head, stack="dev", fmt="markdown", repo=repo.path)
+    code = run_diff(repo.path, base, head, fmt="markdown")
 
     out, err = capsys.readouterr()
     assert code == 1
@@ -258,7 +226,7 @@ def test_a_model_that_cannot_be_served_after_the_change_fails_the_check(
 def test_a_bad_ref_exits_2_naming_the_ref(
     repo: Repo, capsys: pytest.CaptureFixture[str], ref: str
 ) -> None:
-    code = run_diff(base=ref, head=None, stack="dev", fmt="markdown", repo=repo.path)
+    code = run_diff(repo.path, ref, fmt="markdown")
 
     out, err = capsys.readouterr()
     assert code == 2
@@ -268,25 +236,36 @@ def test_a_bad_ref_exits_2_naming_the_ref(
 
 
 def test_a_bad_head_ref_exits_2_too(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_diff(base="HEAD", head="nope", stack="dev", fmt="table", repo=repo.path)
+    code = run_diff(repo.path, "HEAD", "nope")
     assert code == 2 and "git ref 'nope'" in capsys.readouterr().err
 
 
 def test_a_stack_missing_at_both_refs_or_a_bad_format_exits_2(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_diff(base="HEAD", head=None, stack="staging", fmt="table", repo=repo.path) == 2
+    assert run_diff(repo.path, "HEAD", stack="staging") == 2
     assert "stacks/Pulumi.staging.yaml" in capsys.readouterr().err
-    assert run_diff(base="HEAD", head=None, stack="dev", fmt="html", repo=repo.path) == 2
-    assert "unknown format 'html'" in capsys.readouterr().err
-    assert run_diff(base="HEAD", head=None, stack="../dev", fmt="json", repo=repo.path) == 2
+    with pytest.raises(SystemExit) as exc:
+        run_diff(repo.path, "HEAD", fmt="html")
+    assert exc.value.code == 2 and "invalid Format value: 'html'" in capsys.readouterr().err
+    assert run_diff(repo.path, "HEAD", stack="../dev", fmt="json") == 2
     assert "'../dev' is not a stack name" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback_of_a_diff_error(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_diff(repo.path, "nope") == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert run_diff(repo.path, "nope", debug=True) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "UsageError" in err and "git ref 'nope'" in err
 
 
 def test_outside_a_git_repository_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = run_diff(base="HEAD", head=None, stack="dev", fmt="table", repo=tmp_path)
+    code = run_diff(tmp_path, "HEAD")
     assert code == 2 and "not inside a git repository" in capsys.readouterr().err
 
 
@@ -296,7 +275,7 @@ def test_malformed_yaml_at_the_head_names_the_ref_and_file(
     repo.stack_file().write_text("config:\n  frutebox-infra:models: [qwen3-8b\n")
     head = repo.commit("broken")
 
-    code = run_diff(base="HEAD~1", head=head, stack="dev", fmt="table", repo=repo.path)
+    code = run_diff(repo.path, "HEAD~1", head)
 
     err = capsys.readouterr().err
     assert code == 1
@@ -309,7 +288,7 @@ def test_a_new_stack_is_everything_added(repo: Repo, capsys: pytest.CaptureFixtu
     head = repo.commit("new stack")
     plan = repo.plan("staging")
 
-    code = run_diff(base=base, head=head, stack="staging", fmt="json", repo=repo.path)
+    code = run_diff(repo.path, base, head, stack="staging", fmt="json")
 
     data = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -344,7 +323,7 @@ def test_the_default_head_is_the_work_tree(repo: Repo, capsys: pytest.CaptureFix
     model = cheapest_unarmed(repo)
     repo.edit(arm(model))  # not committed
 
-    code = run_diff(base="HEAD", head=None, stack="dev", fmt="table", repo=repo.path)
+    code = run_diff(repo.path, "HEAD")
 
     out = capsys.readouterr().out
     assert code == 0

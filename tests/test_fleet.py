@@ -106,7 +106,7 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
         assert body["gpu"] == {
             "id": model.candidates[0].gpu.id, "count": 1, "minCudaVersion": "12.1"
         }  # fmt: skip
-        assert request["ollamaPull"] == "qwen3:8b"
+        assert request["ollamaPull"] == ["qwen3:8b"]
         triggers = pod.inputs["triggers"]
         placement = model.candidates[0]
         assert triggers == [

@@ -374,7 +374,7 @@ def test_pod_request_carries_the_pull_and_the_token_env(
     m = fleet.model(model_id)
     assert m is not None
     request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1", owner=OWNER)
-    assert request.ollamaPull == pull
+    assert request.ollamaPull == ([pull] if pull else [])
     assert request.hfTokenEnv == token_env
     assert request.health.path.startswith("/")
 

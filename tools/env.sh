@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Source me: `source tools/env.sh`. The one place that sets the hermetic Pulumi
-# environment for local runs (frutebox_infra/toolchain.py mirrors it for tests
-# and bench scripts; tests/test_toolchain.py checks that the two agree).
+# environment for local runs; tests and bench scripts get it from here too
+# (frutebox_infra/toolchain.hermetic_env sources this file in bash and reads
+# the result). Needs nothing but bash: it runs before any .venv exists.
 #
 # - PATH starts with .tools/bin and PULUMI_HOME is .tools/pulumi-home, only
 #   when our toolchain has been built (tools/setup-toolchain); otherwise the

@@ -22,10 +22,39 @@ def serve_port(pod: PodRecord, port: int, method: str, path: str, body: Any) -> 
         return 502, {"error": "the pod's server is not answering"}
     if method == "POST" and path == "/api/pull":
         return _pull(pod, body)
+    ollama = _ollama(pod, method, path, body)
+    if ollama is not None:
+        return ollama
     listing = models_listing(pod.body, path) if method == "GET" else None
     if listing is not None:
         return 200, listing
     return 200, {"status": "ok", "pod": pod.id, "path": path}
+
+
+def _ollama(pod: PodRecord, method: str, path: str, body: Any) -> tuple[int, Any] | None:
+    """Ollama's model routes: what is pulled is listed, deleted, and answers; anything else
+    is refused as Ollama refuses it (404 naming the model), so a client cannot assume a model
+    it never pulled."""
+    if method == "GET" and path == "/api/tags":
+        return 200, {"models": [{"name": m, "model": m} for m in pod.pulled]}
+    if path not in ("/api/delete", "/api/generate", "/api/chat"):
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    if not isinstance(model, str) or not model:
+        return 400, {"error": "model is required"}
+    known = model if ":" in model else f"{model}:latest"
+    if known not in pod.pulled:
+        return 404, {"error": f"model '{model}' not found"}
+    if method == "DELETE" and path == "/api/delete":
+        pod.pulled.remove(known)
+        return 200, RawBody("text/plain; charset=utf-8", b"")
+    if method == "POST":
+        reply = f"{known} on pod {pod.id}"
+        if path == "/api/chat":
+            return 200, {"model": known, "message": {"role": "assistant", "content": reply},
+                         "done": True}  # fmt: skip
+        return 200, {"model": known, "response": reply, "done": True}
+    return 405, {"error": "method not allowed"}
 
 
 def _pull(pod: PodRecord, body: Any) -> tuple[int, Any]:
@@ -52,5 +81,7 @@ def _pull(pod: PodRecord, body: Any) -> tuple[int, Any]:
     ]
     events += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
     events.append({"status": "success"})
-    pod.pulled.append(model)
+    tag = model if ":" in model else f"{model}:latest"
+    if tag not in pod.pulled:
+        pod.pulled.append(tag)
     return 200, RawBody.ndjson(events)

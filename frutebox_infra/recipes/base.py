@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
@@ -12,6 +13,19 @@ from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
+
+
+class Sharing(StrEnum):
+    """How one server of an engine holds several models, which decides a shared pod's fit.
+
+    SUM: every member stays loaded at once (Ollama keeps each model's runner, weights and KV
+    slots resident), so the members' needs add up under one engine reserve. LARGEST: the server
+    swaps checkpoints in and out of VRAM on demand (ComfyUI's model management frees loaded
+    models before loading another), so only the largest member must fit.
+    """
+
+    SUM = "sum"
+    LARGEST = "largest"
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,8 @@ class PodSpec:
     health_path: str
     secret_env: tuple[str, ...] = ()
     """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
-    ollama_pull: str | None = None
+    ollama_pulls: tuple[str, ...] = ()
+    """Ollama tags the deploy step pulls through the server (several on a shared pod)."""
     notes: tuple[str, ...] = ()
     expected_files: tuple[str, ...] = ()
     """`kind/name` files the server must list (ComfyUI's GET /models/<kind>) before the pod
@@ -77,6 +92,8 @@ class Recipe(ABC):
     default_concurrency: ClassVar[int]
     entrypoint: ClassVar[str]
     """How the recipe's `args` reach the process; must match the image's registry entry."""
+    sharing: ClassVar[Sharing | None] = None
+    """How one server serves several models, or None where one pod serves one model."""
 
     @abstractmethod
     def missing(self, model: Model) -> str | None:
@@ -117,7 +134,7 @@ class Recipe(ABC):
         args: str,
         *,
         env: Mapping[str, str] | None = None,
-        ollama_pull: str | None = None,
+        ollama_pulls: tuple[str, ...] = (),
         notes: tuple[str, ...] = (),
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
@@ -129,7 +146,7 @@ class Recipe(ABC):
             port=image.port,
             health_path=image.health_path,
             secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
-            ollama_pull=ollama_pull,
+            ollama_pulls=ollama_pulls,
             notes=notes,
             expected_files=expected_files,
         )
@@ -137,6 +154,11 @@ class Recipe(ABC):
     @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
+
+    def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
+        """One pod serving every member, from the members' own pods on the shared GPU (the
+        anchor first); only engines with a `sharing` rule have one."""
+        raise NotImplementedError(f"{self.runtime} serves one model per pod")
 
 
 def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:

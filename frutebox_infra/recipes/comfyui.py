@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
+from collections.abc import Sequence
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -11,6 +13,7 @@ from frutebox_infra.recipes.base import (
     Recipe,
     ServeOptions,
     Serving,
+    Sharing,
     version_tuple,
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
@@ -63,6 +66,9 @@ class ComfyUI(Recipe):
     runtime = Runtime.COMFYUI
     entrypoint = "none"
     default_concurrency = 1
+    # One server lists every checkpoint on the volume but loads them on demand, freeing what
+    # is loaded when the next one needs the room: members take turns in VRAM, never add up.
+    sharing = Sharing.LARGEST
 
     def missing(self, model: Model) -> str | None:
         if _recipe(model) is None:
@@ -119,6 +125,19 @@ class ComfyUI(Recipe):
             shlex.join(["bash", "-c", launch_script(image, model.id)]),
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
+        )
+
+
+    def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
+        # One server (the anchor's launch, its output folder) fetches every member's files
+        # before it starts and must list them all to be healthy.
+        anchor = pods[0]
+        script = "\n".join(pod.env["FRUTEBOX_PROVISION"] for pod in pods)
+        return dataclasses.replace(
+            anchor,
+            env={**anchor.env, "FRUTEBOX_PROVISION": script},
+            secret_env=tuple(sorted({name for pod in pods for name in pod.secret_env})),
+            expected_files=tuple(dict.fromkeys(f for pod in pods for f in pod.expected_files)),
         )
 
 

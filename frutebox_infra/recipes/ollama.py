@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
+from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving, Sharing
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -14,6 +17,9 @@ class Ollama(Recipe):
     runtime = Runtime.OLLAMA
     entrypoint = "fixed-binary"
     default_concurrency = 4
+    # Each loaded model keeps its own runner (weights + KV for OLLAMA_NUM_PARALLEL slots);
+    # with OLLAMA_MAX_LOADED_MODELS >= members and OLLAMA_KEEP_ALIVE=-1 they stay resident.
+    sharing = Sharing.SUM
 
     def missing(self, model: Model) -> str | None:
         if model.weights.vram_gb is None:
@@ -45,4 +51,14 @@ class Ollama(Recipe):
             "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
             "OLLAMA_KEEP_ALIVE": "-1",
         }
-        return self.pod_spec(model, image, "serve", env=env, ollama_pull=model.source.ollama_tag)
+        return self.pod_spec(
+            model, image, "serve", env=env, ollama_pulls=(model.source.ollama_tag,)
+        )
+
+    def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
+        # Members agree on context and slots (the planner groups only those), so the anchor's
+        # server settings hold for all; every member stays loaded, none is evicted.
+        anchor = pods[0]
+        env = {**anchor.env, "OLLAMA_MAX_LOADED_MODELS": str(len(pods))}
+        tags = tuple(tag for pod in pods for tag in pod.ollama_pulls)
+        return dataclasses.replace(anchor, env=env, ollama_pulls=tags)

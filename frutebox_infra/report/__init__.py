@@ -1,4 +1,5 @@
-"""Renderings of a plan or the catalog: one module per format, each returning a string."""
+"""Renderings of a plan, a diff or the catalog: one module per format, each returning a
+string; `report.render.render(view, format)` is the one entry."""
 
 from enum import StrEnum
 

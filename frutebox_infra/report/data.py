@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.colocate import PodGroup
+from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution
 
 SCHEMA_VERSION = 1
@@ -55,11 +56,13 @@ def problem_data(p: PlanProblem, model: str | None = None) -> dict[str, Any]:
     return {"model": model, "rule": p.rule, "message": p.message, "fix": p.fix, "text": str(p)}
 
 
-def model_plan_data(m: ModelPlan) -> dict[str, Any]:
+def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
+    """`pod`: the name of the pod serving it (members of a shared pod have the same)."""
     r = m.resolution
     serving = r.serving
     return {
         "id": m.model_id,
+        "podName": pod,
         "engine": r.engine,
         "image": r.image.reference if r.image else None,
         "imagePinned": r.image.pinned if r.image else None,
@@ -82,7 +85,8 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
-        "models": [model_plan_data(m) for m in plan.models],
+        "models": [model_plan_data(m, plan.pod_name_of(m.model_id)) for m in plan.models],
+        "pods": [pod_data(p, plan.stack) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,
             "weightsGb": plan.volume.weights_gb,
@@ -95,6 +99,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "usdPerHourWorst": plan.usd_per_hour_worst,
             "usdPerMonthBest": plan.usd_per_month_best,
             "usdPerMonthWorst": plan.usd_per_month_worst,
+            "colocationSavingUsdPerHour": plan.colocation_saving_usd_per_hour,
         },
         "budget": {
             "maxUsdPerHour": s.budget_usd_per_hour,
@@ -103,6 +108,30 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         },
         "problems": [problem_data(p) for p in plan.problems],
         "warnings": list(plan.warnings),
+    }
+
+
+def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
+    """One pod: its members (the anchor first), its fit as their sum, and what sharing saves."""
+    chosen = pod.placement
+    return {
+        "name": pod_name(stack, pod.anchor),
+        "engine": pod.engine,
+        "models": list(pod.model_ids),
+        "shared": pod.shared,
+        "gpuId": chosen.gpu.id,
+        "count": chosen.count,
+        "neededGbPerGpu": chosen.needed_gb,
+        "availableGbPerGpu": chosen.available_gb,
+        "memberNeededGbPerGpu": {
+            mid: round(f.needed_gb, 2)
+            for mid, f in zip(pod.model_ids, chosen.member_fits, strict=True)
+        },
+        "sharing": str(pod.sharing) if pod.shared and pod.sharing else None,
+        "usdPerHourBest": pod.usd_per_hour_best,
+        "usdPerHourWorst": pod.usd_per_hour_worst,
+        "usdPerHourApart": pod.alone_usd_per_hour,
+        "savingUsdPerHour": pod.saving_usd_per_hour,
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from frutebox_infra.plan import FleetPlan
-from frutebox_infra.report.table import plan_row
+from frutebox_infra.report.table import plan_row, shared_pod_lines
 from frutebox_infra.report.text import usd
 
 
@@ -29,6 +29,9 @@ def plan_markdown(plan: FleetPlan) -> str:
         f"- **Budget:** {usd(s.budget_usd_per_hour)}/h — "
         + ("within budget" if plan.within_budget else "**over budget**"),
     ]
+    shared = shared_pod_lines(plan)
+    if shared:
+        lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
     if plan.warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {w}" for w in plan.warnings]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan, pod_name
 from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import Resolution
 
@@ -13,6 +13,10 @@ def fit_cell(m: ModelPlan) -> str:
     if m.placement is None:
         return "-"
     f = m.placement.fit
+    if m.shared_with:
+        # What it would hold alone on the card overstates a member: the pod's fit is the
+        # members' sum, shown under the table.
+        return f"{f.weights_gb_per_gpu:.0f}G shared pod"
     return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
 
 
@@ -77,11 +81,41 @@ def plan_table(plan: FleetPlan) -> str:
         "      full-context sequences held / configured; coarse-fit = architecture unknown,",
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
+    lines += shared_pod_lines(plan)
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
     )
     return "\n".join(lines)
+
+
+def shared_pod_lines(plan: FleetPlan) -> list[str]:
+    """Which models share which pod, its fit as the sum of its members, and the saving."""
+    shared = [p for p in plan.pods if p.shared]
+    if not plan.settings.colocate:
+        return []
+    lines = ["", f"shared pods ({len(plan.pods)} pods for {len(plan.models)} models):"]
+    for pod in shared:
+        c = pod.placement
+        parts = " + ".join(
+            f"{mid} {f.needed_gb:.1f}" for mid, f in zip(pod.model_ids, c.member_fits, strict=True)
+        )
+        rule = "sum" if pod.sharing == "sum" else "largest: the engine swaps them"
+        lines.append(
+            f"  {pod_name(plan.stack, pod.anchor)}: {c.label},"
+            f" {usd(pod.usd_per_hour_best)}/h vs {usd(pod.alone_usd_per_hour)}/h apart"
+        )
+        lines.append(
+            f"    fit {c.needed_gb:.1f} of {c.available_gb:.1f} GB per GPU ({rule}: {parts})"
+        )
+    if not shared:
+        lines.append("  none: no group of compatible models is cheaper than a pod each")
+    lines.append(
+        f"  co-location saves {usd(plan.colocation_saving_usd_per_hour)}/h against one pod per"
+        " model;"
+    )
+    lines.append("  a member's $/H is its share of its pod's, in proportion to the memory it needs")
+    return lines
 
 
 def catalog_table(resolutions: Sequence[Resolution]) -> str:

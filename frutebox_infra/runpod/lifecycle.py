@@ -279,23 +279,54 @@ class Provisioner(VolumeRules):
         )
 
     def serve(
-        self, pod_id: str, *, health: Health, ollama_tag: str | None, timeouts: Timeouts
+        self, pod_id: str, *, health: Health, ollama_tags: Sequence[str], timeouts: Timeouts
     ) -> Pod:
         """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is."""
         pod = self.wait_running(pod_id, timeouts)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts)
-        if ollama_tag:
-            self.pull(pod_id, health, ollama_tag, timeouts)
+        for tag in ollama_tags:
+            self.pull(pod_id, health, tag, timeouts)
+        self.check_listed(pod_id, health, ollama_tags)
         self._log(f"pod {pod_id} is serving")
         return pod
 
+    def check_listed(self, pod_id: str, health: Health, tags: Sequence[str]) -> None:
+        """Every member's model is on the server: a shared pod serving some of its members
+        is not healthy."""
+        if not tags:
+            return
+        url = self.proxy.url(pod_id, health.port)
+        absent = ollama.missing(self.proxy, url, tags)
+        if absent == []:
+            return
+        what = "does not answer GET /api/tags" if absent is None else (
+            f"does not list {', '.join(absent)} after pulling it")  # fmt: skip
+        raise PodFailedError(
+            f"Pod {pod_id}: ollama {what}. Check the pod's log in the RunPod console, then run"
+            " `pulumi up` again.",
+            pod_id=pod_id,
+            last_status="RUNNING",
+        )
+
+    def forget(self, pod: Pod, *, health: Health, tags: Sequence[str]) -> None:
+        """Delete models a shared pod no longer serves (a disarmed member); a failure is
+        logged, not fatal: the remaining members serve, the model only takes disk."""
+        url = self.proxy.url(pod.id, health.port)
+        for tag in tags:
+            why = ollama.delete(self.proxy, url, tag)
+            self._log(
+                f"pod {pod.id}: removed {tag}, which it no longer serves"
+                if why is None
+                else f"pod {pod.id}: could not remove {tag} ({why}); it stays on the volume"
+            )
+
     def bring_up(
-        self, pod_id: str, *, health: Health, ollama_tag: str | None, timeouts: Timeouts
+        self, pod_id: str, *, health: Health, ollama_tags: Sequence[str], timeouts: Timeouts
     ) -> Pod:
         """`serve` a pod this run created; any failure (or cancellation) terminates it."""
         try:
-            return self.serve(pod_id, health=health, ollama_tag=ollama_tag, timeouts=timeouts)
+            return self.serve(pod_id, health=health, ollama_tags=ollama_tags, timeouts=timeouts)
         except BaseException as exc:
             self._tear_down_after(pod_id, exc)
             raise
@@ -306,27 +337,33 @@ class Provisioner(VolumeRules):
         patched: Pod,
         *,
         health: Health,
-        ollama_tag: str | None,
+        ollama_tags: Sequence[str],
         timeouts: Timeouts,
         patched_at: float,
     ) -> Pod:
         """Wait for a PATCHed pod to restart and serve; on failure report, never terminate."""
         try:
             self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
-            return self.serve(before.id, health=health, ollama_tag=ollama_tag, timeouts=timeouts)
+            return self.serve(
+                before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts
+            )
         except RunPodError as exc:
             raise left_running(exc, before.id, "was updated in place but does not serve") from exc
 
-    def refresh_pull(self, pod: Pod, *, health: Health, tag: str, timeouts: Timeouts) -> None:
-        """Pull `tag` again into a pod left unchanged: a changed tag changes nothing else.
+    def refresh_pull(
+        self, pod: Pod, *, health: Health, tags: Sequence[str], timeouts: Timeouts
+    ) -> None:
+        """Pull `tags` again into a pod left unchanged: a changed tag changes nothing else.
 
         Ollama answers at once when the model is already there, so this does not wait.
         """
         if pod.status != "RUNNING":
-            self._log(f"pod {pod.id} is {pod.status}; not pulling {tag} now")
+            self._log(f"pod {pod.id} is {pod.status}; not pulling {', '.join(tags)} now")
             return
         try:
-            self.pull(pod.id, health, tag, timeouts)
+            for tag in tags:
+                self.pull(pod.id, health, tag, timeouts)
+            self.check_listed(pod.id, health, tags)
         except RunPodError as exc:
             raise left_running(exc, pod.id, "is unchanged but could not pull") from exc
 

@@ -54,6 +54,37 @@ def pull(
         return str(exc)
 
 
+def full_tag(tag: str) -> str:
+    """Ollama's own spelling of a tag: `name:latest` when no tag is given."""
+    return tag if ":" in tag.rsplit("/", 1)[-1] else f"{tag}:latest"
+
+
+def missing(proxy: ProxyClient, base_url: str, tags: Iterable[str]) -> list[str] | None:
+    """Which of `tags` the server does not list at GET /api/tags; None when it does not answer
+    with a listing. Every member of a shared pod must be there for the pod to serve."""
+    listing = proxy.get_json(base_url + "/api/tags")
+    models = listing.get("models") if isinstance(listing, dict) else None
+    if not isinstance(models, list):
+        return None
+    names = {
+        full_tag(str(m.get("name") or m.get("model")))
+        for m in models
+        if isinstance(m, dict) and (m.get("name") or m.get("model"))
+    }
+    return [t for t in tags if full_tag(t) not in names]
+
+
+def delete(proxy: ProxyClient, base_url: str, tag: str) -> str | None:
+    """Remove `tag` from the server (DELETE /api/delete); None when it is gone (a 404 means it
+    already was), else why not."""
+    status = proxy.delete_json(base_url + "/api/delete", {"model": tag})
+    if status is None:
+        return "the server did not answer"
+    if 200 <= status < 300 or status == 404:
+        return None
+    return f"HTTP {status}"
+
+
 def _follow(
     lines: Iterable[str], tag: str, deadline: float, timeout_s: float, clock: Clock, log: Log
 ) -> str | None:

@@ -91,6 +91,7 @@ def _pod_result(
         "url": session.prov.proxy.url(pod.id, request.health.port),
         "status": pod.status,
         "volumeId": pod.volume_id,
+        "ollamaModels": list(request.ollamaPull),
         "meta": request.meta,
     }
 
@@ -104,7 +105,7 @@ def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
     pod = session.prov.bring_up(
         placement.pod.id,
         health=_health(request),
-        ollama_tag=request.ollamaPull,
+        ollama_tags=request.ollamaPull,
         timeouts=timeouts,
     )
     return _pod_result(session, request, pod, placement.candidate_index, placement.attempts)
@@ -154,19 +155,23 @@ def pod_update(
         Attempt(str(a.get("gpuId", "")), int(a.get("count", 0)), str(a.get("outcome", "")))
         for a in previous.candidatesTried
     ) or (Attempt(*gpu_of(body), "created"),)
-    health, tag = _health(request), request.ollamaPull
+    health, tags = _health(request), request.ollamaPull
     timeouts = session.timeouts(request)
+    # Members disarmed from a shared pod: removed once the pod serves the ones that stay.
+    gone = [t for t in previous.ollamaModels if t not in tags]
     if not patch:
         session.log(f"pod {current.id}: nothing to change in place; left as it is")
-        if tag:
-            prov.refresh_pull(current, health=health, tag=tag, timeouts=timeouts)
+        if tags:
+            prov.refresh_pull(current, health=health, tags=tags, timeouts=timeouts)
+        prov.forget(current, health=health, tags=gone)
         return _pod_result(session, request, current, index, tried)
     session.log(f"pod {current.id}: updating {', '.join(sorted(patch))} in place")
     patched_at = prov.clock()
     patched = prov.api.update_pod(current.id, patch)
     pod = prov.settle_update(
-        current, patched, health=health, ollama_tag=tag, timeouts=timeouts, patched_at=patched_at
+        current, patched, health=health, ollama_tags=tags, timeouts=timeouts, patched_at=patched_at
     )
+    prov.forget(pod, health=health, tags=gone)
     return _pod_result(session, request, pod, index, tried)
 
 

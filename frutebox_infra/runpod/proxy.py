@@ -67,6 +67,14 @@ class ProxyClient:
         except ValueError:
             return None
 
+    def delete_json(self, url: str, body: Mapping[str, Any]) -> int | None:
+        """Status code of DELETE url with a JSON body (Ollama's /api/delete), or None while
+        nothing answers."""
+        try:
+            return self._http.request("DELETE", url, json=dict(body)).status_code
+        except HTTPX_FAILURES:
+            return None
+
     @contextlib.contextmanager
     def stream_post(
         self, url: str, body: Mapping[str, Any], *, read_timeout_s: float

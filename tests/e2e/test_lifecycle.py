@@ -191,7 +191,6 @@ def test_destroy_terminates_every_pod_and_keeps_the_protected_volume(
     assert volume["id"] not in [v["id"] for v in deployment.volumes()]
 
 
-@pytest.mark.engine
 @pytest.mark.parametrize("where", ["secret-config", "environment"])
 def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, where: str) -> None:
     project = deployment.project

@@ -250,6 +250,26 @@ def test_a_pull_that_does_not_stream_is_cut_by_the_proxy(account: Account) -> No
     assert account.proxy(pod.id, 8080, "POST", "/api/pull", {"stream": True})[0] == 400
 
 
+def test_ollama_serves_lists_and_deletes_each_pulled_model_of_a_shared_pod(
+    account: Account,
+) -> None:
+    pod = running_pod(account)
+    ask = lambda method, path, body=None: account.proxy(pod.id, 8080, method, path, body)  # noqa: E731
+    for tag in ("qwen3:8b", "llama3.2:1b"):
+        assert ask("POST", "/api/pull", {"model": tag})[0] == 200
+    status, tags = ask("GET", "/api/tags")
+    assert status == 200 and [m["name"] for m in tags["models"]] == ["qwen3:8b", "llama3.2:1b"]
+    for tag in ("qwen3:8b", "llama3.2:1b"):
+        status, answer = ask("POST", "/api/generate", {"model": tag, "prompt": "hi"})
+        assert status == 200 and answer["model"] == tag
+    assert ask("POST", "/api/chat", {"model": "gemma:2b"})[0] == 404  # never pulled
+    assert ask("DELETE", "/api/delete", {"model": "llama3.2:1b"})[0] == 200
+    assert ask("DELETE", "/api/delete", {"model": "llama3.2:1b"})[0] == 404  # already gone
+    assert ask("POST", "/api/generate", {"model": "llama3.2:1b"})[0] == 404
+    assert ask("POST", "/api/generate", {"model": "qwen3:8b"})[0] == 200
+    assert pod.pulled == ["qwen3:8b"]
+
+
 def test_snapshot_and_restore_round_trip(account: Account) -> None:
     volume = account.create_volume({"name": "w", "size": 20, "dataCenter": "EU-RO-1"})
     pod = account.create_pod(pod_body(mounts=network(volume.id)))

@@ -458,3 +458,17 @@ def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
     if not servable:
         assert result.problem is not None and result.problem.rule == "image-cannot-serve"
         assert needed in result.problem.message and shipped in result.problem.message
+
+
+def test_a_shared_pod_fetches_every_member_and_must_list_them_all(build_pod: BuildPod) -> None:
+    sdxl = build_pod("sdxl-1.0", Runtime.COMFYUI, A5000, 1, hf_token_configured=True)
+    audio = build_pod(
+        "stable-audio-open-1.5", Runtime.COMFYUI, A5000, 1, hf_token_configured=True
+    )
+    shared = ComfyUI().shared_pod([sdxl, audio])
+    assert shared.args == sdxl.args  # the anchor's server, its output folder
+    script = shared.env["FRUTEBOX_PROVISION"]
+    assert script == sdxl.env["FRUTEBOX_PROVISION"] + "\n" + audio.env["FRUTEBOX_PROVISION"]
+    assert subprocess.run(["bash", "-n", "-c", script], check=False).returncode == 0
+    assert shared.expected_files == sdxl.expected_files + audio.expected_files
+    assert shared.secret_env == ("HF_TOKEN",)  # the gated member's token reaches the pod

@@ -25,8 +25,8 @@ def test_args_are_serve_and_the_pull_is_the_pinned_tag(
     pod = build_pod(model_id, Runtime.OLLAMA, A4000, 1)
     # ENTRYPOINT is /bin/ollama: anything but a sub-command would be `ollama <garbage>`.
     assert words(pod.args) == ["serve"]
-    assert pod.ollama_pull == tag
-    assert pod.ollama_pull != model_id
+    assert pod.ollama_pulls == (tag,)
+    assert model_id not in pod.ollama_pulls
 
 
 def test_server_listens_on_all_interfaces_and_caches_on_the_volume(build_pod: BuildPod) -> None:
@@ -53,3 +53,14 @@ def test_a_gated_hugging_face_original_needs_no_token_through_ollama(build_pod: 
 def test_an_unknown_size_is_a_gap_not_a_guess() -> None:
     reason = Ollama().missing(ollama_model("sizeless", weights={"format": "gguf"}))
     assert reason is not None and "vram_gb" in reason
+
+
+def test_a_shared_pod_keeps_every_member_loaded_and_pulls_each(build_pod: BuildPod) -> None:
+    qwen = build_pod("qwen3-8b", Runtime.OLLAMA, A4000, 1)
+    llama = build_pod("llama-3.2-1b", Runtime.OLLAMA, A4000, 1)
+    shared = Ollama().shared_pod([qwen, llama])
+    assert shared.ollama_pulls == ("qwen3:8b", "llama3.2:1b")
+    assert shared.env["OLLAMA_MAX_LOADED_MODELS"] == "2"
+    assert shared.env["OLLAMA_KEEP_ALIVE"] == "-1"  # never evicted for idling
+    assert {k: v for k, v in shared.env.items() if k != "OLLAMA_MAX_LOADED_MODELS"} == qwen.env
+    assert "OLLAMA_MAX_LOADED_MODELS" not in qwen.env  # a pod alone is unchanged

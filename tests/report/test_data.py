@@ -32,8 +32,26 @@ ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
 ISSUE_CATALOG = {"id", "engine", "servable", "problem", "cheapest", "placements"}
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
-PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud"}
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods"}
+COST_KEYS = ISSUE_COST | {"colocationSavingUsdPerHour"}
+POD_KEYS = {
+    "name",
+    "engine",
+    "models",
+    "shared",
+    "gpuId",
+    "count",
+    "neededGbPerGpu",
+    "availableGbPerGpu",
+    "memberNeededGbPerGpu",
+    "sharing",
+    "usdPerHourBest",
+    "usdPerHourWorst",
+    "usdPerHourApart",
+    "savingUsdPerHour",
+}
 MODEL_KEYS = ISSUE_MODEL | {
+    "podName",
     "imagePinned",
     "contextTokens",
     "usdPerHourBest",
@@ -89,8 +107,9 @@ def test_plan_json_keys_are_pinned() -> None:
     assert data["version"] == SCHEMA_VERSION == 1
     assert set(data) == PLAN_KEYS
     assert set(data["volume"]) == VOLUME_KEYS
-    assert set(data["cost"]) == ISSUE_COST
+    assert set(data["cost"]) == COST_KEYS
     assert set(data["budget"]) == BUDGET_KEYS
+    assert data["pods"] and all(set(p) == POD_KEYS for p in data["pods"])
     for m in data["models"]:
         assert set(m) == MODEL_KEYS
         if m["placement"] is not None:
@@ -112,6 +131,7 @@ def test_plan_json_values_are_the_plan() -> None:
         "usdPerHourWorst": plan.usd_per_hour_worst,
         "usdPerMonthBest": plan.usd_per_month_best,
         "usdPerMonthWorst": plan.usd_per_month_worst,
+        "colocationSavingUsdPerHour": 0.0,
     }
     assert data["volume"]["sizeGb"] == plan.volume.size_gb
     assert data["budget"]["withinBudget"] is plan.within_budget
@@ -214,3 +234,23 @@ def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
         "checkpoints/stable_audio_open_1.0.safetensors",
         "text_encoders/t5_base.safetensors",
     )
+
+
+def test_members_of_a_shared_pod_share_its_pod_name() -> None:
+    plan = fleet(["qwen3-8b", "llama-3.2-1b", "sdxl-1.0"], colocate=True)
+    data = as_json(plan_data(plan))
+    names = {m["id"]: m["podName"] for m in data["models"]}
+    assert names["qwen3-8b"] == names["llama-3.2-1b"] == "frutebox-prod-qwen3-8b"
+    assert names["sdxl-1.0"] == "frutebox-prod-sdxl-1.0"
+    (shared,) = [p for p in data["pods"] if p["shared"]]
+    assert shared["models"] == ["qwen3-8b", "llama-3.2-1b"]
+    assert shared["neededGbPerGpu"] == pytest.approx(
+        sum(shared["memberNeededGbPerGpu"].values()), abs=0.02
+    )
+    assert shared["neededGbPerGpu"] <= shared["availableGbPerGpu"]
+    assert shared["savingUsdPerHour"] == pytest.approx(
+        shared["usdPerHourApart"] - shared["usdPerHourBest"]
+    )
+    assert data["cost"]["colocationSavingUsdPerHour"] == shared["savingUsdPerHour"] > 0
+    members = [m for m in data["models"] if m["podName"] == shared["name"]]
+    assert sum(m["usdPerHourBest"] for m in members) == pytest.approx(shared["usdPerHourBest"])

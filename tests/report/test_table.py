@@ -155,3 +155,25 @@ def test_the_catalog_explains_every_blocked_model_in_full_within_100_columns() -
         if r.problem is not None:
             assert r.problem.rule in text
             assert r.problem.fix in unwrapped
+
+
+def test_shared_pods_show_members_fit_sum_and_saving() -> None:
+    plan = real_plan(["qwen3-8b", "llama-3.2-1b", "sdxl-1.0"], colocate=True)
+    text = plan_table(plan)
+    (pod,) = [p for p in plan.pods if p.shared]
+    assert "shared pods (2 pods for 3 models):" in text
+    assert "frutebox-prod-qwen3-8b: 1x RTX A5000, $0.26/h vs $0.34/h apart" in text
+    fits = pod.placement.member_fits
+    assert (
+        f"fit {pod.placement.needed_gb:.1f} of {pod.placement.available_gb:.1f} GB per GPU"
+        f" (sum: qwen3-8b {fits[0].needed_gb:.1f} + llama-3.2-1b {fits[1].needed_gb:.1f})"
+    ) in text
+    assert "co-location saves $0.08/h against one pod per model" in text
+    rows = {line.split()[0]: line for line in table_lines(text)[2:]}
+    assert "shared pod" in rows["qwen3-8b"] and "shared pod" in rows["llama-3.2-1b"]
+    assert "shared pod" not in rows["sdxl-1.0"]
+    assert all(len(line) <= 100 for line in text.splitlines() if "pod" in line)
+
+
+def test_no_shared_pod_section_when_colocation_is_off() -> None:
+    assert "shared pods" not in plan_table(real_plan(["qwen3-8b", "llama-3.2-1b"]))

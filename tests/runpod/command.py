@@ -114,3 +114,4 @@ TIMEOUTS = Timeouts(
 HEALTH = Health(port=8080, path="/health")
 HEALTH_URL = "https://pod1-8080.proxy.test/health"
 PULL_URL = "https://pod1-8080.proxy.test/api/pull"
+TAGS_URL = "https://pod1-8080.proxy.test/api/tags"

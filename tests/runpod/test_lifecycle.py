@@ -10,7 +10,7 @@ import pytest
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
-from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TIMEOUTS
+from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TAGS_URL, TIMEOUTS
 from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
 
 
@@ -92,7 +92,8 @@ def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: Fake
     fake.on("GET", "/v2/pods/pod1", *states("STARTING", "RUNNING"))
     fake.on("GET", HEALTH_URL, ok(200, {}))
     fake.on("POST", PULL_URL, pulled)
-    got = provisioner.bring_up("pod1", health=HEALTH, ollama_tag="qwen3:8b", timeouts=TIMEOUTS)
+    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
+    got = provisioner.bring_up("pod1", health=HEALTH, ollama_tags=["qwen3:8b"], timeouts=TIMEOUTS)
     assert got.status == "RUNNING"
     assert not fake.calls("DELETE")
 
@@ -104,7 +105,7 @@ def test_bring_up_terminates_a_pod_that_never_serves(
     fake.on("GET", HEALTH_URL, ok(502, {}))
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
     assert "terminated so that it does not bill" in str(caught.value)
     assert caught.value.last_status == "RUNNING"
     assert len(fake.calls("DELETE", "/v2/pods/pod1")) == 1
@@ -116,7 +117,7 @@ def test_bring_up_terminates_after_a_failed_pull(provisioner: Provisioner, fake:
     fake.on("POST", PULL_URL, ndjson({"error": "no such model"}))
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(errors.PodFailedError, match="no such model"):
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag="nope:1b", timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=["nope:1b"], timeouts=TIMEOUTS)
     assert len(fake.calls("DELETE")) == 1
 
 
@@ -126,7 +127,7 @@ def test_bring_up_terminates_on_an_api_failure_while_waiting(
     fake.on("GET", "/v2/pods/pod1", problem(401, "token revoked"))
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(errors.PodFailedError, match="token revoked"):
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
     assert len(fake.calls("DELETE")) == 1
 
 
@@ -137,7 +138,7 @@ def test_bring_up_terminates_on_interrupt(provisioner: Provisioner, fake: FakeAp
     fake.on("GET", "/v2/pods/pod1", interrupt)
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(KeyboardInterrupt):
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
     assert len(fake.calls("DELETE")) == 1
 
 
@@ -148,7 +149,7 @@ def test_bring_up_terminates_when_cancelled(provisioner: Provisioner, fake: Fake
     fake.on("GET", "/v2/pods/pod1", cancel)
     fake.on("DELETE", "/v2/pods/pod1", ok(204))
     with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
     assert "Cancelled by SIGTERM" in str(caught.value) and "terminated" in str(caught.value)
     assert len(fake.calls("DELETE")) == 1
 
@@ -159,7 +160,7 @@ def test_a_failed_teardown_says_the_pod_may_still_bill(
     fake.on("GET", "/v2/pods/pod1", *states("ERROR"))
     fake.on("DELETE", "/v2/pods/pod1", problem(403, "no delete permission"))
     with pytest.raises(errors.PodFailedError, match="may still bill"):
-        provisioner.bring_up("pod1", health=HEALTH, ollama_tag=None, timeouts=TIMEOUTS)
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
 
 
 def test_terminate_treats_404_as_already_gone_once_the_listing_agrees(

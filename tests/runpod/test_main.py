@@ -27,6 +27,7 @@ RESULT_KEYS = {
     "url",
     "status",
     "volumeId",
+    "ollamaModels",
     "meta",
 }
 

@@ -16,6 +16,7 @@ from tests.runpod.command import (
     HEALTH,
     HEALTH_URL,
     PULL_URL,
+    TAGS_URL,
     TIMEOUTS,
     env_for,
     pod_request,
@@ -36,7 +37,7 @@ def settle(provisioner: Provisioner, patched: dict[str, Any], tag: str | None = 
         BEFORE,
         Pod.model_validate(patched),
         health=HEALTH,
-        ollama_tag=tag,
+        ollama_tags=[tag] if tag else [],
         timeouts=TIMEOUTS,
         patched_at=provisioner.clock(),
     )
@@ -62,6 +63,7 @@ def test_after_a_patch_health_is_read_only_once_the_pod_restarted(
 
     fake.on("GET", HEALTH_URL, healthy)
     fake.on("POST", PULL_URL, pulled)
+    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
     got = settle(provisioner, at("RUNNING"), tag="qwen3:8b")
     assert got.started_at == "2026-01-01T00:05:00Z"
     assert probed_while and min(probed_while) == 4  # not before the restart showed

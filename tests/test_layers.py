@@ -1,0 +1,195 @@
+"""Imports point downwards only: the pure core never reaches the shell, and nothing is circular.
+
+Checked by reading every module's imports (all of them, including those inside functions),
+not by importing: a lazy import that would break the rule counts as much as a top-level one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.factories import ROOT
+
+PACKAGE = "frutebox_infra"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
+    ("registry",),
+    ("fit",),
+    ("recipes",),
+    ("resolver", "settings"),
+    ("registry_files", "stack_file"),
+    ("colocate",),
+    ("plan",),
+    ("diff", "drift"),
+    ("live_warnings",),
+    ("report",),
+    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
+    ("cli", "rehearse", "__main__"),
+)
+"""Bottom to top. A module may import its own layer or a lower one, never a higher one. An
+entry names a module or a package (then every module in it). A new module gets a row here."""
+
+CORE_TOP = LAYERS.index(("report",))
+"""The pure core is every layer up to and including the reports."""
+
+SHELL_ONLY = ("pulumi", "pulumi_command", "httpx", "jsonschema", "subprocess", "socket")
+"""What the pure core must never reach, directly or through another module."""
+
+OWNERS = {
+    "pulumi": ("fleet",),
+    "pulumi_command": ("fleet",),
+    "httpx": ("runpod",),
+}
+"""Third-party imports with one home in the package."""
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name, without the package prefix."""
+    out = {}
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(ROOT / PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts) or "__init__"] = path
+    return out
+
+
+def _within(name: str, entry: str) -> bool:
+    return name == entry or name.startswith(entry + ".")
+
+
+def layer(name: str) -> int:
+    """The layer of a module; the longest matching entry wins (`report.text` over `report`)."""
+    found = _layer(name)
+    if found is None:
+        raise AssertionError(f"{PACKAGE}.{name} has no layer: add it to LAYERS in {__file__}")
+    return found
+
+
+def _layer(name: str) -> int | None:
+    matches = [(len(e), i) for i, row in enumerate(LAYERS) for e in row if _within(name, e)]
+    return max(matches)[1] if matches else None
+
+
+@cache
+def imports(name: str) -> frozenset[str]:
+    """What `name` imports: our modules without the package prefix, others by top-level name."""
+    known = modules()
+    tree = ast.parse(known[name].read_text(encoding="utf-8"))
+    package = name if known[name].name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            # `from pkg import sub` imports the submodule `pkg.sub` when there is one.
+            targets = [f"{base}.{a.name}" if _ours(f"{base}.{a.name}") else base
+                       for a in node.names]  # fmt: skip
+        else:
+            continue
+        for target in targets:
+            found.add(_ours(target) or target.split(".")[0])
+    found.discard(name)
+    return frozenset(found)
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = [PACKAGE, *package.split(".")] if package else [PACKAGE]
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _ours(dotted: str) -> str | None:
+    """`frutebox_infra.x.y` -> `x.y` when that is a module of ours (else None)."""
+    if dotted == PACKAGE:
+        return "__init__"
+    if not dotted.startswith(PACKAGE + "."):
+        return None
+    name = dotted.removeprefix(PACKAGE + ".")
+    return name if name in modules() else None
+
+
+def edges() -> Iterator[tuple[str, str]]:
+    for name in modules():
+        for target in imports(name):
+            if target in modules():
+                yield name, target
+
+
+def reachable(name: str) -> set[str]:
+    """Every module and third-party name `name` imports, directly or through our modules."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for target in imports(todo.pop()):
+            if target not in seen:
+                seen.add(target)
+                if target in modules():
+                    todo.append(target)
+    return seen
+
+
+def test_every_module_has_a_layer() -> None:
+    assert {name: layer(name) for name in modules()}
+
+
+def test_imports_point_downwards_only() -> None:
+    upward = [f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
+              for a, b in edges() if layer(b) > layer(a)]  # fmt: skip
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    graph: dict[str, set[str]] = {}
+    for a, b in edges():
+        # A package's __init__ re-exports its submodules; a submodule naming its package
+        # means "a sibling", which the edge to that sibling already records.
+        if not _within(a, b):
+            graph.setdefault(a, set()).add(b)
+    cycles = [f"{a} -> ... -> {a}" for a in sorted(graph) if a in _reach(graph, a)]
+    assert cycles == []
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph.get(start, ()))
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo += graph.get(node, ())
+    return seen
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in modules() if (_layer(n) or 0) <= CORE_TOP], ids=lambda n: f"{PACKAGE}.{n}"
+)
+def test_the_pure_core_never_reaches_the_shell(name: str) -> None:
+    reached = reachable(name)
+    shell = sorted(m for m in reached if m in modules() and layer(m) > CORE_TOP)
+    assert shell == [], f"{name} reaches the shell"
+    assert sorted(reached & set(SHELL_ONLY)) == []
+
+
+@pytest.mark.parametrize("library", sorted(OWNERS))
+def test_a_library_is_imported_only_by_its_home(library: str) -> None:
+    users = sorted(n for n in modules() if library in imports(n))
+    assert users, f"nobody imports {library}: update OWNERS"
+    assert [u for u in users if not any(_within(u, o) for o in OWNERS[library])] == []
+
+
+def test_the_walker_sees_lazy_and_relative_imports() -> None:
+    """The checks above can fail: the walker finds an import hidden in a function."""
+    assert "emulator.server" in imports("cli") or "emulator" in reachable("cli")
+    assert "pulumi" in imports("fleet") and "httpx" in reachable("runpod")
+    assert "subprocess" in imports("refs") and layer("refs") > CORE_TOP

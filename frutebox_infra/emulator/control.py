@@ -9,12 +9,12 @@ part of the RunPod API: tests use them to make the live account drift from the s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from frutebox_infra.emulator.errors import ApiProblem
 
-if TYPE_CHECKING:  # state.py imports this module to save and restore the changes
-    from frutebox_infra.emulator.state import Account
+Account = Any
+"""state.Account; not imported, because state.py imports this module (no import cycle)."""
 
 POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop))?$")
 EDITABLE = frozenset({"image", "args", "env", "ports", "disk", "name"})

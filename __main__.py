@@ -8,6 +8,7 @@ import pulumi
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
 from frutebox_infra.interrupted import exit_quietly_on_interrupt
+from frutebox_infra.live import api_key_and_url, live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
@@ -15,19 +16,25 @@ from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_
 
 exit_quietly_on_interrupt()
 stack = pulumi.get_stack()
+config = read_config()
 try:
     # The stack file is read as `frutebox plan` reads it, so the two cannot disagree; the
     # config Pulumi passes must then say the same.
     path = stack_file(stack, Path(pulumi.get_root_directory() or ".") / "stacks")
     settings = load_settings(path)
-    check_pulumi_agrees(settings, read_config(), where=str(path))
-    plan = plan_fleet(
-        load_registry(), settings, stack=stack, environment=Environment.from_env(os.environ)
-    )
+    check_pulumi_agrees(settings, config, where=str(path))
+    registry = load_registry()
+    plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None
 
 pulumi.log.info(plan_table(plan))
+# Read-only and bounded: live prices, stock and volume tiers, or one dated registry line.
+api_key, api_url = api_key_and_url(os.environ, config, settings.runpod_api_url)
+live_line, live_warnings = live_lines(plan, registry, api_key=api_key, api_url=api_url)
+pulumi.log.info(live_line)
+for warning in live_warnings:
+    pulumi.log.warn(warning)
 if not plan.ok:
     # Fail before registering anything: a plan with a problem must create nothing.
     raise pulumi.RunError(

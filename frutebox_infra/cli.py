@@ -11,7 +11,7 @@ from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
 from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
-from frutebox_infra.paths import REGISTRY_DIR, STACKS_DIR
+from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
@@ -62,6 +62,44 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from frutebox_infra.status import (
+        EXIT_DRIFT,
+        Endpoints,
+        collect,
+        read_recorded,
+        stack_api_key,
+    )
+    from frutebox_infra.status import terminate_untracked as terminate
+
+    project_dir = Path(args.project_dir)
+    plan = load_plan(args.stack, project_dir / "stacks")
+    if not plan.ok:
+        print(f"note: the config's plan has {len(plan.problems)} problem(s):", file=sys.stderr)
+        for problem in plan.problems:
+            print(f"  - {problem}", file=sys.stderr)
+    recorded = read_recorded(args.stack, project_dir, os.environ)
+    stack_key = (
+        None
+        if os.environ.get("RUNPOD_API_KEY", "").strip()
+        else stack_api_key(args.stack, project_dir, os.environ)
+    )
+    endpoints = Endpoints.from_env(os.environ, stack_key)
+    view = collect(plan, recorded, endpoints, probe=not args.terminate_untracked)
+    if args.terminate_untracked:
+        for pod_id in terminate(view, endpoints):
+            print(f"terminated untracked pod {pod_id}", file=sys.stderr)
+        return EXIT_OK
+    print(render(view, args.format))
+    return EXIT_DRIFT if view.drifted else EXIT_OK
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    from frutebox_infra.prices import run_prices
+
+    return run_prices(write=args.write, registry_dir=Path(args.registry_dir))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="frutebox", description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -84,6 +122,26 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--stack", required=True)
     diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
     diff.set_defaults(run=cmd_diff)
+
+    status = sub.add_parser(
+        "status", help="recorded vs live vs planned: drift, health, spend (exit 3 on drift)"
+    )
+    status.add_argument("--stack", required=True)
+    status.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    status.add_argument(
+        "--terminate-untracked",
+        action="store_true",
+        help="terminate the pods carrying this stack's mark that the state does not record",
+    )
+    status.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
+    status.set_defaults(run=cmd_status)
+
+    prices = sub.add_parser("prices", help="registry/gpus.yaml prices vs RunPod's live catalog")
+    prices.add_argument(
+        "--write", action="store_true", help="update registry/gpus.yaml prices and their dates"
+    )
+    prices.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
+    prices.set_defaults(run=cmd_prices)
 
     # The emulator owns its options: whatever follows `emulator` is handed to it untouched.
     emulator = sub.add_parser(

@@ -218,7 +218,10 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
     pulumi.export("plan", plan_data(plan))
-    pulumi.export("volume", {"id": volume.volume_id, "sizeGb": volume.size_gb})
+    # The ownership token is exported so `frutebox status` can prove which pods are ours.
+    pulumi.export(
+        "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
+    )
     pulumi.export("pods", {m.model_id: _model_pod(plan, m, servers) for m in plan.models})
     return Fleet(volume, servers)
 

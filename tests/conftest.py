@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.realism import Realism
+from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.toolchain import ensure_toolchain
 
 
@@ -13,6 +17,29 @@ from frutebox_infra.toolchain import ensure_toolchain
 def toolchain() -> Path:
     """Builds the pinned Pulumi toolchain on first use (minutes, once per machine)."""
     return ensure_toolchain()
+
+
+@pytest.fixture
+def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
+    """Starts emulators on loopback (optionally with `stock`) and stops them after the test."""
+    started: list[RunningEmulator] = []
+
+    def make(stock: Stock | None = None) -> RunningEmulator:
+        # Unit tests use the fast account; tests/e2e run the realistic one.
+        running = start(
+            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
+        )
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def emulator(emulator_factory: Callable[..., RunningEmulator]) -> RunningEmulator:
+    return emulator_factory()
 
 
 ENGINE = "engine"

@@ -58,7 +58,7 @@ def step_using(job: dict[str, Any], action: str, **with_: str) -> dict[str, Any]
 
 def test_every_workflow_passes_actionlint(actionlint: Path) -> None:
     files = sorted(WORKFLOWS.glob("*.yml"))
-    assert {f.name for f in files} >= {"preview.yml", "deploy.yml", "ci.yml"}
+    assert {f.name for f in files} >= {"preview.yml", "deploy.yml", "ci.yml", "drift.yml"}
     done = subprocess.run([str(actionlint), "-color=false", *map(str, files)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -118,8 +118,27 @@ def test_preview_runs_pulumi_preview_with_the_pinned_cli() -> None:
     assert step["with"]["cloud-url"] == "${{ secrets.PULUMI_BACKEND_URL }}"
     assert f"v{step['with']['pulumi-version']}" == PULUMI_VERSION
     assert set(step["env"]) >= {"PULUMI_CONFIG_PASSPHRASE", "HF_TOKEN"}
-    # Preview runs the pull request's own code and never calls RunPod: it gets no key.
-    assert "RUNPOD_API_KEY" not in step["env"]
+    # Preview runs the pull request's own code: never the deploy key, only a read-only one.
+    assert step["env"]["RUNPOD_API_KEY"] == "${{ secrets.RUNPOD_READONLY_API_KEY }}"
+
+
+def test_drift_runs_status_per_stack_on_a_schedule_and_fails_on_drift() -> None:
+    doc = workflow("drift.yml")
+    assert set(doc["on"]) == {"schedule", "workflow_dispatch"}
+    assert doc["permissions"] == {"contents": "read"}
+    job = doc["jobs"]["status"]
+    assert set(job["strategy"]["matrix"]["stack"]) == stacks()
+    cli = step_using(job, "pulumi/actions")
+    assert "command" not in cli["with"] and f"v{cli['with']['pulumi-version']}" == PULUMI_VERSION
+    step = next(s for s in job["steps"] if "frutebox_infra status" in s.get("run", ""))
+    line = next(x for x in step["run"].splitlines() if "frutebox_infra status" in x)
+    argv = shlex.split(line.split(">")[0])
+    assert argv[:3] == ["python", "-m", "frutebox_infra"]
+    args = build_parser().parse_args([a.replace("$STACK", "dev") for a in argv[3:]])
+    assert (args.stack, str(args.format)) == ("dev", "markdown")
+    assert 'cat status.md >> "$GITHUB_STEP_SUMMARY"' in step["run"]
+    assert 'exit "$status"' in step["run"]  # exit 3 (drift) fails the job
+    assert set(step["env"]) >= {"PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "RUNPOD_API_KEY"}
 
 
 def test_deploy_runs_up_per_stack_one_at_a_time_with_prod_protected() -> None:

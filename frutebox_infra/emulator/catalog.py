@@ -33,6 +33,13 @@ class Catalog:
         """The project's own registry: one home for every GPU and price fact."""
         return cls.from_registry(load_registry())
 
+    def with_price(self, gpu_id: str, secure: float) -> Catalog:
+        """The same catalog with one GPU's Secure price changed (RunPod repricing)."""
+        gpu = self.gpus[gpu_id]
+        price = gpu.price_usd_per_hour.model_copy(update={"secure": secure})
+        gpus = {**self.gpus, gpu_id: gpu.model_copy(update={"price_usd_per_hour": price})}
+        return Catalog(gpus, self.data_centers)
+
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:
         """The cloud's price; where no community price was recorded, the secure one."""
         price = self.gpus[gpu_id].price_usd_per_hour
@@ -72,7 +79,7 @@ def parse_stock(specs: Sequence[str], catalog: Catalog) -> Stock:
     return stock
 
 
-def _level(available: int) -> str:
+def level(available: int) -> str:
     if available <= 0:
         return "NONE"
     return "LOW" if available < 4 else "MEDIUM" if available < 16 else "HIGH"
@@ -99,9 +106,9 @@ def gpu_types(catalog: Catalog, stock: Stock, *, availability: bool) -> list[dic
         }
         if availability:
             cells = [(dc, stock.get((g.id, dc), 0)) for dc in catalog.data_centers]
-            item["availability"] = _level(sum(n for _, n in cells))
+            item["availability"] = level(sum(n for _, n in cells))
             item["dataCenters"] = [
-                {"id": dc, "name": catalog.data_centers[dc], "availability": _level(n)}
+                {"id": dc, "name": catalog.data_centers[dc], "availability": level(n)}
                 for dc, n in cells
                 if n > 0
             ]

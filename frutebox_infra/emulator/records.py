@@ -53,6 +53,8 @@ class PodRecord:
     started_at: str | None = None
     fault: str | None = None
     pulled: list[str] = field(default_factory=list)
+    billed: list[list[Any]] = field(default_factory=list)
+    """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
     # Realism (wall-clock seconds, so a state file survives a restart of the emulator).
     created_wall: float = 0.0
     started_wall: float | None = None

@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from frutebox_infra.emulator.billing import pod_billing
 from frutebox_infra.emulator.catalog import gpu_types
 from frutebox_infra.emulator.contract import Contract
+from frutebox_infra.emulator.control import out_of_band
+from frutebox_infra.emulator.datacenters import data_centers
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.faults import (
     AFTER_CREATE,
@@ -212,6 +215,14 @@ class App:
             state = self.account.snapshot()
             state.update(faults=self.faults.pending(), proxyUrlTemplate=self.proxy_url_template)
             return Response(200, state)
+        try:
+            changed = out_of_band(self.account, method, path, json.loads(raw or b"null"))
+        except ValueError:
+            return Response.problem(ApiProblem(400, "control body is not valid JSON"))
+        except ApiProblem as problem:
+            return Response.problem(problem)
+        if changed is not None:
+            return Response(*changed)
         return Response.problem(ApiProblem(404, f"no emulator control at {method} {path}"))
 
     def _proxy(
@@ -291,8 +302,22 @@ class App:
         return Response(204)
 
 
+PRODUCTS = frozenset({"POD", "CLUSTER", "SERVERLESS"})
+
+
+def _includes(query: dict[str, list[str]], name: str) -> bool:
+    return name in ",".join(query.get("include", [])).upper().split(",")
+
+
 def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-    with_stock = "AVAILABILITY" in ",".join(query.get("include", [])).upper()
+    with_stock = _includes(query, "AVAILABILITY")
+    # As documented: `product` is required with include=AVAILABILITY and valid only with it.
+    if with_stock != bool(query.get("product")):
+        raise ApiProblem(400, "product is required with include=AVAILABILITY, and only with it")
+    products = {p for v in query.get("product", []) for p in v.upper().split(",")}
+    if products - PRODUCTS:
+        unknown = ", ".join(sorted(products - PRODUCTS))
+        raise ApiProblem(400, f"unknown product {unknown}; one of {', '.join(sorted(PRODUCTS))}")
     gpus = gpu_types(app.account.catalog, app.account.stock, availability=with_stock)
     if with_stock:
         for gpu in gpus:
@@ -304,26 +329,25 @@ def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]])
     return Response(200, {"gpus": gpus})
 
 
-REGIONS = {"EU": "EUROPE", "EUR": "EUROPE", "US": "NORTH_AMERICA", "CA": "NORTH_AMERICA"}
-REGIONS["AP"] = "ASIA"
-
-
 def _list_data_centers(
     app: App, params: Params, body: Any, query: dict[str, list[str]]
 ) -> Response:
-    realism = app.account.realism
-    centres = [
-        {
-            "id": dc,
-            "name": name,
-            "region": REGIONS.get(dc.split("-")[0], "UNKNOWN"),
-            "globalNetwork": False,
-            "networkVolumeTypes": list(realism.tiers(dc)),
-            "compliance": [],
-        }
-        for dc, name in app.account.catalog.data_centers.items()
-    ]
+    account = app.account
+    tiers = {
+        dc: account.volume_types.get(dc, list(account.realism.tiers(dc)))
+        for dc in account.catalog.data_centers
+    }
+    centres = data_centers(
+        account.catalog,
+        account.stock,
+        tiers,
+        gpu_availability=_includes(query, "GPU_AVAILABILITY"),
+    )
     return Response(200, {"dataCenters": centres})
+
+
+def _list_pod_billing(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+    return Response(200, pod_billing(app.account.pods.values(), query))
 
 
 def _route(method: str, path: str, op: str, schema: str | None, handler: Handler) -> Route:
@@ -358,4 +382,5 @@ ROUTES = (
     _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
     _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
     _route("GET", "/v2/catalog/datacenters", "catalog.datacenters", None, _list_data_centers),
+    _route("GET", "/v2/billing/pods", "billing.pods", None, _list_pod_billing),
 )

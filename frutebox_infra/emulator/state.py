@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from frutebox_infra.emulator import control
+from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.ports import serve_port
@@ -31,6 +33,9 @@ class Account:
         self, catalog: Catalog, stock: Stock | None = None, realism: Realism | None = None
     ) -> None:
         self.catalog = catalog
+        self.initial_catalog = catalog
+        self.volume_types: dict[str, list[str]] = {}
+        """Out-of-band overrides of the data centres' volume tiers (control.py)."""
         self.realism = realism or Realism.fast()
         self.initial_stock: Stock = dict(stock if stock is not None else full_stock(catalog))
         self.stock: Stock = {}
@@ -41,6 +46,8 @@ class Account:
 
     def reset(self) -> None:
         self.stock = dict(self.initial_stock)
+        self.catalog = self.initial_catalog
+        self.volume_types = {}
         self.pods = {}
         self.volumes = {}
         self.requests = []
@@ -101,6 +108,7 @@ class Account:
         if pod.gpu and pod.status in HOLDS_GPUS:
             key = (pod.gpu[0], pod.data_center_id)
             self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
+            close_interval(pod)
 
     def create_pod(self, request: Mapping[str, Any]) -> PodRecord:
         """Apply the handler-level rules the schema cannot express, then place the pod."""
@@ -164,6 +172,7 @@ class Account:
             logs=[f"pulling image {body.get('image', '')}"],
         )
         self.pods[pod.id] = pod
+        open_interval(pod)
         return pod
 
     def _check_image(self, image: Any) -> None:
@@ -280,6 +289,7 @@ class Account:
         elif action == "start":
             if pod.status == "EXITED" and pod.gpu:
                 self._take_gpus(pod.gpu[0], pod.gpu[1], [pod.data_center_id])
+                open_interval(pod)
             pod.status = "PROVISIONING"
         else:
             pod.status = "STARTING"
@@ -368,6 +378,7 @@ class Account:
             ],
             "stock": cells(self.stock),
             "initialStock": cells(self.initial_stock),
+            "outOfBand": control.saved_changes(self),
             "requests": self.requests,
         }
 
@@ -400,4 +411,5 @@ class Account:
                 foreign=bool(v.get("foreign", False)),
             )
         account.requests = list(data.get("requests", []))
+        control.restore_changes(account, data.get("outOfBand"))
         return account

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.diff import FleetDiff
+from frutebox_infra.drift import StatusView
 from frutebox_infra.errors import UsageError
 from frutebox_infra.plan import FleetPlan
 from frutebox_infra.report import Format
@@ -35,7 +36,7 @@ class DiffView:
     head: str
 
 
-View = FleetPlan | CatalogView | DiffView
+View = FleetPlan | CatalogView | DiffView | StatusView
 
 CATALOG_FORMATS = (Format.TABLE, Format.JSON)
 """The catalog is a terminal view; it has no pull-request (Markdown) form."""
@@ -46,6 +47,10 @@ def render(view: View, fmt: Format) -> str:
     if fmt is Format.JSON:
         return json.dumps(data(view), indent=2)
     markdown = fmt is Format.MARKDOWN
+    if isinstance(view, StatusView):
+        from frutebox_infra.report.status import status_markdown, status_table
+
+        return status_markdown(view) if markdown else status_table(view)
     if isinstance(view, DiffView):
         show = diff_markdown if markdown else diff_table
         return show(view.diff, base=view.base, head=view.head)
@@ -59,6 +64,10 @@ def render(view: View, fmt: Format) -> str:
 
 def data(view: View) -> Any:
     """The view as plain data (what `--format json` prints)."""
+    if isinstance(view, StatusView):
+        from frutebox_infra.report.status import status_data
+
+        return status_data(view)
     if isinstance(view, DiffView):
         return diff_data(view.diff, base=view.base, head=view.head)
     if isinstance(view, CatalogView):

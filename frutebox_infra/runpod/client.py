@@ -336,3 +336,69 @@ class RunPodClient:
 
     def delete_volume(self, volume_id: str) -> None:
         self._call("DELETE", f"/v2/network-volumes/{volume_id}")
+
+    # Read-only views: catalog, data centres, billing (status, preview warnings, prices)
+
+    def gpu_catalog(self) -> list[GpuOffer]:
+        """GET /v2/catalog/gpus with pod availability: Secure prices, stock per DC, CUDA."""
+        path = "/v2/catalog/gpus?include=AVAILABILITY&product=POD"
+        return self._json(_GpuList, "GET", path).gpus
+
+    def data_centers(self) -> list[DataCenterInfo]:
+        return self._json(_DataCenterList, "GET", "/v2/catalog/datacenters").data_centers
+
+    def pod_billing(self, *, bucket: str, last: int) -> list[PodBilling]:
+        """GET /v2/billing/pods: one record per pod per bucket over the last `last` buckets."""
+        path = f"/v2/billing/pods?bucketSize={bucket}&lastN={last}"
+        return self._json(_PodBillingList, "GET", path).records
+
+
+class GpuPrice(_Wire):
+    secure: float
+    community: float
+
+
+class Availability(_Wire):
+    """Stock of one GPU type in one data centre: NONE, LOW, MEDIUM or HIGH."""
+
+    id: str
+    availability: str
+
+
+class CudaVersion(_Wire):
+    version: str
+    available: bool
+
+
+class GpuOffer(_Wire):
+    """A v2 `GpuType` with pod availability; prices are USD per GPU per hour."""
+
+    id: str
+    price: GpuPrice
+    availability: str | None = None
+    data_centers: list[Availability] = Field(default_factory=list, alias="dataCenters")
+    cuda_versions: list[CudaVersion] = Field(default_factory=list, alias="cudaVersions")
+
+
+class DataCenterInfo(_Wire):
+    id: str
+    network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
+
+
+class PodBilling(_Wire):
+    """One `PodBillingRecord`: USD billed for one pod in one time bucket."""
+
+    pod_id: str = Field(alias="podId")
+    total_amount: float = Field(alias="totalAmount")
+
+
+class _GpuList(_Wire):
+    gpus: list[GpuOffer]
+
+
+class _DataCenterList(_Wire):
+    data_centers: list[DataCenterInfo] = Field(alias="dataCenters")
+
+
+class _PodBillingList(_Wire):
+    records: list[PodBilling]

@@ -211,7 +211,10 @@ def test_the_proxy_route_serves_pod_ports_and_logs_credentials_only_as_a_flag(
 
 def test_the_gpu_catalog_reflects_stock(call: Call, app: App) -> None:
     app.account.stock = {("NVIDIA A40", "EU-RO-1"): 2}
-    gpus = {g["id"]: g for g in call("GET", "/v2/catalog/gpus?include=AVAILABILITY").body["gpus"]}
+    gpus = {
+        g["id"]: g
+        for g in call("GET", "/v2/catalog/gpus?include=AVAILABILITY&product=POD").body["gpus"]
+    }
     assert gpus["NVIDIA A40"]["availability"] == "LOW"
     assert gpus["NVIDIA A40"]["dataCenters"] == [
         {"id": "EU-RO-1", "name": "Romania", "availability": "LOW"}

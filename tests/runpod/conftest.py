@@ -11,9 +11,6 @@ from typing import Any
 import httpx
 import pytest
 
-from frutebox_infra.emulator.catalog import Catalog, Stock
-from frutebox_infra.emulator.realism import Realism
-from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.runpod.client import ProxyClient, RetryPolicy, RunPodClient
 from frutebox_infra.runpod.lifecycle import Provisioner
 
@@ -162,25 +159,3 @@ def logs() -> list[str]:
 def provisioner(client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]) -> Provisioner:
     proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
     return Provisioner(client, proxy, log=logs.append, sleep=clock.sleep, clock=clock)
-
-
-@pytest.fixture
-def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
-    started: list[RunningEmulator] = []
-
-    def make(stock: Stock | None = None) -> RunningEmulator:
-        # Unit tests of the command use the fast account; tests/e2e run the realistic one.
-        running = start(
-            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
-        )
-        started.append(running)
-        return running
-
-    yield make
-    for running in started:
-        running.stop()
-
-
-@pytest.fixture
-def emulator(emulator_factory: Callable[..., RunningEmulator]) -> RunningEmulator:
-    return emulator_factory()

@@ -191,6 +191,33 @@ def test_volume_calls_use_the_v2_paths(client: RunPodClient, fake: FakeApi) -> N
     ]
 
 
+def test_read_only_views_use_the_documented_paths_and_shapes(
+    client: RunPodClient, fake: FakeApi
+) -> None:
+    gpu = {
+        "id": "NVIDIA A40",
+        "name": "A40",
+        "price": {"secure": 0.4, "community": 0.0},
+        "availability": "LOW",
+        "dataCenters": [{"id": "EU-RO-1", "name": "Romania", "availability": "LOW"}],
+        "cudaVersions": [{"version": "12.8", "available": True}],
+    }
+    fake.on("GET", "/v2/catalog/gpus", ok(200, {"gpus": [gpu]}))
+    fake.on("GET", "/v2/catalog/datacenters", ok(200, {"dataCenters": [
+        {"id": "EU-RO-1", "name": "Romania", "networkVolumeTypes": ["STANDARD"]}]}))  # fmt: skip
+    record = {"podId": "p1", "totalAmount": 1.25, "startTime": "x", "endTime": "y"}
+    fake.on("GET", "/v2/billing/pods", ok(200, {"records": [record], "metadata": {}}))
+    [offer] = client.gpu_catalog()
+    assert (offer.price.secure, offer.data_centers[0].availability) == (0.4, "LOW")
+    assert offer.cuda_versions[0].version == "12.8"
+    assert client.data_centers()[0].network_volume_types == ["STANDARD"]
+    assert [(r.pod_id, r.total_amount) for r in client.pod_billing(bucket="day", last=7)] == [
+        ("p1", 1.25)
+    ]
+    queries = [str(r.url.query, "ascii") for r in fake.requests]
+    assert queries == ["include=AVAILABILITY&product=POD", "", "bucketSize=day&lastN=7"]
+
+
 def test_proxy_urls_fill_the_template_and_never_carry_the_api_key(fake: FakeApi) -> None:
     proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
     url = proxy.url("abc", 8080)
@@ -232,6 +259,9 @@ CALLS: list[Callable[[RunPodClient], Any]] = [
     lambda c: c.get_volume("v"),
     lambda c: c.update_volume("v", {"size": 20}),
     lambda c: c.delete_volume("v"),
+    lambda c: c.gpu_catalog(),
+    lambda c: c.data_centers(),
+    lambda c: c.pod_billing(bucket="hour", last=24),
 ]
 
 

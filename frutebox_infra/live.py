@@ -1,0 +1,94 @@
+"""The read-only RunPod look preview takes when a key is available; bounded, never fatal.
+
+Four GETs (the GPU catalog with pod availability, the data centres, pods and volumes), all
+read-only, in a daemon thread the program waits on for at most `BOUND_S`. The HTTP client is
+imported only here and only when a key exists, so a keyless preview never pays for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from frutebox_infra.live_warnings import LiveCatalog, LiveGpu, live_warnings, registry_line
+from frutebox_infra.plan import FleetPlan
+from frutebox_infra.registry import Registry
+
+BOUND_S = 4.0
+"""The most a preview waits for RunPod, all calls included."""
+
+
+def fetch_catalog(api_key: str, api_url: str | None, timeout_s: float) -> LiveCatalog:
+    from frutebox_infra.runpod.client import DEFAULT_API_URL, RetryPolicy, RunPodClient
+    from frutebox_infra.status import live_pod, live_volume
+
+    # One attempt each: a preview never waits out retries.
+    client = RunPodClient(
+        api_key=api_key,
+        base_url=api_url or DEFAULT_API_URL,
+        timeout_s=timeout_s,
+        connect_timeout_s=timeout_s,
+        retry=RetryPolicy(max_attempts=1),
+    )
+    try:
+        gpus = {
+            g.id: LiveGpu(g.id, g.price.secure, {d.id: d.availability for d in g.data_centers})
+            for g in client.gpu_catalog()
+        }
+        volume_types = {d.id: tuple(d.network_volume_types) for d in client.data_centers()}
+        pods = tuple(live_pod(p) for p in client.list_pods())
+        volumes = tuple(live_volume(v) for v in client.list_volumes())
+    finally:
+        client.close()
+    return LiveCatalog(gpus, volume_types, pods, volumes)
+
+
+def live_lines(
+    plan: FleetPlan,
+    registry: Registry,
+    *,
+    api_key: str | None,
+    api_url: str | None,
+    bound_s: float = BOUND_S,
+) -> tuple[str, list[str]]:
+    """(the one dated `live:` line, the warnings); never raises, never waits past `bound_s`."""
+    if not api_key:
+        return registry_line(registry, "no RunPod key, nothing live was read"), []
+    result: dict[str, LiveCatalog | BaseException] = {}
+
+    def work() -> None:
+        try:
+            # Each call may take the whole bound: the join below is what bounds the preview.
+            result["catalog"] = fetch_catalog(api_key, api_url, bound_s)
+        except Exception as exc:  # any failure only means "no live figures"
+            result["error"] = exc
+
+    thread = threading.Thread(target=work, name="runpod-live", daemon=True)
+    thread.start()
+    thread.join(bound_s)
+    catalog = result.get("catalog")
+    if not isinstance(catalog, LiveCatalog):
+        error = result.get("error")
+        reason = (
+            f"RunPod did not answer within {bound_s:.0f} s"
+            if error is None
+            else f"RunPod could not be read ({type(error).__name__})"
+        )
+        return registry_line(registry, reason), []
+    warnings = live_warnings(plan, catalog)
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"live: RunPod catalog read {when}: {len(warnings)} warning(s)", warnings
+
+
+def api_key_and_url(
+    env: Mapping[str, str], config: Mapping[str, object], stack_url: str | None
+) -> tuple[str | None, str | None]:
+    """The key from the environment, else the stack's secret; the URL as the deploy step's
+    (None: RunPod's own)."""
+    from_config = config.get("runpodApiKey")
+    key = env.get("RUNPOD_API_KEY", "").strip() or (
+        from_config.strip() if isinstance(from_config, str) else ""
+    )
+    url = env.get("RUNPOD_API_URL", "").strip() or stack_url
+    return key or None, url

@@ -1,0 +1,233 @@
+"""`frutebox status`: the thin shell that reads the stack's outputs and RunPod, then compares.
+
+The comparison is `drift.py` (pure); this module only does I/O: `pulumi stack output` in the
+project's environment, and read-only RunPod calls (plus terminating untracked pods on request).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from frutebox_infra.drift import (
+    LivePod,
+    LiveVolume,
+    Recorded,
+    RecordedPod,
+    StatusView,
+    compute_status,
+)
+from frutebox_infra.errors import FruteboxError, UsageError
+from frutebox_infra.plan import FleetPlan
+from frutebox_infra.settings import PROJECT
+from frutebox_infra.toolchain import hermetic_env
+
+if TYPE_CHECKING:
+    from frutebox_infra.runpod.client import NetworkVolume, Pod, RunPodClient
+
+EXIT_DRIFT = 3
+"""`status` found drift (0: in sync, 1: an API problem, 2: a usage error)."""
+
+SPEND_WINDOWS = {24: ("hour", 24), 168: ("day", 7)}
+"""Window in hours -> the billing query (bucket size, last N buckets) that covers it."""
+
+
+class StatusError(FruteboxError):
+    """RunPod or the Pulumi backend could not be read: exit 1."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where RunPod is and how to authenticate; from the environment."""
+
+    api_key: str
+    api_url: str
+    proxy_template: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], stack_key: str | None = None) -> Endpoints:
+        """RUNPOD_API_KEY first, else the stack's secret key (`stack_key`)."""
+        from frutebox_infra.runpod.client import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
+
+        key = env.get("RUNPOD_API_KEY", "").strip() or (stack_key or "")
+        if not key:
+            raise UsageError(
+                "status reads RunPod: export RUNPOD_API_KEY (a read-only key is enough) or set"
+                f" the stack secret {PROJECT}:runpodApiKey."
+            )
+        return cls(
+            key,
+            env.get("RUNPOD_API_URL", "").strip() or DEFAULT_API_URL,
+            env.get("RUNPOD_PROXY_URL_TEMPLATE", "").strip() or DEFAULT_PROXY_URL_TEMPLATE,
+        )
+
+
+def _pulumi(args: list[str], project_dir: Path, env: Mapping[str, str]) -> str:
+    """stdout of `pulumi ARGS` in the project's environment; a failure as a FruteboxError."""
+    try:
+        proc = subprocess.run(
+            ["pulumi", *args, "--non-interactive"],
+            cwd=project_dir,
+            env=hermetic_env(env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise StatusError(f"cannot run `pulumi {args[0]} {args[1]}`: {exc}") from exc
+    if proc.returncode != 0:
+        message = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        if "no stack named" in message.lower():
+            raise UsageError(f"{message} (create the stack with `pulumi up`).")
+        raise StatusError(f"`pulumi {args[0]} {args[1]}` failed: {message}")
+    return proc.stdout
+
+
+def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Recorded:
+    """The stack's `pods` and `volume` outputs, read with the pulumi CLI in the project's env."""
+    text = _pulumi(["stack", "output", "--stack", stack, "--json"], project_dir, env)
+    return recorded_from_outputs(json.loads(text or "{}"))
+
+
+def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str | None:
+    """The stack's secret `runpodApiKey`, when set: the key `up` deploys with."""
+    try:
+        text = _pulumi(
+            ["config", "get", f"{PROJECT}:runpodApiKey", "--stack", stack], project_dir, env
+        )
+    except FruteboxError:
+        return None  # not set (or unreadable): the caller asks for RUNPOD_API_KEY
+    return text.strip() or None
+
+
+def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
+    pods = {}
+    for model_id, out in (outputs.get("pods") or {}).items():
+        if not isinstance(out, dict):
+            continue
+        pods[model_id] = RecordedPod(
+            model_id=model_id,
+            name=str(out.get("name", "")),
+            pod_id=str(out.get("podId") or ""),
+            gpu_id=str(out.get("gpuId") or ""),
+            gpu_count=int(out.get("gpuCount") or 0),
+            usd_per_hour=float(out.get("usdPerHour") or 0.0),
+        )
+    volume = outputs.get("volume") or {}
+    return Recorded(
+        pods=pods,
+        volume_id=str(volume.get("id")) if volume.get("id") else None,
+        volume_size_gb=int(volume["sizeGb"]) if volume.get("sizeGb") else None,
+        owner=str(volume["owner"]) if volume.get("owner") else None,
+    )
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def live_pod(pod: Pod) -> LivePod:
+    return LivePod(
+        id=pod.id,
+        name=pod.name,
+        status=pod.status,
+        image=pod.image or "",
+        args=pod.args or "",
+        env=dict(pod.env),
+        gpu_id=pod.gpu.id if pod.gpu else None,
+        gpu_count=pod.gpu.count if pod.gpu else 0,
+        usd_per_hour=pod.cost,
+        data_center_id=pod.data_center_id,
+        volume_id=pod.volume_id,
+        started_at=_time(pod.started_at),
+    )
+
+
+def live_volume(volume: NetworkVolume) -> LiveVolume:
+    return LiveVolume(volume.id, volume.name, volume.size, volume.data_center, volume.type)
+
+
+def _client(endpoints: Endpoints, timeout_s: float = 30.0) -> RunPodClient:
+    from frutebox_infra.runpod.client import RunPodClient
+
+    return RunPodClient(api_key=endpoints.api_key, base_url=endpoints.api_url, timeout_s=timeout_s)
+
+
+def collect(
+    plan: FleetPlan, recorded: Recorded, endpoints: Endpoints, *, probe: bool = True
+) -> StatusView:
+    """Read RunPod (pods, volumes, billing), compare, then probe each running pod's health."""
+    from frutebox_infra.runpod.errors import RunPodError
+
+    try:
+        with contextlib.closing(_client(endpoints)) as client:
+            pods = [live_pod(p) for p in client.list_pods()]
+            pods += _listed_late(client, recorded, {p.id for p in pods})
+            volumes = [live_volume(v) for v in client.list_volumes()]
+            ours = {r.pod_id for r in recorded.pods.values()}
+            billed = {}
+            for hours, (bucket, last) in SPEND_WINDOWS.items():
+                records = client.pod_billing(bucket=bucket, last=last)
+                billed[hours] = sum(r.total_amount for r in records if r.pod_id in ours)
+    except RunPodError as exc:
+        raise StatusError(str(exc)) from exc
+    view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
+    return _with_health(view, endpoints) if probe else view
+
+
+def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> list[LivePod]:
+    """Recorded pods the list left out, read one by one: a listing may lag, a 404 may not."""
+    from frutebox_infra.runpod.errors import NotFoundError
+
+    found = []
+    for pod in recorded.pods.values():
+        if pod.pod_id and pod.pod_id not in listed:
+            try:
+                found.append(live_pod(client.get_pod(pod.pod_id)))
+            except NotFoundError:
+                continue
+    return found
+
+
+def _with_health(view: StatusView, endpoints: Endpoints) -> StatusView:
+    """GET each running pod's health path through the RunPod proxy (never with the API key)."""
+    from frutebox_infra.runpod.proxy import ProxyClient
+
+    proxy = ProxyClient(template=endpoints.proxy_template, timeout_s=5.0)
+    try:
+        models = []
+        for m in view.models:
+            if m.live is None or m.live.status != "RUNNING" or m.planned is None:
+                models.append(m)
+                continue
+            spec = m.planned.pod
+            code = proxy.probe(proxy.url(m.live.id, spec.port) + spec.health_path)
+            models.append(replace(m, healthy=code is not None and 200 <= code < 300))
+    finally:
+        proxy.close()
+    return replace(view, models=tuple(models))
+
+
+def terminate_untracked(view: StatusView, endpoints: Endpoints) -> list[str]:
+    """Terminate the pods that carry this stack's mark but no state records; their ids."""
+    from frutebox_infra.runpod.errors import RunPodError
+
+    try:
+        with contextlib.closing(_client(endpoints)) as client:
+            for pod in view.untracked:
+                client.delete_pod(pod.id)
+    except RunPodError as exc:
+        raise StatusError(str(exc)) from exc
+    return [p.id for p in view.untracked]

@@ -120,7 +120,8 @@ def _volume_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
 
 
 def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
-    """Stopped or hand-changed pods of this stack, found by name and proven ours.
+    """Stopped or hand-changed pods of this stack, found by name and proven ours; pods that
+    only share a name are named as foreign (they are never touched).
 
     Preview has no access to the recorded state, so a pod that is gone cannot be told from
     one never created: `frutebox status` (which reads the state) reports that.
@@ -141,8 +142,13 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     out = []
     for model in plan.models:
         name = pod_name(stack, model.model_id)
+        foreign = []
         for pod in live.pods:
-            if pod.name != name or not any(is_ours(pod, t, v) for v, t in volumes.items()):
+            if pod.name != name:
+                continue
+            if not any(is_ours(pod, t, v) for v, t in volumes.items()):
+                if pod.status != "TERMINATED":
+                    foreign.append(pod.id)
                 continue
             if pod.status in STOPPED_STATUSES:
                 found = f"pod {pod.id} is {pod.status} (stopped)"
@@ -153,6 +159,12 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
             out.append(
                 f"drift: {model.model_id}: {found}; `frutebox status --stack {stack}`"
                 " prints the command that heals it"
+            )
+        if foreign:
+            # Names are not unique on RunPod: another stack's or person's pod may carry ours.
+            out.append(
+                f"foreign: {model.model_id}: {len(foreign)} pod(s) named {name} that are not this"
+                f" stack's ({', '.join(foreign)}); up and destroy leave them alone"
             )
     return out
 

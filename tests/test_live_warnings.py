@@ -111,7 +111,15 @@ def test_stopped_and_changed_pods_of_the_stack_are_drift_but_foreign_ones_are_no
         " command that heals it",
         "drift: qwen3-8b: pod p2 changed: args differ from the plan; `frutebox status --stack s`"
         " prints the command that heals it",
+        "foreign: qwen3-8b: 1 pod(s) named frutebox-s-qwen3-8b that are not this stack's (p3);"
+        " up and destroy leave them alone",
     ]
+
+
+def test_a_terminated_foreign_pod_is_not_mentioned() -> None:
+    volume = LiveVolume("v1", "frutebox-s-weights-tok12345", 20, DC)
+    gone = stack_pod("p3", "TERMINATED", volume_id="v2")
+    assert live_warnings(plan(), replace(catalog(), pods=(gone,), volumes=(volume,))) == []
 
 
 def test_a_tokened_volume_name_requires_the_token_on_the_pod() -> None:
@@ -121,5 +129,6 @@ def test_a_tokened_volume_name_requires_the_token_on_the_pod() -> None:
         marked, id="p1", env={k: v for k, v in marked.env.items() if "OWNER" not in k}
     )
     live = replace(catalog(), pods=(unmarked, marked), volumes=(volume,))
-    [warning] = live_warnings(plan(), live)
-    assert warning.startswith("drift: qwen3-8b: pod p2 is EXITED")
+    drift, foreign = live_warnings(plan(), live)
+    assert drift.startswith("drift: qwen3-8b: pod p2 is EXITED")
+    assert foreign.startswith("foreign: qwen3-8b: 1 pod(s)") and "(p1)" in foreign

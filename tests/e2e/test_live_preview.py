@@ -86,3 +86,20 @@ def test_a_stopped_pod_of_the_stack_is_a_drift_warning(project: PulumiProject) -
         assert f"drift: qwen3-8b: pod {pod['id']} is EXITED (stopped)" in preview.diagnostics
     finally:
         deployment.stop()
+
+
+def test_a_foreign_pod_with_our_name_is_named_by_preview_and_left_alone(
+    project: PulumiProject,
+) -> None:
+    # The realistic account already holds someone else's `frutebox-dev-<model>` pods.
+    project.write_stack("dev", CONFIG)
+    deployment = Deployment.start(project)
+    try:
+        preview = project.preview("dev")
+        assert preview.code == 0, preview.stderr
+        assert "foreign: qwen3-8b: 1 pod(s) named frutebox-dev-qwen3-8b" in preview.diagnostics
+        control = f"{deployment.emulator.url}/_emulator"
+        ops = {r["op"] for r in httpx.get(f"{control}/state").json()["requests"]}
+        assert "pods.delete" not in ops and "pods.create" not in ops
+    finally:
+        deployment.stop()

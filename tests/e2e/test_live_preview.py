@@ -29,7 +29,9 @@ def test_price_and_stock_warnings_from_a_live_catalog(project: PulumiProject) ->
         quiet = project.preview(STACK)
         assert quiet.code == 0, quiet.stderr
         assert "live: RunPod catalog read" in quiet.diagnostics
-        assert "0 warning(s)" in quiet.diagnostics
+        # The account holds a foreign pod with our name (named, never touched); nothing else.
+        assert "1 warning(s)" in quiet.diagnostics
+        assert "foreign: qwen3-8b: 1 pod(s) named frutebox-small-qwen3-8b" in quiet.diagnostics
         control = f"{deployment.emulator.url}/_emulator"
         httpx.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
         httpx.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()

@@ -38,7 +38,8 @@ def _state(url: str) -> dict[str, object]:
 def _live(url: str) -> int:
     pods = _state(url)["pods"]
     assert isinstance(pods, list)
-    return sum(1 for p in pods if p["status"] != "TERMINATED")
+    # The realistic account holds other people's pods with colliding names: count only ours.
+    return sum(1 for p in pods if p["status"] != "TERMINATED" and not p["emulator"]["foreign"])
 
 
 def _probes(url: str) -> int:

@@ -10,13 +10,12 @@ import httpx
 import pytest
 
 from frutebox_infra.stack_file import load_settings
-from tests.e2e.deployment import Deployment
+from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine
 
 A5000 = "NVIDIA RTX A5000"
-SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
 TAGS = {"qwen3-8b": "qwen3:8b", "llama-3.2-1b": "llama3.2:1b"}
 
 

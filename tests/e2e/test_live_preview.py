@@ -7,18 +7,13 @@ import socket
 import httpx
 import pytest
 
-from tests.e2e.deployment import Deployment
+from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine
 
 STACK = "small"
-CONFIG = {
-    "dataCenter": "EU-RO-1",
-    "budgetUsdPerHour": 5,
-    "maxFallbackPremium": 2,
-    "models": ["qwen3-8b"],
-}
+CONFIG = {**SMALL, "models": ["qwen3-8b"]}
 A4000 = "NVIDIA RTX A4000"
 
 

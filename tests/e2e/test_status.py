@@ -11,18 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.deployment import API_KEY, Deployment
+from tests.e2e.deployment import API_KEY, SMALL, Deployment
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine
 
 STACK = "small"
-CONFIG = {
-    "dataCenter": "EU-RO-1",
-    "budgetUsdPerHour": 5,
-    "maxFallbackPremium": 2,
-    "models": ["qwen3-8b", "llama-3.2-1b"],
-}
+CONFIG = {**SMALL, "models": ["qwen3-8b", "llama-3.2-1b"]}
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pulumi
 
+from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
 from frutebox_infra.interrupted import exit_quietly_on_interrupt
-from frutebox_infra.live import api_key_and_url, live_lines
+from frutebox_infra.live import live_lines
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.table import plan_table
@@ -30,8 +31,10 @@ except FruteboxError as error:
 
 pulumi.log.info(plan_table(plan))
 # Read-only and bounded: live prices, stock and volume tiers, or one dated registry line.
-api_key, api_url = api_key_and_url(os.environ, config, settings.runpod_api_url)
-live_line, live_warnings = live_lines(plan, registry, api_key=api_key, api_url=api_url)
+endpoint = resolve_endpoint(
+    os.environ, stack_key=config.get(STACK_API_KEY), stack_url=settings.runpod_api_url
+)
+live_line, live_warnings = live_lines(plan, registry, endpoint=endpoint)
 pulumi.log.info(live_line)
 for warning in live_warnings:
     pulumi.log.warn(warning)

@@ -65,10 +65,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from frutebox_infra.status import (
         EXIT_DRIFT,
-        Endpoints,
         collect,
         read_recorded,
-        stack_api_key,
+        stack_endpoint,
     )
     from frutebox_infra.status import terminate_untracked as terminate
 
@@ -79,15 +78,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         for problem in plan.problems:
             print(f"  - {problem}", file=sys.stderr)
     recorded = read_recorded(args.stack, project_dir, os.environ)
-    stack_key = (
-        None
-        if os.environ.get("RUNPOD_API_KEY", "").strip()
-        else stack_api_key(args.stack, project_dir, os.environ)
-    )
-    endpoints = Endpoints.from_env(os.environ, stack_key)
-    view = collect(plan, recorded, endpoints, probe=not args.terminate_untracked)
+    endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
+    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked)
     if args.terminate_untracked:
-        for pod_id in terminate(view, endpoints):
+        for pod_id in terminate(view, endpoint):
             print(f"terminated untracked pod {pod_id}", file=sys.stderr)
         return EXIT_OK
     print(render(view, args.format))
@@ -97,7 +91,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_prices(args: argparse.Namespace) -> int:
     from frutebox_infra.prices import run_prices
 
-    return run_prices(write=args.write, registry_dir=Path(args.registry_dir))
+    project_dir = Path(args.project_dir)
+    return run_prices(
+        write=args.write,
+        registry_dir=Path(args.registry_dir),
+        stack=args.stack,
+        project_dir=project_dir,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     prices.add_argument(
         "--write", action="store_true", help="update registry/gpus.yaml prices and their dates"
     )
+    prices.add_argument(
+        "--stack", help="read RunPod with this stack's runpodApiUrl and key (default: none)"
+    )
     prices.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
+    prices.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     prices.set_defaults(run=cmd_prices)
 
     # The emulator owns its options: whatever follows `emulator` is handed to it untouched.

@@ -16,6 +16,7 @@ import pulumi
 from pulumi_command import local
 
 from frutebox_infra.deploy_contract import VolumeRequest
+from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request, volume_request
 from frutebox_infra.report.data import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
@@ -30,17 +31,16 @@ class Credentials:
     """Secrets and endpoints for the deploy step; values may be secret Outputs."""
 
     runpod_api_key: pulumi.Input[str] | None = None
+    """The stack's secret key; the step prefers an exported RUNPOD_API_KEY (endpoints.py)."""
     hf_token: pulumi.Input[str] | None = None
     runpod_api_url: str | None = None
+    """The stack's `runpodApiUrl`; likewise second to an exported RUNPOD_API_URL."""
 
     def environment(self) -> dict[str, pulumi.Input[str]]:
-        env: dict[str, pulumi.Input[str]] = {}
-        if self.runpod_api_key is not None:
-            env["RUNPOD_API_KEY"] = pulumi.Output.secret(self.runpod_api_key)
+        key = None if self.runpod_api_key is None else pulumi.Output.secret(self.runpod_api_key)
+        env: dict[str, pulumi.Input[str]] = dict(step_environment(key, self.runpod_api_url))
         if self.hf_token is not None:
             env["FRUTEBOX_HF_TOKEN"] = pulumi.Output.secret(self.hf_token)
-        if self.runpod_api_url:
-            env["RUNPOD_API_URL"] = self.runpod_api_url
         return env
 
 
@@ -255,14 +255,15 @@ def read_config() -> dict[str, str]:
 
 
 def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:
-    """Secret config first, the environment second; an exported API URL wins over the stack's,
-    so a rehearsal against the emulator can never reach the real API."""
+    """The stack's secrets and URL for the deploy step, which resolves them against its own
+    environment with the one precedence of `endpoints.py`. The HF token: secret config first,
+    else the environment's."""
     config = pulumi.Config(PROJECT)
     hf_token = config.get_secret("hfToken")
     if hf_token is None and env.get("HF_TOKEN"):
         hf_token = pulumi.Output.secret(env["HF_TOKEN"])
     return Credentials(
-        runpod_api_key=config.get_secret("runpodApiKey"),
+        runpod_api_key=config.get_secret(STACK_API_KEY),
         hf_token=hf_token,
-        runpod_api_url=env.get("RUNPOD_API_URL") or settings.runpod_api_url,
+        runpod_api_url=settings.runpod_api_url or None,
     )

@@ -8,9 +8,9 @@ imported only here and only when a key exists, so a keyless preview never pays f
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from frutebox_infra.endpoints import Endpoint
 from frutebox_infra.live_warnings import LiveCatalog, LiveGpu, live_warnings, registry_line
 from frutebox_infra.plan import FleetPlan
 from frutebox_infra.registry import Registry
@@ -19,14 +19,14 @@ BOUND_S = 4.0
 """The most a preview waits for RunPod, all calls included."""
 
 
-def fetch_catalog(api_key: str, api_url: str | None, timeout_s: float) -> LiveCatalog:
-    from frutebox_infra.runpod.client import DEFAULT_API_URL, RetryPolicy, RunPodClient
+def fetch_catalog(endpoint: Endpoint, timeout_s: float) -> LiveCatalog:
+    from frutebox_infra.runpod.client import RetryPolicy, RunPodClient
     from frutebox_infra.status import live_pod, live_volume
 
     # One attempt each: a preview never waits out retries.
     client = RunPodClient(
-        api_key=api_key,
-        base_url=api_url or DEFAULT_API_URL,
+        api_key=endpoint.api_key or "",
+        base_url=endpoint.api_url,
         timeout_s=timeout_s,
         connect_timeout_s=timeout_s,
         retry=RetryPolicy(max_attempts=1),
@@ -48,19 +48,18 @@ def live_lines(
     plan: FleetPlan,
     registry: Registry,
     *,
-    api_key: str | None,
-    api_url: str | None,
+    endpoint: Endpoint,
     bound_s: float = BOUND_S,
 ) -> tuple[str, list[str]]:
     """(the one dated `live:` line, the warnings); never raises, never waits past `bound_s`."""
-    if not api_key:
+    if not endpoint.has_key:
         return registry_line(registry, "no RunPod key, nothing live was read"), []
     result: dict[str, LiveCatalog | BaseException] = {}
 
     def work() -> None:
         try:
             # Each call may take the whole bound: the join below is what bounds the preview.
-            result["catalog"] = fetch_catalog(api_key, api_url, bound_s)
+            result["catalog"] = fetch_catalog(endpoint, bound_s)
         except Exception as exc:  # any failure only means "no live figures"
             result["error"] = exc
 
@@ -80,15 +79,3 @@ def live_lines(
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"live: RunPod catalog read {when}: {len(warnings)} warning(s)", warnings
 
-
-def api_key_and_url(
-    env: Mapping[str, str], config: Mapping[str, object], stack_url: str | None
-) -> tuple[str | None, str | None]:
-    """The key from the environment, else the stack's secret; the URL as the deploy step's
-    (None: RunPod's own)."""
-    from_config = config.get("runpodApiKey")
-    key = env.get("RUNPOD_API_KEY", "").strip() or (
-        from_config.strip() if isinstance(from_config, str) else ""
-    )
-    url = env.get("RUNPOD_API_URL", "").strip() or stack_url
-    return key or None, url

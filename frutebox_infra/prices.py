@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from frutebox_infra.endpoints import API_KEY_ENV, resolve_endpoint
 from frutebox_infra.errors import EXIT_OK, FruteboxError, UsageError
 from frutebox_infra.live_warnings import PRICE_TOLERANCE, LiveCatalog, price_drift
-from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.text import table
+from frutebox_infra.stack_file import load_settings, stack_file
 
 _ENTRY = re.compile(r"^\s*-\s+id:\s*(?P<id>.+?)\s*$")
 _SECURE = re.compile(r"(\bsecure:\s*)([0-9.]+|null)")
@@ -91,18 +93,31 @@ def prices_table(rows: list[PriceRow]) -> str:
     return table(("GPU", "REGISTRY $/H", "LIVE SECURE $/H", "DIFF", ""), cells)
 
 
-def run_prices(*, write: bool, registry_dir: Path = REGISTRY_DIR) -> int:
+def run_prices(
+    *,
+    write: bool,
+    registry_dir: Path = REGISTRY_DIR,
+    stack: str | None = None,
+    project_dir: Path = REPO_ROOT,
+) -> int:
     from frutebox_infra.live import fetch_catalog
     from frutebox_infra.runpod.errors import RunPodError
 
-    key = os.environ.get("RUNPOD_API_KEY", "").strip()
-    if not key:
-        raise UsageError(
-            "prices reads RunPod's catalog: export RUNPOD_API_KEY (read-only is enough)."
-        )
+    if stack is None:
+        endpoint = resolve_endpoint(os.environ)
+        if not endpoint.has_key:
+            raise UsageError(
+                f"prices reads RunPod's catalog: export {API_KEY_ENV} (read-only is enough),"
+                " or name a stack whose secret holds one (--stack)."
+            )
+    else:
+        from frutebox_infra.status import stack_endpoint
+
+        settings = load_settings(stack_file(stack, project_dir / "stacks"))
+        endpoint = stack_endpoint(stack, project_dir, os.environ, settings.runpod_api_url)
     registry = load_registry(registry_dir)
     try:
-        live = fetch_catalog(key, os.environ.get("RUNPOD_API_URL", "").strip() or None, 30.0)
+        live = fetch_catalog(endpoint, 30.0)
     except RunPodError as exc:
         raise FruteboxError(f"RunPod's catalog could not be read: {exc}") from exc
     rows = compare(registry, live)

@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from frutebox_infra.drift import (
     StatusView,
     compute_status,
 )
+from frutebox_infra.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.errors import FruteboxError, UsageError
 from frutebox_infra.plan import FleetPlan
 from frutebox_infra.settings import PROJECT
@@ -40,32 +41,6 @@ SPEND_WINDOWS = {24: ("hour", 24), 168: ("day", 7)}
 
 class StatusError(FruteboxError):
     """RunPod or the Pulumi backend could not be read: exit 1."""
-
-
-@dataclass(frozen=True)
-class Endpoints:
-    """Where RunPod is and how to authenticate; from the environment."""
-
-    api_key: str
-    api_url: str
-    proxy_template: str
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], stack_key: str | None = None) -> Endpoints:
-        """RUNPOD_API_KEY first, else the stack's secret key (`stack_key`)."""
-        from frutebox_infra.runpod.client import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
-
-        key = env.get("RUNPOD_API_KEY", "").strip() or (stack_key or "")
-        if not key:
-            raise UsageError(
-                "status reads RunPod: export RUNPOD_API_KEY (a read-only key is enough) or set"
-                f" the stack secret {PROJECT}:runpodApiKey."
-            )
-        return cls(
-            key,
-            env.get("RUNPOD_API_URL", "").strip() or DEFAULT_API_URL,
-            env.get("RUNPOD_PROXY_URL_TEMPLATE", "").strip() or DEFAULT_PROXY_URL_TEMPLATE,
-        )
 
 
 def _pulumi(args: list[str], project_dir: Path, env: Mapping[str, str]) -> str:
@@ -100,11 +75,29 @@ def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str 
     """The stack's secret `runpodApiKey`, when set: the key `up` deploys with."""
     try:
         text = _pulumi(
-            ["config", "get", f"{PROJECT}:runpodApiKey", "--stack", stack], project_dir, env
+            ["config", "get", f"{PROJECT}:{STACK_API_KEY}", "--stack", stack], project_dir, env
         )
     except FruteboxError:
-        return None  # not set (or unreadable): the caller asks for RUNPOD_API_KEY
+        return None  # not set (or unreadable): the endpoint then has no key
     return text.strip() or None
+
+
+def stack_endpoint(
+    stack: str, project_dir: Path, env: Mapping[str, str], stack_url: str | None
+) -> Endpoint:
+    """The stack's endpoint by the one precedence (endpoints.py); the stack's secret is read
+    (a `pulumi config get`) only when the environment has no key. No key at all: exit 2."""
+    endpoint = resolve_endpoint(env, stack_url=stack_url)
+    if not endpoint.has_key:
+        endpoint = resolve_endpoint(
+            env, stack_key=stack_api_key(stack, project_dir, env), stack_url=stack_url
+        )
+    if not endpoint.has_key:
+        raise UsageError(
+            f"reading RunPod needs a key: export {API_KEY_ENV} (a read-only key is enough) or"
+            f" set the stack secret {PROJECT}:{STACK_API_KEY}."
+        )
+    return endpoint
 
 
 def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
@@ -159,20 +152,22 @@ def live_volume(volume: NetworkVolume) -> LiveVolume:
     return LiveVolume(volume.id, volume.name, volume.size, volume.data_center, volume.type)
 
 
-def _client(endpoints: Endpoints, timeout_s: float = 30.0) -> RunPodClient:
+def _client(endpoint: Endpoint, timeout_s: float = 30.0) -> RunPodClient:
     from frutebox_infra.runpod.client import RunPodClient
 
-    return RunPodClient(api_key=endpoints.api_key, base_url=endpoints.api_url, timeout_s=timeout_s)
+    return RunPodClient(
+        api_key=endpoint.api_key or "", base_url=endpoint.api_url, timeout_s=timeout_s
+    )
 
 
 def collect(
-    plan: FleetPlan, recorded: Recorded, endpoints: Endpoints, *, probe: bool = True
+    plan: FleetPlan, recorded: Recorded, endpoint: Endpoint, *, probe: bool = True
 ) -> StatusView:
     """Read RunPod (pods, volumes, billing), compare, then probe each running pod's health."""
     from frutebox_infra.runpod.errors import RunPodError
 
     try:
-        with contextlib.closing(_client(endpoints)) as client:
+        with contextlib.closing(_client(endpoint)) as client:
             pods = [live_pod(p) for p in client.list_pods()]
             pods += _listed_late(client, recorded, {p.id for p in pods})
             volumes = [live_volume(v) for v in client.list_volumes()]
@@ -184,7 +179,7 @@ def collect(
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
     view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
-    return _with_health(view, endpoints) if probe else view
+    return _with_health(view, endpoint) if probe else view
 
 
 def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> list[LivePod]:
@@ -201,11 +196,11 @@ def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> 
     return found
 
 
-def _with_health(view: StatusView, endpoints: Endpoints) -> StatusView:
+def _with_health(view: StatusView, endpoint: Endpoint) -> StatusView:
     """GET each running pod's health path through the RunPod proxy (never with the API key)."""
     from frutebox_infra.runpod.proxy import ProxyClient
 
-    proxy = ProxyClient(template=endpoints.proxy_template, timeout_s=5.0)
+    proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=5.0)
     try:
         models = []
         for m in view.models:
@@ -220,12 +215,12 @@ def _with_health(view: StatusView, endpoints: Endpoints) -> StatusView:
     return replace(view, models=tuple(models))
 
 
-def terminate_untracked(view: StatusView, endpoints: Endpoints) -> list[str]:
+def terminate_untracked(view: StatusView, endpoint: Endpoint) -> list[str]:
     """Terminate the pods that carry this stack's mark but no state records; their ids."""
     from frutebox_infra.runpod.errors import RunPodError
 
     try:
-        with contextlib.closing(_client(endpoints)) as client:
+        with contextlib.closing(_client(endpoint)) as client:
             for pod in view.untracked:
                 client.delete_pod(pod.id)
     except RunPodError as exc:

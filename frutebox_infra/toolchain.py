@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from frutebox_infra.endpoints import SECRET_ENV
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.paths import REPO_ROOT, STACKS_DIR, TOOLS_DIR
 
@@ -149,6 +150,6 @@ def use_checkout_venv(pulumi_yaml: Path) -> None:
 def sandbox_env(backend_dir: Path) -> dict[str, str]:
     """`hermetic_env` on a throwaway backend, without the caller's RunPod or HF credentials."""
     env = hermetic_env(backend_dir=backend_dir)
-    for name in ("RUNPOD_API_KEY", "HF_TOKEN", "FRUTEBOX_HF_TOKEN"):
+    for name in (*SECRET_ENV, "HF_TOKEN", "FRUTEBOX_HF_TOKEN"):
         env.pop(name, None)
     return env

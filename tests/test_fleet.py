@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from frutebox_infra.endpoints import STEP_STACK_KEY_ENV
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
 from frutebox_infra.stack_file import parse_settings
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
@@ -114,7 +115,7 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
             "frutebox-dev-weights",
             f"{placement.count}x {placement.gpu.id}",
         ]
-        assert "RUNPOD_API_KEY" not in pod.inputs.get("environment", {})
+        assert STEP_STACK_KEY_ENV not in pod.inputs.get("environment", {})
 
     return fleet.servers["qwen3-8b"].pod_id.apply(check)
 
@@ -131,7 +132,8 @@ def test_secrets_reach_the_deploy_step_only_as_secret_environment(recorder: Reco
         # Pulumi's wire form of a secret: the whole environment is encrypted in state.
         assert wrapped[SECRET_SIG] == SECRET_SIG_VALUE
         env = wrapped["value"]
-        assert env["RUNPOD_API_KEY"] == "rk-secret"
+        # Under the stack's own name: the step prefers an exported key (endpoints.py).
+        assert env[STEP_STACK_KEY_ENV] == "rk-secret"
         assert env["FRUTEBOX_HF_TOKEN"] == "hf-secret"
         assert "rk-secret" not in pod.inputs["stdin"]
         assert "hf-secret" not in pod.inputs["stdin"]

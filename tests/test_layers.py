@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit",),
     ("recipes",),
     ("resolver", "settings"),
-    ("registry_files", "stack_file"),
+    ("registry_files", "stack_file", "endpoints"),
     ("colocate",),
     ("plan",),
     ("diff", "drift"),
@@ -193,3 +193,26 @@ def test_the_walker_sees_lazy_and_relative_imports() -> None:
     assert "emulator.server" in imports("cli") or "emulator" in reachable("cli")
     assert "pulumi" in imports("fleet") and "httpx" in reachable("runpod")
     assert "subprocess" in imports("refs") and layer("refs") > CORE_TOP
+
+
+ENDPOINT_VARIABLES = ("RUNPOD_API_KEY", "RUNPOD_API_URL", "RUNPOD_PROXY_URL_TEMPLATE")
+
+
+def _names_a_variable(name: str) -> list[str]:
+    """The RunPod endpoint variables a module spells out as a string of their own (an env
+    lookup, a settings alias), not inside a sentence."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    return sorted(
+        {
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in ENDPOINT_VARIABLES
+        }
+    )
+
+
+def test_only_endpoints_resolves_the_runpod_key_and_url() -> None:
+    """One resolution, one precedence: every other module goes through endpoints.py."""
+    readers = {n: v for n in modules() if n != "endpoints" and (v := _names_a_variable(n))}
+    assert readers == {}
+    assert _names_a_variable("endpoints") == sorted(ENDPOINT_VARIABLES)

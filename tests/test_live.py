@@ -5,14 +5,19 @@ from __future__ import annotations
 import socket
 
 import httpx
-import pytest
 
 from frutebox_infra.emulator.server import RunningEmulator
-from frutebox_infra.live import api_key_and_url, live_lines
+from frutebox_infra.endpoints import Endpoint, resolve_endpoint
+from frutebox_infra.live import live_lines
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from tests.factories import real_registry, settings
 
 A4000 = "NVIDIA RTX A4000"
+
+
+def at(url: str, key: str | None = "k") -> Endpoint:
+    env = {"RUNPOD_API_URL": url, **({"RUNPOD_API_KEY": key} if key else {})}
+    return resolve_endpoint(env)
 
 
 def plan() -> FleetPlan:
@@ -21,17 +26,17 @@ def plan() -> FleetPlan:
 
 
 def test_no_key_prints_one_dated_registry_line_and_reads_nothing() -> None:
-    line, warnings = live_lines(plan(), real_registry(), api_key=None, api_url="http://127.0.0.1:1")
+    line, warnings = live_lines(plan(), real_registry(), endpoint=at("http://127.0.0.1:1", None))
     assert warnings == [] and "no RunPod key" in line and "dated 2026-08" in line
 
 
 def test_price_and_stock_changes_become_warnings(emulator: RunningEmulator) -> None:
-    line, warnings = live_lines(plan(), real_registry(), api_key="k", api_url=emulator.url)
+    line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
     assert warnings == [] and line.startswith("live: RunPod catalog read")
     control = f"{emulator.url}/_emulator"
     httpx.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
     httpx.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()
-    line, warnings = live_lines(plan(), real_registry(), api_key="k", api_url=emulator.url)
+    line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
     assert "2 warning(s)" in line
     assert any("RTX A4000 is $0.25/h" in w for w in warnings)
     assert any("out of stock in EU-RO-1" in w for w in warnings)
@@ -49,7 +54,7 @@ def test_a_runpod_that_never_answers_is_bounded_and_not_fatal() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        line, warnings = live_lines(plan(), real_registry(), api_key="k", api_url=url, bound_s=1)
+        line, warnings = live_lines(plan(), real_registry(), endpoint=at(url), bound_s=1)
     assert warnings == []
     assert "RunPod did not answer within 1 s" in line
     assert "dated" in line
@@ -57,20 +62,6 @@ def test_a_runpod_that_never_answers_is_bounded_and_not_fatal() -> None:
 
 def test_refused_connection_names_the_failure_not_the_key() -> None:
     line, _ = live_lines(
-        plan(), real_registry(), api_key="secret-key-123", api_url="http://127.0.0.1:1"
+        plan(), real_registry(), endpoint=at("http://127.0.0.1:1", "secret-key-123")
     )
     assert "could not be read (TransportError)" in line and "secret-key-123" not in line
-
-
-@pytest.mark.parametrize(
-    ("env", "config", "expected"),
-    [
-        pytest.param({}, {}, None, id="none"),
-        pytest.param({"RUNPOD_API_KEY": " k1 "}, {"runpodApiKey": "k2"}, "k1", id="env-wins"),
-        pytest.param({}, {"runpodApiKey": "k2"}, "k2", id="stack-secret"),
-    ],
-)
-def test_where_the_key_comes_from(
-    env: dict[str, str], config: dict[str, object], expected: str | None
-) -> None:
-    assert api_key_and_url(env, config, None) == (expected, None)

@@ -10,9 +10,10 @@ import pytest
 
 from frutebox_infra.drift import DriftKind, StatusView
 from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_body
 from frutebox_infra.report.status import status_data, status_markdown, status_table
-from frutebox_infra.status import Endpoints, collect, recorded_from_outputs, terminate_untracked
+from frutebox_infra.status import collect, recorded_from_outputs, terminate_untracked
 from tests.factories import real_registry, settings
 
 STACK = "s"
@@ -44,13 +45,13 @@ def deploy(emulator: RunningEmulator) -> dict[str, Any]:
     }
 
 
-def endpoints(emulator: RunningEmulator) -> Endpoints:
+def endpoints(emulator: RunningEmulator) -> Endpoint:
     env = {
         "RUNPOD_API_KEY": "k",
         "RUNPOD_API_URL": emulator.url,
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
     }
-    return Endpoints.from_env(env)
+    return resolve_endpoint(env)
 
 
 def view_of(emulator: RunningEmulator, outputs: dict[str, Any]) -> StatusView:

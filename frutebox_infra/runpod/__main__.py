@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import httpx
 
+from frutebox_infra.endpoints import step_endpoint
 from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.command_io import (
     GrowRequest,
@@ -195,7 +196,7 @@ def main(
     redact = redactor(env)
     session: Session | None = None
     try:
-        session = Session(Settings.from_env(env), err, transport, redact)
+        session = Session(Settings.from_env(env), err, transport, redact, step_endpoint(env))
         with cancellable(session.log):
             resource, action = Resource(args.resource), Action(args.action)
             result = run(resource, action, session, stdin or sys.stdin, env)

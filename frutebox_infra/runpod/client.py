@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from frutebox_infra.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.errors import (
     ConfigurationError,
     Problem,
@@ -19,7 +20,7 @@ from frutebox_infra.runpod.errors import (
     TransportError,
     api_error,
 )
-from frutebox_infra.runpod.proxy import DEFAULT_PROXY_URL_TEMPLATE, HTTPX_FAILURES, ProxyClient
+from frutebox_infra.runpod.proxy import HTTPX_FAILURES, ProxyClient
 from frutebox_infra.runpod.quota import Quota
 from frutebox_infra.runpod.retrying import RetryPolicy
 
@@ -34,7 +35,6 @@ __all__ = [
     "normalise_base_url",
 ]
 
-DEFAULT_API_URL = "https://api.runpod.io"
 CREATE_TIMEOUT_S = 130.0
 """Above the 100 s after which RunPod's proxy (Cloudflare) cuts a silent answer: a create that
 takes long is then answered by the proxy (a 524 we treat as ambiguous), never cut by us."""

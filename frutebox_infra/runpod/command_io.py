@@ -18,12 +18,8 @@ from frutebox_infra.deploy_contract import (
     PreviousVolume,
     VolumeRequest,
 )
-from frutebox_infra.runpod.client import (
-    DEFAULT_API_URL,
-    DEFAULT_PROXY_URL_TEMPLATE,
-    ProxyClient,
-    RunPodClient,
-)
+from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
+from frutebox_infra.runpod.client import ProxyClient, RunPodClient
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
 from frutebox_infra.runpod.retrying import RetryPolicy
@@ -45,7 +41,7 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 # HF_TOKEN is read when FRUTEBOX_HF_TOKEN is unset, so its value is masked as well.
-SECRET_VARIABLES = ("RUNPOD_API_KEY", "FRUTEBOX_HF_TOKEN", "HF_TOKEN")
+SECRET_VARIABLES = (*SECRET_ENV, "FRUTEBOX_HF_TOKEN", "HF_TOKEN")
 
 
 def redactor(env: Mapping[str, str]) -> Callable[[str], str]:
@@ -83,11 +79,6 @@ class Settings(BaseSettings):
     # The environment is handed in (`from_env`), so tests never read the real one.
     model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-    api_key: str = Field(default="", alias="RUNPOD_API_KEY", repr=False)
-    api_url: str = Field(default=DEFAULT_API_URL, alias="RUNPOD_API_URL")
-    proxy_template: str = Field(
-        default=DEFAULT_PROXY_URL_TEMPLATE, alias="RUNPOD_PROXY_URL_TEMPLATE"
-    )
     # The program passes the stack's token as FRUTEBOX_HF_TOKEN; HF_TOKEN (the name Hugging
     # Face tools use) serves when the command runs without it.
     frutebox_hf_token: str = Field(default="", alias="FRUTEBOX_HF_TOKEN", repr=False)
@@ -157,8 +148,10 @@ class Session:
         err: TextIO,
         transport: httpx.BaseTransport | None,
         redact: Callable[[str], str],
+        endpoint: Endpoint | None = None,
     ) -> None:
         self.settings = settings
+        self.endpoint = endpoint or step_endpoint({})
         self.redact = redact
         self._err = err
         self._transport = transport
@@ -181,12 +174,12 @@ class Session:
     @cached_property
     def prov(self) -> Provisioner:
         api = RunPodClient(
-            api_key=self.settings.api_key,
-            base_url=self.settings.api_url,
+            api_key=self.endpoint.api_key or "",
+            base_url=self.endpoint.api_url,
             retry=self.settings.retry,
             transport=self._transport,
         )
-        proxy = ProxyClient(template=self.settings.proxy_template, transport=self._transport)
+        proxy = ProxyClient(template=self.endpoint.proxy_template, transport=self._transport)
         return Provisioner(api, proxy, log=self.log)
 
     def timeouts(self, request: PodRequest) -> Timeouts:

@@ -13,9 +13,8 @@ from typing import Any
 
 import httpx
 
+from frutebox_infra.endpoints import DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.errors import ConfigurationError, TransportError
-
-DEFAULT_PROXY_URL_TEMPLATE = "https://{podId}-{port}.proxy.runpod.net"
 
 # httpx raises these three families; none of them may leave the package untranslated.
 HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)

@@ -237,7 +237,8 @@ class RunPodClient:
             return response
         except HTTPX_FAILURES as exc:
             raise TransportError(
-                f"{operation}: no answer from the RunPod API ({type(exc).__name__}: {exc})."
+                f"{operation}: no answer from the RunPod API at {self._http.base_url}"
+                f" ({type(exc).__name__}: {exc})."
                 " Check the network and RUNPOD_API_URL, then run the command again."
             ) from exc
 

@@ -133,3 +133,18 @@ def test_a_foreign_same_named_pod_is_listed_and_untouched(deployment: Deployment
     assert after == touched  # status itself never writes
     again = status(deployment.project)[1]
     assert {p["id"] for p in again["foreign"]} == set(foreign)
+
+
+def test_status_reads_the_api_the_stack_points_at(deployment: Deployment) -> None:
+    # Nothing exported: the stack's own runpodApiUrl is where status looks, as `up` would.
+    project = deployment.project
+    project.write_stack(STACK, {**CONFIG, "runpodApiUrl": f"{deployment.emulator.url}/v2"})
+    listed = len(deployment.requests("pods.list"))
+    code, data, err = status(project, RUNPOD_API_URL="")
+    assert code == 0, err
+    assert data["inSync"] and {m["live"]["status"] for m in data["models"]} == {"RUNNING"}
+    assert len(deployment.requests("pods.list")) > listed  # it read this emulator
+
+    # The environment still wins over the stack: an exported URL is the one read.
+    code, _, err = status(project, RUNPOD_API_URL="http://127.0.0.1:1")
+    assert code == 1 and "127.0.0.1:1" in err and "Traceback" not in err

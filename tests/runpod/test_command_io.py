@@ -3,11 +3,25 @@ error) and what it writes (readable by upstream's provider, which has a 64 KiB l
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 
-from frutebox_infra.runpod.command_io import MAX_LOG_LINE, Settings, cap_lines
+from frutebox_infra.deploy_contract import PodRequest
+from frutebox_infra.runpod.command_io import (
+    MAX_LOG_LINE,
+    Session,
+    Settings,
+    cap_lines,
+    failure_text,
+    redactor,
+    write_failure,
+    write_result,
+)
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
+from tests.runpod.command import pod_request
 
 
 @pytest.mark.parametrize(
@@ -58,3 +72,38 @@ def test_long_lines_are_cut_and_short_ones_kept() -> None:
 def test_text_within_the_limit_is_unchanged() -> None:
     text = "a\n" + "y" * MAX_LOG_LINE + "\n"
     assert cap_lines(text) == text
+
+
+def timeouts_under(env: dict[str, str], **request: float) -> Timeouts:
+    session = Session(Settings.from_env(env), io.StringIO(), None, lambda text: text)
+    return session.timeouts(PodRequest.model_validate(pod_request("v", timeouts=request)))
+
+
+def test_the_environment_wins_over_the_request_and_unset_keeps_the_defaults() -> None:
+    got = timeouts_under({"FRUTEBOX_HEALTH_TIMEOUT_S": "7"}, runningSeconds=123, healthySeconds=9)
+    assert (got.running_s, got.healthy_s) == (123, 7)
+    assert timeouts_under({}) == Timeouts()
+
+
+def test_the_result_is_one_redacted_line() -> None:
+    out = io.StringIO()
+    write_result(
+        out, {"podId": "p1", "image": "secret-abcdef"}, redactor({"HF_TOKEN": "secret-abcdef"})
+    )
+    assert out.getvalue().count("\n") == 1
+    assert json.loads(out.getvalue()) == {"podId": "p1", "image": "***"}
+
+
+def test_a_failure_is_one_paragraph_and_a_bug_says_so() -> None:
+    known = failure_text(ConfigurationError("Fix\n  this."), debug=False)
+    assert known == "error: Fix this."
+    try:
+        raise KeyError("oops")
+    except KeyError as exc:
+        bug = failure_text(exc, debug=False)
+        traced = failure_text(exc, debug=True)
+    assert bug.startswith("error: internal error (KeyError: 'oops')") and "FRUTEBOX_DEBUG=1" in bug
+    assert traced.startswith("Traceback") and traced.endswith(bug)
+    err = io.StringIO()
+    write_failure(err, "error: " + "x" * (MAX_LOG_LINE + 1), lambda text: text)
+    assert err.getvalue().endswith("(8 more characters cut)\n")  # "error: " and one x

@@ -16,7 +16,14 @@ import pytest
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.emulator_client import fault, live_pods, requests, state
 from tests.factories import ROOT
-from tests.runpod.command import OWNER, POD_NAME, Run, env_for, pod_request, volume
+from tests.runpod.command import (
+    OWNER,
+    POD_NAME,
+    Run,
+    env_for,
+    pod_request,
+    volume,
+)
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 A4000, A5000, A40 = "NVIDIA RTX A4000", "NVIDIA RTX A5000", "NVIDIA A40"

@@ -192,7 +192,8 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     assert fake.trail() == [
         "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
     ]  # fmt: skip
-    assert clock.sleeps == [0.5, 30.0]  # the backoff, then the wait before the second look
+    # the backoff, then the wait before the second look
+    assert clock.sleeps == [0.5, 30.0]
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -215,8 +216,10 @@ def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
 ) -> None:
     listings(fake, [pod("old", name=NAME)])
     fake.on("DELETE", "/v2/pods/old", problem(403, "no delete permission"))
-    with pytest.raises(errors.RunPodError, match="could not be terminated"):
+    with pytest.raises(errors.MayStillBillError, match="could not be terminated") as caught:
         run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name, caught.value.ids) == ("pod", NAME, ("old",))
+    assert "RunPod console" in str(caught.value)
     assert not fake.calls("POST")
 
 
@@ -298,9 +301,25 @@ def test_when_the_lookup_after_a_5xx_fails_the_error_warns_of_a_billing_pod(
     fake.queues[("GET", "/v2/pods")].clear()
     fake.on("GET", "/v2/pods", ok(200, {"pods": []}), problem(403, "no list permission"))
     fake.on("POST", "/v2/pods", problem(500, "oops"))
-    with pytest.raises(errors.RunPodError, match="may exist and bill"):
+    with pytest.raises(errors.MayStillBillError, match="may exist and bill") as caught:
         run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name, caught.value.ids) == ("pod", NAME, ())
+    assert f"look for pod {NAME} in the RunPod console" in str(caught.value)
     assert len(fake.calls("POST")) == 1
+
+
+def test_when_the_second_look_for_a_duplicate_fails_the_error_warns_of_a_billing_pod(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    made = pod("made", name=NAME, gpu="NVIDIA RTX A4000")
+    listings(fake, [], [made])
+    fake.on("GET", "/v2/pods", problem(403, "no list permission"))
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    with pytest.raises(errors.MayStillBillError, match="checking for a duplicate") as caught:
+        run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name) == ("pod", NAME)
+    assert f"pods named {NAME} in the RunPod console" in str(caught.value)
+    assert clock.sleeps == [30.0]  # the look came after the wait
 
 
 @pytest.mark.parametrize(

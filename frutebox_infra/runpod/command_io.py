@@ -39,6 +39,7 @@ __all__ = [
     "read_previous",
     "read_request",
     "redactor",
+    "scaled_waits",
     "write_failure",
     "write_result",
 ]
@@ -103,7 +104,9 @@ class Settings(BaseSettings):
         default=Timeouts.duplicate_check_s, alias="FRUTEBOX_DUPLICATE_CHECK_S"
     )
     pull_timeout_s: PositiveFloat = Field(default=Timeouts.pull_s, alias="FRUTEBOX_PULL_TIMEOUT_S")
-    retry_backoff_s: NonNegativeFloat = Field(default=2.0, alias="FRUTEBOX_RETRY_BACKOFF_S")
+    retry_backoff_s: NonNegativeFloat = Field(
+        default=RetryPolicy.backoff_s, alias="FRUTEBOX_RETRY_BACKOFF_S"
+    )
     retry_attempts: int = Field(default=RetryPolicy.max_attempts, ge=1, le=100,
                                 alias="FRUTEBOX_RETRY_ATTEMPTS")  # fmt: skip
 
@@ -284,3 +287,18 @@ def failure_text(exc: Exception, *, debug: bool) -> str:
 def write_failure(err: TextIO, text: str, redact: Callable[[str], str]) -> None:
     err.write(cap_lines(redact(text)) + "\n")
     err.flush()
+
+
+def scaled_waits(time_scale: float) -> dict[str, str]:
+    """The deploy step's environment for a clock `time_scale` times faster than RunPod's (the
+    emulator's realistic account, scaled): its default pauses between API reads and retries
+    shrunk alike, so the step keeps the same pace relative to the account's quotas and lags."""
+    timeouts, retry = Timeouts(), RetryPolicy()
+    pauses = {
+        "poll_interval_s": timeouts.poll_interval_s,
+        "api_check_s": timeouts.api_check_s,
+        "duplicate_check_s": timeouts.duplicate_check_s,
+        "retry_backoff_s": retry.backoff_s,
+    }
+    fields = Settings.model_fields
+    return {str(fields[name].alias): str(s / time_scale) for name, s in pauses.items()}

@@ -72,7 +72,7 @@ def place(
     *,
     sleep: Sleep,
     log: Log,
-    duplicate_check_s: float = 30.0,
+    duplicate_check_s: float,
 ) -> Placement:
     """Create pod `name` from the first candidate that places, in the order given.
 

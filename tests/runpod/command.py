@@ -99,7 +99,7 @@ def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) 
         candidates=[candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
         health=HealthSpec(port=port, path="/health"),
         hfTokenEnv=["HF_TOKEN"],
-        timeouts=TimeoutSpec(runningSeconds=900, healthySeconds=1800),
+        timeouts=TimeoutSpec(runningSeconds=Timeouts.running_s, healthySeconds=Timeouts.healthy_s),
         meta={"model": "qwen3-8b", "stack": "dev"},
     )
     data: dict[str, Any] = json.loads(request.to_json())

@@ -16,11 +16,13 @@ from frutebox_infra.runpod.command_io import (
     cap_lines,
     failure_text,
     redactor,
+    scaled_waits,
     write_failure,
     write_result,
 )
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
+from frutebox_infra.runpod.retrying import RetryPolicy
 from tests.runpod.command import pod_request
 
 
@@ -79,10 +81,26 @@ def timeouts_under(env: dict[str, str], **request: float) -> Timeouts:
     return session.timeouts(PodRequest.model_validate(pod_request("v", timeouts=request)))
 
 
+@pytest.mark.parametrize(
+    "scale", [pytest.param(10.0, id="rehearsal"), pytest.param(100.0, id="e2e")]
+)
+def test_scaled_waits_are_the_defaults_on_a_faster_clock(scale: float) -> None:
+    env = scaled_waits(scale)
+    got, default = timeouts_under(env), Timeouts()
+    assert got.poll_interval_s * scale == pytest.approx(default.poll_interval_s)
+    assert got.api_check_s * scale == pytest.approx(default.api_check_s)
+    assert got.duplicate_check_s * scale == pytest.approx(default.duplicate_check_s)
+    backoff = Settings.from_env(env).retry.backoff_s
+    assert backoff * scale == pytest.approx(RetryPolicy().backoff_s)
+    # Deadlines are the caller's to choose: a faster clock does not shorten them by itself.
+    assert (got.pull_s, got.delete_s) == (default.pull_s, default.delete_s)
+
+
 def test_the_environment_wins_over_the_request_and_unset_keeps_the_defaults() -> None:
     got = timeouts_under({"FRUTEBOX_HEALTH_TIMEOUT_S": "7"}, runningSeconds=123, healthySeconds=9)
     assert (got.running_s, got.healthy_s) == (123, 7)
     assert timeouts_under({}) == Timeouts()
+    assert Settings.from_env({}).retry == RetryPolicy()
 
 
 def test_the_result_is_one_redacted_line() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.placement import Ownership, gpu_of, place
 from tests.runpod.conftest import OWNER, VOLUME_ID, Clock, FakeApi, ok, pod, problem
 
@@ -42,7 +43,15 @@ def run(
     logs: list[str],
     candidates: list[dict[str, Any]] = CANDIDATES,
 ) -> Any:
-    return place(client, NAME, candidates, OURS, sleep=clock.sleep, log=logs.append)
+    return place(
+        client,
+        NAME,
+        candidates,
+        OURS,
+        sleep=clock.sleep,
+        log=logs.append,
+        duplicate_check_s=Timeouts.duplicate_check_s,
+    )
 
 
 def listings(fake: FakeApi, *pod_lists: list[dict[str, Any]]) -> None:
@@ -193,7 +202,7 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
         "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
     ]  # fmt: skip
     # the backoff, then the wait before the second look
-    assert clock.sleeps == [0.5, 30.0]
+    assert clock.sleeps == [0.5, Timeouts.duplicate_check_s]
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -319,7 +328,7 @@ def test_when_the_second_look_for_a_duplicate_fails_the_error_warns_of_a_billing
         run(client, clock, logs)
     assert (caught.value.kind, caught.value.name) == ("pod", NAME)
     assert f"pods named {NAME} in the RunPod console" in str(caught.value)
-    assert clock.sleeps == [30.0]  # the look came after the wait
+    assert clock.sleeps == [Timeouts.duplicate_check_s]  # the look came after the wait
 
 
 @pytest.mark.parametrize(
@@ -379,7 +388,7 @@ def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_on_the_second_l
     # ... so the retry creates a second; the look after the delay finds and removes the first.
     assert placement.pod.id == "new1"
     assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/late"]
-    assert 30.0 in clock.sleeps
+    assert Timeouts.duplicate_check_s in clock.sleeps
 
 
 def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(

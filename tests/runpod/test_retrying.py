@@ -22,7 +22,8 @@ def test_retry_policy_caps_backoff_and_retry_after() -> None:
     assert policy.wait_s(errors.TransportError("down"), 3) == 4
 
 
-def test_the_deploy_step_reads_its_retry_policy_from_the_environment() -> None:
+def test_the_deploy_step_and_the_policy_share_one_backoff_default() -> None:
+    assert Settings.from_env({}).retry == RetryPolicy()
     given = Settings.from_env({"FRUTEBOX_RETRY_BACKOFF_S": "0.5", "FRUTEBOX_RETRY_ATTEMPTS": "2"})
     assert given.retry == RetryPolicy(backoff_s=0.5, max_attempts=2)
 

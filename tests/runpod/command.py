@@ -20,6 +20,11 @@ from frutebox_infra.runpod.lifecycle import Health, Timeouts
 from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
 
 POD_NAME = "frutebox-dev-qwen3-8b"
+DUPLICATE_CHECK_S = "0.01"
+"""The wait before the second look after an ambiguous create: the fast account's listing never
+lags, so Timeouts' default (the real listing's catch-up) would only idle the test."""
+SECOND_LOOK = f"looking for a duplicate in {DUPLICATE_CHECK_S}s"
+"""What the step logs when it makes that second look."""
 
 
 @dataclass
@@ -40,6 +45,7 @@ def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
         "FRUTEBOX_HF_TOKEN": HF_TOKEN,
         "FRUTEBOX_POLL_INTERVAL_S": "0.002",
+        "FRUTEBOX_DUPLICATE_CHECK_S": DUPLICATE_CHECK_S,
         "FRUTEBOX_RETRY_BACKOFF_S": "0",
         "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
         "FRUTEBOX_HEALTH_TIMEOUT_S": "5",

@@ -291,14 +291,15 @@ def test_a_cuda_13_image_on_a_gpu_whose_hosts_report_12_moves_to_the_next_candid
 
 def test_a_v2_base_url_works_and_a_wrong_path_fails_loudly(deployment: Deployment) -> None:
     project = deployment.project
-    base = project.extra_env["RUNPOD_API_URL"]
-    project.extra_env["RUNPOD_API_URL"] = base + "/v2/"  # as RunPod's docs print it
-    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
+    # Given as the stack's key: an exported URL is not a resource input (endpoints.py).
+    base = project.extra_env.pop("RUNPOD_API_URL")
+    small = {**SMALL, "models": ["qwen3-8b"]}
+    project.write_stack("small", {**small, "runpodApiUrl": base + "/v2/"})  # as RunPod prints it
     project.up("small")
     [live] = deployment.live_pods()
     # A wrong path: every call is "not found". The changed URL makes Pulumi run the pod's and
     # the volume's update, which look their resources up: a 404 is never read as "gone".
-    project.extra_env["RUNPOD_API_URL"] = base + "/api/wrong"
+    project.write_stack("small", {**small, "runpodApiUrl": base + "/api/wrong"})
     failed = project.up("small", check=False)
     assert failed.returncode != 0
     assert "API URL is wrong" in failed.stdout + failed.stderr

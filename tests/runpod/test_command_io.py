@@ -3,6 +3,7 @@ error) and what it writes (readable by upstream's provider, which has a 64 KiB l
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 
@@ -23,6 +24,7 @@ from frutebox_infra.runpod.command_io import (
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.retrying import RetryPolicy
+from tests.factories import ROOT
 from tests.runpod.command import pod_request
 
 
@@ -94,6 +96,26 @@ def test_scaled_waits_are_the_defaults_on_a_faster_clock(scale: float) -> None:
     assert backoff * scale == pytest.approx(RetryPolicy().backoff_s)
     # Deadlines are the caller's to choose: a faster clock does not shorten them by itself.
     assert (got.pull_s, got.delete_s) == (default.pull_s, default.delete_s)
+
+
+PACE = (
+    "FRUTEBOX_POLL_INTERVAL_S",
+    "FRUTEBOX_API_CHECK_S",
+    "FRUTEBOX_DUPLICATE_CHECK_S",
+    "FRUTEBOX_RETRY_BACKOFF_S",
+)
+
+
+def test_only_the_settings_spell_the_pace_variables() -> None:
+    """Whoever speeds the step up goes through scaled_waits, so its numbers keep one home."""
+    spelt = {}
+    for path in sorted((ROOT / "frutebox_infra").rglob("*.py")):
+        nodes = list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+        names = {n.value for n in nodes if isinstance(n, ast.Constant) and n.value in PACE}
+        names |= {n.arg for n in nodes if isinstance(n, ast.keyword) and n.arg in PACE}
+        if names:
+            spelt[path.relative_to(ROOT).as_posix()] = sorted(names)
+    assert spelt == {"frutebox_infra/runpod/command_io.py": sorted(PACE)}
 
 
 def test_the_environment_wins_over_the_request_and_unset_keeps_the_defaults() -> None:

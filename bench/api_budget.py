@@ -30,6 +30,7 @@ from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.plan import plan_fleet, pod_request, volume_request
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.__main__ import main
+from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.stack_file import load_settings, stack_file
 
@@ -40,16 +41,12 @@ FLEET_PODS = 20
 
 def step_env(emulator: RunningEmulator) -> dict[str, str]:
     """The deploy step's environment with its default waits on the emulator's clock."""
-    t = Timeouts()
     return {
         "RUNPOD_API_URL": emulator.url,
         "RUNPOD_API_KEY": "bench-key",
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
-        "FRUTEBOX_POLL_INTERVAL_S": str(t.poll_interval_s / SCALE),
-        "FRUTEBOX_API_CHECK_S": str(t.api_check_s / SCALE),
-        "FRUTEBOX_DUPLICATE_CHECK_S": str(t.duplicate_check_s / SCALE),
-        "FRUTEBOX_RETRY_BACKOFF_S": str(2.0 / SCALE),
-        "FRUTEBOX_RUNNING_TIMEOUT_S": str(t.running_s / SCALE),
+        **scaled_waits(SCALE),
+        "FRUTEBOX_RUNNING_TIMEOUT_S": str(Timeouts.running_s / SCALE),
         "FRUTEBOX_HEALTH_TIMEOUT_S": str(4 * 3600 / SCALE),
     }
 

@@ -20,7 +20,8 @@ BOUND_S = 4.0
 
 
 def fetch_catalog(endpoint: Endpoint, timeout_s: float) -> LiveCatalog:
-    from frutebox_infra.runpod.client import RetryPolicy, RunPodClient
+    from frutebox_infra.runpod.client import RunPodClient
+    from frutebox_infra.runpod.retrying import RetryPolicy
     from frutebox_infra.status import live_pod, live_volume
 
     # One attempt each: a preview never waits out retries.

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from frutebox_infra.emulator.server import realistic_for, start
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.registry_files import load_registry
+from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.toolchain import hermetic_env
 
 REHEARSAL_KEY = "rehearsal-key"
@@ -36,9 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         RUNPOD_API_URL=emulator.url,
         RUNPOD_API_KEY=REHEARSAL_KEY,
         RUNPOD_PROXY_URL_TEMPLATE=emulator.app.proxy_url_template,
-        FRUTEBOX_POLL_INTERVAL_S=str(5 / TIME_SCALE),
-        FRUTEBOX_API_CHECK_S=str(60 / TIME_SCALE),
-        FRUTEBOX_DUPLICATE_CHECK_S=str(30 / TIME_SCALE),
+        **scaled_waits(TIME_SCALE),
         FRUTEBOX_RUNNING_TIMEOUT_S="60",
         FRUTEBOX_HEALTH_TIMEOUT_S="120",
     )

@@ -30,7 +30,8 @@ from frutebox_infra.settings import PROJECT
 from frutebox_infra.toolchain import hermetic_env
 
 if TYPE_CHECKING:
-    from frutebox_infra.runpod.client import NetworkVolume, Pod, RunPodClient
+    from frutebox_infra.runpod.client import RunPodClient
+    from frutebox_infra.runpod.wire import NetworkVolume, Pod
 
 EXIT_DRIFT = 3
 """`status` found drift (0: in sync, 1: an API problem, 2: a usage error)."""

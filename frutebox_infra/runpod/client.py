@@ -1,4 +1,4 @@
-"""Typed RunPod REST v2 client on httpx (a pod's proxied HTTP ports: `proxy.py`)."""
+"""Typed RunPod REST v2 client on httpx (its payloads: `wire.py`; a pod's ports: `proxy.py`)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,31 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from frutebox_infra.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
+from frutebox_infra.endpoints import DEFAULT_API_URL
 from frutebox_infra.runpod.errors import (
+    HTTPX_FAILURES,
     ConfigurationError,
     Problem,
     ProtocolError,
     TransportError,
     api_error,
 )
-from frutebox_infra.runpod.proxy import HTTPX_FAILURES, ProxyClient
 from frutebox_infra.runpod.quota import Quota
 from frutebox_infra.runpod.retrying import RetryPolicy
-
-__all__ = [
-    "DEFAULT_API_URL",
-    "DEFAULT_PROXY_URL_TEMPLATE",
-    "NetworkVolume",
-    "Pod",
-    "ProxyClient",
-    "RetryPolicy",
-    "RunPodClient",
-    "normalise_base_url",
-]
+from frutebox_infra.runpod.wire import (
+    DataCenterInfo,
+    DataCenterList,
+    GpuList,
+    GpuOffer,
+    NetworkVolume,
+    Pod,
+    PodBilling,
+    PodBillingList,
+    PodList,
+    VolumeList,
+)
 
 CREATE_TIMEOUT_S = 130.0
 """Above the 100 s after which RunPod's proxy (Cloudflare) cuts a silent answer: a create that
@@ -50,68 +51,6 @@ def normalise_base_url(url: str) -> str:
 
 Sleep = Callable[[float], None]
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class _Wire(BaseModel):
-    """API payloads: read what we use, ignore what the API may add later."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
-
-
-class GpuSpec(_Wire):
-    id: str
-    count: int = 1
-
-
-class Pod(_Wire):
-    """The fields of a v2 `Pod` the provisioner reads; `cost` is USD per hour."""
-
-    id: str
-    name: str
-    status: str
-    image: str | None = None
-    args: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    ports: list[str] = Field(default_factory=list)
-    disk: int | None = None
-    gpu: GpuSpec | None = None
-    cloud: str | None = None
-    data_center_id: str | None = Field(default=None, alias="dataCenterId")
-    # Changes when the container (re)starts: how an update tells the new process from the old.
-    started_at: str | None = Field(default=None, alias="startedAt")
-    runtime: dict[str, Any] | None = None
-    cost: float = 0.0
-    mounts: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def volume_id(self) -> str | None:
-        network = self.mounts.get("network") or []
-        first = network[0] if isinstance(network, list) and network else None
-        return str(first["volumeId"]) if isinstance(first, dict) and "volumeId" in first else None
-
-    @property
-    def uptime_s(self) -> float | None:
-        """Seconds since the container started (`runtime.uptime`), when the API says."""
-        value = (self.runtime or {}).get("uptime")
-        return float(value) if isinstance(value, int | float) else None
-
-
-class NetworkVolume(_Wire):
-    """A v2 network volume; `size` is in GB."""
-
-    id: str
-    name: str
-    size: int
-    data_center: str = Field(alias="dataCenter")
-    type: str | None = None
-
-
-class _PodList(_Wire):
-    pods: list[Pod]
-
-
-class _VolumeList(_Wire):
-    network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -159,7 +98,7 @@ def _parse(model: type[_M], response: httpx.Response, operation: str) -> _M:
     except (ValueError, ValidationError) as exc:
         raise ProtocolError(
             f"{operation} answered {response.status_code} with a body that is not a valid"
-            f" {model.__name__.lstrip('_')}: {str(exc).splitlines()[0]}. Check RUNPOD_API_URL"
+            f" {model.__name__}: {str(exc).splitlines()[0]}. Check RUNPOD_API_URL"
             " points at the RunPod v2 API."
         ) from exc
 
@@ -282,7 +221,7 @@ class RunPodClient:
         return self._json(Pod, "POST", "/v2/pods", body, retry=False, timeout_s=CREATE_TIMEOUT_S)
 
     def list_pods(self) -> list[Pod]:
-        return self._json(_PodList, "GET", "/v2/pods").pods
+        return self._json(PodList, "GET", "/v2/pods").pods
 
     def get_pod(self, pod_id: str, *, retry: bool = True) -> Pod:
         """`retry=False` inside waits: they treat a transient failure as "unknown, poll on"."""
@@ -327,7 +266,7 @@ class RunPodClient:
         )
 
     def list_volumes(self) -> list[NetworkVolume]:
-        return self._json(_VolumeList, "GET", "/v2/network-volumes").network_volumes
+        return self._json(VolumeList, "GET", "/v2/network-volumes").network_volumes
 
     def get_volume(self, volume_id: str) -> NetworkVolume:
         return self._json(NetworkVolume, "GET", f"/v2/network-volumes/{volume_id}")
@@ -343,63 +282,12 @@ class RunPodClient:
     def gpu_catalog(self) -> list[GpuOffer]:
         """GET /v2/catalog/gpus with pod availability: Secure prices, stock per DC, CUDA."""
         path = "/v2/catalog/gpus?include=AVAILABILITY&product=POD"
-        return self._json(_GpuList, "GET", path).gpus
+        return self._json(GpuList, "GET", path).gpus
 
     def data_centers(self) -> list[DataCenterInfo]:
-        return self._json(_DataCenterList, "GET", "/v2/catalog/datacenters").data_centers
+        return self._json(DataCenterList, "GET", "/v2/catalog/datacenters").data_centers
 
     def pod_billing(self, *, bucket: str, last: int) -> list[PodBilling]:
         """GET /v2/billing/pods: one record per pod per bucket over the last `last` buckets."""
         path = f"/v2/billing/pods?bucketSize={bucket}&lastN={last}"
-        return self._json(_PodBillingList, "GET", path).records
-
-
-class GpuPrice(_Wire):
-    secure: float
-    community: float
-
-
-class Availability(_Wire):
-    """Stock of one GPU type in one data centre: NONE, LOW, MEDIUM or HIGH."""
-
-    id: str
-    availability: str
-
-
-class CudaVersion(_Wire):
-    version: str
-    available: bool
-
-
-class GpuOffer(_Wire):
-    """A v2 `GpuType` with pod availability; prices are USD per GPU per hour."""
-
-    id: str
-    price: GpuPrice
-    availability: str | None = None
-    data_centers: list[Availability] = Field(default_factory=list, alias="dataCenters")
-    cuda_versions: list[CudaVersion] = Field(default_factory=list, alias="cudaVersions")
-
-
-class DataCenterInfo(_Wire):
-    id: str
-    network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
-
-
-class PodBilling(_Wire):
-    """One `PodBillingRecord`: USD billed for one pod in one time bucket."""
-
-    pod_id: str = Field(alias="podId")
-    total_amount: float = Field(alias="totalAmount")
-
-
-class _GpuList(_Wire):
-    gpus: list[GpuOffer]
-
-
-class _DataCenterList(_Wire):
-    data_centers: list[DataCenterInfo] = Field(alias="dataCenters")
-
-
-class _PodBillingList(_Wire):
-    records: list[PodBilling]
+        return self._json(PodBillingList, "GET", path).records

@@ -16,17 +16,28 @@
     │   └── ServerError             5xx after the bounded retries
     ├── PlacementError              every candidate was refused; lists what each answered
     ├── PodFailedError              the pod never served (error state, timeout, failed pull);
-    │                               it has been terminated unless the message says otherwise
+    │                               a pod this run created has been terminated
+    ├── MayStillBillError           a pod or volume of ours may still exist and bill: it could
+    │                               not be removed or looked for; the message says what to
+    │                               delete and where, the attributes carry its kind, name, ids
     └── Cancelled                   SIGTERM/SIGINT arrived; raised from the signal handler so
                                     the same teardown that handles a failure runs
 
-Every message ends with what to do next.
+httpx raises the three families in HTTPX_FAILURES; each is translated where it is caught (to
+TransportError, ConfigurationError, or "no answer"), so none leaves the package. Every
+message ends with what to do next.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import httpx
+
+HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+"""Every exception an httpx exchange raises (its CookieConflict comes only from looking a cookie
+up by name, which we never do); caught only to be translated into the tree above."""
 
 
 class RunPodError(Exception):
@@ -149,12 +160,28 @@ class PlacementError(RunPodError):
 
 class PodFailedError(RunPodError):
     """The pod never served. A pod this run created was terminated so that nothing bills for
-    it; a pod the stack already recorded (an update) was left running. The message says which.
+    it (one that could not be is a MayStillBillError); a pod the stack already recorded (an
+    update) was left running. The message says which.
     """
 
     def __init__(self, message: str, *, pod_id: str, last_status: str) -> None:
         self.pod_id = pod_id
         self.last_status = last_status
+        super().__init__(message)
+
+
+class MayStillBillError(RunPodError):
+    """A pod or volume of ours may still exist and bill, and this run could not remove it or
+    could not look for it. The message says what to delete and where; `kind` ("pod" or
+    "volume"), `name` (what to look for) and `ids` (those known) say it to a program.
+    """
+
+    def __init__(
+        self, message: str, *, kind: str, name: str | None = None, ids: Sequence[str] = ()
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.ids = tuple(ids)
         super().__init__(message)
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.runpod import ollama
-from frutebox_infra.runpod.client import Pod, ProxyClient, RunPodClient
+from frutebox_infra.runpod.adopting import ensure_gone
+from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (
+    MayStillBillError,
     NotFoundError,
     PodFailedError,
     ProtocolError,
@@ -22,8 +24,9 @@ from frutebox_infra.runpod.errors import (
 )
 from frutebox_infra.runpod.listing import missing_files
 from frutebox_infra.runpod.placement import Ownership, Placement, place
+from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import TRANSIENT, retry_after_s
-from frutebox_infra.runpod.volumes import VolumeRules, ensure_gone
+from frutebox_infra.runpod.wire import Pod
 
 # Inside a wait these mean "the API cannot say right now", never "the pod failed".
 UNKNOWN: tuple[type[Exception], ...] = (*TRANSIENT, ProtocolError)
@@ -75,8 +78,8 @@ class Health:
     """Files the server must list (ComfyUI /models/<kind>) before it counts as healthy."""
 
 
-class Provisioner(VolumeRules):
-    """Runs the create/wait/teardown rules of SPEC §5 against one account."""
+class Provisioner:
+    """Runs a pod's create/wait/teardown rules against one account."""
 
     def __init__(
         self,
@@ -371,11 +374,11 @@ class Provisioner(VolumeRules):
         try:
             self.terminate(pod_id)
         except RunPodError as exc:
-            raise PodFailedError(
+            raise MayStillBillError(
                 f"{failure} Terminating pod {pod_id} failed too ({exc}): it may still bill —"
                 " delete it in the RunPod console.",
-                pod_id=pod_id,
-                last_status=getattr(failure, "last_status", "unknown"),
+                kind="pod",
+                ids=(pod_id,),
             ) from exc
         self._log(f"pod {pod_id} terminated so that it does not bill")
         if isinstance(failure, RunPodError):

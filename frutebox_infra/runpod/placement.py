@@ -6,10 +6,11 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from frutebox_infra.deploy_contract import OWNER_ENV
-from frutebox_infra.runpod.client import Pod, RunPodClient
+from frutebox_infra.runpod.adopting import Log, Sleep, create_adopting
+from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (
     ApiError,
     Attempt,
@@ -19,22 +20,17 @@ from frutebox_infra.runpod.errors import (
     ContractError,
     ForbiddenError,
     InsufficientBalanceError,
+    MayStillBillError,
     NotFoundError,
     PlacementError,
-    ProtocolError,
     RateLimitedError,
     RunPodError,
     ServerError,
-    TransportError,
     api_error,
 )
-from frutebox_infra.runpod.retrying import AMBIGUOUS, RetryPolicy
+from frutebox_infra.runpod.wire import Pod
 
 CAPACITY_MARK = "no longer any instances available"
-
-Log = Callable[[str], None]
-Sleep = Callable[[float], None]
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -57,79 +53,6 @@ def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
 
 
 @dataclass(frozen=True)
-class Created(Generic[_T]):
-    """What a create produced; `ambiguous` when an answer left open whether it made another."""
-
-    resource: _T
-    outcome: str
-    ambiguous: bool
-
-
-def create_adopting(
-    what: str,
-    create: Callable[[], _T],
-    find_new: Callable[[], _T | None],
-    *,
-    retry: RetryPolicy,
-    sleep: Sleep,
-    log: Log,
-) -> Created[_T]:
-    """Create, retrying 429/5xx/no answer on the package's one policy.
-
-    A 5xx, a lost connection or a 201 whose body we cannot read may still have created the
-    resource, so the attempt itself looks for it (`find_new`) and adopts it before any retry.
-    Other API answers propagate unchanged.
-    """
-    ambiguous = False
-
-    def attempt() -> tuple[_T, str]:
-        nonlocal ambiguous
-        try:
-            return create(), "created"
-        except AMBIGUOUS as exc:
-            ambiguous = True
-            found = _look_again(what, exc, find_new)
-            if found is None:
-                raise
-            log(f"{what}: the failed create did make it; adopting it")
-            return found, "adopted"
-
-    def on_retry(failure: BaseException, wait: float) -> None:
-        if isinstance(failure, ApiError):
-            reason = f"{failure.status} {failure.problem.detail}"
-        else:
-            reason = "no answer" if isinstance(failure, TransportError) else "unreadable answer"
-        log(f"{what}: {reason}; retrying in {wait:g}s")
-
-    try:
-        resource, outcome = retry.run(
-            attempt, sleep=sleep, retry_on=(*AMBIGUOUS, RateLimitedError), on_retry=on_retry
-        )
-    except ApiError as exc:
-        if not isinstance(exc, RateLimitedError | ServerError):
-            raise
-        hint = f"Gave up on {what} after {retry.max_attempts} attempts; nothing was left behind."
-        raise api_error(exc.problem, operation=exc.operation, hint=hint) from exc
-    except (TransportError, ProtocolError) as exc:
-        hint = f"Gave up on {what} after {retry.max_attempts} attempts; nothing was left behind."
-        raise type(exc)(f"{exc} {hint}") from exc
-    return Created(resource, outcome, ambiguous)
-
-
-def _look_again(what: str, failure: Exception, find_new: Callable[[], _T | None]) -> _T | None:
-    try:
-        return find_new()
-    except Cancelled:
-        raise  # the caller's cleanup looks again; this is not a listing failure
-    except RunPodError as exc:
-        raise RunPodError(
-            f"Creating {what} failed ({failure}) and listing afterwards failed too ({exc})."
-            f" One may exist and bill: look for {what} in the RunPod console and delete it,"
-            " then run the command again."
-        ) from exc
-
-
-@dataclass(frozen=True)
 class Ownership:
     """What makes a pod provably this stack's: RunPod names are not unique, so a pod is ours
     only when its env carries our token and it mounts our volume."""
@@ -149,7 +72,7 @@ def place(
     *,
     sleep: Sleep,
     log: Log,
-    duplicate_check_s: float = 30.0,
+    duplicate_check_s: float,
 ) -> Placement:
     """Create pod `name` from the first candidate that places, in the order given.
 
@@ -208,10 +131,12 @@ def _sweep_duplicates(
             with contextlib.suppress(NotFoundError):
                 api.delete_pod(extra.id)
     except RunPodError as exc:
-        raise RunPodError(
+        raise MayStillBillError(
             f"Pod {kept.id} is up, but checking for a duplicate made by an earlier, ambiguous"
             f" create failed ({exc}). Look for pods named {kept.name} in the RunPod console and"
-            " delete any but this one."
+            " delete any but this one.",
+            kind="pod",
+            name=kept.name,
         ) from exc
 
 
@@ -239,10 +164,13 @@ def _clear_orphans(api: RunPodClient, name: str, owner: Ownership, log: Log) -> 
         except Cancelled:
             raise
         except RunPodError as exc:
-            raise RunPodError(
+            raise MayStillBillError(
                 f"Pod {pod.id}, left named {name} by an earlier run, could not be terminated"
                 f" ({exc}); it may bill. Delete it in the RunPod console, then run `pulumi up`"
-                " again."
+                " again.",
+                kind="pod",
+                name=name,
+                ids=(pod.id,),
             ) from exc
     return {pod.id for pod in same_name}
 
@@ -279,7 +207,8 @@ def _walk(
         log(f"creating pod {name} on {label}")
         try:
             made = create_adopting(
-                f"pod {name}",
+                "pod",
+                name,
                 partial(api.create_pod_once, body),
                 find_new,
                 retry=api.retry,

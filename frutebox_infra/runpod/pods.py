@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from frutebox_infra.deploy_contract import OWNER_ENV
-from frutebox_infra.runpod.client import Pod
+from frutebox_infra.runpod.adopting import ensure_gone
 from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
 from frutebox_infra.runpod.lifecycle import LIVE, Health
 from frutebox_infra.runpod.placement import Ownership, gpu_of
-from frutebox_infra.runpod.volumes import ensure_gone
+from frutebox_infra.runpod.wire import Pod
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
@@ -88,7 +88,7 @@ def _pod_result(
         "dataCenterId": pod.data_center_id,
         "costPerHour": pod.cost,
         "image": pod.image,
-        "url": session.prov.proxy.url(pod.id, request.health.port),
+        "url": session.proxy.url(pod.id, request.health.port),
         "status": pod.status,
         "volumeId": pod.volume_id,
         "ollamaModels": list(request.ollamaPull),

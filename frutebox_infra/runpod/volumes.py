@@ -1,18 +1,20 @@
-"""Network-volume rules: named with the stack's token, grow but never shrink, 404 checked on delete.
+"""The stack's network volume: named with the stack's token, grown but never shrunk, never moved.
 
-A mixin of `Provisioner`, so the command keeps one object per account; it only needs the
-API client, a log and a sleep.
+`Volumes` holds the rules over the API client; `volume_create|update|grow|delete` are the
+command's actions and the result each prints.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+import time
 from typing import Any
 
-from frutebox_infra.runpod.client import DEFAULT_API_URL, NetworkVolume, RunPodClient
+from frutebox_infra.runpod.adopting import Log, Sleep, create_adopting, ensure_gone
+from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.command_io import GrowRequest, PreviousVolume, Session, VolumeRequest
 from frutebox_infra.runpod.errors import ConfigurationError, NotFoundError
-from frutebox_infra.runpod.placement import create_adopting
+from frutebox_infra.runpod.wire import NetworkVolume
 
 
 def new_owner_token() -> str:
@@ -22,14 +24,15 @@ def new_owner_token() -> str:
     return secrets.token_hex(8)
 
 
-class VolumeRules:
+class Volumes:
     """Create (or adopt), grow and delete the stack's network volume."""
 
-    api: RunPodClient
-    _log: Callable[[str], None]
-    _sleep: Callable[[float], None]
+    def __init__(self, api: RunPodClient, *, log: Log, sleep: Sleep = time.sleep) -> None:
+        self.api = api
+        self._log = log
+        self._sleep = sleep
 
-    def create_volume(
+    def create(
         self, base_name: str, size: int, data_center: str, tier: str, owner: str | None = None
     ) -> tuple[NetworkVolume, str, str]:
         """Create the stack's volume, named `base_name-<owner token>`: (volume, outcome, owner).
@@ -52,7 +55,8 @@ class VolumeRules:
 
         body = {"name": name, "size": size, "dataCenter": data_center, "type": tier}
         made = create_adopting(
-            f"volume {name}",
+            "volume",
+            name,
             lambda: self.api.create_volume_once(body),
             find_new,
             retry=self.api.retry,
@@ -61,7 +65,7 @@ class VolumeRules:
         )
         return made.resource, made.outcome, owner
 
-    def grow_volume(self, volume: NetworkVolume, size: int) -> NetworkVolume:
+    def grow(self, volume: NetworkVolume, size: int) -> NetworkVolume:
         """Grow to `size` GB; a smaller size keeps the current one (volumes never shrink)."""
         if size > volume.size:
             self._log(f"volume {volume.id}: growing {volume.size} GB -> {size} GB")
@@ -73,7 +77,7 @@ class VolumeRules:
             )
         return volume
 
-    def delete_volume(self, volume_id: str) -> bool:
+    def delete(self, volume_id: str) -> bool:
         """Delete the volume; False when it was already gone."""
         try:
             self.api.delete_volume(volume_id)
@@ -83,23 +87,68 @@ class VolumeRules:
         return True
 
 
-def ensure_gone(kind: str, resource_id: str, listing: Callable[[], Sequence[Any]]) -> None:
-    """After a 404 on a delete: is the resource really gone, or is the URL wrong?
+def _volumes(session: Session) -> Volumes:
+    return Volumes(session.api, log=session.log)
 
-    A 404 for a path the API does not have looks like one for a deleted resource; the listing
-    tells them apart (it 404s as well when the base URL is wrong). Raises unless gone.
-    """
+
+def _volume_result(volume: NetworkVolume, owner: str | None) -> dict[str, Any]:
+    return {
+        "volumeId": volume.id,
+        "name": volume.name,
+        "size": volume.size,
+        "dataCenter": volume.data_center,
+        "type": volume.type,
+        "owner": owner,
+    }
+
+
+def volume_create(
+    session: Session, request: VolumeRequest, owner: str | None = None
+) -> dict[str, Any]:
+    volume, outcome, owner = _volumes(session).create(
+        request.name, request.size, request.dataCenter, request.type, owner
+    )
+    session.log(
+        f"volume {volume.id} ({volume.name}) {outcome} in {volume.data_center}"
+        f" ({volume.size} GB, {volume.type or request.type})"
+    )
+    return _volume_result(volume, owner)
+
+
+def volume_update(
+    session: Session, request: VolumeRequest, previous: PreviousVolume | None
+) -> dict[str, Any]:
+    """Rename (a stack recorded without a token) and grow the recorded volume; it never moves."""
+    if previous is None:
+        return volume_create(session, request)
+    api = session.api
     try:
-        present = [r for r in listing() if getattr(r, "id", None) == resource_id]
-    except NotFoundError as exc:
+        volume = api.get_volume(previous.volumeId)
+    except NotFoundError:
+        ensure_gone("volume", previous.volumeId, api.list_volumes)
+        session.log(f"volume {previous.volumeId} no longer exists; creating a new one")
+        return volume_create(session, request, previous.owner)
+    if volume.data_center != request.dataCenter:
         raise ConfigurationError(
-            f"RunPod answered 404 for {kind} {resource_id} and for its listing too: the API URL"
-            " is wrong (RUNPOD_API_URL / frutebox-infra:runpodApiUrl; the base is"
-            f" {DEFAULT_API_URL}, with or without /v2). Nothing was deleted; the {kind} may"
-            " still bill."
-        ) from exc
-    if present and getattr(present[0], "status", "") != "TERMINATED":
-        raise ConfigurationError(
-            f"RunPod answered 404 deleting {kind} {resource_id} but still lists it; delete it"
-            " in the RunPod console, then run the command again."
+            f"Volume {volume.id} lives in {volume.data_center} but the request asks for"
+            f" {request.dataCenter}. A volume cannot move: changing the data centre must replace"
+            " it (the program's triggers), and its weights are downloaded again."
         )
+    # A stack recorded before volumes carried a token gets one now; its name follows.
+    owner = previous.owner or new_owner_token()
+    name = f"{request.name}-{owner}"
+    if volume.name != name:
+        volume = api.update_volume(volume.id, {"name": name})
+    return _volume_result(_volumes(session).grow(volume, request.size), owner)
+
+
+def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
+    volume = session.api.get_volume(request.volumeId)
+    return _volume_result(_volumes(session).grow(volume, request.size), None)
+
+
+def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
+    volume_id = previous.volumeId if previous else None
+    return session.delete_recorded(
+        "volume", volume_id, lambda i: _volumes(session).delete(i), "deleted"
+    )

@@ -10,6 +10,7 @@ from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.plan import pod_name
 from frutebox_infra.registry_files import load_registry
+from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client
 from tests.e2e.project import PulumiProject
 
@@ -23,10 +24,7 @@ STACKS = ("dev", "prod", "small", "fleet", "gated", "cuda")
 """Stacks the tests deploy; the account already holds someone else's pods under their names."""
 
 FAST = {
-    "FRUTEBOX_POLL_INTERVAL_S": "0.05",
-    "FRUTEBOX_API_CHECK_S": "0.3",
-    "FRUTEBOX_DUPLICATE_CHECK_S": "0.3",
-    "FRUTEBOX_RETRY_BACKOFF_S": "0.01",
+    **scaled_waits(TIME_SCALE),
     "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
     "FRUTEBOX_HEALTH_TIMEOUT_S": "4",
 }

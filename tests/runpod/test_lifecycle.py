@@ -1,15 +1,15 @@
-"""Wait for RUNNING and healthy, pull, and tear down on any failure; volume grow/shrink rules."""
+"""Wait for RUNNING, health or a restart, pull, and tear down a pod this run made on failure."""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
+from frutebox_infra.runpod.wire import Pod
 from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TAGS_URL, TIMEOUTS
 from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
 
@@ -159,8 +159,10 @@ def test_a_failed_teardown_says_the_pod_may_still_bill(
 ) -> None:
     fake.on("GET", "/v2/pods/pod1", *states("ERROR"))
     fake.on("DELETE", "/v2/pods/pod1", problem(403, "no delete permission"))
-    with pytest.raises(errors.PodFailedError, match="may still bill"):
+    with pytest.raises(errors.MayStillBillError, match="may still bill") as caught:
         provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
+    assert (caught.value.kind, caught.value.ids) == ("pod", ("pod1",))
+    assert "went to ERROR" in str(caught.value) and "RunPod console" in str(caught.value)
 
 
 def test_terminate_treats_404_as_already_gone_once_the_listing_agrees(
@@ -173,13 +175,14 @@ def test_terminate_treats_404_as_already_gone_once_the_listing_agrees(
     assert provisioner.terminate("pod1") is True
 
 
-def test_a_404_from_a_path_the_api_does_not_have_is_a_configuration_error(
+def test_a_404_from_a_path_the_api_does_not_have_is_never_already_gone(
     provisioner: Provisioner, fake: FakeApi
 ) -> None:
-    # A wrong base URL: every path is "not found", the listing too. Never "already gone".
+    # A wrong base URL: every path is "not found", the listing too. The pod may still bill.
     fake.on("DELETE", "/v2/pods/pod1", problem(404, "path not found"))
-    with pytest.raises(errors.ConfigurationError, match="API URL is wrong"):
+    with pytest.raises(errors.MayStillBillError, match="API URL is wrong") as caught:
         provisioner.terminate("pod1")
+    assert (caught.value.kind, caught.value.ids) == ("pod", ("pod1",))
 
 
 def test_terminate_rides_out_5xx_and_429_until_its_deadline(
@@ -194,76 +197,6 @@ def test_terminate_rides_out_5xx_and_429_until_its_deadline(
     )
     assert provisioner.terminate("pod1") is True
     assert 40 in clock.sleeps
-
-
-VOL = {"id": "v1", "name": "w", "size": 100, "dataCenter": "EU-RO-1", "type": "STANDARD"}
-
-
-def test_a_volume_grows_when_asked_bigger(
-    provisioner: Provisioner, fake: FakeApi, logs: list[str]
-) -> None:
-    fake.on("PATCH", "/v2/network-volumes/v1", ok(200, {**VOL, "size": 150}))
-    grown = provisioner.grow_volume(NetworkVolume.model_validate(VOL), 150)
-    assert grown.size == 150
-    assert fake.bodies("PATCH", "/v2/network-volumes/v1") == [{"size": 150}]
-
-
-def test_a_volume_never_shrinks_and_says_so(
-    provisioner: Provisioner, fake: FakeApi, logs: list[str]
-) -> None:
-    kept = provisioner.grow_volume(NetworkVolume.model_validate(VOL), 40)
-    assert kept.size == 100
-    assert not fake.requests
-    assert any("never shrink" in line for line in logs)
-
-
-OWNED = {**VOL, "name": "w-tok12345"}
-
-
-def test_volume_create_adopts_after_a_5xx(provisioner: Provisioner, fake: FakeApi) -> None:
-    fake.on(
-        "GET",
-        "/v2/network-volumes",
-        ok(200, {"networkVolumes": [{**VOL, "id": "theirs"}, {**OWNED, "size": 50}]}),
-    )
-    fake.on("POST", "/v2/network-volumes", problem(503, "down"))
-    volume, outcome, owner = provisioner.create_volume("w", 50, "EU-RO-1", "STANDARD", "tok12345")
-    assert (volume.id, outcome, owner) == ("v1", "adopted", "tok12345")
-    assert len(fake.calls("POST")) == 1
-
-
-def test_volume_create_names_the_volume_with_a_fresh_token_and_the_tier(
-    provisioner: Provisioner, fake: FakeApi
-) -> None:
-    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [VOL]}))
-    fake.on("POST", "/v2/network-volumes", lambda r: ok(201, {**VOL, "id": "v9",
-            **{k: v for k, v in json.loads(r.content).items() if k == "name"}}))  # fmt: skip
-    volume, outcome, owner = provisioner.create_volume("w", 100, "EU-RO-1", "STANDARD")
-    assert (volume.id, outcome) == ("v9", "created")  # "w" itself is never adopted
-    [body] = fake.bodies("POST", "/v2/network-volumes")
-    assert body == {"name": f"w-{owner}", "size": 100, "dataCenter": "EU-RO-1",
-                    "type": "STANDARD"}  # fmt: skip
-    assert len(owner) == 16
-
-
-def test_a_created_volume_whose_answer_is_unreadable_is_adopted(
-    provisioner: Provisioner, fake: FakeApi
-) -> None:
-    fake.on(
-        "GET",
-        "/v2/network-volumes",
-        ok(200, {"networkVolumes": [OWNED]}),
-    )
-    fake.on("POST", "/v2/network-volumes", httpx.Response(201, text="<html>hiccup</html>"))
-    volume, outcome, _ = provisioner.create_volume("w", 100, "EU-RO-1", "STANDARD", "tok12345")
-    assert (volume.id, outcome) == ("v1", "adopted")
-    assert len(fake.calls("POST")) == 1
-
-
-def test_volume_delete_treats_404_as_gone(provisioner: Provisioner, fake: FakeApi) -> None:
-    fake.on("DELETE", "/v2/network-volumes/v1", problem(404, "not found"))
-    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": []}))
-    assert provisioner.delete_volume("v1") is False
 
 
 def test_waits_ride_out_5xx_429_and_silence_until_their_own_deadline(
@@ -328,3 +261,104 @@ def test_a_failure_carries_the_last_lines_of_the_pods_log(
     fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
     with pytest.raises(errors.PodFailedError, match="no kernel image is available"):
         provisioner.wait_running("pod1", TIMEOUTS)
+
+
+# An update: the PATCHed pod must show a restart before its health means anything.
+
+BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
+
+
+def at(status: str, started: str | None = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    return pod(status=status) | {"startedAt": started}
+
+
+def settle(provisioner: Provisioner, patched: dict[str, Any], tag: str | None = None) -> Pod:
+    return provisioner.settle_update(
+        BEFORE,
+        Pod.model_validate(patched),
+        health=HEALTH,
+        ollama_tags=[tag] if tag else [],
+        timeouts=TIMEOUTS,
+        patched_at=provisioner.clock(),
+    )
+
+
+def test_after_a_patch_health_is_read_only_once_the_pod_restarted(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    # The API keeps saying RUNNING for a while, with the old start time: the old process.
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        ok(200, at("RUNNING")),
+        ok(200, at("RUNNING")),
+        ok(200, at("STARTING", None)),
+        ok(200, at("RUNNING", "2026-01-01T00:05:00Z")),
+    )
+    probed_while: list[int] = []
+
+    def healthy(request: httpx.Request) -> httpx.Response:
+        probed_while.append(len(fake.calls("GET", "/v2/pods/pod1")))
+        return ok(200, {})
+
+    fake.on("GET", HEALTH_URL, healthy)
+    fake.on("POST", PULL_URL, pulled)
+    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
+    got = settle(provisioner, at("RUNNING"), tag="qwen3:8b")
+    assert got.started_at == "2026-01-01T00:05:00Z"
+    assert probed_while and min(probed_while) == 4  # not before the restart showed
+    assert not fake.calls("DELETE")
+
+
+def test_a_new_start_time_counts_as_the_restart(provisioner: Provisioner, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING", "2026-01-01T00:05:00Z")))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    settle(provisioner, at("RUNNING", "2026-01-01T00:05:00Z"))
+    assert len(fake.calls("GET", "/health")) == 1
+
+
+def test_an_uptime_shorter_than_the_time_since_the_patch_counts_as_the_restart(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    # Nothing documents that startedAt changes: runtime.uptime is what the v2 Pod promises.
+    old = at("RUNNING") | {"runtime": {"uptime": 86400}}
+    fake.on(
+        "GET",
+        "/v2/pods/pod1",
+        ok(200, old),
+        ok(200, at("RUNNING") | {"runtime": {"uptime": 1}}),
+    )
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    settle(provisioner, old)
+    # old process, restarted (up 1 s, 4 s after the PATCH), then the wait for RUNNING
+    assert len(fake.calls("GET", "/v2/pods/pod1")) == 3
+    assert len(fake.calls("GET", "/health")) == 1
+
+
+def test_a_patch_that_never_shows_a_restart_fails_and_leaves_the_pod(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING")))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    with pytest.raises(errors.PodFailedError) as caught:
+        settle(provisioner, at("RUNNING"))
+    message = str(caught.value)
+    assert "showed no restart within 30s" in message and "left running" in message
+    assert not fake.calls("GET", "/health") and not fake.calls("DELETE")
+
+
+@pytest.mark.parametrize("dead", ["never-healthy", "error", "cancelled"])
+def test_a_patched_pod_that_does_not_serve_is_reported_not_terminated(
+    provisioner: Provisioner, fake: FakeApi, dead: str
+) -> None:
+    def cancel(request: httpx.Request) -> httpx.Response:
+        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
+
+    after = {"never-healthy": ok(200, at("RUNNING", "new")), "error": ok(200, at("ERROR"))}
+    fake.on("GET", "/v2/pods/pod1", after.get(dead, cancel))
+    fake.on("GET", HEALTH_URL, ok(502, {}))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError) as caught:
+        settle(provisioner, at("STARTING", None))
+    assert "left running because the stack records it" in str(caught.value)
+    assert not fake.calls("DELETE")

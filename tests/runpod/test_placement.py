@@ -9,6 +9,7 @@ import pytest
 
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.placement import Ownership, gpu_of, place
 from tests.runpod.conftest import OWNER, VOLUME_ID, Clock, FakeApi, ok, pod, problem
 
@@ -42,7 +43,15 @@ def run(
     logs: list[str],
     candidates: list[dict[str, Any]] = CANDIDATES,
 ) -> Any:
-    return place(client, NAME, candidates, OURS, sleep=clock.sleep, log=logs.append)
+    return place(
+        client,
+        NAME,
+        candidates,
+        OURS,
+        sleep=clock.sleep,
+        log=logs.append,
+        duplicate_check_s=Timeouts.duplicate_check_s,
+    )
 
 
 def listings(fake: FakeApi, *pod_lists: list[dict[str, Any]]) -> None:
@@ -192,7 +201,8 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     assert fake.trail() == [
         "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
     ]  # fmt: skip
-    assert clock.sleeps == [0.5, 30.0]  # the backoff, then the wait before the second look
+    # the backoff, then the wait before the second look
+    assert clock.sleeps == [0.5, Timeouts.duplicate_check_s]
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -215,8 +225,10 @@ def test_an_orphan_that_cannot_be_terminated_stops_before_creating(
 ) -> None:
     listings(fake, [pod("old", name=NAME)])
     fake.on("DELETE", "/v2/pods/old", problem(403, "no delete permission"))
-    with pytest.raises(errors.RunPodError, match="could not be terminated"):
+    with pytest.raises(errors.MayStillBillError, match="could not be terminated") as caught:
         run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name, caught.value.ids) == ("pod", NAME, ("old",))
+    assert "RunPod console" in str(caught.value)
     assert not fake.calls("POST")
 
 
@@ -298,9 +310,25 @@ def test_when_the_lookup_after_a_5xx_fails_the_error_warns_of_a_billing_pod(
     fake.queues[("GET", "/v2/pods")].clear()
     fake.on("GET", "/v2/pods", ok(200, {"pods": []}), problem(403, "no list permission"))
     fake.on("POST", "/v2/pods", problem(500, "oops"))
-    with pytest.raises(errors.RunPodError, match="may exist and bill"):
+    with pytest.raises(errors.MayStillBillError, match="may exist and bill") as caught:
         run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name, caught.value.ids) == ("pod", NAME, ())
+    assert f"look for pod {NAME} in the RunPod console" in str(caught.value)
     assert len(fake.calls("POST")) == 1
+
+
+def test_when_the_second_look_for_a_duplicate_fails_the_error_warns_of_a_billing_pod(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    made = pod("made", name=NAME, gpu="NVIDIA RTX A4000")
+    listings(fake, [], [made])
+    fake.on("GET", "/v2/pods", problem(403, "no list permission"))
+    fake.on("POST", "/v2/pods", problem(503, "down"))
+    with pytest.raises(errors.MayStillBillError, match="checking for a duplicate") as caught:
+        run(client, clock, logs)
+    assert (caught.value.kind, caught.value.name) == ("pod", NAME)
+    assert f"pods named {NAME} in the RunPod console" in str(caught.value)
+    assert clock.sleeps == [Timeouts.duplicate_check_s]  # the look came after the wait
 
 
 @pytest.mark.parametrize(
@@ -360,7 +388,7 @@ def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_on_the_second_l
     # ... so the retry creates a second; the look after the delay finds and removes the first.
     assert placement.pod.id == "new1"
     assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/late"]
-    assert 30.0 in clock.sleeps
+    assert Timeouts.duplicate_check_s in clock.sleeps
 
 
 def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(

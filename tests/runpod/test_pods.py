@@ -1,127 +1,84 @@
-"""Update: patch the recorded pod and wait for its restart, never kill it; replace a wrong GPU."""
+"""`pod create|update|delete`: candidates as sent, the running GPU's candidate, and the update
+rules (patch the recorded pod in place, never kill it; replace a GPU no candidate names)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
+from frutebox_infra.deploy_contract import PodRequest
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.client import Pod
-from frutebox_infra.runpod.lifecycle import Provisioner
+from frutebox_infra.runpod.pods import matching_candidate, prepare_candidates
+from frutebox_infra.runpod.wire import Pod
 from tests.emulator_client import fault, live_pods, requests
-from tests.runpod.command import (
-    HEALTH,
-    HEALTH_URL,
-    PULL_URL,
-    TAGS_URL,
-    TIMEOUTS,
-    env_for,
-    pod_request,
-    run,
-    volume,
+from tests.runpod.command import env_for, pod_request, run, volume
+from tests.runpod.conftest import HF_TOKEN, OWNER, pod
+
+VOLUME = "vol-ours"
+
+
+def request_of(**overrides: Any) -> PodRequest:
+    data = pod_request(VOLUME, "NVIDIA RTX A4000", "NVIDIA A40", **overrides)
+    return PodRequest.model_validate(data)
+
+
+def test_candidates_carry_our_name_token_and_the_hf_token_only_as_sent() -> None:
+    request = request_of()
+    bodies = prepare_candidates(request, HF_TOKEN)
+    ours = {"A": "1", "FRUTEBOX_OWNER": OWNER, "HF_TOKEN": HF_TOKEN}
+    assert [b["env"] for b in bodies] == [ours, ours]
+    assert {b["name"] for b in bodies} == {request.name}
+    assert "HF_TOKEN" not in request.candidates[0]["env"]  # the request itself is left alone
+
+
+def test_without_an_hf_token_its_variable_is_dropped() -> None:
+    request = request_of()
+    request.candidates[0]["env"]["HF_TOKEN"] = "placeholder"
+    assert "HF_TOKEN" not in prepare_candidates(request, "")[0]["env"]
+
+
+@pytest.mark.parametrize(
+    ("spoil", "expected"),
+    [
+        pytest.param(lambda c: c.update(name="other"), "must match", id="other-name"),
+        pytest.param(lambda c: c.pop("gpu"), "no gpu.id", id="no-gpu"),
+        pytest.param(lambda c: c.update(ports=["22/tcp"]), "8080/http", id="health-port-hidden"),
+        pytest.param(
+            lambda c: c.update(env={"FRUTEBOX_OWNER": "someoneelse"}), "owner token", id="theirs"
+        ),
+        pytest.param(lambda c: c.update(mounts={}), "does not mount", id="no-volume"),
+        pytest.param(
+            lambda c: c.update(mounts={"network": [{"volumeId": "theirs"}]}),
+            "does not mount",
+            id="other-volume",
+        ),
+    ],
 )
-from tests.runpod.conftest import Clock, FakeApi, ok, pod, pulled
-
-BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
-
-
-def at(status: str, started: str | None = "2026-01-01T00:00:00Z") -> dict[str, Any]:
-    return pod(status=status) | {"startedAt": started}
-
-
-def settle(provisioner: Provisioner, patched: dict[str, Any], tag: str | None = None) -> Pod:
-    return provisioner.settle_update(
-        BEFORE,
-        Pod.model_validate(patched),
-        health=HEALTH,
-        ollama_tags=[tag] if tag else [],
-        timeouts=TIMEOUTS,
-        patched_at=provisioner.clock(),
-    )
-
-
-def test_after_a_patch_health_is_read_only_once_the_pod_restarted(
-    provisioner: Provisioner, fake: FakeApi
+def test_a_candidate_that_could_not_be_recognised_as_ours_is_refused(
+    spoil: Callable[[dict[str, Any]], None], expected: str
 ) -> None:
-    # The API keeps saying RUNNING for a while, with the old start time: the old process.
-    fake.on(
-        "GET",
-        "/v2/pods/pod1",
-        ok(200, at("RUNNING")),
-        ok(200, at("RUNNING")),
-        ok(200, at("STARTING", None)),
-        ok(200, at("RUNNING", "2026-01-01T00:05:00Z")),
-    )
-    probed_while: list[int] = []
-
-    def healthy(request: httpx.Request) -> httpx.Response:
-        probed_while.append(len(fake.calls("GET", "/v2/pods/pod1")))
-        return ok(200, {})
-
-    fake.on("GET", HEALTH_URL, healthy)
-    fake.on("POST", PULL_URL, pulled)
-    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
-    got = settle(provisioner, at("RUNNING"), tag="qwen3:8b")
-    assert got.started_at == "2026-01-01T00:05:00Z"
-    assert probed_while and min(probed_while) == 4  # not before the restart showed
-    assert not fake.calls("DELETE")
+    request = request_of()
+    spoil(request.candidates[1])
+    with pytest.raises(errors.ConfigurationError, match=expected) as caught:
+        prepare_candidates(request, HF_TOKEN)
+    assert "candidates[1]" in str(caught.value)
 
 
-def test_a_new_start_time_counts_as_the_restart(provisioner: Provisioner, fake: FakeApi) -> None:
-    fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING", "2026-01-01T00:05:00Z")))
-    fake.on("GET", HEALTH_URL, ok(200, {}))
-    settle(provisioner, at("RUNNING", "2026-01-01T00:05:00Z"))
-    assert len(fake.calls("GET", "/health")) == 1
-
-
-def test_an_uptime_shorter_than_the_time_since_the_patch_counts_as_the_restart(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    # Nothing documents that startedAt changes: runtime.uptime is what the v2 Pod promises.
-    old = at("RUNNING") | {"runtime": {"uptime": 86400}}
-    fake.on(
-        "GET",
-        "/v2/pods/pod1",
-        ok(200, old),
-        ok(200, at("RUNNING") | {"runtime": {"uptime": 1}}),
-    )
-    fake.on("GET", HEALTH_URL, ok(200, {}))
-    settle(provisioner, old)
-    # old process, restarted (up 1 s, 4 s after the PATCH), then the wait for RUNNING
-    assert len(fake.calls("GET", "/v2/pods/pod1")) == 3
-    assert len(fake.calls("GET", "/health")) == 1
-
-
-def test_a_patch_that_never_shows_a_restart_fails_and_leaves_the_pod(
-    provisioner: Provisioner, fake: FakeApi
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING")))
-    fake.on("GET", HEALTH_URL, ok(200, {}))
-    with pytest.raises(errors.PodFailedError) as caught:
-        settle(provisioner, at("RUNNING"))
-    message = str(caught.value)
-    assert "showed no restart within 30s" in message and "left running" in message
-    assert not fake.calls("GET", "/health") and not fake.calls("DELETE")
-
-
-@pytest.mark.parametrize("dead", ["never-healthy", "error", "cancelled"])
-def test_a_patched_pod_that_does_not_serve_is_reported_not_terminated(
-    provisioner: Provisioner, fake: FakeApi, dead: str
-) -> None:
-    def cancel(request: httpx.Request) -> httpx.Response:
-        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
-
-    after = {"never-healthy": ok(200, at("RUNNING", "new")), "error": ok(200, at("ERROR"))}
-    fake.on("GET", "/v2/pods/pod1", after.get(dead, cancel))
-    fake.on("GET", HEALTH_URL, ok(502, {}))
-    fake.on("DELETE", "/v2/pods/pod1", ok(204))
-    with pytest.raises(errors.PodFailedError) as caught:
-        settle(provisioner, at("STARTING", None))
-    assert "left running because the stack records it" in str(caught.value)
-    assert not fake.calls("DELETE")
+@pytest.mark.parametrize(
+    ("gpu", "count", "expected"),
+    [
+        pytest.param("NVIDIA RTX A4000", 1, 0, id="first"),
+        pytest.param("NVIDIA A40", 1, 1, id="second"),
+        pytest.param("NVIDIA A40", 2, None, id="same-type-other-count"),
+        pytest.param("NVIDIA H100", 1, None, id="named-by-none"),
+    ],
+)
+def test_the_running_gpu_picks_its_candidate(gpu: str, count: int, expected: int | None) -> None:
+    bodies = prepare_candidates(request_of(), HF_TOKEN)
+    assert matching_candidate(bodies, Pod.model_validate(pod(gpu=gpu, count=count))) == expected
 
 
 def test_update_patches_only_the_changed_fields_in_place(emulator: RunningEmulator) -> None:

@@ -267,7 +267,8 @@ class App:
         return Response(201, self.account.create_pod(body).view(self._now()))
 
     def list_pods(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-        return Response(200, {"pods": [p.view(self._now()) for p in self.account.list_pods()]})
+        now = self._now()
+        return Response(200, {"pods": [p.view(now) for p in self.account.list_pods()]})
 
     def get_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         return Response(200, self.account.read_pod(params["id"]).view(self._now()))

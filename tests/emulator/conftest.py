@@ -67,3 +67,8 @@ def pod_body(**overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return body
+
+
+def network(volume_id: str) -> dict[str, Any]:
+    """A create's `mounts` with the network volume `volume_id` at /workspace."""
+    return {"network": [{"volumeId": volume_id, "path": "/workspace"}]}

@@ -11,7 +11,7 @@ from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import VolumeRecord
-from tests.emulator.conftest import pod_body
+from tests.emulator.conftest import network, pod_body
 
 CATALOG = Catalog.builtin()
 A40 = "NVIDIA A40"
@@ -19,10 +19,6 @@ VOLUMES = {
     "v-se": VolumeRecord("v-se", "w", 50, "EU-SE-1"),
     "v-gone": VolumeRecord("v-gone", "w", 50, "EU-RO-1", deleted=True),
 }
-
-
-def network(volume_id: str) -> dict[str, Any]:
-    return {"network": [{"volumeId": volume_id, "path": "/workspace"}]}
 
 
 def admit(body: dict[str, Any], stock: Stock | None = None, **realism: Any) -> Admitted:

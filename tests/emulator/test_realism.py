@@ -15,7 +15,7 @@ from frutebox_infra.emulator.server import COLLIDING_STACKS, realistic_for
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry_files import load_registry
-from tests.emulator.conftest import OPENAPI, pod_body
+from tests.emulator.conftest import OPENAPI, network, pod_body
 
 SCALE = 1000.0  # a minute window lasts 60 ms of the clock, a 20 s restart 20 ms
 
@@ -38,7 +38,7 @@ def our_pod(app: App, **overrides: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "name": "ours",
         "image": "ollama/ollama:0.35.1",
-        "mounts": {"network": [{"volumeId": volume["id"], "path": "/workspace"}]},
+        "mounts": network(volume["id"]),
     }
     body = pod_body(**{**fields, **overrides})
     response = send(app, "POST", "/v2/pods", body)

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
-from tests.emulator.conftest import pod_body
+from tests.emulator.conftest import network, pod_body
 
 
 def with_pod(account: Account) -> tuple[str, str]:
     volume = account.create_volume({"name": "w", "size": 20, "dataCenter": "EU-RO-1"})
-    mounts = {"network": [{"volumeId": volume.id, "path": "/workspace"}]}
-    return account.create_pod(pod_body(mounts=mounts)).id, volume.id
+    return account.create_pod(pod_body(mounts=network(volume.id))).id, volume.id
 
 
-def reloaded(account: Account, clock: ManualClock, **kwargs: Any) -> Account:
+def reloaded(account: Account, clock: ManualClock) -> Account:
     """The account as an emulator started again on `clock` reads it from its state file."""
     data = json.loads(json.dumps(snapshot(account)))
-    return restore(account.initial_catalog, data, None, account.realism, clock, **kwargs)
+    return restore(account.initial_catalog, data, None, account.realism, clock)
 
 
 def test_the_snapshot_shows_pods_and_volumes_as_the_api_does(account: Account) -> None:

@@ -15,11 +15,7 @@ from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.state import Account
-from tests.emulator.conftest import pod_body, valid
-
-
-def network(volume_id: str) -> dict[str, Any]:
-    return {"network": [{"volumeId": volume_id, "path": "/workspace"}]}
+from tests.emulator.conftest import network, pod_body, valid
 
 
 def running_pod(account: Account) -> PodRecord:

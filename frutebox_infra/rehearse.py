@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pulumi("up", "--stack", args.stack, "--yes", "--skip-preview") != 0:
             return 1
         pulumi("stack", "output", "pods", "--stack", args.stack)
-        account = emulator.app.account.snapshot()
+        account = emulator.app.state()
         pods = account.get("pods", [])
         live = [p for p in pods if p.get("status") != "TERMINATED" and not p["emulator"]["foreign"]]
         foreign = [p for p in pods if p["emulator"]["foreign"] and p["status"] == "RUNNING"]

@@ -216,3 +216,63 @@ def test_only_endpoints_resolves_the_runpod_key_and_url() -> None:
     readers = {n: v for n in modules() if n != "endpoints" and (v := _names_a_variable(n))}
     assert readers == {}
     assert _names_a_variable("endpoints") == sorted(ENDPOINT_VARIABLES)
+
+
+def _is_any(node: ast.expr | None) -> bool:
+    """`Any`, `typing.Any` or the string "Any"."""
+    return (
+        (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+        or (isinstance(node, ast.Constant) and node.value == "Any")
+    )
+
+
+@cache
+def _classes() -> frozenset[str]:
+    """Every class the package defines, by name."""
+    return frozenset(
+        node.name
+        for path in modules().values()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    )
+
+
+def _any_stand_ins(source: str) -> list[str]:
+    """Where `source` types one of our classes as `Any` instead of importing it: a name bound
+    to `Any` (`Account = Any`), or a parameter named after one of our classes (`account`
+    for `Account`) annotated `Any`. Either hides an import cycle from the checks above."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _is_any(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{t.id} = Any" for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.arg) and _is_any(node.annotation):
+            typed = "".join(part.title() for part in node.arg.split("_"))
+            if typed in _classes():
+                found.append(f"{node.arg}: Any (for {typed})")
+    return found
+
+
+def test_no_module_types_one_of_our_classes_as_any() -> None:
+    """A module that cannot import a class without a cycle must lose the cycle, not the type."""
+    stand_ins = {
+        name: found
+        for name, path in modules().items()
+        if (found := _any_stand_ins(path.read_text(encoding="utf-8")))
+    }
+    assert stand_ins == {}
+
+
+def test_the_any_check_sees_an_alias_and_a_parameter() -> None:
+    """The check above can fail: it finds both shapes of stand-in, and only those."""
+    source = (
+        "from typing import Any\nimport typing\nAccount = Any\nRecord: object = typing.Any\n"
+        "def f(account: Any, pod_record: 'Any', body: Any, catalog: object) -> None: ...\n"
+    )
+    assert _any_stand_ins(source) == [
+        "Account = Any",
+        "Record = Any",
+        "account: Any (for Account)",
+        "pod_record: Any (for PodRecord)",
+    ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from frutebox_infra.emulator.clock import Clock, SystemClock
 
 OPERATIONS = frozenset(
     {
@@ -137,13 +138,11 @@ class FaultQueue:
     the first call it answers, so periods of one operation follow each other.
     """
 
-    def __init__(
-        self, *, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, *, time_scale: float = 1.0, clock: Clock | None = None) -> None:
         self._queues: dict[str, deque[Fault]] = {}
         self._until: dict[int, float] = {}
         self._scale = time_scale
-        self._clock = clock
+        self._now = (clock or SystemClock()).now
 
     def add(self, faults: Iterable[Fault]) -> None:
         for fault in faults:
@@ -155,8 +154,8 @@ class FaultQueue:
             head = queue[0]
             # A period starts at the first call it answers, so a test's storm hits the waits
             # it aims at however long the steps before them took.
-            ends = self._until.setdefault(id(head), self._clock() + period / self._scale)
-            if self._clock() < ends:
+            ends = self._until.setdefault(id(head), self._now() + period / self._scale)
+            if self._now() < ends:
                 return head if not affects_pod else None
             del self._until[id(queue.popleft())]
         if queue and queue[0].affects_pod == affects_pod:

@@ -3,22 +3,22 @@
 `Realism.realistic()` is the default: quotas per minute and per hour with RateLimit headers,
 a listing that lags creates, names that collide with pods and volumes the account already
 holds, per-GPU host CUDA versions, restarts that lag a PATCH, servers that load for a while
-after RUNNING. `Realism.fast()` keeps the old instant behaviour for unit tests.
+after RUNNING. `Realism.fast()` is the instant, forgiving account unit tests use.
 
 Every duration here is in emulated seconds; `time_scale` emulated seconds pass per real
-second, and every duration the API reports (Retry-After, RateLimit `t`, `runtime.uptime`)
-is converted back to real seconds, so a client with real-time deadlines sees a consistent,
-faster world.
+second of the account's clock (clock.py), and every duration the API reports (Retry-After,
+RateLimit `t`, `runtime.uptime`) is in real seconds, so a client with real-time deadlines
+sees a consistent, faster world.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from frutebox_infra.emulator.errors import ApiProblem
+from frutebox_infra.emulator.clock import Clock, SystemClock
+from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 
 
 class Kind(StrEnum):
@@ -95,8 +95,6 @@ class Realism:
 
     def pick_cuda(self, gpu_id: str, gpu: Mapping[str, object]) -> str:
         """The host CUDA version a pod lands on; no host meets the request: capacity 400."""
-        from frutebox_infra.emulator.errors import CAPACITY_DETAIL
-
         hosts = sorted(self.host_cuda(gpu_id), key=cuda_key)
         allowed = gpu.get("allowedCudaVersions")
         if isinstance(allowed, list) and allowed:
@@ -115,20 +113,22 @@ def number(value: float) -> str:
 
 
 class RateLimiter:
-    """Fixed windows per quota, as RunPod's headers describe them; real-time, scaled."""
+    """Fixed windows per quota, as RunPod's headers describe them, each `time_scale` times
+    shorter on `clock` than its emulated length."""
 
-    def __init__(self, realism: Realism, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, realism: Realism, clock: Clock | None = None) -> None:
         self.realism = realism
-        self._clock = clock
+        self._now = (clock or SystemClock()).now
         self._windows: dict[str, tuple[float, int]] = {}
 
     def reset(self) -> None:
         self._windows = {}
 
     def _state(self, name: str, length_s: float) -> tuple[float, int]:
-        start, used = self._windows.get(name, (self._clock(), 0))
-        if self._clock() - start >= length_s:
-            start, used = self._clock(), 0
+        now = self._now()
+        start, used = self._windows.get(name, (now, 0))
+        if now - start >= length_s:
+            start, used = now, 0
         return start, used
 
     def admit(self) -> tuple[dict[str, str], ApiProblem | None]:
@@ -140,7 +140,7 @@ class RateLimiter:
         for name, quota, window_s in self.realism.quotas:
             length = self.realism.real_s(window_s)
             start, used = self._state(name, length)
-            reset_in = max(0.0, start + length - self._clock())
+            reset_in = max(0.0, start + length - self._now())
             if used >= quota and exceeded is None:
                 exceeded = (name, reset_in)
             states.append((name, quota, length, start, used, reset_in))

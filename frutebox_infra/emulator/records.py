@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,8 +34,9 @@ class RawBody:
         return cls("application/x-ndjson", lines.encode())
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def timestamp(at_s: float) -> str:
+    """Epoch seconds as `createdAt` and `startedAt` show them: whole seconds, UTC."""
+    return datetime.fromtimestamp(at_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -55,7 +55,7 @@ class PodRecord:
     pulled: list[str] = field(default_factory=list)
     billed: list[list[Any]] = field(default_factory=list)
     """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
-    # Realism (wall-clock seconds, so a state file survives a restart of the emulator).
+    # Realism, in the clock's epoch seconds: a state file outlives a restart of the emulator.
     created_wall: float = 0.0
     started_wall: float | None = None
     restart_at_wall: float | None = None
@@ -74,15 +74,20 @@ class PodRecord:
         network = (self.body.get("mounts") or {}).get("network") or []
         return str(network[0]["volumeId"]) if network else None
 
-    def uptime(self) -> int | float:
-        """Seconds since the container started; whole seconds unless the clock is scaled."""
+    def uptime(self, now: float) -> int | float:
+        """Real seconds since the container started, at `now`; under a second (a scaled
+        clock's restarts) in milliseconds, else whole seconds."""
         if self.started_wall is None:
             return 0
-        seconds = max(0.0, time.time() - self.started_wall)
+        seconds = max(0.0, now - self.started_wall)
         return int(seconds) if seconds >= 1 else round(seconds, 3)
 
-    def view(self) -> dict[str, Any]:
-        """The pod as GET /v2/pods/{id} shows it (schema `Pod`)."""
+    def loading(self, now: float) -> bool:
+        """Started, but its server has not finished loading at `now`."""
+        return self.started_wall is not None and now - self.started_wall < self.load_s
+
+    def view(self, now: float) -> dict[str, Any]:
+        """The pod as GET /v2/pods/{id} shows it at `now` (schema `Pod`)."""
         b = self.body
         running = self.status == "RUNNING"
         ports = list(b.get("ports") or [])
@@ -115,7 +120,7 @@ class PodRecord:
             "locked": bool(b.get("locked", False)),
             "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
             "runtime": {
-                "uptime": self.uptime(),
+                "uptime": self.uptime(now),
                 "ports": [
                     {
                         "private": int(p.split("/")[0]),

@@ -17,12 +17,15 @@ from types import FrameType
 from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
+from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
+from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_files import load_registry
 
@@ -38,9 +41,9 @@ def realistic_for(registry: Registry, **overrides: Any) -> Realism:
     registry's models in the stacks everyone starts from, and only the registry's images."""
     options: dict[str, Any] = {
         "foreign_pod_names": tuple(
-            f"frutebox-{stack}-{m.id}" for stack in COLLIDING_STACKS for m in registry.models
+            pod_name(stack, m.id) for stack in COLLIDING_STACKS for m in registry.models
         ),
-        "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in COLLIDING_STACKS),
+        "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
         "known_images": frozenset(i.reference for i in registry.images.values()),
         "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
     }
@@ -63,12 +66,14 @@ class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self, catalog: Catalog, stock: Stock | None, realism: Realism) -> Account | None:
+    def load(
+        self, catalog: Catalog, stock: Stock | None, realism: Realism, clock: Clock
+    ) -> Account | None:
         if not self.path.is_file():
             return None
         try:
             data = json.loads(self.path.read_text("utf-8"))
-            return Account.restore(catalog, data, stock, realism)
+            return restore(catalog, data, stock, realism, clock)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"--state {self.path}: not an emulator state file ({exc!r});"
@@ -78,7 +83,7 @@ class StateFile:
     def save(self, account: Account) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(account.snapshot(), handle)
+            json.dump(snapshot(account), handle)
         os.replace(tmp, self.path)
 
 
@@ -118,18 +123,21 @@ def build(
     proxy_base: str | None = None,
     catalog: Catalog | None = None,
     realism: Realism | None = None,
+    clock: Clock | None = None,
 ) -> EmulatorHTTPServer:
     """Bind the server (loopback only); nothing is served until serve_forever runs.
 
-    `realism` defaults to the realistic account of the project's registry.
+    `realism` defaults to the realistic account of the project's registry, `clock` to the
+    system's (a test's manual clock moves every lag and window without a sleep).
     """
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
     catalog = catalog or Catalog.builtin()
     realism = realism or realistic_for(load_registry())
+    clock = clock or SystemClock()
     store = StateFile(state_file) if state_file else None
-    account = (store.load(catalog, stock, realism) if store else None) or Account(
-        catalog, stock, realism
+    account = (store.load(catalog, stock, realism, clock) if store else None) or Account(
+        catalog, stock, realism, clock
     )
     app = App(account, on_change=(lambda: store.save(account)) if store else None)
     server = EmulatorHTTPServer((host, port), app)

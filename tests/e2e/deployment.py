@@ -8,7 +8,7 @@ from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import pod_name
+from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client
@@ -59,7 +59,7 @@ class Deployment:
             "foreign_pod_names": tuple(
                 pod_name(stack, m.id) for stack in STACKS for m in registry.models
             ),
-            "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in STACKS),
+            "foreign_volume_names": tuple(volume_name(stack) for stack in STACKS),
         }
         options.update(realism)
         emulator = start(catalog=catalog, stock=cells, realism=realistic_for(registry, **options))

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.faults import Fault, FaultAction, FaultError, FaultQueue, parse_faults
 
 
@@ -101,15 +102,15 @@ def test_a_pod_fault_blocks_nothing_and_is_taken_only_as_a_pod_fault() -> None:
 
 
 def test_a_timed_fault_answers_every_call_for_its_period_and_periods_follow_each_other() -> None:
-    now = [0.0]
-    queue = FaultQueue(time_scale=100.0, clock=lambda: now[0])
+    clock = ManualClock(0.0)
+    queue = FaultQueue(time_scale=100.0, clock=clock)
     queue.add(parse_faults([
         {"op": "pods.get", "action": "return-503", "forSeconds": 300},
         {"op": "pods.get", "action": "return-429", "retryAfter": 30, "forSeconds": 300},
     ]))  # fmt: skip
     seen = []
     for at in (0.0, 2.9, 3.1, 6.0, 6.2):  # real seconds: the periods last 3 s each at x100
-        now[0] = at
+        clock.advance(at - clock.now())
         fault = queue.take_response("pods.get")
         seen.append(fault.status if fault else None)
     assert seen == [503, 503, 429, 429, None]  # the 429 period began at its first call, 3.1

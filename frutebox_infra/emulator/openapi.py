@@ -20,8 +20,8 @@ def load_openapi() -> dict[str, Any]:
     return document
 
 
-class Contract:
-    """Request-body schemas of the official OpenAPI document, checked as Draft 2020-12."""
+class OpenApi:
+    """The official OpenAPI document's schemas, each instance checked as Draft 2020-12."""
 
     def __init__(self, document: Mapping[str, Any] | None = None) -> None:
         contents = dict(document) if document is not None else load_openapi()

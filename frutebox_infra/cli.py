@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
-from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
+from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
@@ -63,12 +63,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.status import (
-        EXIT_DRIFT,
-        collect,
-        read_recorded,
-        stack_endpoint,
-    )
+    from frutebox_infra.status import collect, read_recorded, stack_endpoint
     from frutebox_infra.status import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)

@@ -32,9 +32,6 @@ from frutebox_infra.toolchain import hermetic_env
 if TYPE_CHECKING:
     from frutebox_infra.runpod.client import NetworkVolume, Pod, RunPodClient
 
-EXIT_DRIFT = 3
-"""`status` found drift (0: in sync, 1: an API problem, 2: a usage error)."""
-
 SPEND_WINDOWS = {24: ("hour", 24), 168: ("day", 7)}
 """Window in hours -> the billing query (bucket size, last N buckets) that covers it."""
 

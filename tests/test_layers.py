@@ -216,3 +216,26 @@ def test_only_endpoints_resolves_the_runpod_key_and_url() -> None:
     readers = {n: v for n in modules() if n != "endpoints" and (v := _names_a_variable(n))}
     assert readers == {}
     assert _names_a_variable("endpoints") == sorted(ENDPOINT_VARIABLES)
+
+
+def _exit_constants(name: str) -> list[str]:
+    """The `EXIT_*` names a module assigns (tuple unpacking included), wherever it does."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    targets: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets += node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets.append(node.target)
+    names = []
+    for target in targets:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name) and n.id.startswith("EXIT_"):
+                names.append(n.id)
+    return sorted(names)
+
+
+def test_exit_codes_have_one_home() -> None:
+    """errors.py defines every exit code a command returns; everyone else imports them."""
+    definers = {n: names for n in modules() if (names := _exit_constants(n))}
+    assert definers == {"errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}

@@ -68,7 +68,7 @@ LAZY = (
     "frutebox_infra.refs",
     "frutebox_infra.emulator",
     "frutebox_infra.drift",
-    "frutebox_infra.status",
+    "frutebox_infra.status_read",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
 deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the

@@ -63,8 +63,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.status import collect, read_recorded, stack_endpoint
-    from frutebox_infra.status import terminate_untracked as terminate
+    from frutebox_infra.status_read import collect, read_recorded, stack_endpoint
+    from frutebox_infra.status_read import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)
     plan = load_plan(args.stack, project_dir / "stacks")

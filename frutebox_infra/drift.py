@@ -1,6 +1,6 @@
 """Recorded (stack outputs) vs live (RunPod) vs planned: per model, what drifted and how to heal.
 
-Pure: the shell (`status.py`) reads the outputs and the API and hands plain values in.
+Pure: the shell (`status_read.py`) reads the outputs and the API and hands plain values in.
 """
 
 from __future__ import annotations

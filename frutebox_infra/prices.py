@@ -111,7 +111,7 @@ def run_prices(
                 " or name a stack whose secret holds one (--stack)."
             )
     else:
-        from frutebox_infra.status import stack_endpoint
+        from frutebox_infra.status_read import stack_endpoint
 
         settings = load_settings(stack_file(stack, project_dir / "stacks"))
         endpoint = stack_endpoint(stack, project_dir, os.environ, settings.runpod_api_url)

@@ -29,7 +29,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("diff", "drift"),
     ("live_warnings",),
     ("report",),
-    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
+    (
+        "fleet",
+        "interrupted",
+        "refs",
+        "toolchain",
+        "runpod",
+        "emulator",
+        "status_read",
+        "prices",
+        "live",
+    ),
     ("cli", "rehearse", "__main__"),
 )
 """Bottom to top. A module may import its own layer or a lower one, never a higher one. An

@@ -1,7 +1,7 @@
 """`frutebox status`'s shell: reads the stack's outputs and RunPod, then has them compared.
 
-The comparison is `drift.py` (pure), the rendering `report/status.py`; this module only does
-I/O: `pulumi stack output` in the project's environment, and read-only RunPod calls (plus
+The comparison is `drift.py` (pure), the rendering `report/status_report.py`; this module only
+does I/O: `pulumi stack output` in the project's environment, and read-only RunPod calls (plus
 terminating untracked pods on request).
 """
 

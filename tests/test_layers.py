@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("colocate",),
     ("plan",),
     ("diff", "drift"),
-    ("live_warnings",),
+    ("live_warnings", "price_compare"),
     ("report",),
     (
         "fleet",

@@ -256,12 +256,14 @@ def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
 
 def plan_data(plan: FleetPlan) -> dict[str, Any]:
     s = plan.settings
+    # One pass over the pods: asking the plan per model would scan every pod for each one.
+    pod_names = {mid: pod_name(plan.stack, p.anchor) for p in plan.pods for mid in p.model_ids}
     return {
         "version": PLAN_VERSION,
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
-        "models": [model_plan_data(m, plan.pod_name_of(m.model_id)) for m in plan.models],
+        "models": [model_plan_data(m, pod_names.get(m.model_id)) for m in plan.models],
         "pods": [pod_data(p, plan.stack) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,

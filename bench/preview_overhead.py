@@ -68,7 +68,7 @@ LAZY = (
     "frutebox_infra.refs",
     "frutebox_infra.emulator",
     "frutebox_infra.drift",
-    "frutebox_infra.status",
+    "frutebox_infra.status_read",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
 deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the
@@ -86,7 +86,7 @@ from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet
 from frutebox_infra.plan import Environment, plan_fleet
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.report.table import plan_table
+from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
@@ -94,7 +94,7 @@ t4 = time.perf_counter()
 plan = plan_fleet(registry, load_settings(stack_file("prod")), stack="prod")
 t5 = time.perf_counter()
 plan_table(plan)
-from frutebox_infra.report.data import plan_data
+from frutebox_infra.report.plan_report import plan_data
 plan_data(plan)
 t6 = time.perf_counter()
 import sys

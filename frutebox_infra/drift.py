@@ -1,6 +1,6 @@
 """Recorded (stack outputs) vs live (RunPod) vs planned: per model, what drifted and how to heal.
 
-Pure: the shell (`status.py`) reads the outputs and the API and hands plain values in.
+Pure: the shell (`status_read.py`) reads the outputs and the API and hands plain values in.
 """
 
 from __future__ import annotations
@@ -195,11 +195,12 @@ def changes(model: ModelPlan, pod: LivePod, data_center: str) -> tuple[str, ...]
 def _model_status(
     plan: FleetPlan,
     model_id: str,
+    model: ModelPlan | None,
     recorded: RecordedPod | None,
     live_by_id: Mapping[str, LivePod],
     now: datetime,
 ) -> ModelStatus:
-    model = plan.model(model_id)
+    """`model`: the plan's model of that id, None when it is recorded but no longer armed."""
     live = live_by_id.get(recorded.pod_id) if recorded and recorded.pod_id else None
     drift: DriftKind | None = None
     details: tuple[str, ...] = ()
@@ -242,11 +243,12 @@ def compute_status(
     """Compare the three; `billed_usd` maps a window in hours to the pod spend billed in it."""
     pods = list(live_pods)
     by_id = {p.id: p for p in pods}
-    model_ids = [m.model_id for m in plan.models] + [
-        mid for mid in recorded.pods if plan.model(mid) is None
-    ]
+    # Looked up once by id: asking the plan per model would scan every model for each one.
+    planned = {m.model_id: m for m in plan.models}
+    model_ids = [*planned, *(mid for mid in recorded.pods if mid not in planned)]
     models = tuple(
-        _model_status(plan, mid, recorded.pods.get(mid), by_id, now) for mid in model_ids
+        _model_status(plan, mid, planned.get(mid), recorded.pods.get(mid), by_id, now)
+        for mid in model_ids
     )
     tracked = {r.pod_id for r in recorded.pods.values()}
     names = {pod_name(plan.stack, mid) for mid in model_ids}

@@ -22,7 +22,7 @@ BOUND_S = 4.0
 def fetch_catalog(endpoint: Endpoint, timeout_s: float) -> LiveCatalog:
     from frutebox_infra.runpod.client import RunPodClient
     from frutebox_infra.runpod.retrying import RetryPolicy
-    from frutebox_infra.status import live_pod, live_volume
+    from frutebox_infra.status_read import live_pod, live_volume
 
     # One attempt each: a preview never waits out retries.
     client = RunPodClient(

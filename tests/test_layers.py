@@ -27,9 +27,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("colocate",),
     ("plan",),
     ("diff", "drift"),
-    ("live_warnings",),
+    ("live_warnings", "price_compare"),
     ("report",),
-    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
+    (
+        "fleet",
+        "interrupted",
+        "refs",
+        "toolchain",
+        "runpod",
+        "emulator",
+        "status_read",
+        "prices",
+        "live",
+    ),
     ("cli", "rehearse", "__main__"),
 )
 """Bottom to top. A module may import its own layer or a lower one, never a higher one. An
@@ -276,3 +286,26 @@ def test_the_any_check_sees_an_alias_and_a_parameter() -> None:
         "account: Any (for Account)",
         "pod_record: Any (for PodRecord)",
     ]
+
+
+def _exit_constants(name: str) -> list[str]:
+    """The `EXIT_*` names a module assigns (tuple unpacking included), wherever it does."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    targets: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets += node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets.append(node.target)
+    names = []
+    for target in targets:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name) and n.id.startswith("EXIT_"):
+                names.append(n.id)
+    return sorted(names)
+
+
+def test_exit_codes_have_one_home() -> None:
+    """errors.py defines every exit code a command returns; everyone else imports them."""
+    definers = {n: names for n in modules() if (names := _exit_constants(n))}
+    assert definers == {"errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}

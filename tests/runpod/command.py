@@ -47,8 +47,6 @@ def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
         "FRUTEBOX_POLL_INTERVAL_S": "0.002",
         "FRUTEBOX_DUPLICATE_CHECK_S": DUPLICATE_CHECK_S,
         "FRUTEBOX_RETRY_BACKOFF_S": "0",
-        # The fast account lists a pod at once: no listing lag for the duplicate check to wait out.
-        "FRUTEBOX_DUPLICATE_CHECK_S": "0.01",
         "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
         "FRUTEBOX_HEALTH_TIMEOUT_S": "5",
     }

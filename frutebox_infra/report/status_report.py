@@ -1,13 +1,16 @@
-"""`frutebox status` as a table, JSON data (stable keys, versioned) and Markdown."""
+"""`frutebox status`: recorded vs live vs planned as a terminal table, Markdown for a job
+summary, and plain data with stable camelCase keys."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from frutebox_infra.drift import LivePod, ModelStatus, StatusView
+from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table, usd
 
 STATUS_VERSION = 1
+"""Changes when a key of `status_data` does."""
 STATUS_HEADERS = (
     "MODEL",
     "POD",
@@ -144,7 +147,6 @@ def _pod_data(pod: LivePod | None) -> dict[str, Any] | None:
 
 
 def status_data(view: StatusView) -> dict[str, Any]:
-    """Stable camelCase keys; `version` changes when a key does."""
     v = view.volume
     return {
         "version": STATUS_VERSION,
@@ -187,3 +189,6 @@ def status_data(view: StatusView) -> dict[str, Any]:
         ],
         "heal": view.heal,
     }
+
+
+STATUS = Renderers[StatusView]("the status", status_table, status_data, status_markdown)

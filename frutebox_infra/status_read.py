@@ -1,7 +1,8 @@
-"""`frutebox status`: the thin shell that reads the stack's outputs and RunPod, then compares.
+"""`frutebox status`'s shell: reads the stack's outputs and RunPod, then has them compared.
 
-The comparison is `drift.py` (pure); this module only does I/O: `pulumi stack output` in the
-project's environment, and read-only RunPod calls (plus terminating untracked pods on request).
+The comparison is `drift.py` (pure), the rendering `report/status_report.py`; this module only
+does I/O: `pulumi stack output` in the project's environment, and read-only RunPod calls (plus
+terminating untracked pods on request).
 """
 
 from __future__ import annotations
@@ -32,9 +33,6 @@ from frutebox_infra.toolchain import hermetic_env
 if TYPE_CHECKING:
     from frutebox_infra.runpod.client import RunPodClient
     from frutebox_infra.runpod.wire import NetworkVolume, Pod
-
-EXIT_DRIFT = 3
-"""`status` found drift (0: in sync, 1: an API problem, 2: a usage error)."""
 
 SPEND_WINDOWS = {24: ("hour", 24), 168: ("day", 7)}
 """Window in hours -> the billing query (bucket size, last N buckets) that covers it."""

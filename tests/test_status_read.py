@@ -1,8 +1,8 @@
-"""The status shell against the emulator (the stack's outputs given), and its three renderings."""
+"""The status shell against the emulator (the stack's outputs given): what it reads, probes and
+terminates, seen through the view and its renderings."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
@@ -12,8 +12,8 @@ from frutebox_infra.drift import DriftKind, StatusView
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.plan import FleetPlan, plan_fleet, pod_body
-from frutebox_infra.report.status import status_data, status_markdown, status_table
-from frutebox_infra.status import collect, recorded_from_outputs, terminate_untracked
+from frutebox_infra.report.status_report import status_markdown, status_table
+from frutebox_infra.status_read import collect, recorded_from_outputs, terminate_untracked
 from tests.factories import real_registry, settings
 
 STACK = "s"
@@ -81,35 +81,6 @@ def test_stopped_then_untracked_then_foreign(emulator: RunningEmulator) -> None:
     assert [p.id for p in view.untracked] == [pod_id]
     assert terminate_untracked(view, endpoints(emulator)) == [pod_id]
     assert view_of(emulator, lost).untracked == ()
-
-
-def test_json_has_stable_keys(emulator: RunningEmulator) -> None:
-    data = status_data(view_of(emulator, deploy(emulator)))
-    assert json.loads(json.dumps(data)) == data
-    assert set(data) == {
-        "version",
-        "stack",
-        "inSync",
-        "models",
-        "untracked",
-        "foreign",
-        "volume",
-        "spend",
-        "heal",
-    }
-    assert data["version"] == 1 and data["inSync"] is True
-    assert set(data["models"][0]) == {
-        "model",
-        "podName",
-        "recordedPodId",
-        "live",
-        "uptimeSeconds",
-        "healthy",
-        "planned",
-        "drift",
-        "details",
-        "urn",
-    }
 
 
 def test_no_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:

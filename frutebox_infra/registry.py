@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field, field_validator, model_validator
 
@@ -327,21 +327,44 @@ class Model(Frozen):
             return self
         if params.active_billions is None:
             raise ValueError("a MoE model's parameters need active_billions")
-        per_expert, experts, used = arch.weights_per_expert, arch.experts, arch.experts_per_token
-        if per_expert is None or experts is None or used is None:
+        split = self.expert_split
+        if split is None:
             return self
-        routed_active = arch.moe_layers * used * per_expert
-        shared = params.active - routed_active
-        derived = shared + arch.moe_layers * experts * per_expert
-        if shared <= 0 or abs(derived / params.total - 1) > PARAMETERS_TOLERANCE:
+        derived = split.shared + split.routed
+        if split.shared <= 0 or abs(derived / params.total - 1) > PARAMETERS_TOLERANCE:
             raise ValueError(
                 f"parameters ({params.total_billions}B total, {params.active_billions}B active)"
-                f" disagree with the architecture: {arch.moe_layers} MoE layers x {experts}"
+                f" disagree with the architecture: {arch.moe_layers} MoE layers x {arch.experts}"
                 f" experts of 3 x {arch.hidden_size} x {arch.moe_intermediate_size} weights,"
-                f" {used} per token, give {derived / 1e9:.0f}B total; check hidden_size,"
-                " moe_intermediate_size, experts, experts_per_token and dense_layers"
+                f" {arch.experts_per_token} per token, give {derived / 1e9:.0f}B total; check"
+                " hidden_size, moe_intermediate_size, experts, experts_per_token and dense_layers"
             )
         return self
+
+    @property
+    def expert_split(self) -> ExpertSplit | None:
+        """A MoE's weights every token reads (the active count less its routed experts) and
+        its routed experts' weights; None unless the registry has the whole expert structure."""
+        params, arch = self.parameters, self.architecture
+        if params is None or arch is None or not arch.moe:
+            return None
+        per_expert, experts, used = arch.weights_per_expert, arch.experts, arch.experts_per_token
+        if per_expert is None or experts is None or used is None:
+            return None
+        return ExpertSplit(
+            shared=params.active - arch.moe_layers * used * per_expert,
+            routed=float(arch.moe_layers * experts * per_expert),
+            per_expert=float(per_expert),
+        )
+
+
+class ExpertSplit(NamedTuple):
+    """A MoE's weight counts by how a decode step reads them."""
+
+    shared: float
+    routed: float
+    per_expert: float
+    """Weights of one routed expert in one layer."""
 
 
 class PriceTier(Frozen):

@@ -76,6 +76,7 @@ class SpeedEstimate:
     decode_tok_s_aggregate: float
     prefill_tok_s: float
     decode_step_ms: float
+    """One decode step of every stream (with speculation: its drafts and the verify)."""
     bound: Literal["memory", "compute"]
     """What limits a decode step beyond its fixed overheads."""
     usd_per_million_output_tokens: float | None
@@ -132,25 +133,7 @@ def estimate_speed(
     )
     notes: list[str] = []
     streams = workload.concurrency
-    step, compute_bound = _step(ctx, streams, streams, workload.context_tokens)
-    per_step = 1.0
-    acceptance = facts.speculative.get(placement.speculative)
-    if placement.speculative is not SpecDecode.NONE and placement.speculative_steps > 0:
-        if acceptance is None:
-            notes.append(
-                f"no acceptance assumption for {placement.speculative} in registry/speed.yaml:"
-                " estimated without speculative decoding"
-            )
-        else:
-            k = placement.speculative_steps
-            accept = placement.speculative_acceptance or acceptance.token_acceptance
-            verify, compute_bound = _step(ctx, streams * (k + 1), streams, workload.context_tokens)
-            step = verify + k * acceptance.draft_step_cost * step
-            per_step = accepted_tokens(accept, k)
-            notes.append(
-                f"{placement.speculative} drafting {k} tokens at {accept:.0%} acceptance each:"
-                f" {per_step:.2f} tokens per step"
-            )
+    step, per_step, compute_bound = _decode(ctx, workload, facts, notes)
     if placement.engine in LAYER_SPLIT_ENGINES and placement.gpu_count > 1:
         notes.append(f"layer split: the {placement.gpu_count} GPUs take turns on every token")
     prompt = workload.prompt_tokens or PREFILL_REFERENCE_TOKENS
@@ -171,6 +154,33 @@ def estimate_speed(
         usd_per_million_output_tokens=usd_per_million_tokens(placement.usd_per_hour, aggregate),
         assumptions=tuple(notes),
     )
+
+
+def _decode(
+    ctx: _Context, workload: Workload, facts: SpeedFacts, notes: list[str]
+) -> tuple[float, float, bool]:
+    """Seconds per decode step, tokens each stream gains per step, and whether compute bounds
+    it: one token per plain step; with speculation, `K` drafts and a verify of `K + 1`."""
+    p, streams, context = ctx.placement, workload.concurrency, workload.context_tokens
+    step, compute_bound = _step(ctx, streams, streams, context)
+    if p.speculative is SpecDecode.NONE or p.speculative_steps == 0:
+        return step, 1.0, compute_bound
+    assumption = facts.speculative.get(p.speculative)
+    if assumption is None:
+        notes.append(
+            f"no acceptance assumption for {p.speculative} in registry/speed.yaml: estimated"
+            " without speculative decoding"
+        )
+        return step, 1.0, compute_bound
+    k = p.speculative_steps
+    accept = p.speculative_acceptance or assumption.token_acceptance
+    verify, compute_bound = _step(ctx, streams * (k + 1), streams, context)
+    tokens = accepted_tokens(accept, k)
+    notes.append(
+        f"{p.speculative} drafting {k} tokens at {accept:.0%} acceptance each:"
+        f" {tokens:.2f} tokens per step"
+    )
+    return verify + k * assumption.draft_step_cost * step, tokens, compute_bound
 
 
 def usd_per_million_tokens(usd_per_hour: float | None, tok_s: float) -> float | None:
@@ -203,7 +213,7 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
         return f"registry/models.yaml lacks {model.id}'s architecture or parameter counts"
     if arch.hidden_size is None:
         return f"registry/models.yaml lacks {model.id}'s architecture.hidden_size"
-    if arch.moe and (arch.weights_per_expert is None or not arch.experts_per_token):
+    if arch.moe and model.expert_split is None:
         return (
             f"registry/models.yaml lacks {model.id}'s expert structure (experts,"
             " experts_per_token, moe_intermediate_size)"
@@ -214,23 +224,20 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
 
 
 def _shape(model: Model, p: Placement) -> _Shape:
-    arch, params = model.architecture, model.parameters
+    arch, params, split = model.architecture, model.parameters, model.expert_split
     assert arch is not None and params is not None
     weight_bytes = p.weights_gb * GB
     uniform = weight_bytes / params.total
-    if not arch.moe:
+    if split is None:
         return _Shape(arch, params.active, params.active, 0.0, 0, 0, uniform, uniform)
-    assert arch.weights_per_expert and arch.experts and arch.experts_per_token
-    per_expert = float(arch.weights_per_expert)
-    routed = arch.moe_layers * arch.experts * per_expert
-    shared = params.active - arch.moe_layers * arch.experts_per_token * per_expert
+    assert arch.experts and arch.experts_per_token
     shared_bpw = expert_bpw = uniform
     if p.non_expert_bytes_per_weight is not None:
-        stored_shared = max(params.total - routed, shared)
+        stored_shared = max(params.total - split.routed, split.shared)
         shared_bpw = p.non_expert_bytes_per_weight
-        expert_bpw = max(weight_bytes - stored_shared * shared_bpw, 0.0) / routed
+        expert_bpw = max(weight_bytes - stored_shared * shared_bpw, 0.0) / split.routed
     return _Shape(
-        arch, params.active, shared, per_expert, arch.experts, arch.experts_per_token,
+        arch, params.active, split.shared, split.per_expert, arch.experts, arch.experts_per_token,
         shared_bpw, expert_bpw,
     )  # fmt: skip
 

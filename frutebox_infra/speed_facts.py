@@ -34,7 +34,9 @@ class GpuSpeed(Frozen):
     fp8_dense_tflops: float | None = Field(default=None, gt=0, le=20_000)
     """Dense FP8 tensor TFLOPS; None on GPUs without FP8 tensor cores (Ampere)."""
     interconnect: Interconnect
-    source: str
+    datasheet: str
+    """Where the figures come from (named apart from the price's `source`, which
+    `frutebox prices --write` rewrites)."""
 
 
 class Parameters(Frozen):

@@ -653,7 +653,7 @@ def test_a_registry_from_before_speed_facts_still_loads_without_them() -> None:
 
 def test_every_real_gpu_records_its_speed_facts() -> None:
     for g in real_registry().gpus:
-        assert g.speed is not None and g.speed.source, g.id
+        assert g.speed is not None and g.speed.datasheet, g.id
         assert (g.speed.fp8_dense_tflops is not None) == g.fp8, g.id
 
 

@@ -63,7 +63,7 @@ def fast_gpu(bandwidth_gb_s: float = 3000, *, tflops: float = 1000, link: str = 
             "bf16_dense_tflops": tflops,
             "fp8_dense_tflops": 2 * tflops,
             "interconnect": {"kind": link, "generation": 4, "gb_s_per_direction": 450},
-            "source": "test",
+            "datasheet": "test",
         }
     )
     return gpu(vram_gb=80).model_copy(update={"speed": speed})

@@ -171,4 +171,5 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         data_centers=catalog.data_centers,
         network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
+        speed=catalog.speed,
     )

@@ -8,52 +8,17 @@ from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
+
+from frutebox_infra.registry_base import Frozen as Frozen
+from frutebox_infra.registry_base import Runtime as Runtime
+from frutebox_infra.registry_base import SpecDecode as SpecDecode
+from frutebox_infra.speed_facts import PARAMETERS_TOLERANCE, GpuSpeed, Parameters, SpeedFacts
 
 MAX_CONTEXT_TOKENS = 10_485_760
 """The longest context any model claims (10M tokens)."""
-
-
-class Frozen(BaseModel):
-    """Registry records are facts: immutable, and unknown keys are typos."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic would read `vram_gb: true` as 1 and `fp8: 0` as false: booleans and
-        # numbers never stand in for each other.
-        if info.field_name is None:
-            return value
-        annotation = cls.model_fields[info.field_name].annotation
-        boolean = annotation is bool or bool in get_args(annotation)
-        if isinstance(value, bool) and not boolean:
-            raise ValueError("true/false is not a value of this field")
-        if boolean and value is not None and not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-
-
-class Runtime(StrEnum):
-    """Serving engines a model may declare; whether we can serve one is the recipes' call."""
-
-    SGLANG = "sglang"
-    VLLM = "vllm"
-    LLAMACPP = "llamacpp"
-    OLLAMA = "ollama"
-    COMFYUI = "comfyui"
-    TGI = "tgi"
-    DIFFUSERS = "diffusers"
 
 
 class Cloud(StrEnum):
@@ -83,6 +48,21 @@ class Gpu(Frozen):
     price_usd_per_hour: Price
     architecture: str | None = Field(default=None, pattern=r"^sm_\d+$")
     """CUDA compute capability (sm_86, sm_90, ...): which image kernels can run on it."""
+    speed: GpuSpeed | None = None
+    """None where unsourced: the speed model then gives no estimate on this GPU."""
+
+    @model_validator(mode="after")
+    def _fp8_figures_agree(self) -> Gpu:
+        if self.speed is None:
+            return self
+        has_figure = self.speed.fp8_dense_tflops is not None
+        if has_figure != self.fp8:
+            raise ValueError(
+                f"fp8 is {str(self.fp8).lower()} but speed.fp8_dense_tflops is"
+                f" {'set' if has_figure else 'missing'}: a GPU with FP8 tensor cores records"
+                " their dense TFLOPS, one without records none"
+            )
+        return self
 
     @model_validator(mode="after")
     def _units_agree(self) -> Gpu:
@@ -205,15 +185,22 @@ class Source(Frozen):
     comfyui: ComfyRecipe | None = None
 
 
+WeightFormat = Literal["fp8", "bf16", "fp16", "gguf", "mixed"]
+
+
 class Weights(Frozen):
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
 
-    format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
+    format: WeightFormat = "bf16"
     disk_gb: float | None = Field(default=None, gt=0, le=10_000)
     vram_gb: float | None = Field(default=None, gt=0, le=10_000)
     fp8_block_size: int | None = Field(default=None, gt=0, le=4096)
     """Block-wise FP8 scales (config.json quantization_config.weight_block_size): every
     tensor-parallel shard of a quantized matrix must hold whole blocks."""
+    non_expert_bytes_per_weight: float | None = Field(default=None, gt=0, le=4)
+    """Where a MoE checkpoint keeps its attention and shared weights at another precision than
+    its experts (gpt-oss: BF16 attention, MXFP4 experts), the bytes of one such weight; the
+    experts' bytes per weight then follow from the total. None: one precision throughout."""
     source: str | None = None
 
 
@@ -236,6 +223,13 @@ class Architecture(Frozen):
     """Width of one expert's MLP: what tensor parallelism splits inside each expert."""
     intermediate_size: int | None = Field(default=None, gt=0)
     """Width of a dense MLP; only dense models are sharded by it."""
+    hidden_size: int | None = Field(default=None, gt=0, le=65_536)
+    """The residual width (config.json hidden_size): what each tensor-parallel all-reduce
+    carries per token, and with `moe_intermediate_size` the size of one expert."""
+    experts_per_token: int | None = Field(default=None, gt=0, le=1024)
+    """Routed experts each token uses (config.json num_experts_per_tok)."""
+    dense_layers: int = Field(default=0, ge=0, le=1024)
+    """Leading layers with a dense MLP instead of experts (config.json first_k_dense_replace)."""
     source: str
 
     @model_validator(mode="after")
@@ -253,15 +247,28 @@ class Architecture(Frozen):
                 f"full_attention_layers {self.full_attention_layers} is more than the model's"
                 f" {self.layers} layers"
             )
+        if self.dense_layers >= self.layers:
+            raise ValueError(
+                f"dense_layers {self.dense_layers} leaves none of the {self.layers} layers"
+                " for experts"
+            )
+        if (self.experts_per_token or 0) > (self.experts or self.experts_per_token or 0):
+            raise ValueError(
+                f"experts_per_token {self.experts_per_token} is more than the {self.experts}"
+                " experts"
+            )
         return self
 
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers
 
-class SpecDecode(StrEnum):
-    NONE = "none"
-    MTP = "mtp"
-    DRAFT = "draft"
-    EAGLE3 = "eagle3"
-    P_EAGLE = "p-eagle"
+    @property
+    def weights_per_expert(self) -> int | None:
+        """Weights of one routed expert in one layer: its gate, up and down projections."""
+        if self.hidden_size is None or self.moe_intermediate_size is None:
+            return None
+        return 3 * self.hidden_size * self.moe_intermediate_size
 
 
 class Speed(Frozen):
@@ -270,6 +277,16 @@ class Speed(Frozen):
     spec_decode: SpecDecode = SpecDecode.NONE
     K: int = Field(default=7, ge=1, le=32)
     draft_model: str | None = None
+    acceptance: float | None = Field(default=None, gt=0, lt=1)
+    """Chance each drafted token is accepted, measured for this model's drafter; None: the
+    method's assumption in registry/speed.yaml."""
+    acceptance_source: str | None = None
+
+    @model_validator(mode="after")
+    def _acceptance_sourced(self) -> Speed:
+        if self.acceptance is not None and not self.acceptance_source:
+            raise ValueError("speed.acceptance needs acceptance_source: where it was measured")
+        return self
 
 
 class Model(Frozen):
@@ -291,9 +308,63 @@ class Model(Frozen):
     reasoning_parser: str | None = None
     speed: Speed = Speed()
     architecture: Architecture | None = None
+    parameters: Parameters | None = None
     engine_args: dict[Runtime, tuple[str, ...]] = Field(default_factory=dict)
     """Extra flags a model needs on an engine (e.g. Mistral's own checkpoint format on vLLM)."""
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _parameters_agree(self) -> Model:
+        params, arch = self.parameters, self.architecture
+        if params is None or arch is None:
+            return self
+        if not arch.moe:
+            if params.active_billions not in (None, params.total_billions):
+                raise ValueError(
+                    f"parameters.active_billions {params.active_billions} differs from"
+                    f" total_billions {params.total_billions} on a dense model"
+                )
+            return self
+        if params.active_billions is None:
+            raise ValueError("a MoE model's parameters need active_billions")
+        split = self.expert_split
+        if split is None:
+            return self
+        derived = split.shared + split.routed
+        if split.shared <= 0 or abs(derived / params.total - 1) > PARAMETERS_TOLERANCE:
+            raise ValueError(
+                f"parameters ({params.total_billions}B total, {params.active_billions}B active)"
+                f" disagree with the architecture: {arch.moe_layers} MoE layers x {arch.experts}"
+                f" experts of 3 x {arch.hidden_size} x {arch.moe_intermediate_size} weights,"
+                f" {arch.experts_per_token} per token, give {derived / 1e9:.0f}B total; check"
+                " hidden_size, moe_intermediate_size, experts, experts_per_token and dense_layers"
+            )
+        return self
+
+    @property
+    def expert_split(self) -> ExpertSplit | None:
+        """A MoE's weights every token reads (the active count less its routed experts) and
+        its routed experts' weights; None unless the registry has the whole expert structure."""
+        params, arch = self.parameters, self.architecture
+        if params is None or arch is None or not arch.moe:
+            return None
+        per_expert, experts, used = arch.weights_per_expert, arch.experts, arch.experts_per_token
+        if per_expert is None or experts is None or used is None:
+            return None
+        return ExpertSplit(
+            shared=params.active - arch.moe_layers * used * per_expert,
+            routed=float(arch.moe_layers * experts * per_expert),
+            per_expert=float(per_expert),
+        )
+
+
+class ExpertSplit(NamedTuple):
+    """A MoE's weight counts by how a decode step reads them."""
+
+    shared: float
+    routed: float
+    per_expert: float
+    """Weights of one routed expert in one layer."""
 
 
 class PriceTier(Frozen):
@@ -356,6 +427,9 @@ class Registry(Frozen):
     data_centers: tuple[DataCenter, ...]
     network_volume: NetworkVolumeFacts
     max_gpus_per_pod: int = Field(ge=1, le=8)
+    speed: SpeedFacts | None = None
+    """registry/speed.yaml; None where a registry predates it (a git ref's), and then no
+    placement gets a speed estimate."""
 
     @field_validator("models", "gpus", "data_centers")
     @classmethod

@@ -22,7 +22,9 @@ class RegistryFiles:
     texts: Mapping[str, str]
 
 
-FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml")
+FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml", "speed.yaml")
+OPTIONAL_FILES = frozenset({"speed.yaml"})
+"""Files a registry read at an older git ref may lack; the work tree must have every file."""
 
 
 def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
@@ -43,7 +45,7 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
 
 def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
     """Validate the YAML texts into a Registry; errors name the file, the entry and the field."""
-    missing = [name for name in FILES if name not in files.texts]
+    missing = [name for name in FILES if name not in files.texts and name not in OPTIONAL_FILES]
     if missing:
         raise ConfigError(
             f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
@@ -54,6 +56,8 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
         key: _section(docs, file, key, label) for key, file in _SECTIONS.items() if key in _REQUIRED
     }
     sections["max_gpus_per_pod"] = docs["gpus.yaml"].get("max_gpus_per_pod", 8)
+    if "speed.yaml" in docs:
+        sections["speed"] = docs["speed.yaml"]
     try:
         return Registry.model_validate(sections)
     except ValidationError as exc:
@@ -67,9 +71,10 @@ _SECTIONS = {
     "images": "images.yaml",
     "data_centers": "datacenters.yaml",
     "network_volume": "datacenters.yaml",
+    "speed": "speed.yaml",
 }
 """Each top-level Registry field and the file that holds it."""
-_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod"}
+_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed"}
 _LISTS = ("models", "gpus", "data_centers")
 """Sections that are lists of entries with an `id`, named by it in errors."""
 
@@ -142,6 +147,11 @@ _UNITS = (
     ("community", "USD per GPU-hour"),
     ("context", "tokens"),
     ("_bytes_per_sequence", "bytes"),
+    ("_gb_s", "GB/s"),
+    ("gb_s_per_direction", "GB/s"),
+    ("_tflops", "TFLOPS"),
+    ("_us", "µs"),
+    ("_billions", "billion parameters"),
     ("gpus", "GPUs"),
     ("max_count", "GPUs"),
     ("layers", "layers"),

@@ -19,8 +19,10 @@ PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
-    ("registry",),
+    ("registry_base",),
+    ("registry", "speed_facts"),
     ("fit",),
+    ("speed",),
     ("recipes",),
     ("resolver", "settings"),
     ("registry_files", "stack_file", "endpoints"),

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Image, Runtime
-from frutebox_infra.registry_files import load_registry, parse_registry
+from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
 SPEC_MODELS = (
@@ -534,6 +534,40 @@ BROKEN_FACTS = [
     pytest.param("models", "context: 32768", "context: true", "'context'", id="context-true"),
     pytest.param("models", "context: 32768", "context: 99999999", "tokens", id="context-huge"),
     pytest.param(
+        "gpus", "memory_bandwidth_gb_s: 448", "memory_bandwidth_gb_s: 0", "GB/s", id="no-bandwidth"
+    ),
+    pytest.param(
+        "gpus", "bf16_dense_tflops: 76.7", "bf16_dense_tflops: 1e9", "TFLOPS", id="absurd-tflops"
+    ),
+    pytest.param(
+        "gpus",
+        "      fp8_dense_tflops: 1007.6\n",
+        "",
+        "speed.fp8_dense_tflops is missing",
+        id="fp8-gpu-without-fp8-figure",
+    ),
+    pytest.param(
+        "models",
+        "total_billions: 235\n",
+        "total_billions: 23.5\n",
+        "disagree with the architecture",
+        id="moe-total-vs-experts",
+    ),
+    pytest.param(
+        "speed",
+        "bandwidth_efficiency: 0.818",
+        "bandwidth_efficiency: 1.5",
+        "speed.engines.llamacpp.bandwidth_efficiency",
+        id="efficiency-above-one",
+    ),
+    pytest.param(
+        "speed",
+        "collective_latency_us: 34.5",
+        "collective_latency_us: -1",
+        "µs",
+        id="negative-latency",
+    ),
+    pytest.param(
         "datacenters", "max_gb: 4096", "max_gb: 5", "max_gb 5 GB is below min_gb", id="max-lt-min"
     ),
     pytest.param(
@@ -608,3 +642,43 @@ def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool
     else:
         with pytest.raises(ValidationError, match="compute capability"):
             Image.model_validate(image)
+
+
+def test_a_registry_from_before_speed_facts_still_loads_without_them() -> None:
+    # A git ref older than registry/speed.yaml: the plan of that side has no speed estimates.
+    texts = {k: v for k, v in real_files().texts.items() if k != "speed.yaml"}
+    assert parse_registry(RegistryFiles(texts)).speed is None
+    assert real_registry().speed is not None
+
+
+def test_every_real_gpu_records_its_speed_facts() -> None:
+    for g in real_registry().gpus:
+        assert g.speed is not None and g.speed.datasheet, g.id
+        assert (g.speed.fp8_dense_tflops is not None) == g.fp8, g.id
+
+
+@pytest.mark.parametrize(
+    ("kind", "gpu_ids"),
+    [
+        pytest.param(
+            "nvlink",
+            {"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"},
+            id="sxm-parts-on-nvlink",
+        ),
+        pytest.param(
+            "pcie",
+            {
+                "NVIDIA RTX A4000",
+                "NVIDIA RTX A5000",
+                "NVIDIA A40",
+                "NVIDIA RTX A6000",
+                "NVIDIA A100 80GB PCIe",
+                "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            },
+            id="pcie-cards-on-pcie",
+        ),
+    ],
+)
+def test_a_pods_gpus_meet_over_nvlink_only_on_sxm_parts(kind: str, gpu_ids: set[str]) -> None:
+    reg = real_registry()
+    assert {g.id for g in reg.gpus if g.speed and g.speed.interconnect.kind == kind} == gpu_ids

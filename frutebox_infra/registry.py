@@ -204,6 +204,14 @@ class Source(Frozen):
     gguf: GgufSource | None = None
     comfyui: ComfyRecipe | None = None
 
+    @model_validator(mode="after")
+    def _comfyui_has_a_repo(self) -> Source:
+        if self.comfyui is not None and self.comfyui.repo is None and self.hf_repo is None:
+            raise ValueError(
+                "comfyui names no repo and the model has no hf_repo: its files come from nowhere"
+            )
+        return self
+
 
 class Weights(Frozen):
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
@@ -347,6 +355,57 @@ class DataCenter(Frozen):
     name: str
 
 
+class CpuFlavor(Frozen):
+    """A RunPod CPU pod flavor (`GET /v2/catalog/cpus`): priced and sized per vCPU.
+
+    CPU pods run on Secure cloud only (the catalog prices them `securePerVcpu` and
+    `serverlessPerVcpu`, nothing for Community) and mount network volumes; memory follows
+    the flavor, `ram_gb_per_vcpu` x the vCPU count.
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="cpu.id of POST /v2/pods")
+    name: str
+    vcpu_min: int = Field(ge=2, le=512)
+    vcpu_max: int = Field(ge=2, le=512)
+    ram_gb_per_vcpu: float = Field(gt=0, le=64)
+    disk_gb_per_vcpu: float | None = Field(default=None, gt=0, le=1000)
+    """The container disk a pod of this flavor may have, per vCPU."""
+    usd_per_vcpu_hour: float = Field(gt=0, le=10)
+    """On-demand Secure price of one vCPU for an hour."""
+    data_centers: tuple[str, ...] | None = None
+    """Where RunPod offers the flavor; None: not recorded (the live catalog decides)."""
+    source: str
+
+    @model_validator(mode="after")
+    def _counts_are_powers_of_two(self) -> CpuFlavor:
+        # POST /v2/pods: vcpuCount "must be a power of two" and within the flavor's range.
+        bad = [n for n in (self.vcpu_min, self.vcpu_max) if n & (n - 1)]
+        if bad or self.vcpu_max < self.vcpu_min:
+            raise ValueError(
+                f"vcpu_min {self.vcpu_min} and vcpu_max {self.vcpu_max} must be powers of two,"
+                " the minimum first"
+            )
+        return self
+
+    def usd_per_hour(self, vcpus: int) -> float:
+        return round(self.usd_per_vcpu_hour * vcpus, 4)
+
+
+class ToolImage(Frozen):
+    """An image we run that serves no model (the seeder on a CPU pod): no CUDA, no GPU."""
+
+    repository: str
+    tag: str = Field(min_length=1)
+    entrypoint: Literal["none", "fixed-binary"]
+    entrypoint_detail: str
+    port: int = Field(gt=0, lt=65536)
+    source: str
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
 class Registry(Frozen):
     """The whole catalog, indexed by id."""
 
@@ -356,10 +415,12 @@ class Registry(Frozen):
     data_centers: tuple[DataCenter, ...]
     network_volume: NetworkVolumeFacts
     max_gpus_per_pod: int = Field(ge=1, le=8)
+    cpu_flavors: tuple[CpuFlavor, ...] = ()
+    seeder_image: ToolImage | None = None
 
-    @field_validator("models", "gpus", "data_centers")
+    @field_validator("models", "gpus", "data_centers", "cpu_flavors")
     @classmethod
-    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter, ...]) -> Any:
+    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter | CpuFlavor, ...]) -> Any:
         dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
         if dupes:
             raise ValueError(f"duplicate id(s): {', '.join(dupes)}")
@@ -395,3 +456,6 @@ class Registry(Frozen):
 
     def data_center(self, dc_id: str) -> DataCenter | None:
         return next((d for d in self.data_centers if d.id == dc_id), None)
+
+    def cpu_flavor(self, flavor_id: str) -> CpuFlavor | None:
+        return next((f for f in self.cpu_flavors if f.id == flavor_id), None)

@@ -22,14 +22,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("registry",),
     ("fit",),
     ("recipes",),
-    ("resolver", "settings"),
+    ("resolver", "settings", "seeding"),
     ("registry_files", "stack_file", "endpoints"),
     ("colocate",),
     ("plan",),
     ("diff", "drift"),
     ("live_warnings",),
     ("report",),
-    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
+    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live",
+     "seeding.seeder", "seeding.delivery"),
     ("cli", "rehearse", "__main__"),
 )
 """Bottom to top. A module may import its own layer or a lower one, never a higher one. An

@@ -28,10 +28,10 @@ a host that has the image cached starts faster."""
 
 VOLUME_READ_MB_PER_S = {"STANDARD": 237.0, "HIGH_PERFORMANCE": 474.0}
 """How fast an engine reads its weights off the network volume, MB/s. STANDARD: one `dd` of a
-41 GB safetensors file from /workspace on a RunPod pod read 237 MB/s (kohya-ss/musubi-tuner
-issue 655, 2025-10); HIGH_PERFORMANCE: RunPod documents its tier as up to 2x faster
-(runpod/docs PR 429). A single sequential stream, so engines that read in parallel may do
-better."""
+41 GB safetensors file under /workspace on a RunPod pod read 237 MB/s (kohya-ss/musubi-tuner
+issue 655, 2025-10; that it was a network volume is not stated); HIGH_PERFORMANCE: RunPod
+documents the tier as up to 2x faster (runpod/docs PR 429). One sequential stream: engines
+that read in parallel may do better. Measure on a pod and correct it here."""
 
 SEED_TIMEOUT_BASE_S = 900
 SEED_TIMEOUT_SLACK = 2.0

@@ -101,9 +101,7 @@ def _gguf_job(model: Model, env: Mapping[str, str]) -> SeedJob:
     gguf = model.source.gguf
     if gguf is None:
         raise _NotSeedable("the registry records no source.gguf for it")
-    if "LLAMA_CACHE" not in env:
-        raise _NotSeedable("its image sets no LLAMA_CACHE on the volume (registry/images.yaml)")
-    relative = _on_volume("LLAMA_CACHE", env["LLAMA_CACHE"])
+    relative = _env_path(env, "LLAMA_CACHE")
     revision = gguf.revision or "main"
     refs = ["main"]
     if not COMMIT.match(revision) and revision != "main":
@@ -125,10 +123,7 @@ def _ollama_job(model: Model, env: Mapping[str, str]) -> SeedJob:
     tag = model.source.ollama_tag
     if tag is None:
         raise _NotSeedable("the registry records no ollama_tag for it")
-    if "OLLAMA_MODELS" not in env:
-        raise _NotSeedable("its Ollama pod sets no OLLAMA_MODELS store on the volume")
-    store = _on_volume("OLLAMA_MODELS", env["OLLAMA_MODELS"])
-    return OllamaJob(modelId=model.id, tag=tag, store=store)
+    return OllamaJob(modelId=model.id, tag=tag, store=_env_path(env, "OLLAMA_MODELS"))
 
 
 def _comfy_job(model: Model) -> SeedJob:
@@ -151,10 +146,15 @@ def _comfy_job(model: Model) -> SeedJob:
 def _hub_cache(env: Mapping[str, str]) -> str:
     """The hub cache, relative to the volume."""
     if "HF_HUB_CACHE" in env:
-        return _on_volume("HF_HUB_CACHE", env["HF_HUB_CACHE"])
-    if "HF_HOME" not in env:
-        raise _NotSeedable("its image sets no HF_HOME on the volume (registry/images.yaml)")
-    return f"{_on_volume('HF_HOME', env['HF_HOME'])}/{HUB_SUBDIR}"
+        return _env_path(env, "HF_HUB_CACHE")
+    return f"{_env_path(env, 'HF_HOME')}/{HUB_SUBDIR}"
+
+
+def _env_path(env: Mapping[str, str], name: str) -> str:
+    """Where the pod's `name` variable points, relative to the volume."""
+    if name not in env:
+        raise _NotSeedable(f"its pod sets no {name} on the volume (registry/images.yaml cache_env)")
+    return _on_volume(name, env[name])
 
 
 def _on_volume(name: str, path: str) -> str:

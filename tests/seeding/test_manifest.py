@@ -128,15 +128,17 @@ def test_a_repackaged_comfyui_model_seeds_the_repackaging_at_its_pin() -> None:
 @pytest.mark.parametrize(
     ("model_id", "env", "reason"),
     [
-        pytest.param("qwen-3.6-27b", {"HF_HOME": None}, "its image sets no HF_HOME on the volume",
+        pytest.param("qwen-3.6-27b", {"HF_HOME": None}, "its pod sets no HF_HOME on the volume",
                      id="no-hf-home"),
         pytest.param("qwen-3.6-27b", {"HF_HOME": "/root/.cache/huggingface"},
                      "HF_HOME is /root/.cache/huggingface, not on the volume",
                      id="hf-home-off-volume"),
-        pytest.param("kimi-k2.6", {"LLAMA_CACHE": None}, "its image sets no LLAMA_CACHE",
+        pytest.param("kimi-k2.6", {"LLAMA_CACHE": None}, "its pod sets no LLAMA_CACHE",
                      id="no-llama-cache"),
         pytest.param("qwen3-8b", {"OLLAMA_MODELS": "/workspace/../root"}, "not on the volume",
                      id="store-climbs-out"),
+        pytest.param("qwen3-8b", {"OLLAMA_MODELS": None}, "its pod sets no OLLAMA_MODELS",
+                     id="no-ollama-store"),
     ],
 )  # fmt: skip
 def test_a_cache_the_volume_does_not_hold_cannot_be_seeded(

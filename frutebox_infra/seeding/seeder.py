@@ -183,8 +183,17 @@ class Where:
 
 
 def refused(exc: urllib.error.HTTPError, where: Any, client: Client) -> Exception:
-    """An HTTP error answer, explained for what was asked."""
+    """An HTTP error answer, explained for what was asked; the CDN a redirect led to speaks
+    for the file's storage, not for the repo or the token."""
     exc.close()
+    host = urllib.parse.urlsplit(exc.url or "").netloc
+    if host and host != urllib.parse.urlsplit(client.base).netloc:
+        if exc.code == 429 or exc.code >= 500:
+            return Transient(f"{host} answered HTTP {exc.code}")
+        return Failed(
+            f"{where.label}: its storage host {host} answered HTTP {exc.code}",
+            "retry the deploy (each try asks the source for a fresh link)",
+        )
     explained: Exception = where.explain(exc.code, exc.headers, sent_token=client.token is not None)
     return explained
 

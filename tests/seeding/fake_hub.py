@@ -65,6 +65,8 @@ class Unkindness:
     drop_once_after: dict[str, int] = field(default_factory=dict)
     """Close the connection after this many bytes, the first time only."""
     corrupt: set[str] = field(default_factory=set)
+    refuse: set[str] = field(default_factory=set)
+    """Answer 403, as storage does to a link whose signature it will not take."""
     ignore_range: set[str] = field(default_factory=set)
     gate: dict[str, threading.Event] = field(default_factory=dict)
     """Hold the response until the event is set (a download that is still running)."""
@@ -258,6 +260,9 @@ class FakeHub:
         data = self.blobs.get(digest)
         if data is None:
             handler.reply(404, b"no such blob")
+            return
+        if digest in self.unkind.refuse:
+            handler.reply(403, b"<Error>AccessDenied</Error>")
             return
         if digest in self.unkind.gate:
             self.unkind.gate[digest].wait(30)

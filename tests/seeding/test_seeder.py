@@ -338,6 +338,19 @@ def test_what_is_missing_is_named(
     assert status.fix and "registry/models.yaml" in status.fix
 
 
+def test_storage_refusing_a_link_is_not_blamed_on_the_repo_or_the_token(
+    hub: FakeHub, start: Callable[..., Run]
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    hub.unkind.refuse.add(sha256(SHARD_1))
+
+    job = start(hub, [snapshot_job()], token=TOKEN).wait().job("qwen")
+
+    assert job is not None and job.reason is not None
+    assert "its storage host 127.0.0.1:" in job.reason and "answered HTTP 403" in job.reason
+    assert "token" not in job.reason
+
+
 def test_a_refused_token_is_named(hub: FakeHub, start: Callable[..., Run]) -> None:
     hub.add_repo("org/qwen", qwen_repo())
 

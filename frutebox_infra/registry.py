@@ -435,6 +435,17 @@ class Registry(Frozen):
             raise ValueError(f"former id(s) also in use elsewhere: {', '.join(clash)}")
         return self
 
+    @field_validator("cpu_flavors")
+    @classmethod
+    def _cpu_flavors_in_known_data_centers(
+        cls, flavors: tuple[CpuFlavor, ...], info: ValidationInfo
+    ) -> tuple[CpuFlavor, ...]:
+        known = {d.id for d in info.data.get("data_centers", ())}
+        unknown = sorted({dc for f in flavors for dc in f.data_centers or () if dc not in known})
+        if unknown:
+            raise ValueError(f"data centre(s) not in datacenters.yaml: {', '.join(unknown)}")
+        return flavors
+
     @cached_property
     def models_by_id(self) -> Mapping[str, Model]:
         return {m.id: m for m in self.models}
@@ -456,6 +467,3 @@ class Registry(Frozen):
 
     def data_center(self, dc_id: str) -> DataCenter | None:
         return next((d for d in self.data_centers if d.id == dc_id), None)
-
-    def cpu_flavor(self, flavor_id: str) -> CpuFlavor | None:
-        return next((f for f in self.cpu_flavors if f.id == flavor_id), None)

@@ -647,6 +647,10 @@ def _with_flavor(old: str, new: str) -> str:
                      ("cpu flavor 'cpu3c'", "usd_per_vcpu_hour", "USD per vCPU-hour"),
                      id="price-above-bound"),
         pytest.param("  - id: cpu3g", "  - id: cpu3c", ("duplicate", "cpu3c"), id="duplicate"),
+        pytest.param("    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03",
+                     "    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03\n"
+                     "    data_centers: [EU-RO-1, XX-NOWHERE-9]",
+                     ("XX-NOWHERE-9", "datacenters.yaml"), id="unknown-data-centre"),
     ],
 )  # fmt: skip
 def test_a_bad_cpu_flavor_names_gpus_yaml_the_flavor_and_the_field(

@@ -10,7 +10,7 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Any, Literal, NamedTuple
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from frutebox_infra.registry_base import Frozen as Frozen
 from frutebox_infra.registry_base import Runtime as Runtime
@@ -183,6 +183,14 @@ class Source(Frozen):
     ollama_tag: str | None = None
     gguf: GgufSource | None = None
     comfyui: ComfyRecipe | None = None
+
+    @model_validator(mode="after")
+    def _comfyui_has_a_repo(self) -> Source:
+        if self.comfyui is not None and self.comfyui.repo is None and self.hf_repo is None:
+            raise ValueError(
+                "comfyui names no repo and the model has no hf_repo: its files come from nowhere"
+            )
+        return self
 
 
 WeightFormat = Literal["fp8", "bf16", "fp16", "gguf", "mixed"]
@@ -418,6 +426,57 @@ class DataCenter(Frozen):
     name: str
 
 
+class CpuFlavor(Frozen):
+    """A RunPod CPU pod flavor (`GET /v2/catalog/cpus`): priced and sized per vCPU.
+
+    CPU pods run on Secure cloud only (the catalog prices them `securePerVcpu` and
+    `serverlessPerVcpu`, nothing for Community) and mount network volumes; memory follows
+    the flavor, `ram_gb_per_vcpu` x the vCPU count.
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="cpu.id of POST /v2/pods")
+    name: str
+    vcpu_min: int = Field(ge=2, le=512)
+    vcpu_max: int = Field(ge=2, le=512)
+    ram_gb_per_vcpu: float = Field(gt=0, le=64)
+    disk_gb_per_vcpu: float | None = Field(default=None, gt=0, le=1000)
+    """The container disk a pod of this flavor may have, per vCPU."""
+    usd_per_vcpu_hour: float = Field(gt=0, le=10)
+    """On-demand Secure price of one vCPU for an hour."""
+    data_centers: tuple[str, ...] | None = None
+    """Where RunPod offers the flavor; None: not recorded (the live catalog decides)."""
+    source: str
+
+    @model_validator(mode="after")
+    def _counts_are_powers_of_two(self) -> CpuFlavor:
+        # POST /v2/pods: vcpuCount "must be a power of two" and within the flavor's range.
+        bad = [n for n in (self.vcpu_min, self.vcpu_max) if n & (n - 1)]
+        if bad or self.vcpu_max < self.vcpu_min:
+            raise ValueError(
+                f"vcpu_min {self.vcpu_min} and vcpu_max {self.vcpu_max} must be powers of two,"
+                " the minimum first"
+            )
+        return self
+
+    def usd_per_hour(self, vcpus: int) -> float:
+        return round(self.usd_per_vcpu_hour * vcpus, 4)
+
+
+class ToolImage(Frozen):
+    """An image we run that serves no model (the seeder on a CPU pod): no CUDA, no GPU."""
+
+    repository: str
+    tag: str = Field(min_length=1)
+    entrypoint: Literal["none", "fixed-binary"]
+    entrypoint_detail: str
+    port: int = Field(gt=0, lt=65536)
+    source: str
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
 class Registry(Frozen):
     """The whole catalog, indexed by id."""
 
@@ -430,10 +489,12 @@ class Registry(Frozen):
     speed: SpeedFacts | None = None
     """registry/speed.yaml; None where a registry predates it (a git ref's), and then no
     placement gets a speed estimate."""
+    cpu_flavors: tuple[CpuFlavor, ...] = ()
+    seeder_image: ToolImage | None = None
 
-    @field_validator("models", "gpus", "data_centers")
+    @field_validator("models", "gpus", "data_centers", "cpu_flavors")
     @classmethod
-    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter, ...]) -> Any:
+    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter | CpuFlavor, ...]) -> Any:
         dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
         if dupes:
             raise ValueError(f"duplicate id(s): {', '.join(dupes)}")
@@ -447,6 +508,17 @@ class Registry(Frozen):
         if clash:
             raise ValueError(f"former id(s) also in use elsewhere: {', '.join(clash)}")
         return self
+
+    @field_validator("cpu_flavors")
+    @classmethod
+    def _cpu_flavors_in_known_data_centers(
+        cls, flavors: tuple[CpuFlavor, ...], info: ValidationInfo
+    ) -> tuple[CpuFlavor, ...]:
+        known = {d.id for d in info.data.get("data_centers", ())}
+        unknown = sorted({dc for f in flavors for dc in f.data_centers or () if dc not in known})
+        if unknown:
+            raise ValueError(f"data centre(s) not in datacenters.yaml: {', '.join(unknown)}")
+        return flavors
 
     @cached_property
     def models_by_id(self) -> Mapping[str, Model]:

@@ -58,6 +58,11 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
     sections["max_gpus_per_pod"] = docs["gpus.yaml"].get("max_gpus_per_pod", 8)
     if "speed.yaml" in docs:
         sections["speed"] = docs["speed.yaml"]
+    # Optional sections: a registry from before they existed (an old git ref) still plans.
+    for key in _OPTIONAL:
+        value = docs[_SECTIONS[key]].get(_KEYS.get(key, key))
+        if value is not None:
+            sections[key] = value
     try:
         return Registry.model_validate(sections)
     except ValidationError as exc:
@@ -72,10 +77,15 @@ _SECTIONS = {
     "data_centers": "datacenters.yaml",
     "network_volume": "datacenters.yaml",
     "speed": "speed.yaml",
+    "cpu_flavors": "gpus.yaml",
+    "seeder_image": "images.yaml",
 }
 """Each top-level Registry field and the file that holds it."""
-_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed"}
-_LISTS = ("models", "gpus", "data_centers")
+_KEYS = {"seeder_image": "seeder"}
+"""Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
+_OPTIONAL = ("cpu_flavors", "seeder_image")
+_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed", *_OPTIONAL}
+_LISTS = ("models", "gpus", "data_centers", "cpu_flavors")
 """Sections that are lists of entries with an `id`, named by it in errors."""
 
 
@@ -122,6 +132,8 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         elif head in _LISTS or head == "images":
             loc = loc[1:]
         # Other sections (network_volume, max_gpus_per_pod) are named by their full path.
+        if loc and loc[0] in _KEYS:
+            loc = [_KEYS[str(loc[0])], *loc[1:]]
         names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
         message = str(err["msg"]).removeprefix("Value error, ")
@@ -140,6 +152,10 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
 
 
 _UNITS = (
+    ("_gb_per_vcpu", "GB per vCPU"),
+    ("usd_per_vcpu_hour", "USD per vCPU-hour"),
+    ("vcpu_min", "vCPUs"),
+    ("vcpu_max", "vCPUs"),
     ("_mib", "MiB"),
     ("_gb", "GB"),
     ("usd_per_gb_month", "USD per GB-month"),

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit",),
     ("speed",),
     ("recipes",),
-    ("resolver", "settings"),
+    ("resolver", "settings", "seeding"),
     ("registry_files", "stack_file", "endpoints"),
     ("colocate",),
     ("plan",),
@@ -41,6 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "status_read",
         "prices",
         "live",
+        "seeding.seeder",
+        "seeding.delivery",
     ),
     ("cli", "rehearse", "__main__"),
 )

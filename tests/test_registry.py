@@ -682,3 +682,84 @@ def test_every_real_gpu_records_its_speed_facts() -> None:
 def test_a_pods_gpus_meet_over_nvlink_only_on_sxm_parts(kind: str, gpu_ids: set[str]) -> None:
     reg = real_registry()
     assert {g.id for g in reg.gpus if g.speed and g.speed.interconnect.kind == kind} == gpu_ids
+
+
+# ---- CPU flavors and the seeder's image ------------------------------------------------------
+
+
+def test_cpu_flavors_are_priced_per_vcpu_for_secure_cloud() -> None:
+    flavors = {f.id: f for f in real_registry().cpu_flavors}
+
+    assert set(flavors) == {"cpu3c", "cpu3g"}
+    assert flavors["cpu3c"].usd_per_hour(2) == 0.06
+    assert flavors["cpu3g"].ram_gb_per_vcpu == 4
+
+
+def test_the_seeder_image_is_pinned_and_needs_no_cuda() -> None:
+    image = real_registry().seeder_image
+
+    assert image is not None and image.reference == "python:3.12.8-slim-bookworm"
+    assert image.entrypoint == "none"
+
+
+def _with_flavor(old: str, new: str) -> str:
+    text = real_files().texts["gpus.yaml"]
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "parts"),
+    [
+        pytest.param("vcpu_min: 2\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     "vcpu_min: 3\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     ("cpu flavor 'cpu3c'", "powers of two"), id="vcpus-not-a-power-of-two"),
+        pytest.param("vcpu_min: 2\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     "vcpu_min: 1\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     ("cpu flavor 'cpu3c'", "vcpu_min", "vCPUs"), id="one-vcpu"),
+        pytest.param("usd_per_vcpu_hour: 0.03", "usd_per_vcpu_hour: 30",
+                     ("cpu flavor 'cpu3c'", "usd_per_vcpu_hour", "USD per vCPU-hour"),
+                     id="price-above-bound"),
+        pytest.param("  - id: cpu3g", "  - id: cpu3c", ("duplicate", "cpu3c"), id="duplicate"),
+        pytest.param("    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03",
+                     "    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03\n"
+                     "    data_centers: [EU-RO-1, XX-NOWHERE-9]",
+                     ("XX-NOWHERE-9", "datacenters.yaml"), id="unknown-data-centre"),
+    ],
+)  # fmt: skip
+def test_a_bad_cpu_flavor_names_gpus_yaml_the_flavor_and_the_field(
+    old: str, new: str, parts: tuple[str, ...]
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(gpus=_with_flavor(old, new)))
+    message = str(err.value)
+    for part in ("gpus.yaml", *parts):
+        assert part in message, message
+
+
+def test_a_bad_seeder_image_is_named_as_images_yaml_seeder() -> None:
+    text = real_files().texts["images.yaml"].replace("tag: 3.12.8-slim-bookworm", "tag: ''")
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(images=text))
+    assert "images.yaml" in str(err.value) and "'seeder.tag'" in str(err.value)
+
+
+def test_a_registry_from_before_seeding_still_parses() -> None:
+    """An old git ref (frutebox diff --base) has neither section."""
+    gpus = real_files().texts["gpus.yaml"].split("\n# CPU pod flavors")[0]
+    images = real_files().texts["images.yaml"].split("\n# The seeder:")[0]
+
+    registry = parse_registry(files_with(gpus=gpus, images=images))
+
+    assert registry.cpu_flavors == () and registry.seeder_image is None
+    assert registry.models == real_registry().models
+
+
+def test_a_comfyui_recipe_needs_a_repo_somewhere() -> None:
+    text = (
+        real_files()
+        .texts["models.yaml"]
+        .replace("      hf_repo: stabilityai/stable-diffusion-xl-base-1.0\n", "", 1)
+    )
+    with pytest.raises(ConfigError, match="its files come from nowhere"):
+        parse_registry(files_with(models=text))

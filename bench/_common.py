@@ -156,10 +156,13 @@ def ratio(a: float, b: float) -> str:
 
 
 def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
-    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory."""
+    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory.
+
+    A clone drops its template's `former_ids`: a former id names one model only, and the
+    registry refuses the same one on two."""
     clones = tuple(
         templates[i % len(templates)].model_copy(
-            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}"}
+            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}", "former_ids": ()}
         )
         for i in range(n)
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from frutebox_infra.colocate import PodGroup
-from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name
+from frutebox_infra.deploy_requests import pod_name, pod_name_of
+from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution
 
 SCHEMA_VERSION = 1
@@ -85,7 +86,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
-        "models": [model_plan_data(m, plan.pod_name_of(m.model_id)) for m in plan.models],
+        "models": [model_plan_data(m, pod_name_of(plan, m.model_id)) for m in plan.models],
         "pods": [pod_data(p, plan.stack) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,

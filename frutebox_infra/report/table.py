@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan, pod_name
+from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import Resolution
 

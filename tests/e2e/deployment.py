@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from frutebox_infra.deploy_requests import pod_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import pod_name
 from frutebox_infra.registry_files import load_registry
 from tests import emulator_client
 from tests.e2e.project import PulumiProject

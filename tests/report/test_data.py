@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.report.data import SCHEMA_VERSION, catalog_entry, plan_data
 from frutebox_infra.resolver import resolve

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.markdown import plan_markdown
 from frutebox_infra.report.text import usd
 from tests.factories import real_registry, settings

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.registry import Runtime
 from frutebox_infra.report.table import catalog_table, plan_table

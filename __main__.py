@@ -6,11 +6,12 @@ from pathlib import Path
 import pulumi
 
 from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
+from frutebox_infra.environment import Environment
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
 from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import live_lines
-from frutebox_infra.plan import Environment, plan_fleet
+from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file

@@ -26,8 +26,9 @@ from typing import Any
 
 from _common import heading, print_table
 
+from frutebox_infra.deploy_requests import pod_request, volume_request
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import plan_fleet, pod_request, volume_request
+from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.command_io import scaled_waits

@@ -19,8 +19,9 @@ import sys
 
 from _common import Verdict, heading, judge, price, print_table, synthetic_registry
 
+from frutebox_infra.environment import Environment
 from frutebox_infra.fit import HEADROOM
-from frutebox_infra.plan import HOURS_PER_MONTH, Environment, ModelPlan, plan_fleet
+from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry

@@ -84,7 +84,8 @@ import pulumi_command.local
 t2 = time.perf_counter()
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import credentials_from_config, declare_fleet
-from frutebox_infra.plan import Environment, plan_fleet
+from frutebox_infra.plan import plan_fleet
+from frutebox_infra.environment import Environment
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import load_settings, stack_file

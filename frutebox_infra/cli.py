@@ -12,9 +12,10 @@ from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
 from frutebox_infra.drift import StatusView
+from frutebox_infra.environment import Environment
 from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.price_compare import PriceComparison
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry

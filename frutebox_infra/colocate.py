@@ -15,7 +15,7 @@ over subsets, with unfit sets pruned) and a greedy heuristic above.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -383,6 +383,56 @@ def shares(total_usd: float, weights: Sequence[float]) -> tuple[float, ...]:
     for i in order[:left]:
         floors[i] += 1
     return tuple(c / 100 for c in floors)
+
+
+def group_pods(
+    registry: Registry,
+    settings: StackSettings,
+    planned: Sequence[tuple[str, tuple[PlacementOption, ...]]],
+) -> tuple[tuple[PodGroup, ...], dict[str, tuple[PlacementOption, ...]]]:
+    """Pods for the planned models (id, allowed placements cheapest first), one each unless
+    `settings.colocate` finds sharing cheaper, in the order of their first member; and each
+    model's placements as seen from its pod."""
+    members = members_of(
+        ((mid, placements, settings.colocate and not _own_pod(settings, mid))
+         for mid, placements in planned),
+        settings,
+    )  # fmt: skip
+    by_id = {m.model_id: m for m in members}
+    if settings.colocate:
+        groups = choose_groups(registry, settings, members)
+    else:
+        groups = tuple((m.model_id,) for m in members)
+    pods, views = _build(registry, settings, groups, by_id)
+    worst = sum(p.usd_per_hour_worst for p in pods)
+    if settings.colocate and worst > settings.budget_usd_per_hour + 1e-9:
+        # The cheapest grouping breaks the budget in the worst case: take the grouping with
+        # the least worst case, which is within budget whenever any grouping is.
+        groups = choose_groups(registry, settings, members, worst_first=True)
+        pods, views = _build(registry, settings, groups, by_id)
+    order = {mid: i for i, (mid, _) in enumerate(planned)}
+    pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
+    return tuple(pods), views
+
+
+def _own_pod(settings: StackSettings, model_id: str) -> bool:
+    override = settings.overrides.get(model_id)
+    return override is not None and (override.own_pod or override.gpu is not None)
+
+
+def _build(
+    registry: Registry,
+    settings: StackSettings,
+    groups: Sequence[tuple[str, ...]],
+    by_id: Mapping[str, Member],
+) -> tuple[list[PodGroup], dict[str, tuple[PlacementOption, ...]]]:
+    views: dict[str, tuple[PlacementOption, ...]] = {}
+    pods = []
+    for ids in groups:
+        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
+        pods.append(pod)
+        views.update(seen)
+    return pods, views
 
 
 def build_pod(

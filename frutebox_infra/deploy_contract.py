@@ -1,8 +1,9 @@
 """The one request contract between the planner (which writes it) and the deploy step (which reads
 it): what `python -m frutebox_infra.runpod pod|volume ACTION` gets on stdin and prints back.
 
-Plain pydantic, no pulumi and no httpx: `plan.py` emits these models as JSON, `runpod/command_io`
-parses them, and the tests build them; a field added here exists on both sides at once.
+Plain pydantic, no pulumi and no httpx: `deploy_requests.py` renders a plan as these models,
+`runpod/command_io` parses them, and the tests build them; a field added here exists on both
+sides at once.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ import pulumi
 from pulumi_command import local
 
 from frutebox_infra.deploy_contract import VolumeRequest
+from frutebox_infra.deploy_requests import pod_name, pod_request, volume_request
 from frutebox_infra.endpoints import STACK_API_KEY, step_environment
-from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, pod_request, volume_request
+from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 

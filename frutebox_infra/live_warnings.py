@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from frutebox_infra.plan import FleetPlan, ModelPlan, pod_name, volume_name
+from frutebox_infra.deploy_requests import pod_name, volume_name
+from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.registry import Registry
 from frutebox_infra.resolver import PlacementOption
 

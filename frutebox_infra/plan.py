@@ -3,69 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from frutebox_infra.colocate import Member, PodGroup, build_pod, choose_groups, members_of
-from frutebox_infra.deploy_contract import (
-    OWNER_ENV,
-    HealthSpec,
-    PodRequest,
-    TimeoutSpec,
-    VolumeRequest,
-)
-from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec, ServeOptions
-from frutebox_infra.recipes.speculative import eagle3_env_name
+from frutebox_infra.colocate import PodGroup, group_pods
+from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, resolve
 from frutebox_infra.settings import StackSettings
 
 HOURS_PER_MONTH = 730
 """A month of pods running around the clock, as RunPod bills an always-on pod."""
-
-
-@dataclass(frozen=True)
-class Environment:
-    """What the shell learned from the process environment, handed in so planning stays pure."""
-
-    hf_token: bool = False
-    spec_decode: bool = True
-    eagle3_heads: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Environment:
-        return cls(
-            hf_token=bool(env.get("HF_TOKEN") or env.get("FRUTEBOX_HF_TOKEN")),
-            spec_decode=env.get("FRUTEBOX_SPEC_DECODE", "true").strip().lower() != "false",
-            eagle3_heads={
-                k: v.strip()
-                for k, v in env.items()
-                if k.startswith("FRUTEBOX_EAGLE3_HEAD_") and v.strip()
-            },
-        )
-
-    def serve_options(
-        self,
-        model_id: str,
-        *,
-        context_tokens: int | None = None,
-        concurrency: int | None = None,
-        min_sequences: int = 1,
-        min_sequences_pinned: bool = False,
-        hf_token: bool = False,
-        spec_decode: bool = True,
-    ) -> ServeOptions:
-        """A model's serving targets; secrets and switches from the stack or the environment."""
-        return ServeOptions(
-            context_tokens=context_tokens,
-            concurrency=concurrency,
-            min_sequences=min_sequences,
-            min_sequences_pinned=min_sequences_pinned,
-            hf_token_configured=hf_token or self.hf_token,
-            spec_decode_enabled=spec_decode and self.spec_decode,
-            eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
-        )
 
 
 @dataclass(frozen=True)
@@ -154,11 +101,6 @@ class FleetPlan:
         anchor, *rest = (p for p in plans if p is not None)
         return anchor, tuple(rest)
 
-    def pod_name_of(self, model_id: str) -> str | None:
-        """The RunPod name of the pod serving `model_id` (shared by a pod's members)."""
-        pod = self.pod_of(model_id)
-        return pod_name(self.stack, pod.anchor) if pod else None
-
     @property
     def colocation_saving_usd_per_hour(self) -> float:
         """Best case, against one pod per model."""
@@ -203,7 +145,7 @@ def plan_fleet(
     settings: StackSettings,
     *,
     stack: str,
-    environment: Environment = Environment(),
+    environment: Environment = NO_ENVIRONMENT,
     current_volume_gb: int | None = None,
 ) -> FleetPlan:
     """Plan every armed model; never raises for a bad plan, it lists problems instead.
@@ -262,38 +204,18 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(
-        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods
-    )
+    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
 
 
 def _pods(
     registry: Registry, settings: StackSettings, models: tuple[ModelPlan, ...]
 ) -> tuple[tuple[ModelPlan, ...], tuple[PodGroup, ...]]:
-    """Group the planned models into pods (one each unless `colocate` finds sharing cheaper);
-    a shared member's placements become its view of the pod: its share of the price."""
-    planned = [m for m in models if m.placement is not None and not m.problems]
-    members = members_of(
-        (
-            (m.model_id, m.candidates, settings.colocate and not _own_pod(settings, m.model_id))
-            for m in planned
-        ),
-        settings,
-    )
-    by_id = {m.model_id: m for m in members}
-    if settings.colocate:
-        groups = choose_groups(registry, settings, members)
-    else:
-        groups = tuple((m.model_id,) for m in members)
-    pods, views = _build(registry, settings, groups, by_id)
-    worst = sum(p.usd_per_hour_worst for p in pods)
-    if settings.colocate and worst > settings.budget_usd_per_hour + 1e-9:
-        # The cheapest grouping breaks the budget in the worst case: take the grouping with
-        # the least worst case, which is within budget whenever any grouping is.
-        groups = choose_groups(registry, settings, members, worst_first=True)
-        pods, views = _build(registry, settings, groups, by_id)
-    order = {m.model_id: i for i, m in enumerate(models)}
-    pods.sort(key=lambda p: min(order[i] for i in p.model_ids))
+    """The planned models in pods; a shared member's placements become its view of the pod:
+    the pod's GPU, its own fit there, and its share of the price."""
+    planned = [
+        (m.model_id, m.candidates) for m in models if m.placement is not None and not m.problems
+    ]
+    pods, views = group_pods(registry, settings, planned)
     pod_of = {mid: p for p in pods for mid in p.model_ids}
     replanned = tuple(
         replace(
@@ -306,27 +228,7 @@ def _pods(
         else m
         for m in models
     )
-    return replanned, tuple(pods)
-
-
-def _build(
-    registry: Registry,
-    settings: StackSettings,
-    groups: Sequence[tuple[str, ...]],
-    by_id: Mapping[str, Member],
-) -> tuple[list[PodGroup], dict[str, tuple[PlacementOption, ...]]]:
-    views: dict[str, tuple[PlacementOption, ...]] = {}
-    pods = []
-    for ids in groups:
-        pod, seen = build_pod(registry, settings, [by_id[i] for i in ids])
-        pods.append(pod)
-        views.update(seen)
-    return pods, views
-
-
-def _own_pod(settings: StackSettings, model_id: str) -> bool:
-    override = settings.overrides.get(model_id)
-    return override is not None and (override.own_pod or override.gpu is not None)
+    return replanned, pods
 
 
 def _plan_model(
@@ -400,125 +302,3 @@ def _volume(
         engines_gb=engines,
     )
     return volume if current_gb is None else volume.at_least(current_gb)
-
-
-HEALTH_BASE_S = 900
-"""Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
-
-
-def health_deadline_s(
-    plan: ModelPlan, settings: StackSettings, members: Sequence[ModelPlan] = ()
-) -> int:
-    """How long a new pod may take to answer health: a first bring-up downloads the model's
-    weights (every member's, on a shared pod) onto the volume before the server can answer,
-    so the deadline grows with them at the assumed `downloadMBps`; the stack's
-    `healthTimeoutSeconds` overrides it."""
-    if settings.health_timeout_seconds is not None:
-        return settings.health_timeout_seconds
-    weights_gb = 0.0
-    for m in (plan, *members):
-        serving = m.resolution.serving
-        weights_gb += serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
-    return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
-
-
-def volume_name(stack: str) -> str:
-    """The stack's weights volume; the deploy step appends the stack's ownership token."""
-    return f"frutebox-{stack}-weights"
-
-
-def pod_name(stack: str, model_id: str) -> str:
-    """Per stack and pod; not unique on RunPod, so ownership is proven by the token. A shared
-    pod is named after its anchor (largest member), so the name survives smaller members
-    coming and going."""
-    return f"frutebox-{stack}-{model_id}"
-
-
-def pod_body(
-    plan: ModelPlan,
-    placement: PlacementOption,
-    settings: StackSettings,
-    *,
-    stack: str,
-    volume_id: str,
-    owner: str,
-    spec: PodSpec | None = None,
-) -> dict[str, Any]:
-    """The exact RunPod v2 `POST /v2/pods` body for one placement; `spec` is the shared pod
-    when `plan` anchors one (else the model's own pod)."""
-    pod = spec or placement.pod
-    return {
-        "name": pod_name(stack, plan.model_id),
-        "image": pod.image,
-        "args": pod.args,
-        "env": {**pod.env, OWNER_ENV: owner},
-        "ports": pod.ports,
-        "disk": settings.container_disk_gb,
-        # The image's CUDA floor: a host with an older driver is a capacity answer, so the
-        # walk moves on instead of starting a pod that can never serve.
-        "gpu": {
-            "id": placement.gpu.id,
-            "count": placement.count,
-            "minCudaVersion": placement.image.min_cuda_version,
-        },
-        "cloud": str(settings.cloud),
-        "dataCenterIds": [settings.data_center],
-        "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
-    }
-
-
-def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
-    """Per candidate placement, the pod that serves `plan` and the other `members` of its
-    pod (they hold their views of the same placements, in the same order)."""
-    if not members:
-        return [p.pod for p in plan.candidates]
-    return [
-        p.recipe.shared_pod([p.pod, *(m.candidates[i].pod for m in members)])
-        for i, p in enumerate(plan.candidates)
-    ]
-
-
-def pod_request(
-    plan: ModelPlan,
-    settings: StackSettings,
-    *,
-    stack: str,
-    volume_id: str,
-    owner: str,
-    members: Sequence[ModelPlan] = (),
-) -> PodRequest:
-    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health.
-
-    `plan` is the pod's anchor; `members` the other models sharing its pod, if any.
-    """
-    assert plan.placement is not None
-    specs = shared_specs(plan, members)
-    pod = specs[0]
-    return PodRequest(
-        name=pod_name(stack, plan.model_id),
-        owner=owner,
-        volumeId=volume_id,
-        candidates=[
-            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner, spec=spec)
-            for p, spec in zip(plan.candidates, specs, strict=True)
-        ],
-        health=HealthSpec(
-            port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
-        ),
-        ollamaPull=list(pod.ollama_pulls),
-        hfTokenEnv=list(pod.secret_env),
-        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings, members)),
-        meta={"models": [plan.model_id, *(m.model_id for m in members)], "stack": stack}
-        if members
-        else {"model": plan.model_id, "stack": stack},
-    )
-
-
-def volume_request(plan: FleetPlan) -> VolumeRequest:
-    """What the volume's deploy step reads on stdin."""
-    return VolumeRequest(
-        name=volume_name(plan.stack),
-        size=plan.volume.size_gb,
-        dataCenter=plan.settings.data_center,
-        type=plan.volume.tier,
-    )

@@ -7,9 +7,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from frutebox_infra.environment import Environment
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import STACKS_DIR
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
 from frutebox_infra.stack_file import parse_settings, stack_config_from_text, stack_file_name
 from frutebox_infra.yaml_text import decode_utf8

@@ -9,8 +9,9 @@ import pytest
 
 from frutebox_infra import colocate
 from frutebox_infra.colocate import all_partitions, group_placements, members_of, shares
+from frutebox_infra.environment import Environment
 from frutebox_infra.fit import estimate
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Model, Registry
 from frutebox_infra.resolver import fit_request

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from frutebox_infra.deploy_contract import OWNER_ENV, PodRequest, VolumeRequest
-from frutebox_infra.plan import plan_fleet, pod_request, volume_request
+from frutebox_infra.deploy_requests import pod_request, volume_request
+from frutebox_infra.plan import plan_fleet
 from frutebox_infra.runpod.command_io import read_request
 from tests.factories import imported_packages, real_registry, settings
 

@@ -9,8 +9,9 @@ from typing import Any
 import pulumi
 import pytest
 
+from frutebox_infra.deploy_requests import pod_request
 from frutebox_infra.endpoints import STEP_STACK_KEY_ENV
-from frutebox_infra.plan import FleetPlan, plan_fleet, pod_request
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.stack_file import parse_settings
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 

@@ -1,40 +1,21 @@
-"""The planner: fallbacks, worst case, volume, cost, budget, stack-level problems, the pod body."""
+"""The planner: fallbacks, worst case, volume, cost, budget, stack-level problems, overrides."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import re
-from functools import cache
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
-from referencing import Registry as SchemaRegistry
-from referencing import Resource
-from referencing.jsonschema import DRAFT202012
 
-from frutebox_infra.plan import (
-    HEALTH_BASE_S,
-    HOURS_PER_MONTH,
-    Environment,
-    FleetPlan,
-    VolumePlan,
-    health_deadline_s,
-    plan_fleet,
-    pod_body,
-    pod_name,
-    pod_request,
-    volume_request,
-)
-from frutebox_infra.registry import Model, Registry
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, VolumePlan, plan_fleet
+from frutebox_infra.registry import Model
 from frutebox_infra.resolver import PlanProblem
 from tests.factories import (
     flag,
     gpu,
     ollama_model,
-    openapi_path,
     real_registry,
     registry,
     settings,
@@ -281,139 +262,6 @@ def test_plan_fleet_never_mutates_its_inputs() -> None:
     assert first == second
 
 
-# ---- the RunPod pod body ---------------------------------------------------------------------
-
-
-@cache
-def create_pod_validator() -> Draft202012Validator:
-    doc = json.loads(openapi_path().read_text())
-    uri = "urn:runpod:openapi-v2"
-    schemas = SchemaRegistry().with_resource(
-        uri, Resource.from_contents(doc, default_specification=DRAFT202012)
-    )
-    schema = {"$ref": f"{uri}#/components/schemas/CreatePodRequest"}
-    return Draft202012Validator(schema, registry=schemas)
-
-
-def all_servable_plan() -> tuple[FleetPlan, Registry]:
-    reg = real_registry()
-    armed = [m.id for m in reg.models]
-    fleet = plan_fleet(
-        reg, settings(models=armed), stack="prod", environment=Environment(hf_token=True)
-    )
-    return fleet, reg
-
-
-def test_the_validator_can_fail() -> None:
-    validator = create_pod_validator()
-    good = {"name": "x", "image": "a:b", "gpu": {"id": "NVIDIA H200", "count": 1}}
-    assert not list(validator.iter_errors(good))
-    assert list(validator.iter_errors({**good, "entrypoint": ["sh"]}))
-    assert list(validator.iter_errors({k: v for k, v in good.items() if k != "name"}))
-    assert list(validator.iter_errors({**good, "mounts": {"network": [{"volumeId": "v"}]}}))
-
-
-def test_every_pod_body_is_a_valid_create_pod_request() -> None:
-    fleet, _ = all_servable_plan()
-    validator = create_pod_validator()
-    bodies = 0
-    for m in fleet.models:
-        for p in m.candidates:
-            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="vol-123", owner=OWNER)
-            errors = [e.message for e in validator.iter_errors(body)]
-            assert not errors, (m.model_id, errors)
-            assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
-            assert body["dataCenterIds"] == ["EU-RO-1"]
-            assert body["cloud"] == "SECURE"
-            assert body["gpu"] == {
-                "id": p.gpu.id, "count": p.count, "minCudaVersion": p.image.min_cuda_version
-            }  # fmt: skip
-            assert body["env"]["FRUTEBOX_OWNER"] == OWNER
-            assert body["name"] == pod_name("prod", m.model_id)
-            assert body["args"] == p.pod.args and body["image"] == p.pod.image
-            assert body["ports"] == [f"{p.pod.port}/http"]
-            bodies += 1
-    assert bodies >= len([m for m in fleet.models if m.placement])
-
-
-def test_pod_names_are_unique_per_stack_and_model() -> None:
-    names = {pod_name(s, m) for s in ("dev", "prod") for m in ("qwen3-8b", "sdxl-1.0")}
-    assert len(names) == 4
-
-
-def test_pod_request_walks_candidates_cheapest_first() -> None:
-    fleet, _ = all_servable_plan()
-    for m in fleet.models:
-        if m.placement is None:
-            continue
-        request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1", owner=OWNER)
-        request = json.loads(request.to_json())
-        costs = [c["gpu"]["count"] for c in request["candidates"]]
-        assert len(costs) == 1 + len(m.fallbacks)
-        prices = [p.usd_per_hour for p in m.candidates]
-        assert prices == sorted(prices)
-        for candidate in request["candidates"]:
-            args = candidate["args"]
-            if m.resolution.engine == "sglang":
-                assert flag(args, "--tp") == str(candidate["gpu"]["count"])
-            if m.resolution.engine == "vllm":
-                assert flag(args, "--tensor-parallel-size") == str(candidate["gpu"]["count"])
-
-
-@pytest.mark.parametrize(
-    ("model_id", "pull", "token_env"),
-    [
-        pytest.param("qwen3-8b", "qwen3:8b", [], id="ollama-pull"),
-        pytest.param("stable-audio-open-1.0", None, ["HF_TOKEN"], id="gated-token-env"),
-        pytest.param("sdxl-1.0", None, [], id="open"),
-    ],
-)
-def test_pod_request_carries_the_pull_and_the_token_env(
-    model_id: str, pull: str | None, token_env: list[str]
-) -> None:
-    fleet, _ = all_servable_plan()
-    m = fleet.model(model_id)
-    assert m is not None
-    request = pod_request(m, fleet.settings, stack="prod", volume_id="vol-1", owner=OWNER)
-    assert request.ollamaPull == ([pull] if pull else [])
-    assert request.hfTokenEnv == token_env
-    assert request.health.path.startswith("/")
-
-
-def test_health_deadlines_scale_with_the_weights_and_a_stack_key_overrides() -> None:
-    fleet, _ = all_servable_plan()
-    small, big = fleet.model("qwen3-8b"), fleet.model("qwen3-235b-a22b")
-    assert small is not None and big is not None
-    small_s, big_s = (health_deadline_s(m, fleet.settings) for m in (small, big))
-    assert HEALTH_BASE_S < small_s < big_s
-    weights_gb = big.resolution.serving.weights_disk_gb if big.resolution.serving else 0
-    assert big_s == HEALTH_BASE_S + math.ceil((weights_gb or 0) * 1000 / 100)  # 100 MB/s
-    fixed = fleet.settings.model_copy(update={"health_timeout_seconds": 1234})
-    assert health_deadline_s(big, fixed) == 1234
-
-
-def test_every_gpu_create_carries_its_images_cuda_floor() -> None:
-    floors = {i.min_cuda_version for i in real_registry().images.values()}
-    assert floors and all(re.fullmatch(r"\d+\.\d+", f) for f in floors)
-    fleet, _ = all_servable_plan()
-    for m in fleet.models:
-        for p in m.candidates:
-            body = pod_body(m, p, fleet.settings, stack="prod", volume_id="v", owner=OWNER)
-            assert body["gpu"]["minCudaVersion"] == p.image.min_cuda_version
-
-
-def test_serve_options_pick_each_models_own_eagle3_head_from_the_environment() -> None:
-    from frutebox_infra.plan import Environment
-
-    env = Environment.from_env({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": " org/head ", "HF_TOKEN": "x"})
-    assert env.serve_options("qwen3-coder").eagle3_head == "org/head"
-    assert env.serve_options("qwen3-8b").eagle3_head is None
-    assert env.serve_options("qwen3-8b").hf_token_configured is True
-    assert Environment().serve_options("m", hf_token=True).hf_token_configured is True
-    off = Environment.from_env({"FRUTEBOX_SPEC_DECODE": "false"})
-    assert off.serve_options("m").spec_decode_enabled is False
-
-
 def test_a_bigger_volume_never_costs_less() -> None:
     facts = real_registry().network_volume
     prices = [facts.usd_per_month(size) for size in range(10, 4097)]
@@ -497,7 +345,6 @@ def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
     plan = plan_fleet(real_registry(), settings(models=["qwen3-8b"], volumeType=tier), stack="d")
     assert plan.volume.tier == tier
     assert plan.volume.usd_per_month == pytest.approx(plan.volume.size_gb * usd, abs=0.01)
-    assert volume_request(plan).type == tier
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from frutebox_infra.environment import Environment
 from frutebox_infra.errors import ConfigError, UsageError
-from frutebox_infra.plan import Environment
 from frutebox_infra.refs import (
     WORK_TREE,
     git_toplevel,

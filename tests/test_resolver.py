@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -366,11 +367,38 @@ def test_fp8_checkpoints_never_land_on_non_fp8_gpus() -> None:
     assert bf16.placements[0].gpu.id == "AMP-24"
 
 
-@pytest.mark.parametrize("model_id", [m.id for m in real_registry().models])
+def catalog_models_where(keep: Callable[[Resolution], bool]) -> list[str]:
+    """Catalog model ids whose resolution (token configured) `keep` selects."""
+    return [m.id for m in real_registry().models if keep(resolve(real_registry(), m.id, TOKEN))]
+
+
+FP8_CHECKPOINTS = catalog_models_where(lambda r: r.serving is not None and r.serving.require_fp8)
+OTHER_SERVABLE = catalog_models_where(
+    lambda r: r.servable and r.serving is not None and not r.serving.require_fp8
+)
+TENSOR_PARALLEL = catalog_models_where(lambda r: r.engine in ("sglang", "vllm"))
+
+
+def test_the_catalog_has_models_of_each_kind_the_tests_below_check() -> None:
+    assert len(FP8_CHECKPOINTS) >= 2 and len(OTHER_SERVABLE) >= 2
+    assert len(TENSOR_PARALLEL) >= 2
+    assert any(not g.fp8 for g in real_registry().gpus) and any(g.fp8 for g in real_registry().gpus)
+
+
+@pytest.mark.parametrize("model_id", FP8_CHECKPOINTS)
 def test_catalog_fp8_checkpoints_only_on_fp8_gpus(model_id: str) -> None:
     r = resolve(real_registry(), model_id, TOKEN)
-    if r.serving is not None and r.serving.require_fp8:
-        assert all(p.gpu.fp8 for p in r.placements)
+    assert r.placements, r.problem
+    assert all(p.gpu.fp8 for p in r.placements)
+    rejected = {c.gpu.id: c.rejected or "" for c in r.considered}
+    assert all("FP8" in rejected[g.id] for g in real_registry().gpus if not g.fp8), rejected
+
+
+@pytest.mark.parametrize("model_id", OTHER_SERVABLE)
+def test_other_catalog_models_are_never_refused_a_gpu_for_fp8(model_id: str) -> None:
+    r = resolve(real_registry(), model_id, TOKEN)
+    assert r.placements
+    assert not [c.gpu.id for c in r.considered if "FP8" in (c.rejected or "")]
 
 
 def test_placements_are_cheapest_first_then_less_vram() -> None:
@@ -394,12 +422,10 @@ def test_catalog_placements_are_sorted_cheapest_first(model_id: str) -> None:
     assert len({p.gpu.id for p in placements}) == len(placements)  # one count per GPU type
 
 
-@pytest.mark.parametrize("model_id", [m.id for m in real_registry().models])
+@pytest.mark.parametrize("model_id", TENSOR_PARALLEL)
 def test_tensor_parallel_flag_matches_every_placement(model_id: str) -> None:
     r = resolve(real_registry(), model_id, TOKEN)
-    if r.engine not in ("sglang", "vllm"):
-        return
-    assert r.model is not None
+    assert r.model is not None and r.placements, r.problem
     for p in r.placements:
         name = "--tp" if r.engine == "sglang" else "--tensor-parallel-size"
         assert flag(p.pod.args, name) == str(p.count)

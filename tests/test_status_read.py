@@ -8,10 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
+from frutebox_infra.deploy_requests import pod_body
 from frutebox_infra.drift import DriftKind, StatusView
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
-from frutebox_infra.plan import FleetPlan, plan_fleet, pod_body
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.status_report import status_markdown, status_table
 from frutebox_infra.status_read import collect, recorded_from_outputs, terminate_untracked
 from tests.factories import real_registry, settings

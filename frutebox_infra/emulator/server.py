@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
@@ -25,7 +26,6 @@ from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_files import load_registry
 

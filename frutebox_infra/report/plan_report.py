@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from frutebox_infra.colocate import PodGroup
-from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan, pod_name
+from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.text import bullets, table, usd

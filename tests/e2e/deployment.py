@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Realism
 from frutebox_infra.emulator.routes import App, Response
 from frutebox_infra.emulator.server import COLLIDING_STACKS, realistic_for
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.plan import pod_name, volume_name
 from frutebox_infra.registry_files import load_registry
 from tests.emulator.conftest import OPENAPI, network, pod_body
 

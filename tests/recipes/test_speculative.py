@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from frutebox_infra.plan import Environment, plan_fleet
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import plan_fleet
 from frutebox_infra.recipes.speculative import eagle3_env_name, speculation
 from frutebox_infra.registry import Model, Runtime
 from tests.factories import real_registry, settings, sglang_model, words

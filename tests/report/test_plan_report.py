@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.plan import Environment, FleetPlan, plan_fleet
+from frutebox_infra.environment import Environment
+from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Runtime
 from frutebox_infra.report.plan_report import PLAN_VERSION, plan_data, plan_markdown, plan_table
 from frutebox_infra.report.text import usd

@@ -1,0 +1,146 @@
+"""A plan rendered as what the deploy step reads: RunPod pod bodies, pod and volume requests."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from frutebox_infra.deploy_contract import (
+    OWNER_ENV,
+    HealthSpec,
+    PodRequest,
+    TimeoutSpec,
+    VolumeRequest,
+)
+from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.resolver import PlacementOption
+from frutebox_infra.settings import StackSettings
+
+HEALTH_BASE_S = 900
+"""Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
+
+
+def health_deadline_s(
+    plan: ModelPlan, settings: StackSettings, members: Sequence[ModelPlan] = ()
+) -> int:
+    """How long a new pod may take to answer health: a first bring-up downloads the model's
+    weights (every member's, on a shared pod) onto the volume before the server can answer,
+    so the deadline grows with them at the assumed `downloadMBps`; the stack's
+    `healthTimeoutSeconds` overrides it."""
+    if settings.health_timeout_seconds is not None:
+        return settings.health_timeout_seconds
+    weights_gb = 0.0
+    for m in (plan, *members):
+        serving = m.resolution.serving
+        weights_gb += serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
+    return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
+
+
+def volume_name(stack: str) -> str:
+    """The stack's weights volume; the deploy step appends the stack's ownership token."""
+    return f"frutebox-{stack}-weights"
+
+
+def pod_name(stack: str, model_id: str) -> str:
+    """Per stack and pod; not unique on RunPod, so ownership is proven by the token. A shared
+    pod is named after its anchor (largest member), so the name survives smaller members
+    coming and going."""
+    return f"frutebox-{stack}-{model_id}"
+
+
+def pod_name_of(plan: FleetPlan, model_id: str) -> str | None:
+    """The RunPod name of the pod serving `model_id` (shared by a pod's members)."""
+    pod = plan.pod_of(model_id)
+    return pod_name(plan.stack, pod.anchor) if pod else None
+
+
+def pod_body(
+    plan: ModelPlan,
+    placement: PlacementOption,
+    settings: StackSettings,
+    *,
+    stack: str,
+    volume_id: str,
+    owner: str,
+    spec: PodSpec | None = None,
+) -> dict[str, Any]:
+    """The exact RunPod v2 `POST /v2/pods` body for one placement; `spec` is the shared pod
+    when `plan` anchors one (else the model's own pod)."""
+    pod = spec or placement.pod
+    return {
+        "name": pod_name(stack, plan.model_id),
+        "image": pod.image,
+        "args": pod.args,
+        "env": {**pod.env, OWNER_ENV: owner},
+        "ports": pod.ports,
+        "disk": settings.container_disk_gb,
+        # The image's CUDA floor: a host with an older driver is a capacity answer, so the
+        # walk moves on instead of starting a pod that can never serve.
+        "gpu": {
+            "id": placement.gpu.id,
+            "count": placement.count,
+            "minCudaVersion": placement.image.min_cuda_version,
+        },
+        "cloud": str(settings.cloud),
+        "dataCenterIds": [settings.data_center],
+        "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
+    }
+
+
+def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
+    """Per candidate placement, the pod that serves `plan` and the other `members` of its
+    pod (they hold their views of the same placements, in the same order)."""
+    if not members:
+        return [p.pod for p in plan.candidates]
+    return [
+        p.recipe.shared_pod([p.pod, *(m.candidates[i].pod for m in members)])
+        for i, p in enumerate(plan.candidates)
+    ]
+
+
+def pod_request(
+    plan: ModelPlan,
+    settings: StackSettings,
+    *,
+    stack: str,
+    volume_id: str,
+    owner: str,
+    members: Sequence[ModelPlan] = (),
+) -> PodRequest:
+    """What the deploy step reads on stdin: candidates cheapest-first plus how to check health.
+
+    `plan` is the pod's anchor; `members` the other models sharing its pod, if any.
+    """
+    assert plan.placement is not None
+    specs = shared_specs(plan, members)
+    pod = specs[0]
+    return PodRequest(
+        name=pod_name(stack, plan.model_id),
+        owner=owner,
+        volumeId=volume_id,
+        candidates=[
+            pod_body(plan, p, settings, stack=stack, volume_id=volume_id, owner=owner, spec=spec)
+            for p, spec in zip(plan.candidates, specs, strict=True)
+        ],
+        health=HealthSpec(
+            port=pod.port, path=pod.health_path, expectedFiles=list(pod.expected_files)
+        ),
+        ollamaPull=list(pod.ollama_pulls),
+        hfTokenEnv=list(pod.secret_env),
+        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings, members)),
+        meta={"models": [plan.model_id, *(m.model_id for m in members)], "stack": stack}
+        if members
+        else {"model": plan.model_id, "stack": stack},
+    )
+
+
+def volume_request(plan: FleetPlan) -> VolumeRequest:
+    """What the volume's deploy step reads on stdin."""
+    return VolumeRequest(
+        name=volume_name(plan.stack),
+        size=plan.volume.size_gb,
+        dataCenter=plan.settings.data_center,
+        type=plan.volume.tier,
+    )

@@ -1,0 +1,56 @@
+"""What the shell learns from the process environment, handed to the planner so it stays pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.recipes.speculative import eagle3_env_name
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The Hugging Face token's presence, the speculative-decoding switch and EAGLE3 heads."""
+
+    hf_token: bool = False
+    spec_decode: bool = True
+    eagle3_heads: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Environment:
+        return cls(
+            hf_token=bool(env.get("HF_TOKEN") or env.get("FRUTEBOX_HF_TOKEN")),
+            spec_decode=env.get("FRUTEBOX_SPEC_DECODE", "true").strip().lower() != "false",
+            eagle3_heads={
+                k: v.strip()
+                for k, v in env.items()
+                if k.startswith("FRUTEBOX_EAGLE3_HEAD_") and v.strip()
+            },
+        )
+
+    def serve_options(
+        self,
+        model_id: str,
+        *,
+        context_tokens: int | None = None,
+        concurrency: int | None = None,
+        min_sequences: int = 1,
+        min_sequences_pinned: bool = False,
+        hf_token: bool = False,
+        spec_decode: bool = True,
+    ) -> ServeOptions:
+        """A model's serving targets; secrets and switches from the stack or the environment."""
+        return ServeOptions(
+            context_tokens=context_tokens,
+            concurrency=concurrency,
+            min_sequences=min_sequences,
+            min_sequences_pinned=min_sequences_pinned,
+            hf_token_configured=hf_token or self.hf_token,
+            spec_decode_enabled=spec_decode and self.spec_decode,
+            eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
+        )
+
+
+NO_ENVIRONMENT = Environment()
+"""Nothing learned from the process: no token, speculative decoding on, no EAGLE3 heads."""

@@ -288,12 +288,25 @@ class Model(Frozen):
     """The longest context the model is served with, in tokens; a stack may lower it, never
     raise it."""
     min_gpus: int = Field(default=1, ge=1, le=8)
-    reasoning_parser: str | None = None
+    reasoning_parser: dict[Runtime, str] = Field(default_factory=dict)
+    """The reasoning parser per engine: SGLang and vLLM spell parser names differently
+    (SGLang `deepseek-v41`, vLLM `deepseek_v41`), so one value cannot serve both."""
     speed: Speed = Speed()
     architecture: Architecture | None = None
     engine_args: dict[Runtime, tuple[str, ...]] = Field(default_factory=dict)
     """Extra flags a model needs on an engine (e.g. Mistral's own checkpoint format on vLLM)."""
     notes: str | None = None
+
+    @field_validator("reasoning_parser", mode="before")
+    @classmethod
+    def _parser_per_engine(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                f"say which engine takes '{value}': reasoning_parser: {{sglang: {value}}} (or"
+                " vllm:), since SGLang and vLLM spell parser names differently; each name is"
+                " checked against registry/engine_options/<engine>.json"
+            )
+        return value
 
 
 class PriceTier(Frozen):
@@ -342,6 +355,72 @@ class NetworkVolumeFacts(Frozen):
         return round(total, 2)
 
 
+class Generated(BaseModel):
+    """Facts a tool wrote (registry/engine_options/): immutable and closed like Frozen, without
+    its per-field check for hand-typed booleans, which over thousands of flags costs preview
+    time and guards against a typo no person makes in a generated file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ValueKind = Literal["flag", "int", "float", "str", "json"]
+"""What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
+
+
+class JsonField(Generated):
+    """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
+
+    type: ValueKind
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+
+
+class EngineFlag(Generated):
+    """One option of an engine's server: every spelling, the value it takes, its choices."""
+
+    names: tuple[str, ...] = Field(min_length=1)
+    type: ValueKind
+    nargs: str | None = Field(default=None, pattern=r"^(\?|\*|\+|\d+)$")
+    """argparse's nargs: `?` an optional value, `*`/`+` a list, N exactly N values."""
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+    """Where the choices were read (or why they could not be: then any value is taken)."""
+    json_fields: dict[str, JsonField] | None = None
+
+
+EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
+
+
+class EngineOptions(Generated):
+    """What one pinned engine version accepts, read from its sources by tools/engine-options;
+    `image` is the exact reference it was read for, so a bumped tag is caught."""
+
+    about: str
+    engine: Runtime
+    image: str
+    origin: str
+    read_from: tuple[str, ...]
+    read_with: str
+    command: str
+    health_path: str = Field(pattern=r"^/")
+    health_source: str
+    positionals: int = Field(default=0, ge=0, le=4)
+    subcommands: tuple[str, ...] | None = None
+    """For a program whose args are sub-commands (Ollama): the ones it has."""
+    underscores_as_dashes: bool = False
+    """vLLM's parser rewrites `--max_model_len` to `--max-model-len` before parsing."""
+    flags: tuple[EngineFlag, ...]
+    env: dict[str, str]
+    """Variable -> the component (file) that reads it."""
+    env_types: dict[str, EnvKind] = Field(default_factory=dict)
+
+    @cached_property
+    def flag_index(self) -> Mapping[str, EngineFlag]:
+        return {name: flag for flag in self.flags for name in flag.names}
+
+
 class DataCenter(Frozen):
     id: str
     name: str
@@ -356,6 +435,8 @@ class Registry(Frozen):
     data_centers: tuple[DataCenter, ...]
     network_volume: NetworkVolumeFacts
     max_gpus_per_pod: int = Field(ge=1, le=8)
+    engine_options: dict[Runtime, EngineOptions] = Field(default_factory=dict)
+    """Per engine, what its pinned image accepts; empty where a registry predates the facts."""
 
     @field_validator("models", "gpus", "data_centers")
     @classmethod
@@ -372,6 +453,29 @@ class Registry(Frozen):
         clash = sorted(old for old, n in former.items() if n > 1 or old in ids)
         if clash:
             raise ValueError(f"former id(s) also in use elsewhere: {', '.join(clash)}")
+        return self
+
+    @model_validator(mode="after")
+    def _parsers_known(self) -> Registry:
+        # A parser name is checked against what the engine's pinned image accepts, so a
+        # name spelt for the other engine fails here rather than in a crash-looping pod.
+        for model in self.models:
+            for engine, parser in model.reasoning_parser.items():
+                facts = self.engine_options.get(engine)
+                if facts is None:
+                    continue
+                flag = facts.flag_index.get("--reasoning-parser")
+                if flag is None:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} is set, but {engine}"
+                        f" ({facts.image}) has no --reasoning-parser flag; remove the key"
+                    )
+                if flag.choices is not None and parser not in flag.choices:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} '{parser}' is not a"
+                        f" parser {facts.image} knows ({', '.join(flag.choices)}; read from"
+                        f" {flag.choices_from}); use its spelling of the name"
+                    )
         return self
 
     @cached_property

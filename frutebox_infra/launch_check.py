@@ -87,12 +87,18 @@ def _server_words(
     if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
         script = words[2]
         script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
-        execs = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
+        execs = [
+            line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")
+        ]
         if not execs:
-            return [], script_env, Refusal(
-                "a launch script that never execs the server",
-                f"a last line `exec {facts.command} ...`",
-                "end the recipe's script with an exec of the server",
+            return (
+                [],
+                script_env,
+                Refusal(
+                    "a launch script that never execs the server",
+                    f"a last line `exec {facts.command} ...`",
+                    "end the recipe's script with an exec of the server",
+                ),
             )
         words = shlex.split(execs[-1])
     program, *rest = facts.command.split()
@@ -100,10 +106,14 @@ def _server_words(
         tail = words[i + 1 : i + 1 + len(rest)]
         if word.rsplit("/", 1)[-1] == program and tail == rest:
             return words[i + 1 + len(rest) :], script_env, None
-    return [], script_env, Refusal(
-        f"command `{shlex.join(words[:4])}`",
-        f"`{facts.command}` followed by its flags",
-        f"start the server as `{facts.command} ...` in the recipe",
+    return (
+        [],
+        script_env,
+        Refusal(
+            f"command `{shlex.join(words[:4])}`",
+            f"`{facts.command}` followed by its flags",
+            f"start the server as `{facts.command} ...` in the recipe",
+        ),
     )
 
 
@@ -332,7 +342,9 @@ def _environment(launch: Launch, facts: EngineOptions, script_env: set[str]) -> 
 
 
 _GO_DURATION = re.compile(r"[-+]?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+|[-+]?\d+")
-_GO_BOOL = frozenset({"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"})
+_GO_BOOL = frozenset(
+    {"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"}
+)
 
 
 def _env_value_ok(kind: str, value: str) -> bool:

@@ -15,6 +15,7 @@ from frutebox_infra.deploy_contract import (
     TimeoutSpec,
     VolumeRequest,
 )
+from frutebox_infra.launch_check import FACTS_FILE, Launch, check_launch
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec, ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
@@ -236,6 +237,9 @@ def plan_fleet(
     models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
+    launch_refused, launch_warnings = launch_problems(registry, models, pods)
+    problems.extend(launch_refused)
+    warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
     largest = registry.network_volume.max_gb
     if volume.contents_gb * (1 + settings.volume_headroom) > largest:
@@ -262,9 +266,54 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(
-        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods
-    )
+    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
+
+
+def launch_problems(
+    registry: Registry, models: Sequence[ModelPlan], pods: Sequence[PodGroup]
+) -> tuple[list[PlanProblem], list[str]]:
+    """Every launch the deploy step may create, checked against its engine's pinned options:
+    each pod's chosen placement and fallbacks, rendered as `pod_request` renders them (a
+    shared pod with all its members, speculative flags and overrides included)."""
+    if not registry.engine_options:
+        return [], []  # a registry from before the facts (an old git ref): nothing to check
+    by_id = {m.model_id: m for m in models}
+    problems: dict[tuple[str, str], PlanProblem] = {}
+    warnings: list[str] = []
+    for pod in pods:
+        anchor, *members = (by_id[i] for i in pod.model_ids)
+        engine = anchor.resolution.recipe.runtime if anchor.resolution.recipe else None
+        image = anchor.resolution.image
+        facts = registry.engine_options.get(engine) if engine else None
+        if engine is None or image is None:
+            continue
+        if facts is None:
+            warnings.append(
+                f"{anchor.model_id}: no {FACTS_FILE.format(engine=engine)}: its launch is not"
+                " checked (run tools/engine-options for the pinned image)"
+            )
+            continue
+        if facts.image != image.reference:
+            warnings.append(
+                f"{anchor.model_id}: {FACTS_FILE.format(engine=engine)} was read for"
+                f" {facts.image}, but the pinned image is {image.reference}: refresh it with"
+                " tools/engine-options"
+            )
+        who = ", ".join(pod.model_ids) if members else anchor.model_id
+        for placement, spec in zip(anchor.candidates, shared_specs(anchor, members), strict=True):
+            launch = Launch(spec.args, spec.env, spec.health_path, spec.secret_env)
+            for refusal in check_launch(launch, facts, entrypoint=image.entrypoint):
+                problems.setdefault(
+                    (who, refusal.what),
+                    PlanProblem(
+                        "launch-rejected",
+                        f"{who}: {facts.image} would refuse the launch ({placement.label}):"
+                        f" {refusal.what}; it accepts {refusal.accepts}"
+                        f" ({FACTS_FILE.format(engine=engine)})",
+                        refusal.fix,
+                    ),
+                )
+    return list(problems.values()), warnings
 
 
 def _pods(

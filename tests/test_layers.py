@@ -20,7 +20,7 @@ PACKAGE = "frutebox_infra"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
     ("registry",),
-    ("fit",),
+    ("fit", "launch_check"),
     ("recipes",),
     ("resolver", "settings"),
     ("registry_files", "stack_file", "endpoints"),

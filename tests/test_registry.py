@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Image, Runtime
-from frutebox_infra.registry_files import load_registry, parse_registry
+from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
 SPEC_MODELS = (
@@ -117,7 +117,8 @@ def test_sglang_fp8_recipes_carry_the_seed_facts(
     assert m.source.hf_repo == repo
     assert m.weights.format == "fp8"
     assert m.weights.vram_gb == vram_gb
-    assert (m.context, m.min_gpus, m.reasoning_parser) == (context, min_gpus, parser)
+    assert (m.context, m.min_gpus) == (context, min_gpus)
+    assert m.reasoning_parser == {Runtime.SGLANG: parser}
     assert Runtime.SGLANG in m.runtimes
 
 
@@ -574,6 +575,7 @@ def test_a_registry_file_that_cannot_be_read_is_named(
     tmp_path: Path, data: bytes, words: str
 ) -> None:
     for name, text in real_files().texts.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "gpus.yaml").write_bytes(data)
     with pytest.raises(ConfigError) as err:
@@ -608,3 +610,91 @@ def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool
     else:
         with pytest.raises(ValidationError, match="compute capability"):
             Image.model_validate(image)
+
+
+# ---- engine facts (registry/engine_options/) and the parsers that are checked against them -----
+
+
+def test_every_pinned_image_has_facts_read_at_exactly_its_tag() -> None:
+    # Bumping a tag in images.yaml without re-running tools/engine-options fails here.
+    reg = real_registry()
+    for runtime, image in reg.images.items():
+        facts = reg.engine_options.get(runtime)
+        assert facts is not None, f"no registry/engine_options/{runtime}.json"
+        assert facts.image == image.reference, (
+            f"registry/engine_options/{runtime}.json was read for {facts.image}, the pinned"
+            f" image is {image.reference}: run tools/engine-options"
+        )
+    assert set(reg.engine_options) == set(reg.images)
+
+
+def test_every_facts_file_says_where_and_how_it_was_read() -> None:
+    for runtime, facts in real_registry().engine_options.items():
+        assert facts.origin and facts.read_from and facts.read_with, runtime
+        assert (
+            facts.health_source and facts.health_path == real_registry().images[runtime].health_path
+        )
+        assert "HF_HOME" in facts.env or runtime is Runtime.OLLAMA, runtime
+
+
+def with_facts(engine: str, text: str) -> RegistryFiles:
+    return RegistryFiles({**real_files().texts, f"engine_options/{engine}.json": text})
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param('{"engine": "vllm",', "not valid JSON", id="json"),
+        pytest.param('{"engine": "vllm", "engine": "vllm"}', "written twice", id="duplicate-key"),
+        pytest.param('{"engine": "sglang"}', "key 'engine' must be 'vllm'", id="wrong-engine"),
+    ],
+)
+def test_a_broken_facts_file_is_named_with_the_regenerate_fix(text: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(with_facts("vllm", text))
+    message = str(err.value)
+    assert "engine_options/vllm.json" in message and words in message
+    assert "tools/engine-options" in message
+
+
+def test_a_wrong_field_in_a_facts_file_names_file_field_and_fix() -> None:
+    text = real_files().texts["engine_options/vllm.json"]
+    broken = text.replace('"type": "int"', '"type": "integer"', 1)
+    with pytest.raises(ConfigError) as err:
+        parse_registry(with_facts("vllm", broken))
+    message = str(err.value)
+    assert "registry/engine_options/vllm.json" in message and "'flags." in message
+    assert "regenerate" in message
+
+
+def models_with_parser(parser: str) -> str:
+    text = real_files().texts["models.yaml"]
+    old = "    reasoning_parser: {sglang: qwen3}\n"
+    assert old in text
+    return text.replace(old, f"    reasoning_parser: {parser}\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("parser", "words"),
+    [
+        pytest.param("qwen3", "say which engine takes 'qwen3'", id="one-value-for-both"),
+        pytest.param(
+            "{sglang: deepseek_v41}", "'deepseek_v41' is not a parser", id="vllm-spelling"
+        ),
+        pytest.param(
+            "{vllm: deepseek-v41}", "'deepseek-v41' is not a parser", id="sglang-spelling"
+        ),
+        pytest.param("{llamacpp: kimi_k2}", "has no --reasoning-parser flag", id="no-such-flag"),
+    ],
+)
+def test_a_reasoning_parser_is_per_engine_and_one_the_engine_knows(parser: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(models=models_with_parser(parser)))
+    message = str(err.value)
+    assert "models.yaml" in message and words in message and "Fix:" in message
+
+
+@pytest.mark.parametrize("parser", ["{sglang: qwen3, vllm: qwen3}", "{sglang: deepseek-v41}", "{}"])
+def test_parsers_the_engines_know_are_taken(parser: str) -> None:
+    reg = parse_registry(files_with(models=models_with_parser(parser)))
+    assert reg.model("qwen3-235b-a22b") is not None

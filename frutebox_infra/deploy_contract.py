@@ -59,6 +59,7 @@ class PodRequest(_Strict):
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     meta: Any = None
 
+
     @field_validator("ollamaPull", mode="before")
     @classmethod
     def _one_tag(cls, value: Any) -> Any:

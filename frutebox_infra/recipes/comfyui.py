@@ -153,6 +153,7 @@ class ComfyUI(Recipe):
             expected_files=expected_files(model),
         )
 
+
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # One server (the anchor's launch, its output folder) fetches every member's files
         # before it starts and must list them all to be healthy.

@@ -344,7 +344,9 @@ class Provisioner(VolumeRules):
         """Wait for a PATCHed pod to restart and serve; on failure report, never terminate."""
         try:
             self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
-            return self.serve(before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts)
+            return self.serve(
+                before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts
+            )
         except RunPodError as exc:
             raise left_running(exc, before.id, "was updated in place but does not serve") from exc
 

@@ -462,7 +462,9 @@ def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
 
 def test_a_shared_pod_fetches_every_member_and_must_list_them_all(build_pod: BuildPod) -> None:
     sdxl = build_pod("sdxl-1.0", Runtime.COMFYUI, A5000, 1, hf_token_configured=True)
-    audio = build_pod("stable-audio-open-1.5", Runtime.COMFYUI, A5000, 1, hf_token_configured=True)
+    audio = build_pod(
+        "stable-audio-open-1.5", Runtime.COMFYUI, A5000, 1, hf_token_configured=True
+    )
     shared = ComfyUI().shared_pod([sdxl, audio])
     assert shared.args == sdxl.args  # the anchor's server, its output folder
     script = shared.env["FRUTEBOX_PROVISION"]

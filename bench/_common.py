@@ -159,7 +159,7 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
     """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory."""
     clones = tuple(
         templates[i % len(templates)].model_copy(
-            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}"}
+            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}", "former_ids": ()}
         )
         for i in range(n)
     )
@@ -170,4 +170,5 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         data_centers=catalog.data_centers,
         network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
+        engine_options=catalog.engine_options,
     )

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from frutebox_infra.registry import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
@@ -115,34 +116,6 @@ def _server_words(
             f"start the server as `{facts.command} ...` in the recipe",
         ),
     )
-
-
-_WORD = re.compile(r"""(?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""", re.DOTALL)
-_PART = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
-_SPACE = re.compile(r"\s*")
-
-
-def split_words(text: str) -> list[str]:
-    """`shlex.split(text)` (how the recipes' `shlex.join` comes apart again), by a regular
-    expression instead of shlex's character loop, which takes a millisecond over a launch
-    script and runs for every placement planned."""
-    words, at = [], _SPACE.match(text).end()  # type: ignore[union-attr]
-    while at < len(text):
-        found = _WORD.match(text, at)
-        if found is None:
-            raise ValueError(f"no closing quotation at character {at}")
-        words.append("".join(_unquote(part) for part in _PART.finditer(found.group())))
-        at = _SPACE.match(text, found.end()).end()  # type: ignore[union-attr]
-    return words
-
-
-def _unquote(part: re.Match[str]) -> str:
-    single, double, escaped, plain = part.groups()
-    if single is not None:
-        return single
-    if double is not None:
-        return re.sub(r'\\([\\"])', r"\1", double)  # shlex escapes only these in "..."
-    return escaped if escaped is not None else plain
 
 
 _SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")

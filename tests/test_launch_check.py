@@ -8,10 +8,8 @@ import shlex
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from frutebox_infra.launch_check import Launch, Refusal, check_launch, split_words
+from frutebox_infra.launch_check import Launch, Refusal, check_launch
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import ServeOptions
@@ -522,30 +520,3 @@ def test_the_check_sees_the_real_vllm_speculative_config_keys() -> None:
         spec.json_fields
     )
     assert json.dumps("eagle3")[1:-1] in (spec.json_fields["method"].choices or ())
-
-
-# ---- splitting args as shlex does ------------------------------------------------------------
-
-
-@given(st.text(alphabet=" \t\n'\"\\ab$=-", max_size=40))
-def test_args_split_exactly_as_shlex_splits_them(text: str) -> None:
-    try:
-        expected: list[str] | None = shlex.split(text)
-    except ValueError:
-        expected = None
-    if expected is None:
-        with pytest.raises(ValueError):
-            split_words(text)
-    else:
-        assert split_words(text) == expected
-
-
-def test_every_catalog_launch_splits_as_shlex_splits_it() -> None:
-    reg = real_registry()
-    launches = [
-        p.pod.args
-        for m in reg.models
-        for p in resolve(reg, m.id, ServeOptions(hf_token_configured=True)).placements
-    ]
-    assert len(launches) > 50
-    assert all(split_words(args) == shlex.split(args) for args in launches)

@@ -18,7 +18,7 @@ from tests.factories import ROOT
 PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
+    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract", "shell_words"),
     ("registry",),
     ("fit", "launch_check"),
     ("recipes",),

@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from frutebox_infra.registry import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.engine_options import EngineFlag, EngineOptions, JsonField
 from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"

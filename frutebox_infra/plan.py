@@ -266,7 +266,9 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
+    return FleetPlan(
+        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods
+    )
 
 
 def launch_problems(

@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
+from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
 from frutebox_infra.registry import (
     Architecture,
     DataCenter,
-    EngineOptions,
     Gpu,
     Image,
     Model,

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.launch_check import Launch, Refusal, check_launch
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import EngineOptions, Registry, Runtime
+from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import resolve
 from tests.factories import real_registry, registry, settings, sglang_model
 

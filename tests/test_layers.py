@@ -19,7 +19,7 @@ PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract", "shell_words"),
-    ("registry",),
+    ("engine_options", "registry"),
     ("fit", "launch_check"),
     ("recipes",),
     ("resolver", "settings"),

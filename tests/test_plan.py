@@ -15,6 +15,7 @@ from referencing import Registry as SchemaRegistry
 from referencing import Resource
 from referencing.jsonschema import DRAFT202012
 
+from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.plan import (
     HEALTH_BASE_S,
     HOURS_PER_MONTH,
@@ -28,7 +29,7 @@ from frutebox_infra.plan import (
     pod_request,
     volume_request,
 )
-from frutebox_infra.registry import EngineOptions, Model, Registry, Runtime
+from frutebox_infra.registry import Model, Registry, Runtime
 from frutebox_infra.resolver import PlanProblem
 from tests.factories import (
     flag,

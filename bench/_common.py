@@ -172,4 +172,5 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
         speed=catalog.speed,
+        engine_options=catalog.engine_options,
     )

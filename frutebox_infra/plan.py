@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from frutebox_infra.colocate import PodGroup, group_pods
 from frutebox_infra.environment import NO_ENVIRONMENT, Environment
+from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, resolve
 from frutebox_infra.settings import StackSettings
@@ -178,6 +179,9 @@ def plan_fleet(
     models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
+    launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
+    problems.extend(launch_refused)
+    warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
     largest = registry.network_volume.max_gb
     if volume.contents_gb * (1 + settings.volume_headroom) > largest:
@@ -205,6 +209,24 @@ def plan_fleet(
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
     return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
+
+
+def _launches(
+    models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]
+) -> list[PodLaunches]:
+    by_id = {m.model_id: m for m in models}
+    out = []
+    for pod in pods:
+        anchor, *members = (by_id[i] for i in pod.model_ids)
+        out.append(
+            PodLaunches(
+                pod.model_ids,
+                anchor.resolution,
+                anchor.candidates,
+                tuple(m.candidates for m in members),
+            )
+        )
+    return out
 
 
 def _pods(

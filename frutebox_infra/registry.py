@@ -12,6 +12,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.registry_base import Frozen as Frozen
 from frutebox_infra.registry_base import Runtime as Runtime
 from frutebox_infra.registry_base import SpecDecode as SpecDecode
@@ -313,13 +314,26 @@ class Model(Frozen):
     """The longest context the model is served with, in tokens; a stack may lower it, never
     raise it."""
     min_gpus: int = Field(default=1, ge=1, le=8)
-    reasoning_parser: str | None = None
+    reasoning_parser: dict[Runtime, str] = Field(default_factory=dict)
+    """The reasoning parser per engine: SGLang and vLLM spell parser names differently
+    (SGLang `deepseek-v41`, vLLM `deepseek_v41`), so one value cannot serve both."""
     speed: Speed = Speed()
     architecture: Architecture | None = None
     parameters: Parameters | None = None
     engine_args: dict[Runtime, tuple[str, ...]] = Field(default_factory=dict)
     """Extra flags a model needs on an engine (e.g. Mistral's own checkpoint format on vLLM)."""
     notes: str | None = None
+
+    @field_validator("reasoning_parser", mode="before")
+    @classmethod
+    def _parser_per_engine(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                f"say which engine takes '{value}': reasoning_parser: {{sglang: {value}}} (or"
+                " vllm:), since SGLang and vLLM spell parser names differently; each name is"
+                " checked against registry/engine_options/<engine>.json"
+            )
+        return value
 
     @model_validator(mode="after")
     def _parameters_agree(self) -> Model:
@@ -491,6 +505,8 @@ class Registry(Frozen):
     placement gets a speed estimate."""
     cpu_flavors: tuple[CpuFlavor, ...] = ()
     seeder_image: ToolImage | None = None
+    engine_options: dict[Runtime, EngineOptions] = Field(default_factory=dict)
+    """Per engine, what its pinned image accepts; empty where a registry predates the facts."""
 
     @field_validator("models", "gpus", "data_centers", "cpu_flavors")
     @classmethod
@@ -519,6 +535,28 @@ class Registry(Frozen):
         if unknown:
             raise ValueError(f"data centre(s) not in datacenters.yaml: {', '.join(unknown)}")
         return flavors
+    @model_validator(mode="after")
+    def _parsers_known(self) -> Registry:
+        # A parser name is checked against what the engine's pinned image accepts, so a
+        # name spelt for the other engine fails here rather than in a crash-looping pod.
+        for model in self.models:
+            for engine, parser in model.reasoning_parser.items():
+                facts = self.engine_options.get(engine)
+                if facts is None:
+                    continue
+                flag = facts.flag_index.get("--reasoning-parser")
+                if flag is None:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} is set, but {engine}"
+                        f" ({facts.image}) has no --reasoning-parser flag; remove the key"
+                    )
+                if flag.choices is not None and parser not in flag.choices:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} '{parser}' is not a"
+                        f" parser {facts.image} knows ({', '.join(flag.choices)}; read from"
+                        f" {flag.choices_from}); use its spelling of the name"
+                    )
+        return self
 
     @cached_property
     def models_by_id(self) -> Mapping[str, Model]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,14 @@ FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml", "speed.y
 OPTIONAL_FILES = frozenset({"speed.yaml"})
 """Files a registry read at an older git ref may lack; the work tree must have every file."""
 
+ENGINE_OPTIONS_DIR = "engine_options"
+"""Per engine, what its pinned image accepts (`<engine>.json`, written by tools/engine-options).
+Optional: a registry from before the facts existed (an old git ref) plans without the check."""
+
+
+def is_engine_options(name: str) -> bool:
+    return name.startswith(f"{ENGINE_OPTIONS_DIR}/") and name.endswith(".json")
+
 
 def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
     """Read the registry's YAML files; the only I/O in this module."""
@@ -40,6 +50,15 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
                 "Fix: restore it from git (`git checkout -- registry/`)."
             ) from exc
         texts[name] = decode_utf8(data, str(path))
+    for path in sorted((directory / ENGINE_OPTIONS_DIR).glob("*.json")):
+        name = f"{ENGINE_OPTIONS_DIR}/{path.name}"
+        try:
+            texts[name] = decode_utf8(path.read_bytes(), str(path))
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot read engine facts ({exc.strerror}). Fix: restore it from git"
+                " (`git checkout -- registry/`)."
+            ) from exc
     return RegistryFiles(texts)
 
 
@@ -51,7 +70,11 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
             f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
             " whole registry. Fix: restore it from git (`git checkout -- registry/`)."
         )
-    docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
+    docs = {
+        name: _parse_yaml(f"{label}/{name}", text)
+        for name, text in files.texts.items()
+        if not is_engine_options(name)
+    }
     sections: dict[str, Any] = {
         key: _section(docs, file, key, label) for key, file in _SECTIONS.items() if key in _REQUIRED
     }
@@ -63,6 +86,7 @@ def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry
         value = docs[_SECTIONS[key]].get(_KEYS.get(key, key))
         if value is not None:
             sections[key] = value
+    sections["engine_options"] = _engine_options(files, label)
     try:
         return Registry.model_validate(sections)
     except ValidationError as exc:
@@ -79,18 +103,51 @@ _SECTIONS = {
     "speed": "speed.yaml",
     "cpu_flavors": "gpus.yaml",
     "seeder_image": "images.yaml",
+    "engine_options": ENGINE_OPTIONS_DIR,
 }
 """Each top-level Registry field and the file that holds it."""
 _KEYS = {"seeder_image": "seeder"}
 """Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
 _OPTIONAL = ("cpu_flavors", "seeder_image")
-_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed", *_OPTIONAL}
+_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed", "engine_options", *_OPTIONAL}
 _LISTS = ("models", "gpus", "data_centers", "cpu_flavors")
 """Sections that are lists of entries with an `id`, named by it in errors."""
 
 
 def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
     return parse_registry(read_registry_files(directory), label=str(directory))
+
+
+def _engine_options(files: RegistryFiles, label: str) -> dict[str, Any]:
+    """Each `engine_options/<engine>.json` as data, keyed by the engine its name says."""
+    out: dict[str, Any] = {}
+    for name, text in files.texts.items():
+        if not is_engine_options(name):
+            continue
+        where = f"{label}/{name}"
+        try:
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ConfigError(
+                f"{where}: not valid JSON ({exc}). Fix: it is generated, so regenerate it with"
+                " tools/engine-options (see its --help), or restore it from git."
+            ) from None
+        engine = name.removeprefix(f"{ENGINE_OPTIONS_DIR}/").removesuffix(".json")
+        if not isinstance(doc, dict) or doc.get("engine") != engine:
+            raise ConfigError(
+                f"{where}: key 'engine' must be '{engine}', the engine the file is named for."
+                " Fix: regenerate it with `tools/engine-options {engine} ...`, or rename the file."
+            )
+        out[engine] = doc
+    return out
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise ValueError(f"key {twice!r} written twice")
+    return out
 
 
 def _parse_yaml(where: str, text: str) -> dict[str, Any]:
@@ -129,6 +186,9 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
+        elif head == "engine_options" and len(loc) > 1:
+            file = f"{ENGINE_OPTIONS_DIR}/{loc[1]}.json"
+            loc = loc[2:]
         elif head in _LISTS or head == "images":
             loc = loc[1:]
         # Other sections (network_volume, max_gpus_per_pod) are named by their full path.
@@ -143,11 +203,14 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         if unit == "GB" and err["type"] == "less_than_equal":
             message += " (a figure in MiB? 16 GB of VRAM is 16384 MiB)"
         value = "" if err["type"] in ("missing", "value_error") else f" = {shown(err['input'])}"
-        lines.append(
-            f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: correct it in"
-            f" {label}/{file} (each field's meaning and unit: frutebox_infra/registry.py), or"
-            " restore the file with `git checkout -- registry/`."
+        fix = (
+            f"regenerate {label}/{file} with tools/engine-options (it is generated, never"
+            " edited), or restore it with `git checkout -- registry/`"
+            if file.startswith(ENGINE_OPTIONS_DIR)
+            else f"correct it in {label}/{file} (each field's meaning and unit:"
+            " frutebox_infra/registry.py), or restore the file with `git checkout -- registry/`"
         )
+        lines.append(f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: {fix}.")
     return "\n".join(lines)
 
 

@@ -18,15 +18,15 @@ from tests.factories import ROOT
 PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
+    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract", "shell_words"),
     ("registry_base",),
-    ("registry", "speed_facts"),
-    ("fit",),
+    ("engine_options", "registry", "speed_facts"),
+    ("fit", "launch_check"),
     ("speed",),
     ("recipes",),
     ("resolver", "settings", "seeding", "environment"),
     ("registry_files", "stack_file", "endpoints"),
-    ("colocate",),
+    ("colocate", "launches"),
     ("plan",),
     ("deploy_requests",),
     ("diff", "drift"),

@@ -117,7 +117,8 @@ def test_sglang_fp8_recipes_carry_the_seed_facts(
     assert m.source.hf_repo == repo
     assert m.weights.format == "fp8"
     assert m.weights.vram_gb == vram_gb
-    assert (m.context, m.min_gpus, m.reasoning_parser) == (context, min_gpus, parser)
+    assert (m.context, m.min_gpus) == (context, min_gpus)
+    assert m.reasoning_parser == {Runtime.SGLANG: parser}
     assert Runtime.SGLANG in m.runtimes
 
 
@@ -608,6 +609,7 @@ def test_a_registry_file_that_cannot_be_read_is_named(
     tmp_path: Path, data: bytes, words: str
 ) -> None:
     for name, text in real_files().texts.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "gpus.yaml").write_bytes(data)
     with pytest.raises(ConfigError) as err:
@@ -763,3 +765,39 @@ def test_a_comfyui_recipe_needs_a_repo_somewhere() -> None:
     )
     with pytest.raises(ConfigError, match="its files come from nowhere"):
         parse_registry(files_with(models=text))
+
+
+# ---- reasoning parsers: per engine, checked against registry/engine_options/ -------------------
+
+
+def models_with_parser(parser: str) -> str:
+    text = real_files().texts["models.yaml"]
+    old = "    reasoning_parser: {sglang: qwen3}\n"
+    assert old in text
+    return text.replace(old, f"    reasoning_parser: {parser}\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("parser", "words"),
+    [
+        pytest.param("qwen3", "say which engine takes 'qwen3'", id="one-value-for-both"),
+        pytest.param(
+            "{sglang: deepseek_v41}", "'deepseek_v41' is not a parser", id="vllm-spelling"
+        ),
+        pytest.param(
+            "{vllm: deepseek-v41}", "'deepseek-v41' is not a parser", id="sglang-spelling"
+        ),
+        pytest.param("{llamacpp: kimi_k2}", "has no --reasoning-parser flag", id="no-such-flag"),
+    ],
+)
+def test_a_reasoning_parser_is_per_engine_and_one_the_engine_knows(parser: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(models=models_with_parser(parser)))
+    message = str(err.value)
+    assert "models.yaml" in message and words in message and "Fix:" in message
+
+
+@pytest.mark.parametrize("parser", ["{sglang: qwen3, vllm: qwen3}", "{sglang: deepseek-v41}", "{}"])
+def test_parsers_the_engines_know_are_taken(parser: str) -> None:
+    reg = parse_registry(files_with(models=models_with_parser(parser)))
+    assert reg.model("qwen3-235b-a22b") is not None

@@ -66,7 +66,7 @@ def test_optional_files_may_be_absent_as_at_an_older_git_ref() -> None:
     registry = parse_registry(RegistryFiles(texts))
     assert registry.speed is None and registry.engine_options == {}
     missing = {k: v for k, v in texts.items() if k != "models.yaml"}
-    with pytest.raises(ConfigError, match="models.yaml missing"):
+    with pytest.raises(ConfigError, match=r"models\.yaml missing"):
         parse_registry(RegistryFiles(missing))
 
 

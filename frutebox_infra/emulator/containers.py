@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from frutebox_infra.emulator.records import PodRecord, timestamp
 
-EXIT_LINE = "container exited with code 1; restarting it"
+START_LINE = "start container"
+"""RunPod's system-log line each time it starts a pod's container."""
 
 
 def start_loop(pod: PodRecord, crash: str | None, now: float) -> None:
     """The container (re)started at `now`; with `crash`, it will exit printing that line."""
-    pod.crash, pod.exits, pod.container_up = crash, 0, True
+    pod.crash, pod.exits, pod.restarts, pod.container_up = crash, 0, 0, True
     pod.crash_epoch = now if crash is not None else None
 
 
@@ -30,13 +31,17 @@ def settle(pod: PodRecord, now: float, *, up_s: float, gap_s: float) -> None:
     cycle = max(up_s + gap_s, 1e-6)
     whole, into = divmod(max(0.0, now - pod.crash_epoch), cycle)
     exits = int(whole) + (1 if into >= up_s else 0)
-    while pod.exits < exits:
-        pod.exits += 1
-        pod.logs += [pod.crash, EXIT_LINE]
+    # Exit k comes before restart k, which comes before exit k + 1.
+    while True:
+        if pod.exits == pod.restarts and pod.exits < exits:
+            pod.exits += 1
+            pod.log(pod.crash)
+        elif pod.restarts < pod.exits and pod.restarts < whole:
+            pod.restarts += 1
+            pod.log(START_LINE, "system")
+        else:
+            break
     pod.container_up = into < up_s
     if pod.container_up:
         started = pod.crash_epoch + whole * cycle
-        if started != pod.started_wall:
-            if pod.exits:
-                pod.logs.append("container started")
-            pod.started_wall, pod.started_at = started, timestamp(started)
+        pod.started_wall, pod.started_at = started, timestamp(started)

@@ -62,16 +62,29 @@ class PodRecord:
     cuda: str | None = None
     foreign: bool = False
     load_s: float = 0.0
-    logs: list[str] = field(default_factory=list)
+    logs: list[list[str]] = field(default_factory=list)
+    """[source, line] in order: `container` (the process's output) or `system` (RunPod's own
+    lines, e.g. `start container` each time it starts the container)."""
     # A container that exits at start (containers.py): the line it prints as it exits, when
-    # its current crash loop began, and how many exits the log shows so far.
+    # its current crash loop began, and how many exits and restarts the log shows so far.
     crash: str | None = None
     crash_epoch: float | None = None
     exits: int = 0
+    restarts: int = 0
     container_up: bool = True
     """False between a crash and RunPod's restart: the pod is RUNNING, its runtime gone."""
     host_dead: bool = False
     """The machine under the pod died: RUNNING still, no runtime, the proxy answers 502."""
+
+    def log(self, line: str, source: str = "container") -> None:
+        self.logs.append([source, line])
+
+    def entries(self, source: str | None = None) -> list[tuple[str, str]]:
+        """The log's (source, line) of one source (both when None), oldest first."""
+        return [(e[0], e[1]) for e in self.logs if source is None or e[0] == source]
+
+    def lines(self, source: str | None = None) -> list[str]:
+        return [line for _, line in self.entries(source)]
 
     @property
     def crash_looping(self) -> bool:

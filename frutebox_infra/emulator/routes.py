@@ -280,10 +280,14 @@ class App:
     def pod_logs(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         """Server-Sent Events, one `data:` per line; this emulator ends the stream at once."""
         tail = int((query.get("tail") or ["100"])[0])
+        source = query["source"][-1] if query.get("source") else None
+        if source not in (None, "container", "system"):
+            raise ApiProblem(400, f"source must be container or system, got {source!r}")
         events = []
-        for index, line in enumerate(self.account.logs(params["id"], min(max(tail, 0), 5000))):
+        entries = self.account.logs(params["id"], min(max(tail, 0), 5000), source)
+        for index, (origin, line) in enumerate(entries):
             ts = f"2026-01-01T00:00:00Z/{index:012d}"
-            data = json.dumps({"ts": ts, "source": "container", "line": line})
+            data = json.dumps({"ts": ts, "source": origin, "line": line})
             events.append(f"id: {ts}\ndata: {data}\n\n")
         return Response.of(200, RawBody("text/event-stream", "".join(events).encode()))
 

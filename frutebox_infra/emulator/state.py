@@ -16,7 +16,7 @@ from frutebox_infra.emulator.admission import (
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
-from frutebox_infra.emulator.containers import settle, start_loop
+from frutebox_infra.emulator.containers import START_LINE, settle, start_loop
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
@@ -137,7 +137,7 @@ class Account:
             created_wall=now,
             cuda=admitted.cuda,
             load_s=admitted.load_s,
-            logs=[f"pulling image {body.get('image', '')}"],
+            logs=[["container", f"pulling image {body.get('image', '')}"]],
             crash=launch_failure(self.realism.entrypoints, body),
         )
         self.pods[pod.id] = pod
@@ -172,7 +172,7 @@ class Account:
         if pod.restart_at_wall is not None and self.clock.now() >= pod.restart_at_wall:
             pod.restart_at_wall = None
             pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
-            pod.logs.append("restarting the container with the new settings")
+            pod.log("restarting the container with the new settings")
         elif pod.status == "PROVISIONING":
             pod.status = "STARTING"
         elif pod.status == "STARTING":
@@ -180,10 +180,11 @@ class Account:
             if pod.status == "RUNNING":
                 now = self.clock.now()
                 pod.started_at, pod.started_wall = timestamp(now), now
-                pod.logs.append("container started; loading weights")
+                pod.log(START_LINE, "system")
+                pod.log("container started; loading weights")
                 start_loop(pod, pod.crash, now)
             else:
-                pod.logs.append("container exited with code 1: RuntimeError: CUDA error")
+                pod.log("container exited with code 1: RuntimeError: CUDA error")
         return self._settle(pod)
 
     def list_pods(self) -> list[PodRecord]:
@@ -195,16 +196,19 @@ class Account:
             if p.status != "TERMINATED" and (p.foreign or p.created_wall <= shown_after)
         ]
 
-    def logs(self, pod_id: str, tail: int) -> list[str]:
-        """The container's log lines, as GET /v2/pods/{id}/logs streams them."""
+    def logs(
+        self, pod_id: str, tail: int, source: str | None = "container"
+    ) -> list[tuple[str, str]]:
+        """The pod's (source, line) of `source` (both when None), as GET /v2/pods/{id}/logs
+        streams them."""
         pod = self._settle(self.pod(pod_id))
         if pod.serving_process and not pod.crash_looping and pod.started_wall is not None:
             if pod.fault == "never-healthy":
-                pod.logs.append("torch.OutOfMemoryError: CUDA out of memory")
+                pod.log("torch.OutOfMemoryError: CUDA out of memory")
             elif not pod.loading(self.clock.now()):
-                pod.logs.append("server is listening")
-        lines = pod.logs[-tail:] if tail else []
-        return lines
+                pod.log("server is listening")
+        entries = pod.entries(source)
+        return entries[-tail:] if tail else []
 
     def update_pod(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
         pod = self.pod(pod_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.emulator.containers import EXIT_LINE, settle, start_loop
+from frutebox_infra.emulator.containers import START_LINE, settle, start_loop
 from frutebox_infra.emulator.records import PodRecord, timestamp
 
 UP, GAP = 6.0, 4.0
@@ -36,8 +36,9 @@ def test_the_loop_at_a_time(after_s: float, exits: int, up: bool, started: float
     settle(pod, T0 + after_s, up_s=UP, gap_s=GAP)
     assert (pod.exits, pod.container_up, pod.started_wall) == (exits, up, started)
     assert pod.status == "RUNNING"
-    assert pod.logs.count(EXIT_LINE) == exits
-    assert pod.logs.count("error: unrecognized arguments: --bogus") == exits
+    assert pod.lines("container").count("error: unrecognized arguments: --bogus") == exits
+    # RunPod's system log says each start; the first one is logged where the pod turns RUNNING.
+    assert pod.lines("system").count(START_LINE) == (started - T0) // (UP + GAP)
     view = pod.view(T0 + after_s)
     assert (view["runtime"] is not None) is up
     if up:
@@ -50,7 +51,8 @@ def test_settling_twice_logs_each_exit_once() -> None:
     for step in range(1, 40):
         settle(pod, T0 + step, up_s=UP, gap_s=GAP)
     assert pod.exits == 4  # exits at 6, 16, 26 and 36 s
-    assert pod.logs.count(EXIT_LINE) == 4
+    assert pod.lines("container").count("error: unrecognized arguments: --bogus") == 4
+    assert pod.lines("system") == [START_LINE] * 3  # restarts at 10, 20 and 30 s
 
 
 @pytest.mark.parametrize(

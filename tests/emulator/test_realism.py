@@ -206,7 +206,7 @@ def test_health_waits_for_a_load_that_grows_with_the_weights_and_logs_say_why(
         return app.handle("GET", f"/proxy/{pod_id}-8080/health", {}, b"").status
 
     def log_lines() -> list[str]:
-        logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2")
+        logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2&source=container")
         assert logs.headers["Content-Type"] == "text/event-stream"
         return [json.loads(x[6:])["line"] for x in logs.payload().decode().splitlines()
                 if x.startswith("data: ")]  # fmt: skip
@@ -274,6 +274,10 @@ def test_a_launch_its_image_cannot_run_crash_loops_while_the_pod_stays_running(
     down = send(app, "GET", f"/v2/pods/{pod_id}").body
     assert (down["status"], down["runtime"]) == ("RUNNING", None)
     assert log_text(app, pod_id).count("executable file not found") == 4
+    system = send(app, "GET", f"/v2/pods/{pod_id}/logs?source=system").payload().decode()
+    assert system.count('"source": "system", "line": "start container"') == 4  # 1 + 3 restarts
+    assert "executable file not found" not in system
+    assert send(app, "GET", f"/v2/pods/{pod_id}/logs?source=kernel").status == 400
     assert app.account.pods[pod_id].billed[-1][1] is None  # it bills all along
     # startedAt has whole seconds: on a real clock each cycle shows a new one.
     real = app_with(clock, time_scale=1.0)

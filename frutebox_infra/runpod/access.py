@@ -53,7 +53,7 @@ def refusal_hint(status: int, method: str, use: KeyUse) -> str:
         f"create one in the RunPod console (Settings, API Keys) and export {API_KEY_ENV} or set"
         f" the stack secret {PROJECT}:{STACK_API_KEY}"
     )
-    needs = f"{use.command} needs a key with {SCOPES[use.need]}"
+    needs = f"For {use.command} the key needs {SCOPES[use.need]}"
     if status == 401:
         return (
             f"RunPod does not accept the API key from {source}: it is wrong, expired, or"

@@ -239,24 +239,30 @@ class RunPodClient:
         return self._json(Pod, "GET", f"/v2/pods/{pod_id}", retry=retry)
 
     def pod_logs(self, pod_id: str, *, tail: int = 20, source: str = "container") -> list[str]:
-        """The last `tail` lines of the pod's `container` (or `system`) log, read as
-        Server-Sent Events, best effort: an error explains itself better with them, and a
-        restart count is better for them, but neither fails for want of them."""
+        """The last `tail` lines of the pod's `container` (or `system`) log, best effort: an
+        error explains itself better with them, but never fails for want of them."""
+        return self.read_pod_logs(pod_id, tail=tail, source=source) or []
+
+    def read_pod_logs(self, pod_id: str, *, tail: int, source: str) -> list[str] | None:
+        """The last `tail` lines of one log source, read as Server-Sent Events; None when the
+        log could not be read at all (what arrived before a silence is kept)."""
         lines: list[str] = []
         path = f"/v2/pods/{pod_id}/logs"
         params = {"tail": str(tail), "source": source}
         timeout = httpx.Timeout(LOG_READ_TIMEOUT_S, connect=LOG_READ_TIMEOUT_S)
         try:
             with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+                self.quota = self.quota.updated(response.headers)
                 if not response.is_success:
-                    return []
+                    return None
                 for raw in response.iter_lines():
                     if raw.startswith("data:"):
                         lines.append(_log_line(raw[5:].strip()))
                     if len(lines) >= tail:
                         break
         except HTTPX_FAILURES:
-            pass  # a silence after the backfill ends the read; what arrived is kept
+            if not lines:
+                return None  # nothing arrived: no answer, not an empty log
         return lines[-tail:]
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:

@@ -173,4 +173,4 @@ def waits(client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]) ->
 
 @pytest.fixture
 def volumes(client: RunPodClient, clock: Clock, logs: list[str]) -> Volumes:
-    return Volumes(client, log=logs.append, sleep=clock.sleep)
+    return Volumes(client, log=logs.append, sleep=clock.sleep, clock=clock)

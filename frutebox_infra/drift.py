@@ -6,18 +6,24 @@ Pure: the shell (`status_read.py`) reads the outputs and the API and hands plain
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
 from frutebox_infra.deploy_contract import OWNER_ENV
-from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.settings import PROJECT
 
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})
 """A pod in these states bills its disk but serves nothing: `stopped`."""
+
+HEALTH_PROBES = 3
+"""Probes of a RUNNING pod's health path before it counts as `unhealthy`, spread over the
+window: one slow answer or a proxy hiccup is no drift; a host that died answers none."""
+HEALTH_WINDOW_S = 20.0
+"""The window those probes span by default (`frutebox status --health-window` sets it)."""
 
 OWNERSHIP_ENV_PREFIX = "FRUTEBOX_"
 """Env keys the deploy step adds (the ownership token); never a hand edit."""
@@ -32,6 +38,9 @@ class DriftKind(StrEnum):
     """The live pod's image, args, env, GPU or data centre differ from the plan."""
     UNTRACKED = "untracked"
     """A pod provably this stack's (its token, its volume) that the state does not record."""
+    UNHEALTHY = "unhealthy"
+    """The recorded pod is RUNNING, but its health path failed every probe of the window: a
+    dead host, a wedged server, a container that crash-loops. It bills and serves nothing."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,18 @@ class VolumeStatus:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """What the health probes of one pod saw over the window: `ok` once one answered 2xx."""
+
+    ok: bool
+    probes: int
+    window_s: float
+    last: int | None
+    """The last probe's HTTP status; None when nothing answered."""
+    path: str = "/"
+
+
+@dataclass(frozen=True)
 class StatusView:
     stack: str
     models: tuple[ModelStatus, ...]
@@ -128,10 +149,20 @@ class StatusView:
     """Same-named pods that are not this stack's: shown, never touched."""
     volume: VolumeStatus
     spend: tuple[Spend, ...]
+    untracked_volumes: tuple[LiveVolume, ...] = ()
+    """Volumes named with this stack's token that the state does not record: a duplicate of an
+    ambiguous create, billing storage for nothing."""
+    foreign_volumes: tuple[LiveVolume, ...] = ()
+    """Volumes named like this stack's without its token: someone else's, never touched."""
+    untracked_volumes_usd_per_month: float = 0.0
+    """What the untracked volumes bill a month, at the registry's storage prices."""
 
     @property
     def drifted(self) -> bool:
-        return bool(self.untracked or self.volume.missing) or any(m.drift for m in self.models)
+        return (
+            bool(self.untracked or self.untracked_volumes or self.volume.missing)
+            or any(m.drift for m in self.models)
+        )
 
     @property
     def heal(self) -> str | None:
@@ -261,7 +292,8 @@ def compute_status(
             untracked.append(pod)
         elif pod.name in names:
             foreign.append(pod)
-    live_volume = next((v for v in live_volumes if v.id == recorded.volume_id), None)
+    volumes = list(live_volumes)
+    live_volume = next((v for v in volumes if v.id == recorded.volume_id), None)
     volume = VolumeStatus(
         recorded.volume_id, live_volume, plan.volume.size_gb, plan.settings.data_center
     )
@@ -269,24 +301,81 @@ def compute_status(
         Spend(hours, round(usd, 4), round(plan.usd_per_hour_best * hours, 4))
         for hours, usd in sorted((billed_usd or {}).items())
     )
-    return StatusView(plan.stack, models, tuple(untracked), tuple(foreign), volume, spend)
+    ours, theirs = other_volumes(plan.stack, recorded, volumes)
+    facts = plan.volume.facts
+    storage = sum(facts.usd_per_month(v.size_gb, v.type or "STANDARD") for v in ours)
+    return StatusView(
+        plan.stack,
+        models,
+        tuple(untracked),
+        tuple(foreign),
+        volume,
+        spend,
+        ours,
+        theirs,
+        round(storage, 2),
+    )
+
+
+def other_volumes(
+    stack: str, recorded: Recorded, volumes: Iterable[LiveVolume]
+) -> tuple[tuple[LiveVolume, ...], tuple[LiveVolume, ...]]:
+    """(untracked, foreign): volumes named like the stack's that the state does not record.
+
+    Ours is named `<base>-<the stack's token>`: only the token, kept in our state, proves it;
+    one named `<base>` or `<base>-<another token>` is someone else's.
+    """
+    base = volume_name(stack)
+    ours = f"{base}-{recorded.owner}" if recorded.owner else None
+    untracked: list[LiveVolume] = []
+    foreign: list[LiveVolume] = []
+    for v in volumes:
+        if v.id == recorded.volume_id or not (v.name == base or v.name.startswith(f"{base}-")):
+            continue
+        (untracked if v.name == ours else foreign).append(v)
+    return tuple(untracked), tuple(foreign)
+
+
+def with_health(view: StatusView, probes: Mapping[str, Probe]) -> StatusView:
+    """The view with each probed model's health; a RUNNING pod whose probes all failed, and
+    that has no other drift, is `unhealthy`."""
+    models = []
+    for m in view.models:
+        probe = probes.get(m.model_id)
+        if probe is None:
+            models.append(m)
+            continue
+        m = replace(m, healthy=probe.ok)
+        if not probe.ok and m.drift is None and m.live is not None:
+            answer = f"HTTP {probe.last}" if probe.last is not None else "no answer"
+            detail = (
+                f"pod {m.live.id} is {m.live.status} but {probe.path} failed all {probe.probes}"
+                f" probes over {probe.window_s:g}s (last: {answer}): it bills and serves nothing"
+            )
+            m = replace(m, drift=DriftKind.UNHEALTHY, details=(detail,))
+        models.append(m)
+    return replace(view, models=tuple(models))
+
+
+REPLACED = frozenset({DriftKind.MISSING, DriftKind.STOPPED, DriftKind.CHANGED, DriftKind.UNHEALTHY})
+"""Drift a `pulumi up --replace` of the pod heals: the delete finds or terminates the pod, the
+create makes a new one (an unhealthy pod's new one lands on another host)."""
 
 
 def heal_command(view: StatusView) -> str | None:
-    """One shell line: terminate untracked pods, then `pulumi up` replacing drifted pods."""
+    """One shell line: remove untracked pods and volumes, then `pulumi up` replacing drifted
+    pods."""
     if not view.drifted:
         return None
     parts: list[str] = []
-    if view.untracked:
+    if view.untracked or view.untracked_volumes:
         parts.append(f"frutebox status --stack {view.stack} --terminate-untracked")
-    replace = [
+    replaced = [
         f"--replace '{m.urn}'"
         for m in view.models
-        if m.drift in (DriftKind.MISSING, DriftKind.STOPPED, DriftKind.CHANGED)
-        and m.recorded_pod_id
-        and m.planned is not None
+        if m.drift in REPLACED and m.recorded_pod_id and m.planned is not None
     ]
     if any(m.drift for m in view.models):
-        parts.append(" ".join([f"pulumi up --stack {view.stack} --yes", *replace]))
+        parts.append(" ".join([f"pulumi up --stack {view.stack} --yes", *replaced]))
     # A missing volume alone has no one-line heal: it is protected (see the status notes).
     return " && ".join(parts) or None

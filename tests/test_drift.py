@@ -327,3 +327,19 @@ def test_other_volumes_leave_volumes_of_other_names_out() -> None:
     elsewhere = [LiveVolume("x", "frutebox-s-weightsfoo", 10, "EU-RO-1"),
                  LiveVolume("y", "frutebox-prod-weights", 10, "EU-RO-1")]  # fmt: skip
     assert other_volumes(STACK, rec, elsewhere) == ((), ())
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(DriftKind.MISSING, id="missing"),
+        pytest.param(DriftKind.STOPPED, id="stopped"),
+        pytest.param(DriftKind.CHANGED, id="changed"),
+        pytest.param(DriftKind.UNHEALTHY, id="unhealthy"),
+    ],
+)
+def test_each_drift_of_a_recorded_planned_pod_heals_by_replacing_it(kind: DriftKind) -> None:
+    view = status(IN_SYNC)
+    first = replace(view.models[0], drift=kind)
+    drifted = replace(view, models=(first, *view.models[1:]))
+    assert heal_command(drifted) == f"pulumi up --stack s --yes --replace '{first.urn}'"

@@ -1,4 +1,5 @@
-"""A pod's container over time: one that exits at start is restarted again and again.
+"""A pod's container over time: started over successive reads, restarted after a PATCH, and,
+when it exits at start, restarted again and again.
 
 RunPod restarts a container that exits, while the pod's status stays RUNNING (it is the desired
 state, not the container's): the crash loop shows only as a start time and `runtime.uptime`
@@ -12,6 +13,36 @@ from frutebox_infra.emulator.records import PodRecord, timestamp
 
 START_LINE = "start container"
 """RunPod's system-log line each time it starts a pod's container."""
+
+
+def step(pod: PodRecord, now: float) -> None:
+    """One read's worth of a starting pod: PROVISIONING, STARTING, then RUNNING (or ERROR
+    under the pod-error fault); a PATCH's restart, once due, starts it over."""
+    if pod.restart_at_wall is not None and now >= pod.restart_at_wall:
+        pod.restart_at_wall = None
+        pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
+        pod.log("restarting the container with the new settings")
+    elif pod.status == "PROVISIONING":
+        pod.status = "STARTING"
+    elif pod.status == "STARTING":
+        pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
+        if pod.status == "RUNNING":
+            pod.started_at, pod.started_wall = timestamp(now), now
+            pod.log(START_LINE, "system")
+            pod.log("container started; loading weights")
+            start_loop(pod, pod.crash, now)
+        else:
+            pod.log("container exited with code 1: RuntimeError: CUDA error")
+
+
+def log_progress(pod: PodRecord, now: float) -> None:
+    """What a running server has printed by `now`: its load's end, or the never-healthy fault's
+    out-of-memory error."""
+    if pod.serving_process and not pod.crash_looping and pod.started_wall is not None:
+        if pod.fault == "never-healthy":
+            pod.log("torch.OutOfMemoryError: CUDA out of memory")
+        elif not pod.loading(now):
+            pod.log("server is listening")
 
 
 def start_loop(pod: PodRecord, crash: str | None, now: float) -> None:

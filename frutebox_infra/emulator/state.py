@@ -16,7 +16,7 @@ from frutebox_infra.emulator.admission import (
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
-from frutebox_infra.emulator.containers import START_LINE, settle, start_loop
+from frutebox_infra.emulator.containers import log_progress, settle, step
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
@@ -169,22 +169,7 @@ class Account:
     def read_pod(self, pod_id: str) -> PodRecord:
         """GET: each read moves a starting pod one step, so polling is really exercised."""
         pod = self.pod(pod_id)
-        if pod.restart_at_wall is not None and self.clock.now() >= pod.restart_at_wall:
-            pod.restart_at_wall = None
-            pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
-            pod.log("restarting the container with the new settings")
-        elif pod.status == "PROVISIONING":
-            pod.status = "STARTING"
-        elif pod.status == "STARTING":
-            pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
-            if pod.status == "RUNNING":
-                now = self.clock.now()
-                pod.started_at, pod.started_wall = timestamp(now), now
-                pod.log(START_LINE, "system")
-                pod.log("container started; loading weights")
-                start_loop(pod, pod.crash, now)
-            else:
-                pod.log("container exited with code 1: RuntimeError: CUDA error")
+        step(pod, self.clock.now())
         return self._settle(pod)
 
     def list_pods(self) -> list[PodRecord]:
@@ -202,11 +187,7 @@ class Account:
         """The pod's (source, line) of `source` (both when None), as GET /v2/pods/{id}/logs
         streams them."""
         pod = self._settle(self.pod(pod_id))
-        if pod.serving_process and not pod.crash_looping and pod.started_wall is not None:
-            if pod.fault == "never-healthy":
-                pod.log("torch.OutOfMemoryError: CUDA out of memory")
-            elif not pod.loading(self.clock.now()):
-                pod.log("server is listening")
+        log_progress(pod, self.clock.now())
         entries = pod.entries(source)
         return entries[-tail:] if tail else []
 

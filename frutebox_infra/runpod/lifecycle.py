@@ -83,7 +83,6 @@ class Provisioner(Waits):
     ) -> Pod:
         """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is. `watch`
         fails a crash loop early; `sweep` goes on looking for a duplicate at each API check."""
-        watch = watch or RestartWatch()
         pod = self.wait_running(pod_id, timeouts, watch=watch)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
@@ -204,17 +203,14 @@ class Provisioner(Waits):
             f" {', '.join(sorted(rollback))} to the previous ones"
         )
         try:
-            logged = self.logged_starts(pod_id)
+            # The restart to wait for is the rollback's, not the failed container's own.
+            current = self._current(before)
             patched_at = self._clock()
             patched = self.api.update_pod(pod_id, rollback)
-            self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
-            self.serve(
-                pod_id,
-                health=health,
-                ollama_tags=tags,
-                timeouts=timeouts,
-                watch=RestartWatch(logged_before=logged),
-            )
+            self.wait_restarted(current, patched, timeouts, patched_at=patched_at)
+            # No crash watch: these settings served, and the container they replace may
+            # still be restarting on its own for a while; the health deadline bounds it.
+            self.serve(pod_id, health=health, ollama_tags=tags, timeouts=timeouts)
         except Cancelled as exc:
             return left_running(exc, pod_id, "was being rolled back after a failed update")
         except RunPodError as exc:
@@ -243,6 +239,13 @@ class Provisioner(Waits):
             pod_id=pod_id,
             last_status="RUNNING",
         )
+
+    def _current(self, known: Pod) -> Pod:
+        """The pod as it is now; `known` when the API cannot say."""
+        try:
+            return self.api.get_pod(known.id)
+        except RunPodError:
+            return known
 
     def refresh_pull(
         self, pod: Pod, *, health: Health, tags: Sequence[str], timeouts: Timeouts

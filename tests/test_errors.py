@@ -13,6 +13,7 @@ from frutebox_infra.errors import (
     FruteboxError,
     UsageError,
     exit_code,
+    printable,
     shown,
 )
 
@@ -49,3 +50,16 @@ def test_a_usage_error_exits_2_and_every_other_explained_error_1(
 )
 def test_a_value_is_quoted_as_yaml_spells_it_and_cut_to_a_line(value: object, text: str) -> None:
     assert shown(value) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        pytest.param("qwen3-8b", "qwen3-8b", id="plain"),
+        pytest.param("\r", "\\r", id="carriage-return"),
+        pytest.param("a\nb", "a\\nb", id="newline"),
+        pytest.param("caf\u00e9", "caf\u00e9", id="printable-unicode-kept"),
+    ],
+)
+def test_a_name_is_quoted_on_one_line(text: str, quoted: str) -> None:
+    assert printable(text) == quoted

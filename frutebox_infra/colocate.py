@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
+from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import ServeOptions, Sharing
 from frutebox_infra.registry import Gpu, Registry
-from frutebox_infra.resolver import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.settings import StackSettings
 
 EXACT_LIMIT = 10

@@ -13,7 +13,7 @@ from enum import StrEnum
 from frutebox_infra.deploy_contract import OWNER_ENV
 from frutebox_infra.deploy_requests import pod_name
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.resolver import PlacementOption
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.settings import PROJECT
 
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})

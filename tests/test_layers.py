@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("registry",),
     ("fit",),
     ("recipes",),
+    ("ranking",),
     ("resolver", "settings", "environment"),
     ("registry_files", "stack_file", "endpoints"),
     ("colocate",),

@@ -7,7 +7,8 @@ from typing import Any
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.deploy_requests import pod_name, pod_name_of
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution
+from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.resolver import PlanProblem, Resolution
 
 SCHEMA_VERSION = 1
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -186,8 +189,9 @@ def plan_fleet(
         )
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
-    models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
-    models, pods = _pods(registry, settings, models)
+    with _cycle_collector_paused():
+        models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
+        models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -217,6 +221,20 @@ def plan_fleet(
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
     return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
+
+
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Planning makes tens of objects per model, none of them in a reference cycle, and keeps
+    them all until the plan returns: the cyclic collector's full passes over that growing heap
+    free nothing and cost a third of a 10,000-model plan. Paused meanwhile, then restored."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _pods(

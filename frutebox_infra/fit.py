@@ -64,6 +64,12 @@ class FitRequest:
     speculative: bool = False
 
     @cached_property
+    def required_sequences(self) -> int:
+        """Full-context sequences a placement must hold: every configured slot where the
+        engine allocates them all at start, else the floor."""
+        return self.configured_sequences if self.static_allocation else self.min_sequences
+
+    @cached_property
     def unsharded_cache_bytes(self) -> tuple[int, int]:
         """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
         a layer split divides by layers, the same for every GPU type and count."""
@@ -200,7 +206,7 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
         sizes = _layer_sizes(request, arch, gpu, count)[0]
     else:
         sizes = _tensor_parallel(request, arch, gpu, count)
-    return max(sizes.pool, 0.0) / sizes.per_sequence >= _required(request)
+    return max(sizes.pool, 0.0) / sizes.per_sequence >= request.required_sequences
 
 
 @dataclass(slots=True)
@@ -216,10 +222,6 @@ class _Sizes:
     per_sequence: float
     """Pool bytes one full-context sequence uses up (KV, state, or their share)."""
     kv_pool: float
-
-
-def _required(req: FitRequest) -> int:
-    return req.configured_sequences if req.static_allocation else req.min_sequences
 
 
 def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> _Sizes:
@@ -266,13 +268,13 @@ def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> t
 def _layer_split(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> Fit:
     sizes, worst_layers = _layer_sizes(req, arch, gpu, count)
     sequences = max(sizes.pool, 0.0) / sizes.per_sequence
-    if sequences >= _required(req):
+    if sequences >= req.required_sequences:
         return _verdict(req, count, sizes, layers_on_worst_gpu=worst_layers)
-    needed = (sizes.budget - sizes.pool) + _required(req) * sizes.per_sequence
+    needed = (sizes.budget - sizes.pool) + req.required_sequences * sizes.per_sequence
     reason = (
         f"the most loaded of {count} GPUs holds {worst_layers} of {arch.layers} layers"
         f" ({sizes.weights_per_gpu / GB:.1f} GB of weights) and room for"
-        f" {sequences or 0.0:.2f} of the {_required(req)} full-context sequences"
+        f" {sequences or 0.0:.2f} of the {req.required_sequences} full-context sequences"
         f" it needs: {needed / GB:.1f} GB needed vs {sizes.budget / GB:.1f} GB on that GPU"
     )
     return _verdict(req, count, sizes, layers_on_worst_gpu=worst_layers, reason=reason)
@@ -289,7 +291,7 @@ def _verdict(
     """The estimate from its sizes; `reason` replaces the generic one when it does not fit."""
     budget, pool, per_sequence = sizes.budget, sizes.pool, sizes.per_sequence
     sequences = max(pool, 0.0) / per_sequence
-    required = _required(req)
+    required = req.required_sequences
     fits = sequences >= required
     # Whatever the engine keeps outside its KV pool (weights, and for vLLM activations) plus
     # the pool the required sequences take: the same test `fits` applies, stated in GB.

@@ -191,7 +191,7 @@ def _gpu_refusal(serving: Serving, image: Image, gpu: Gpu) -> str | None:
     """Why no count of `gpu` can serve, before any fit: FP8 weights, the image's kernels."""
     if serving.require_fp8 and not gpu.fp8:
         return "FP8 checkpoint needs a native-FP8 GPU"
-    return image_gpu_problem(image, gpu)
+    return None if image.drives(gpu) else image_gpu_problem(image, gpu)
 
 
 def _request(

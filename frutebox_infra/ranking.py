@@ -66,6 +66,8 @@ class Ranking:
     """One model's ranked placements and the GPU types that refuse it, built on demand.
 
     Equal rankings rank the same GPU types, counts and prices: what the rest is built from.
+    `built` and `requests` are caches, filled as placements are asked for; nothing else
+    changes after the search.
     """
 
     ranked: tuple[Ranked, ...]
@@ -122,15 +124,13 @@ class Ranking:
         refused = _gpu_refusal(self.serving, self.image, gpu)
         if refused is not None:
             return Candidate(gpu, None, None, None, refused)
-        top = _top_count(self.registry, gpu)
+        top = _top_count(self.registry, gpu)  # >= 1: both caps are at least 1
         allowed = [c for c in self.allowed_counts if c <= top]
         if allowed:
             fit = estimate(self._request(gpu), gpu, allowed[-1])
             return Candidate(gpu, allowed[-1], round(price * allowed[-1], 2), fit, fit.reason)
-        if top:
-            problem = self.recipe.count_problem(self.model, top)
-            return Candidate(gpu, top, round(price * top, 2), None, problem)
-        return Candidate(gpu, None, None, None, "no GPU count allowed")
+        problem = self.recipe.count_problem(self.model, top)
+        return Candidate(gpu, top, round(price * top, 2), None, problem)
 
     def _request(self, gpu: Gpu) -> FitRequest:
         return _request(self.requests, self.model, self.recipe, self.serving, self.options, gpu)

@@ -113,9 +113,7 @@ def resolve(
         warnings += ranking.placements(1)[0].pod.notes
     else:
         problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id)
-    return Resolution(
-        model_id, model, recipe, image, serving, problem, tuple(warnings), ranking
-    )
+    return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:

@@ -13,7 +13,7 @@ from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.report.table import plan_table
+from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 
 exit_quietly_on_interrupt()

@@ -156,10 +156,8 @@ def ratio(a: float, b: float) -> str:
 
 
 def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
-    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory.
-
-    A clone drops its template's `former_ids`: a former id names one model only, and the
-    registry refuses the same one on two."""
+    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory; a clone
+    keeps no `former_ids`, which must stay unique across the registry."""
     clones = tuple(
         templates[i % len(templates)].model_copy(
             update={"id": f"{templates[i % len(templates)].id}-s{i:05d}", "former_ids": ()}
@@ -173,4 +171,6 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         data_centers=catalog.data_centers,
         network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
+        speed=catalog.speed,
+        engine_options=catalog.engine_options,
     )

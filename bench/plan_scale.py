@@ -32,8 +32,7 @@ from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Model, Registry
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.report.data import plan_data
-from frutebox_infra.report.table import plan_table
+from frutebox_infra.report.plan_report import plan_data, plan_table
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.stack_file import parse_settings

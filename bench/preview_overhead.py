@@ -95,7 +95,7 @@ LAZY = (
     "frutebox_infra.refs",
     "frutebox_infra.emulator",
     "frutebox_infra.drift",
-    "frutebox_infra.status",
+    "frutebox_infra.status_read",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
 deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the
@@ -117,7 +117,7 @@ from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.report.table import plan_table
+from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
@@ -127,7 +127,7 @@ t5 = time.perf_counter()
 plan_table(plan)
 live_lines(plan, registry, endpoint=resolve_endpoint(dict(), stack_key=None, stack_url=""))
 from frutebox_infra.deploy_requests import volume_request
-from frutebox_infra.report.data import plan_data
+from frutebox_infra.report.plan_report import plan_data
 volume_request(plan).to_json()
 plan_data(plan)
 t6 = time.perf_counter()

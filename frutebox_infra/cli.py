@@ -1,4 +1,5 @@
-"""`frutebox`: the offline views (catalog, plan, diff) and the local RunPod emulator."""
+"""`frutebox`: the offline views (catalog, plan, diff), the live ones (status, prices) and the
+local RunPod emulator."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
+from frutebox_infra.drift import HEALTH_PROBES, HEALTH_WINDOW_S, StatusView
 from frutebox_infra.environment import Environment
-from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
+from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.price_compare import PriceComparison
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
-from frutebox_infra.report.render import CATALOG_FORMATS, CatalogView, DiffView, render
+from frutebox_infra.report.catalog_report import CatalogView
+from frutebox_infra.report.diff_report import DiffView
+from frutebox_infra.report.render import formats, render
 from frutebox_infra.resolver import resolve
 from frutebox_infra.stack_file import load_settings, stack_file
 
@@ -28,7 +33,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     resolutions = tuple(
         resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
     )
-    print(render(CatalogView(resolutions), args.format))
+    print(render(CatalogView(resolutions), Format(args.format)))
     return EXIT_OK
 
 
@@ -42,7 +47,7 @@ def load_plan(
 
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = load_plan(args.stack, Path(args.stacks_dir), Path(args.registry_dir))
-    print(render(plan, args.format))
+    print(render(plan, Format(args.format)))
     if not plan.ok:
         print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
         return EXIT_PROBLEMS
@@ -55,7 +60,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     before, after = plan_both_sides(root, args.base, args.head, args.stack, environment)
     diff = diff_plans(before, after)
     head = args.head or WORK_TREE
-    print(render(DiffView(diff, args.base, head), args.format))
+    print(render(DiffView(diff, args.base, head), Format(args.format)))
     if not diff.ok:
         print(f"\n{len(diff.problems)} problem(s) at {head}: `pulumi preview` would fail.",
               file=sys.stderr)  # fmt: skip
@@ -63,14 +68,24 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_HEALTH_WINDOW_S = 300.0
+
+
+def _health_window(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_HEALTH_WINDOW_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds from 0 to {MAX_HEALTH_WINDOW_S:g}"
+        )
+    return seconds
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.status import (
-        EXIT_DRIFT,
-        collect,
-        read_recorded,
-        stack_endpoint,
-    )
-    from frutebox_infra.status import terminate_untracked as terminate
+    from frutebox_infra.status_read import collect, read_recorded, stack_endpoint
+    from frutebox_infra.status_read import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)
     plan = load_plan(args.stack, project_dir / "stacks")
@@ -80,12 +95,15 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  - {problem}", file=sys.stderr)
     recorded = read_recorded(args.stack, project_dir, os.environ)
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
-    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked)
+    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked,
+                   health_window_s=args.health_window)  # fmt: skip
     if args.terminate_untracked:
-        for pod_id in terminate(view, endpoint):
-            print(f"terminated untracked pod {pod_id}", file=sys.stderr)
+        volumes = {v.id for v in view.untracked_volumes}
+        for removed in terminate(view, endpoint):
+            what = "deleted untracked volume" if removed in volumes else "terminated untracked pod"
+            print(f"{what} {removed}", file=sys.stderr)
         return EXIT_OK
-    print(render(view, args.format))
+    print(render(view, Format(args.format)))
     return EXIT_DRIFT if view.drifted else EXIT_OK
 
 
@@ -95,10 +113,18 @@ def cmd_prices(args: argparse.Namespace) -> int:
     project_dir = Path(args.project_dir)
     return run_prices(
         write=args.write,
+        fmt=Format(args.format),
         registry_dir=Path(args.registry_dir),
         stack=args.stack,
         project_dir=project_dir,
     )
+
+
+def add_format(command: argparse.ArgumentParser, view_type: type) -> None:
+    """`--format`, offering exactly the formats the command's view renders in (plain strings,
+    so a wrong one is named as typed)."""
+    offered = [str(f) for f in formats(view_type)]
+    command.add_argument("--format", choices=offered, default=str(Format.TABLE))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,12 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     models = sub.add_parser("models", help="the catalog: servable or why not, cheapest placement")
-    models.add_argument("--format", type=Format, choices=CATALOG_FORMATS, default=Format.TABLE)
+    add_format(models, CatalogView)
     models.set_defaults(run=cmd_models)
 
     plan = sub.add_parser("plan", help="the plan `pulumi preview` shows, without Pulumi")
     plan.add_argument("--stack", required=True)
-    plan.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    add_format(plan, FleetPlan)
     plan.add_argument("--stacks-dir", default=str(STACKS_DIR), help=argparse.SUPPRESS)
     plan.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     plan.set_defaults(run=cmd_plan)
@@ -121,18 +147,27 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--base", required=True, help="git ref of the base (e.g. origin/main)")
     diff.add_argument("--head", default=None, help="git ref of the head (default: work tree)")
     diff.add_argument("--stack", required=True)
-    diff.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    add_format(diff, DiffView)
     diff.set_defaults(run=cmd_diff)
 
     status = sub.add_parser(
         "status", help="recorded vs live vs planned: drift, health, spend (exit 3 on drift)"
     )
     status.add_argument("--stack", required=True)
-    status.add_argument("--format", type=Format, choices=list(Format), default=Format.TABLE)
+    add_format(status, StatusView)
     status.add_argument(
         "--terminate-untracked",
         action="store_true",
-        help="terminate the pods carrying this stack's mark that the state does not record",
+        help="terminate the pods and delete the volumes carrying this stack's mark that the"
+        " state does not record (needs a key with write access)",
+    )
+    status.add_argument(
+        "--health-window",
+        type=_health_window,
+        default=HEALTH_WINDOW_S,
+        metavar="SECONDS",
+        help=f"how long a RUNNING pod's health path may fail ({HEALTH_PROBES} probes) before it"
+        f" is `unhealthy` (default {HEALTH_WINDOW_S:g}, 0 to {MAX_HEALTH_WINDOW_S:g})",
     )
     status.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     status.set_defaults(run=cmd_status)
@@ -144,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     prices.add_argument(
         "--stack", help="read RunPod with this stack's runpodApiUrl and key (default: none)"
     )
+    add_format(prices, PriceComparison)
     prices.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     prices.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     prices.set_defaults(run=cmd_prices)

@@ -13,6 +13,7 @@ from frutebox_infra.deploy_contract import (
     TimeoutSpec,
     VolumeRequest,
 )
+from frutebox_infra.launches import pod_specs
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
@@ -92,12 +93,7 @@ def pod_body(
 def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
     """Per candidate placement, the pod that serves `plan` and the other `members` of its
     pod (they hold their views of the same placements, in the same order)."""
-    if not members:
-        return [p.pod for p in plan.candidates]
-    return [
-        p.recipe.shared_pod([p.pod, *(m.candidates[i].pod for m in members)])
-        for i, p in enumerate(plan.candidates)
-    ]
+    return pod_specs(plan.candidates, [m.candidates for m in members])
 
 
 def pod_request(

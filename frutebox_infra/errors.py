@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
-"""Exit codes of every command: ok; problems (preview would fail); a usage error."""
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_DRIFT = 0, 1, 2, 3
+"""Exit codes of every command, their one home: ok; problems (preview would fail, or RunPod or
+the backend could not be read); a usage error; `status` found drift."""
 
 
 class FruteboxError(Exception):

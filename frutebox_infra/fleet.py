@@ -19,7 +19,7 @@ from frutebox_infra.deploy_contract import VolumeRequest
 from frutebox_infra.deploy_requests import pod_name, pod_request, volume_request
 from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.report.data import plan_data
+from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 
 RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'

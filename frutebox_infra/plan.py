@@ -11,6 +11,7 @@ from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup, group_pods
 from frutebox_infra.environment import NO_ENVIRONMENT, Environment
+from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
@@ -194,6 +195,9 @@ def plan_fleet(
         models, pods = _pods(registry, settings, models)
     for plan in models:
         problems.extend(plan.problems)
+    launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
+    problems.extend(launch_refused)
+    warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
     largest = registry.network_volume.max_gb
     if volume.contents_gb * (1 + settings.volume_headroom) > largest:
@@ -235,6 +239,24 @@ def _cycle_collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _launches(
+    models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]
+) -> list[PodLaunches]:
+    by_id = {m.model_id: m for m in models}
+    out = []
+    for pod in pods:
+        anchor, *members = (by_id[i] for i in pod.model_ids)
+        out.append(
+            PodLaunches(
+                pod.model_ids,
+                anchor.resolution,
+                anchor.candidates,
+                tuple(m.candidates for m in members),
+            )
+        )
+    return out
 
 
 def _pods(

@@ -10,57 +10,21 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from frutebox_infra.endpoints import API_KEY_ENV, resolve_endpoint
 from frutebox_infra.errors import EXIT_OK, FruteboxError, UsageError
-from frutebox_infra.live_warnings import PRICE_TOLERANCE, LiveCatalog, price_drift
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
-from frutebox_infra.registry import Registry
+from frutebox_infra.price_compare import compare_prices
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.report.text import table
+from frutebox_infra.report import Format
+from frutebox_infra.report.render import render
 from frutebox_infra.stack_file import load_settings, stack_file
 
 _ENTRY = re.compile(r"^\s*-\s+id:\s*(?P<id>.+?)\s*$")
 _SECURE = re.compile(r"(\bsecure:\s*)([0-9.]+|null)")
 _SOURCE = re.compile(r"(\bsource:\s*)\"[^\"]*\"")
-
-
-@dataclass(frozen=True)
-class PriceRow:
-    gpu_id: str
-    name: str
-    registry_usd: float | None
-    live_usd: float | None
-
-    @property
-    def drift(self) -> float | None:
-        if self.registry_usd is None or not self.live_usd:
-            return None
-        return price_drift(self.registry_usd, self.live_usd)
-
-    @property
-    def differs(self) -> bool:
-        return (
-            self.live_usd is not None and self.live_usd > 0 and self.live_usd != self.registry_usd
-        )
-
-
-def compare(registry: Registry, live: LiveCatalog) -> list[PriceRow]:
-    rows = []
-    for gpu in registry.gpus:
-        offer = live.gpus.get(gpu.id)
-        rows.append(
-            PriceRow(
-                gpu.id,
-                gpu.name,
-                gpu.price_usd_per_hour.secure,
-                offer.secure_usd_per_hour if offer else None,
-            )
-        )
-    return rows
 
 
 def rewrite_prices(text: str, prices: Mapping[str, float], source: str) -> str:
@@ -76,26 +40,10 @@ def rewrite_prices(text: str, prices: Mapping[str, float], source: str) -> str:
     return "".join(out)
 
 
-def prices_table(rows: list[PriceRow]) -> str:
-    def money(value: float | None) -> str:
-        return "-" if value is None else f"${value:.2f}"
-
-    cells = [
-        [
-            r.name,
-            money(r.registry_usd),
-            money(r.live_usd),
-            "-" if r.drift is None else f"{r.drift:+.1%}",
-            "over 5%" if r.drift is not None and abs(r.drift) > PRICE_TOLERANCE else "",
-        ]
-        for r in rows
-    ]
-    return table(("GPU", "REGISTRY $/H", "LIVE SECURE $/H", "DIFF", ""), cells)
-
-
 def run_prices(
     *,
     write: bool,
+    fmt: Format = Format.TABLE,
     registry_dir: Path = REGISTRY_DIR,
     stack: str | None = None,
     project_dir: Path = REPO_ROOT,
@@ -111,18 +59,18 @@ def run_prices(
                 " or name a stack whose secret holds one (--stack)."
             )
     else:
-        from frutebox_infra.status import stack_endpoint
+        from frutebox_infra.status_read import stack_endpoint
 
         settings = load_settings(stack_file(stack, project_dir / "stacks"))
         endpoint = stack_endpoint(stack, project_dir, os.environ, settings.runpod_api_url)
     registry = load_registry(registry_dir)
     try:
-        live = fetch_catalog(endpoint, 30.0)
+        live = fetch_catalog(endpoint, 30.0, command="`frutebox prices`")
     except RunPodError as exc:
         raise FruteboxError(f"RunPod's catalog could not be read: {exc}") from exc
-    rows = compare(registry, live)
-    print(prices_table(rows))
-    changed = {r.gpu_id: float(r.live_usd) for r in rows if r.differs and r.live_usd}
+    comparison = compare_prices(registry, live)
+    print(render(comparison, fmt))
+    changed = comparison.changed
     if not write:
         if changed:
             print(

@@ -11,7 +11,13 @@ from frutebox_infra.environment import Environment
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.registry_files import FILES, RegistryFiles, parse_registry
+from frutebox_infra.registry_files import (
+    ENGINE_OPTIONS_DIR,
+    FILES,
+    RegistryFiles,
+    is_engine_options,
+    parse_registry,
+)
 from frutebox_infra.stack_file import parse_settings, stack_config_from_text, stack_file_name
 from frutebox_infra.yaml_text import decode_utf8
 
@@ -70,9 +76,10 @@ def read_config_at(repo: Path, ref: str | None, stack: str) -> ConfigAtRef | Non
     present = set(listed.stdout.decode().splitlines())
     if path not in present:
         return None
+    names = [*FILES, *sorted(p.removeprefix("registry/") for p in present if _facts(p))]
     texts = {
         name: _show(repo, sha, f"registry/{name}", ref)
-        for name in FILES
+        for name in names
         if f"registry/{name}" in present
     }
     return ConfigAtRef(ref, _show(repo, sha, path, ref), RegistryFiles(texts))
@@ -89,9 +96,19 @@ def _read_work_tree(repo: Path, stack_file: str) -> ConfigAtRef | None:
     path = repo / stack_file
     if not path.is_file():
         return None
-    paths = [repo / "registry" / n for n in FILES]
-    texts = {p.name: _read(p) for p in paths if p.is_file()}
+    names = [
+        *FILES,
+        *(
+            f"{ENGINE_OPTIONS_DIR}/{p.name}"
+            for p in sorted((repo / "registry" / ENGINE_OPTIONS_DIR).glob("*.json"))
+        ),
+    ]
+    texts = {n: _read(repo / "registry" / n) for n in names if (repo / "registry" / n).is_file()}
     return ConfigAtRef(WORK_TREE, _read(path), RegistryFiles(texts))
+
+
+def _facts(path: str) -> bool:
+    return is_engine_options(path.removeprefix("registry/"))
 
 
 def _read(path: Path) -> str:

@@ -8,52 +8,18 @@ from collections.abc import Mapping
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from frutebox_infra.engine_options import EngineOptions
+from frutebox_infra.registry_base import Frozen as Frozen
+from frutebox_infra.registry_base import Runtime as Runtime
+from frutebox_infra.registry_base import SpecDecode as SpecDecode
+from frutebox_infra.speed_facts import PARAMETERS_TOLERANCE, GpuSpeed, Parameters, SpeedFacts
 
 MAX_CONTEXT_TOKENS = 10_485_760
 """The longest context any model claims (10M tokens)."""
-
-
-class Frozen(BaseModel):
-    """Registry records are facts: immutable, and unknown keys are typos."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic would read `vram_gb: true` as 1 and `fp8: 0` as false: booleans and
-        # numbers never stand in for each other.
-        if info.field_name is None:
-            return value
-        annotation = cls.model_fields[info.field_name].annotation
-        boolean = annotation is bool or bool in get_args(annotation)
-        if isinstance(value, bool) and not boolean:
-            raise ValueError("true/false is not a value of this field")
-        if boolean and value is not None and not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-
-
-class Runtime(StrEnum):
-    """Serving engines a model may declare; whether we can serve one is the recipes' call."""
-
-    SGLANG = "sglang"
-    VLLM = "vllm"
-    LLAMACPP = "llamacpp"
-    OLLAMA = "ollama"
-    COMFYUI = "comfyui"
-    TGI = "tgi"
-    DIFFUSERS = "diffusers"
 
 
 class Cloud(StrEnum):
@@ -83,6 +49,21 @@ class Gpu(Frozen):
     price_usd_per_hour: Price
     architecture: str | None = Field(default=None, pattern=r"^sm_\d+$")
     """CUDA compute capability (sm_86, sm_90, ...): which image kernels can run on it."""
+    speed: GpuSpeed | None = None
+    """None where unsourced: the speed model then gives no estimate on this GPU."""
+
+    @model_validator(mode="after")
+    def _fp8_figures_agree(self) -> Gpu:
+        if self.speed is None:
+            return self
+        has_figure = self.speed.fp8_dense_tflops is not None
+        if has_figure != self.fp8:
+            raise ValueError(
+                f"fp8 is {str(self.fp8).lower()} but speed.fp8_dense_tflops is"
+                f" {'set' if has_figure else 'missing'}: a GPU with FP8 tensor cores records"
+                " their dense TFLOPS, one without records none"
+            )
+        return self
 
     @model_validator(mode="after")
     def _units_agree(self) -> Gpu:
@@ -204,16 +185,31 @@ class Source(Frozen):
     gguf: GgufSource | None = None
     comfyui: ComfyRecipe | None = None
 
+    @model_validator(mode="after")
+    def _comfyui_has_a_repo(self) -> Source:
+        if self.comfyui is not None and self.comfyui.repo is None and self.hf_repo is None:
+            raise ValueError(
+                "comfyui names no repo and the model has no hf_repo: its files come from nowhere"
+            )
+        return self
+
+
+WeightFormat = Literal["fp8", "bf16", "fp16", "gguf", "mixed"]
+
 
 class Weights(Frozen):
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
 
-    format: Literal["fp8", "bf16", "fp16", "gguf", "mixed"] = "bf16"
+    format: WeightFormat = "bf16"
     disk_gb: float | None = Field(default=None, gt=0, le=10_000)
     vram_gb: float | None = Field(default=None, gt=0, le=10_000)
     fp8_block_size: int | None = Field(default=None, gt=0, le=4096)
     """Block-wise FP8 scales (config.json quantization_config.weight_block_size): every
     tensor-parallel shard of a quantized matrix must hold whole blocks."""
+    non_expert_bytes_per_weight: float | None = Field(default=None, gt=0, le=4)
+    """Where a MoE checkpoint keeps its attention and shared weights at another precision than
+    its experts (gpt-oss: BF16 attention, MXFP4 experts), the bytes of one such weight; the
+    experts' bytes per weight then follow from the total. None: one precision throughout."""
     source: str | None = None
 
 
@@ -236,6 +232,13 @@ class Architecture(Frozen):
     """Width of one expert's MLP: what tensor parallelism splits inside each expert."""
     intermediate_size: int | None = Field(default=None, gt=0)
     """Width of a dense MLP; only dense models are sharded by it."""
+    hidden_size: int | None = Field(default=None, gt=0, le=65_536)
+    """The residual width (config.json hidden_size): what each tensor-parallel all-reduce
+    carries per token, and with `moe_intermediate_size` the size of one expert."""
+    experts_per_token: int | None = Field(default=None, gt=0, le=1024)
+    """Routed experts each token uses (config.json num_experts_per_tok)."""
+    dense_layers: int = Field(default=0, ge=0, le=1024)
+    """Leading layers with a dense MLP instead of experts (config.json first_k_dense_replace)."""
     source: str
 
     @model_validator(mode="after")
@@ -253,15 +256,28 @@ class Architecture(Frozen):
                 f"full_attention_layers {self.full_attention_layers} is more than the model's"
                 f" {self.layers} layers"
             )
+        if self.dense_layers >= self.layers:
+            raise ValueError(
+                f"dense_layers {self.dense_layers} leaves none of the {self.layers} layers"
+                " for experts"
+            )
+        if (self.experts_per_token or 0) > (self.experts or self.experts_per_token or 0):
+            raise ValueError(
+                f"experts_per_token {self.experts_per_token} is more than the {self.experts}"
+                " experts"
+            )
         return self
 
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers
 
-class SpecDecode(StrEnum):
-    NONE = "none"
-    MTP = "mtp"
-    DRAFT = "draft"
-    EAGLE3 = "eagle3"
-    P_EAGLE = "p-eagle"
+    @property
+    def weights_per_expert(self) -> int | None:
+        """Weights of one routed expert in one layer: its gate, up and down projections."""
+        if self.hidden_size is None or self.moe_intermediate_size is None:
+            return None
+        return 3 * self.hidden_size * self.moe_intermediate_size
 
 
 class Speed(Frozen):
@@ -270,6 +286,16 @@ class Speed(Frozen):
     spec_decode: SpecDecode = SpecDecode.NONE
     K: int = Field(default=7, ge=1, le=32)
     draft_model: str | None = None
+    acceptance: float | None = Field(default=None, gt=0, lt=1)
+    """Chance each drafted token is accepted, measured for this model's drafter; None: the
+    method's assumption in registry/speed.yaml."""
+    acceptance_source: str | None = None
+
+    @model_validator(mode="after")
+    def _acceptance_sourced(self) -> Speed:
+        if self.acceptance is not None and not self.acceptance_source:
+            raise ValueError("speed.acceptance needs acceptance_source: where it was measured")
+        return self
 
 
 class Model(Frozen):
@@ -288,12 +314,79 @@ class Model(Frozen):
     """The longest context the model is served with, in tokens; a stack may lower it, never
     raise it."""
     min_gpus: int = Field(default=1, ge=1, le=8)
-    reasoning_parser: str | None = None
+    reasoning_parser: dict[Runtime, str] = Field(default_factory=dict)
+    """The reasoning parser per engine: SGLang and vLLM spell parser names differently
+    (SGLang `deepseek-v41`, vLLM `deepseek_v41`), so one value cannot serve both."""
     speed: Speed = Speed()
     architecture: Architecture | None = None
+    parameters: Parameters | None = None
     engine_args: dict[Runtime, tuple[str, ...]] = Field(default_factory=dict)
     """Extra flags a model needs on an engine (e.g. Mistral's own checkpoint format on vLLM)."""
     notes: str | None = None
+
+    @field_validator("reasoning_parser", mode="before")
+    @classmethod
+    def _parser_per_engine(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                f"say which engine takes '{value}': reasoning_parser: {{sglang: {value}}} (or"
+                " vllm:), since SGLang and vLLM spell parser names differently; each name is"
+                " checked against registry/engine_options/<engine>.json"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _parameters_agree(self) -> Model:
+        params, arch = self.parameters, self.architecture
+        if params is None or arch is None:
+            return self
+        if not arch.moe:
+            if params.active_billions not in (None, params.total_billions):
+                raise ValueError(
+                    f"parameters.active_billions {params.active_billions} differs from"
+                    f" total_billions {params.total_billions} on a dense model"
+                )
+            return self
+        if params.active_billions is None:
+            raise ValueError("a MoE model's parameters need active_billions")
+        split = self.expert_split
+        if split is None:
+            return self
+        derived = split.shared + split.routed
+        if split.shared <= 0 or abs(derived / params.total - 1) > PARAMETERS_TOLERANCE:
+            raise ValueError(
+                f"parameters ({params.total_billions}B total, {params.active_billions}B active)"
+                f" disagree with the architecture: {arch.moe_layers} MoE layers x {arch.experts}"
+                f" experts of 3 x {arch.hidden_size} x {arch.moe_intermediate_size} weights,"
+                f" {arch.experts_per_token} per token, give {derived / 1e9:.0f}B total; check"
+                " hidden_size, moe_intermediate_size, experts, experts_per_token and dense_layers"
+            )
+        return self
+
+    @property
+    def expert_split(self) -> ExpertSplit | None:
+        """A MoE's weights every token reads (the active count less its routed experts) and
+        its routed experts' weights; None unless the registry has the whole expert structure."""
+        params, arch = self.parameters, self.architecture
+        if params is None or arch is None or not arch.moe:
+            return None
+        per_expert, experts, used = arch.weights_per_expert, arch.experts, arch.experts_per_token
+        if per_expert is None or experts is None or used is None:
+            return None
+        return ExpertSplit(
+            shared=params.active - arch.moe_layers * used * per_expert,
+            routed=float(arch.moe_layers * experts * per_expert),
+            per_expert=float(per_expert),
+        )
+
+
+class ExpertSplit(NamedTuple):
+    """A MoE's weight counts by how a decode step reads them."""
+
+    shared: float
+    routed: float
+    per_expert: float
+    """Weights of one routed expert in one layer."""
 
 
 class PriceTier(Frozen):
@@ -347,6 +440,57 @@ class DataCenter(Frozen):
     name: str
 
 
+class CpuFlavor(Frozen):
+    """A RunPod CPU pod flavor (`GET /v2/catalog/cpus`): priced and sized per vCPU.
+
+    CPU pods run on Secure cloud only (the catalog prices them `securePerVcpu` and
+    `serverlessPerVcpu`, nothing for Community) and mount network volumes; memory follows
+    the flavor, `ram_gb_per_vcpu` x the vCPU count.
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="cpu.id of POST /v2/pods")
+    name: str
+    vcpu_min: int = Field(ge=2, le=512)
+    vcpu_max: int = Field(ge=2, le=512)
+    ram_gb_per_vcpu: float = Field(gt=0, le=64)
+    disk_gb_per_vcpu: float | None = Field(default=None, gt=0, le=1000)
+    """The container disk a pod of this flavor may have, per vCPU."""
+    usd_per_vcpu_hour: float = Field(gt=0, le=10)
+    """On-demand Secure price of one vCPU for an hour."""
+    data_centers: tuple[str, ...] | None = None
+    """Where RunPod offers the flavor; None: not recorded (the live catalog decides)."""
+    source: str
+
+    @model_validator(mode="after")
+    def _counts_are_powers_of_two(self) -> CpuFlavor:
+        # POST /v2/pods: vcpuCount "must be a power of two" and within the flavor's range.
+        bad = [n for n in (self.vcpu_min, self.vcpu_max) if n & (n - 1)]
+        if bad or self.vcpu_max < self.vcpu_min:
+            raise ValueError(
+                f"vcpu_min {self.vcpu_min} and vcpu_max {self.vcpu_max} must be powers of two,"
+                " the minimum first"
+            )
+        return self
+
+    def usd_per_hour(self, vcpus: int) -> float:
+        return round(self.usd_per_vcpu_hour * vcpus, 4)
+
+
+class ToolImage(Frozen):
+    """An image we run that serves no model (the seeder on a CPU pod): no CUDA, no GPU."""
+
+    repository: str
+    tag: str = Field(min_length=1)
+    entrypoint: Literal["none", "fixed-binary"]
+    entrypoint_detail: str
+    port: int = Field(gt=0, lt=65536)
+    source: str
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
 class Registry(Frozen):
     """The whole catalog, indexed by id."""
 
@@ -356,10 +500,17 @@ class Registry(Frozen):
     data_centers: tuple[DataCenter, ...]
     network_volume: NetworkVolumeFacts
     max_gpus_per_pod: int = Field(ge=1, le=8)
+    speed: SpeedFacts | None = None
+    """registry/speed.yaml; None where a registry predates it (a git ref's), and then no
+    placement gets a speed estimate."""
+    cpu_flavors: tuple[CpuFlavor, ...] = ()
+    seeder_image: ToolImage | None = None
+    engine_options: dict[Runtime, EngineOptions] = Field(default_factory=dict)
+    """Per engine, what its pinned image accepts; empty where a registry predates the facts."""
 
-    @field_validator("models", "gpus", "data_centers")
+    @field_validator("models", "gpus", "data_centers", "cpu_flavors")
     @classmethod
-    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter, ...]) -> Any:
+    def _unique_ids(cls, items: tuple[Model | Gpu | DataCenter | CpuFlavor, ...]) -> Any:
         dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
         if dupes:
             raise ValueError(f"duplicate id(s): {', '.join(dupes)}")
@@ -372,6 +523,39 @@ class Registry(Frozen):
         clash = sorted(old for old, n in former.items() if n > 1 or old in ids)
         if clash:
             raise ValueError(f"former id(s) also in use elsewhere: {', '.join(clash)}")
+        return self
+
+    @field_validator("cpu_flavors")
+    @classmethod
+    def _cpu_flavors_in_known_data_centers(
+        cls, flavors: tuple[CpuFlavor, ...], info: ValidationInfo
+    ) -> tuple[CpuFlavor, ...]:
+        known = {d.id for d in info.data.get("data_centers", ())}
+        unknown = sorted({dc for f in flavors for dc in f.data_centers or () if dc not in known})
+        if unknown:
+            raise ValueError(f"data centre(s) not in datacenters.yaml: {', '.join(unknown)}")
+        return flavors
+    @model_validator(mode="after")
+    def _parsers_known(self) -> Registry:
+        # A parser name is checked against what the engine's pinned image accepts, so a
+        # name spelt for the other engine fails here rather than in a crash-looping pod.
+        for model in self.models:
+            for engine, parser in model.reasoning_parser.items():
+                facts = self.engine_options.get(engine)
+                if facts is None:
+                    continue
+                flag = facts.flag_index.get("--reasoning-parser")
+                if flag is None:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} is set, but {engine}"
+                        f" ({facts.image}) has no --reasoning-parser flag; remove the key"
+                    )
+                if flag.choices is not None and parser not in flag.choices:
+                    raise ValueError(
+                        f"model '{model.id}': reasoning_parser.{engine} '{parser}' is not a"
+                        f" parser {facts.image} knows ({', '.join(flag.choices)}; read from"
+                        f" {flag.choices_from}); use its spelling of the name"
+                    )
         return self
 
     @cached_property

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,17 @@ class RegistryFiles:
     texts: Mapping[str, str]
 
 
-FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml")
+FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml", "speed.yaml")
+OPTIONAL_FILES = frozenset({"speed.yaml"})
+"""Files a registry read at an older git ref may lack; the work tree must have every file."""
+
+ENGINE_OPTIONS_DIR = "engine_options"
+"""Per engine, what its pinned image accepts (`<engine>.json`, written by tools/engine-options).
+Optional: a registry from before the facts existed (an old git ref) plans without the check."""
+
+
+def is_engine_options(name: str) -> bool:
+    return name.startswith(f"{ENGINE_OPTIONS_DIR}/") and name.endswith(".json")
 
 
 def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
@@ -38,22 +50,43 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
                 "Fix: restore it from git (`git checkout -- registry/`)."
             ) from exc
         texts[name] = decode_utf8(data, str(path))
+    for path in sorted((directory / ENGINE_OPTIONS_DIR).glob("*.json")):
+        name = f"{ENGINE_OPTIONS_DIR}/{path.name}"
+        try:
+            texts[name] = decode_utf8(path.read_bytes(), str(path))
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: cannot read engine facts ({exc.strerror}). Fix: restore it from git"
+                " (`git checkout -- registry/`)."
+            ) from exc
     return RegistryFiles(texts)
 
 
 def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
     """Validate the YAML texts into a Registry; errors name the file, the entry and the field."""
-    missing = [name for name in FILES if name not in files.texts]
+    missing = [name for name in FILES if name not in files.texts and name not in OPTIONAL_FILES]
     if missing:
         raise ConfigError(
             f"{label}: {', '.join(missing)} missing; the stack cannot be planned without the"
             " whole registry. Fix: restore it from git (`git checkout -- registry/`)."
         )
-    docs = {name: _parse_yaml(f"{label}/{name}", text) for name, text in files.texts.items()}
+    docs = {
+        name: _parse_yaml(f"{label}/{name}", text)
+        for name, text in files.texts.items()
+        if not is_engine_options(name)
+    }
     sections: dict[str, Any] = {
         key: _section(docs, file, key, label) for key, file in _SECTIONS.items() if key in _REQUIRED
     }
     sections["max_gpus_per_pod"] = docs["gpus.yaml"].get("max_gpus_per_pod", 8)
+    if "speed.yaml" in docs:
+        sections["speed"] = docs["speed.yaml"]
+    # Optional sections: a registry from before they existed (an old git ref) still plans.
+    for key in _OPTIONAL:
+        value = docs[_SECTIONS[key]].get(_KEYS.get(key, key))
+        if value is not None:
+            sections[key] = value
+    sections["engine_options"] = _engine_options(files, label)
     try:
         return Registry.model_validate(sections)
     except ValidationError as exc:
@@ -67,15 +100,54 @@ _SECTIONS = {
     "images": "images.yaml",
     "data_centers": "datacenters.yaml",
     "network_volume": "datacenters.yaml",
+    "speed": "speed.yaml",
+    "cpu_flavors": "gpus.yaml",
+    "seeder_image": "images.yaml",
+    "engine_options": ENGINE_OPTIONS_DIR,
 }
 """Each top-level Registry field and the file that holds it."""
-_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod"}
-_LISTS = ("models", "gpus", "data_centers")
+_KEYS = {"seeder_image": "seeder"}
+"""Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
+_OPTIONAL = ("cpu_flavors", "seeder_image")
+_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed", "engine_options", *_OPTIONAL}
+_LISTS = ("models", "gpus", "data_centers", "cpu_flavors")
 """Sections that are lists of entries with an `id`, named by it in errors."""
 
 
 def load_registry(directory: Path = REGISTRY_DIR) -> Registry:
     return parse_registry(read_registry_files(directory), label=str(directory))
+
+
+def _engine_options(files: RegistryFiles, label: str) -> dict[str, Any]:
+    """Each `engine_options/<engine>.json` as data, keyed by the engine its name says."""
+    out: dict[str, Any] = {}
+    for name, text in files.texts.items():
+        if not is_engine_options(name):
+            continue
+        where = f"{label}/{name}"
+        try:
+            doc = json.loads(text, object_pairs_hook=_unique_keys)
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ConfigError(
+                f"{where}: not valid JSON ({exc}). Fix: it is generated, so regenerate it with"
+                " tools/engine-options (see its --help), or restore it from git."
+            ) from None
+        engine = name.removeprefix(f"{ENGINE_OPTIONS_DIR}/").removesuffix(".json")
+        if not isinstance(doc, dict) or doc.get("engine") != engine:
+            raise ConfigError(
+                f"{where}: key 'engine' must be '{engine}', the engine the file is named for."
+                " Fix: regenerate it with `tools/engine-options {engine} ...`, or rename the file."
+            )
+        out[engine] = doc
+    return out
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise ValueError(f"key {twice!r} written twice")
+    return out
 
 
 def _parse_yaml(where: str, text: str) -> dict[str, Any]:
@@ -114,9 +186,14 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
             loc = loc[2:]
+        elif head == "engine_options" and len(loc) > 1:
+            file = f"{ENGINE_OPTIONS_DIR}/{loc[1]}.json"
+            loc = loc[2:]
         elif head in _LISTS or head == "images":
             loc = loc[1:]
         # Other sections (network_volume, max_gpus_per_pod) are named by their full path.
+        if loc and loc[0] in _KEYS:
+            loc = [_KEYS[str(loc[0])], *loc[1:]]
         names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
         message = str(err["msg"]).removeprefix("Value error, ")
@@ -126,15 +203,22 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
         if unit == "GB" and err["type"] == "less_than_equal":
             message += " (a figure in MiB? 16 GB of VRAM is 16384 MiB)"
         value = "" if err["type"] in ("missing", "value_error") else f" = {shown(err['input'])}"
-        lines.append(
-            f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: correct it in"
-            f" {label}/{file} (each field's meaning and unit: frutebox_infra/registry.py), or"
-            " restore the file with `git checkout -- registry/`."
+        fix = (
+            f"regenerate {label}/{file} with tools/engine-options (it is generated, never"
+            " edited), or restore it with `git checkout -- registry/`"
+            if file.startswith(ENGINE_OPTIONS_DIR)
+            else f"correct it in {label}/{file} (each field's meaning and unit:"
+            " frutebox_infra/registry.py), or restore the file with `git checkout -- registry/`"
         )
+        lines.append(f"{label}/{file}:{entry} field '{field}'{value}: {message}. Fix: {fix}.")
     return "\n".join(lines)
 
 
 _UNITS = (
+    ("_gb_per_vcpu", "GB per vCPU"),
+    ("usd_per_vcpu_hour", "USD per vCPU-hour"),
+    ("vcpu_min", "vCPUs"),
+    ("vcpu_max", "vCPUs"),
     ("_mib", "MiB"),
     ("_gb", "GB"),
     ("usd_per_gb_month", "USD per GB-month"),
@@ -142,6 +226,11 @@ _UNITS = (
     ("community", "USD per GPU-hour"),
     ("context", "tokens"),
     ("_bytes_per_sequence", "bytes"),
+    ("_gb_s", "GB/s"),
+    ("gb_s_per_direction", "GB/s"),
+    ("_tflops", "TFLOPS"),
+    ("_us", "µs"),
+    ("_billions", "billion parameters"),
     ("gpus", "GPUs"),
     ("max_count", "GPUs"),
     ("layers", "layers"),

@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from frutebox_infra.emulator.server import realistic_for, start
+from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.endpoints import API_KEY_ENV, API_URL_ENV, PROXY_TEMPLATE_ENV
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.registry_files import load_registry
+from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.toolchain import hermetic_env
 
 REHEARSAL_KEY = "rehearsal-key"
@@ -19,6 +22,23 @@ REHEARSAL_KEY = "rehearsal-key"
 TIME_SCALE = 10.0
 """The realistic account, ten times faster: quotas, lags and loads as RunPod's, in minutes
 rather than an hour. The deploy step's polling is sped up by the same factor."""
+
+
+def rehearsal_env(emulator: RunningEmulator, backend: Path) -> dict[str, str]:
+    """The environment of the rehearsal's pulumi: a throwaway backend, the emulator (loopback)
+    as RunPod, and the deploy step's waits on the emulator's faster clock."""
+    env = hermetic_env(backend_dir=backend)
+    env.update(
+        {
+            API_URL_ENV: emulator.url,
+            API_KEY_ENV: REHEARSAL_KEY,
+            PROXY_TEMPLATE_ENV: emulator.app.proxy_url_template,
+            **scaled_waits(TIME_SCALE),
+            "FRUTEBOX_RUNNING_TIMEOUT_S": "60",
+            "FRUTEBOX_HEALTH_TIMEOUT_S": "120",
+        }
+    )
+    return env
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,17 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every rehearsal starts from nothing: a fresh emulator account and a fresh backend.
     shutil.rmtree(backend, ignore_errors=True)
     emulator = start(realism=realistic_for(load_registry(), time_scale=TIME_SCALE))
-    env = hermetic_env(backend_dir=backend)
-    env.update(
-        RUNPOD_API_URL=emulator.url,
-        RUNPOD_API_KEY=REHEARSAL_KEY,
-        RUNPOD_PROXY_URL_TEMPLATE=emulator.app.proxy_url_template,
-        FRUTEBOX_POLL_INTERVAL_S=str(5 / TIME_SCALE),
-        FRUTEBOX_API_CHECK_S=str(60 / TIME_SCALE),
-        FRUTEBOX_DUPLICATE_CHECK_S=str(30 / TIME_SCALE),
-        FRUTEBOX_RUNNING_TIMEOUT_S="60",
-        FRUTEBOX_HEALTH_TIMEOUT_S="120",
-    )
+    env = rehearsal_env(emulator, backend)
 
     def pulumi(*words: str) -> int:
         print(f"$ pulumi {' '.join(words)}", file=sys.stderr, flush=True)
@@ -56,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pulumi("up", "--stack", args.stack, "--yes", "--skip-preview") != 0:
             return 1
         pulumi("stack", "output", "pods", "--stack", args.stack)
-        account = emulator.app.account.snapshot()
+        account = emulator.app.state()
         pods = account.get("pods", [])
         live = [p for p in pods if p.get("status") != "TERMINATED" and not p["emulator"]["foreign"]]
         foreign = [p for p in pods if p["emulator"]["foreign"] and p["status"] == "RUNNING"]

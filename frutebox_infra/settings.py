@@ -221,6 +221,54 @@ class StackSettings(BaseModel):
         ge=1,
         le=100_000,
     )
+    # On by default: a CPU pod at ~$0.06/h downloads instead of GPUs at $0.17-$9.52/h, and a
+    # wrong repo, quant or a missing token fails before any GPU pod exists.
+    seeding: bool = _key(
+        "seeding",
+        "Seed each model's weights onto the volume from a CPU pod before its GPU pod starts"
+        " (false: GPU pods download their own).",
+        pulumi="boolean",
+        example="true",
+        fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
+        default=True,
+    )
+    seed_cpu_flavor: str = _key(
+        "seedCpuFlavor",
+        "CPU flavor of the seeding pod (registry/gpus.yaml cpu_flavors); empty: the cheapest"
+        " offered in the data centre.",
+        pulumi="string",
+        example="cpu3c",
+        fix="a flavor id from registry/gpus.yaml cpu_flavors, e.g. cpu3c, or leave it unset",
+        default="",
+        max_length=64,
+        pattern=r"^([a-z0-9][a-z0-9-]*)?$",
+    )
+    seed_vcpus: int = _key(
+        "seedVcpus",
+        "vCPUs of the seeding pod (a power of two); downloads are bound by the network, not"
+        " the CPU.",
+        pulumi="integer",
+        unit="vCPUs",
+        example="2",
+        fix="a power of two from 2 to 32 vCPUs, unquoted, e.g. 2",
+        default=2,
+        ge=2,
+        le=32,
+    )
+    seed_timeout_seconds: int | None = _key(
+        "seedTimeoutSeconds",
+        "How long seeding may take before it fails; 0 scales it with the weights to download"
+        " at downloadMBps.",
+        pulumi="integer",
+        unit="seconds",
+        example="7200",
+        fix="0 (scale it with the weights), or a whole number of seconds from 300 to 172800,"
+        " e.g. 7200",
+        default=None,
+        pulumi_default=0,
+        ge=0,
+        le=172_800,
+    )
     volume_type: VolumeTier = _key(
         "volumeType",
         "Storage tier of the weights volume, STANDARD or HIGH_PERFORMANCE (priced in preview;"
@@ -257,6 +305,21 @@ class StackSettings(BaseModel):
     def _zero_scales(cls, value: int | None) -> int | None:
         if value is not None and 0 < value < 30:
             raise ValueError("must be 0 (scale with the weights) or at least 30 seconds")
+        return value or None
+
+    @field_validator("seed_vcpus")
+    @classmethod
+    def _power_of_two(cls, value: int) -> int:
+        # POST /v2/pods: cpu.vcpuCount "must be a power of two".
+        if value & (value - 1):
+            raise ValueError("must be a power of two (2, 4, 8, 16 or 32)")
+        return value
+
+    @field_validator("seed_timeout_seconds")
+    @classmethod
+    def _zero_scales_seeding(cls, value: int | None) -> int | None:
+        if value is not None and 0 < value < 300:
+            raise ValueError("must be 0 (scale with the weights) or at least 300 seconds")
         return value or None
 
     @field_validator("models")

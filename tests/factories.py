@@ -18,8 +18,17 @@ from typing import Any
 
 import yaml
 
+from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
-from frutebox_infra.registry import Architecture, DataCenter, Gpu, Image, Model, Registry, Runtime
+from frutebox_infra.registry import (
+    Architecture,
+    DataCenter,
+    Gpu,
+    Image,
+    Model,
+    Registry,
+    Runtime,
+)
 from frutebox_infra.registry_files import (
     RegistryFiles,
     load_registry,
@@ -159,8 +168,10 @@ def registry(
     images: Mapping[Runtime, Image] | None = None,
     data_centers: Sequence[str] = ("EU-RO-1",),
     max_gpus_per_pod: int = 8,
+    engine_options: Mapping[Runtime, EngineOptions] | None = None,
 ) -> Registry:
-    """A registry of exactly these models and GPUs, with the real (pinned) engine images."""
+    """A registry of exactly these models and GPUs, with the real (pinned) engine images; no
+    engine facts (so no launch check) unless given, e.g. `real_registry().engine_options`."""
     return Registry(
         models=tuple(models),
         gpus=tuple(gpus) if gpus is not None else (gpu(),),
@@ -168,6 +179,7 @@ def registry(
         data_centers=tuple(DataCenter(id=d, name=d) for d in data_centers),
         network_volume=real_registry().network_volume,
         max_gpus_per_pod=max_gpus_per_pod,
+        engine_options=dict(engine_options or {}),
     )
 
 

@@ -60,6 +60,7 @@ def run_plan(stack: bytes, registry: dict[str, bytes] | None = None) -> Outcome:
         (stacks / "Pulumi.fuzz.yaml").write_bytes(stack)
         texts = {n: t.encode() for n, t in real_files().texts.items()} | (registry or {})
         for name, data in texts.items():
+            (reg / name).parent.mkdir(parents=True, exist_ok=True)
             (reg / name).write_bytes(data)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

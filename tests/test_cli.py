@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from frutebox_infra import cli
-from frutebox_infra.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from frutebox_infra.stack_file import stack_file
 from tests.factories import ROOT, real_registry, stack_yaml
 
@@ -38,7 +38,7 @@ GOOD = {"models": ["qwen3-8b", "sdxl-1.0"], "dataCenter": "EU-RO-1", "budgetUsdP
 
 
 def test_exit_codes_are_distinct() -> None:
-    assert (EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE) == (0, 1, 2)
+    assert (EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_DRIFT) == (0, 1, 2, 3)
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
@@ -116,8 +116,9 @@ def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_models_lists_every_registry_model(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "models", "--format", "json")
     assert code == 0
-    entries = json.loads(out)
-    assert [e["id"] for e in entries] == [m.id for m in real_registry().models]
+    data = json.loads(out)
+    assert data["version"] == 1
+    assert [e["id"] for e in data["models"]] == [m.id for m in real_registry().models]
     code, out, _ = run(capsys, "models")
     assert code == 0
     for m in real_registry().models:
@@ -171,4 +172,35 @@ def test_python_m_models_json_is_the_catalog() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert len(json.loads(done.stdout)) == len(real_registry().models)
+    assert len(json.loads(done.stdout)["models"]) == len(real_registry().models)
+
+
+COMMAND_ARGS = {
+    "models": [],
+    "plan": ["--stack", "dev"],
+    "diff": ["--base", "main", "--stack", "dev"],
+    "status": ["--stack", "dev"],
+    "prices": [],
+}
+OFFERED = {
+    "models": {"table", "json"},
+    "plan": {"table", "json", "markdown"},
+    "diff": {"table", "json", "markdown"},
+    "status": {"table", "json", "markdown"},
+    "prices": {"table", "json"},
+}
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+@pytest.mark.parametrize("command", sorted(COMMAND_ARGS))
+def test_each_command_offers_exactly_its_views_formats(
+    command: str, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [command, *COMMAND_ARGS[command], "--format", fmt]
+    if fmt in OFFERED[command]:
+        assert cli.build_parser().parse_args(argv).format == fmt
+    else:
+        with pytest.raises(SystemExit) as exc:
+            cli.build_parser().parse_args(argv)
+        assert exc.value.code == EXIT_USAGE
+        assert "invalid choice: 'markdown'" in capsys.readouterr().err

@@ -102,7 +102,7 @@ def test_pod_request_walks_candidates_cheapest_first() -> None:
         for candidate in request["candidates"]:
             args = candidate["args"]
             if m.resolution.engine == "sglang":
-                assert flag(args, "--tp") == str(candidate["gpu"]["count"])
+                assert flag(args, "--tp-size") == str(candidate["gpu"]["count"])
             if m.resolution.engine == "vllm":
                 assert flag(args, "--tensor-parallel-size") == str(candidate["gpu"]["count"])
 

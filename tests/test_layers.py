@@ -18,20 +18,34 @@ from tests.factories import ROOT
 PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract"),
-    ("registry",),
-    ("fit",),
+    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract", "shell_words"),
+    ("registry_base",),
+    ("engine_options", "registry", "speed_facts"),
+    ("fit", "launch_check"),
+    ("speed",),
     ("recipes",),
     ("ranking",),
-    ("resolver", "settings", "environment"),
+    ("resolver", "settings", "seeding", "environment"),
     ("registry_files", "stack_file", "endpoints"),
-    ("colocate",),
+    ("colocate", "launches"),
     ("plan",),
     ("deploy_requests",),
-    ("diff", "drift"),
-    ("live_warnings",),
+    ("diff", "drift", "drift_view"),
+    ("live_warnings", "price_compare"),
     ("report",),
-    ("fleet", "interrupted", "refs", "toolchain", "runpod", "emulator", "status", "prices", "live"),
+    (
+        "fleet",
+        "interrupted",
+        "refs",
+        "toolchain",
+        "runpod",
+        "emulator",
+        "status_read",
+        "prices",
+        "live",
+        "seeding.seeder",
+        "seeding.delivery",
+    ),
     ("cli", "rehearse", "__main__"),
 )
 """Bottom to top. A module may import its own layer or a lower one, never a higher one. An
@@ -218,3 +232,86 @@ def test_only_endpoints_resolves_the_runpod_key_and_url() -> None:
     readers = {n: v for n in modules() if n != "endpoints" and (v := _names_a_variable(n))}
     assert readers == {}
     assert _names_a_variable("endpoints") == sorted(ENDPOINT_VARIABLES)
+
+
+def _is_any(node: ast.expr | None) -> bool:
+    """`Any`, `typing.Any` or the string "Any"."""
+    return (
+        (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+        or (isinstance(node, ast.Constant) and node.value == "Any")
+    )
+
+
+@cache
+def _classes() -> frozenset[str]:
+    """Every class the package defines, by name."""
+    return frozenset(
+        node.name
+        for path in modules().values()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    )
+
+
+def _any_stand_ins(source: str) -> list[str]:
+    """Where `source` types one of our classes as `Any` instead of importing it: a name bound
+    to `Any` (`Account = Any`), or a parameter named after one of our classes (`account`
+    for `Account`) annotated `Any`. Either hides an import cycle from the checks above."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and _is_any(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{t.id} = Any" for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.arg) and _is_any(node.annotation):
+            typed = "".join(part.title() for part in node.arg.split("_"))
+            if typed in _classes():
+                found.append(f"{node.arg}: Any (for {typed})")
+    return found
+
+
+def test_no_module_types_one_of_our_classes_as_any() -> None:
+    """A module that cannot import a class without a cycle must lose the cycle, not the type."""
+    stand_ins = {
+        name: found
+        for name, path in modules().items()
+        if (found := _any_stand_ins(path.read_text(encoding="utf-8")))
+    }
+    assert stand_ins == {}
+
+
+def test_the_any_check_sees_an_alias_and_a_parameter() -> None:
+    """The check above can fail: it finds both shapes of stand-in, and only those."""
+    source = (
+        "from typing import Any\nimport typing\nAccount = Any\nRecord: object = typing.Any\n"
+        "def f(account: Any, pod_record: 'Any', body: Any, catalog: object) -> None: ...\n"
+    )
+    assert _any_stand_ins(source) == [
+        "Account = Any",
+        "Record = Any",
+        "account: Any (for Account)",
+        "pod_record: Any (for PodRecord)",
+    ]
+
+
+def _exit_constants(name: str) -> list[str]:
+    """The `EXIT_*` names a module assigns (tuple unpacking included), wherever it does."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    targets: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets += node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets.append(node.target)
+    names = []
+    for target in targets:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name) and n.id.startswith("EXIT_"):
+                names.append(n.id)
+    return sorted(names)
+
+
+def test_exit_codes_have_one_home() -> None:
+    """errors.py defines every exit code a command returns; everyone else imports them."""
+    definers = {n: names for n in modules() if (names := _exit_constants(n))}
+    assert definers == {"errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -48,3 +49,31 @@ def test_prices_write_updates_the_registry(
 def test_prices_without_a_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     assert main(["prices"]) == 2
+
+
+def test_prices_json_is_the_comparison_on_stdout_and_notes_on_stderr(
+    emulator: RunningEmulator, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RUNPOD_API_KEY", "k")
+    monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
+    httpx.post(f"{emulator.url}/_emulator/prices", json={"gpuId": A4000, "secure": 0.21})
+    assert main(["prices", "--format", "json", "--registry-dir", str(REGISTRY_DIR)]) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert data["version"] == 1
+    by_id = {g["id"]: g for g in data["gpus"]}
+    assert by_id[A4000]["liveSecureUsdPerHour"] == 0.21 and by_id[A4000]["differs"] is True
+    assert [g["id"] for g in data["gpus"] if g["differs"]] == [A4000]
+    assert "1 price(s) differ" in out.err
+
+
+def test_a_revoked_key_names_its_source_and_that_prices_reads(
+    emulator: RunningEmulator, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RUNPOD_API_KEY", "k-revoked")
+    monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
+    httpx.post(f"{emulator.url}/_emulator/keys", json={"key": "k-revoked", "scope": "revoked"})
+    assert main(["prices", "--registry-dir", str(REGISTRY_DIR)]) == 1
+    err = capsys.readouterr().err
+    assert "does not accept the API key from environment variable RUNPOD_API_KEY" in err
+    assert "For `frutebox prices` the key needs read access" in err and "k-revoked" not in err

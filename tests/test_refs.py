@@ -16,7 +16,7 @@ from frutebox_infra.refs import (
     read_config_at,
     stack_path,
 )
-from frutebox_infra.registry_files import FILES
+from frutebox_infra.registry_files import ENGINE_OPTIONS_DIR, FILES
 from tests.factories import ROOT
 from tests.git_repo import Repo
 
@@ -91,3 +91,24 @@ def test_the_top_level_is_found_from_a_subdirectory(repo: Repo) -> None:
     top = subprocess.run(["git", "-C", str(repo.path), "rev-parse", "--show-toplevel"],
                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     assert git_toplevel(repo.path / "stacks") == Path(top)
+
+
+def test_engine_facts_are_read_at_a_ref_and_a_ref_before_them_plans_unchecked(repo: Repo) -> None:
+    facts_dir = repo.path / "registry" / ENGINE_OPTIONS_DIR
+    facts_dir.mkdir()
+    for path in sorted((ROOT / "registry" / ENGINE_OPTIONS_DIR).glob("*.json")):
+        (facts_dir / path.name).write_text(path.read_text())
+    repo.commit("engine facts")
+    facts = sorted(f"{ENGINE_OPTIONS_DIR}/{p.name}" for p in facts_dir.glob("*.json"))
+    assert len(facts) == 5
+
+    for ref in ("HEAD", None):
+        config = read_config_at(repo.path, ref, "dev")
+        assert config is not None
+        assert sorted(config.registry.texts) == sorted([*FILES, *facts])
+        plan = plan_config(config, "dev", Environment())
+        assert not [p for p in plan.problems if p.rule == "launch-rejected"]
+
+    before = read_config_at(repo.path, "HEAD~1", "dev")
+    assert before is not None and sorted(before.registry.texts) == sorted(FILES)
+    assert plan_config(before, "dev", Environment()).models  # plans, without the check

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Image, Runtime
-from frutebox_infra.registry_files import load_registry, parse_registry
+from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
 SPEC_MODELS = (
@@ -117,7 +117,8 @@ def test_sglang_fp8_recipes_carry_the_seed_facts(
     assert m.source.hf_repo == repo
     assert m.weights.format == "fp8"
     assert m.weights.vram_gb == vram_gb
-    assert (m.context, m.min_gpus, m.reasoning_parser) == (context, min_gpus, parser)
+    assert (m.context, m.min_gpus) == (context, min_gpus)
+    assert m.reasoning_parser == {Runtime.SGLANG: parser}
     assert Runtime.SGLANG in m.runtimes
 
 
@@ -534,6 +535,40 @@ BROKEN_FACTS = [
     pytest.param("models", "context: 32768", "context: true", "'context'", id="context-true"),
     pytest.param("models", "context: 32768", "context: 99999999", "tokens", id="context-huge"),
     pytest.param(
+        "gpus", "memory_bandwidth_gb_s: 448", "memory_bandwidth_gb_s: 0", "GB/s", id="no-bandwidth"
+    ),
+    pytest.param(
+        "gpus", "bf16_dense_tflops: 76.7", "bf16_dense_tflops: 1e9", "TFLOPS", id="absurd-tflops"
+    ),
+    pytest.param(
+        "gpus",
+        "      fp8_dense_tflops: 1007.6\n",
+        "",
+        "speed.fp8_dense_tflops is missing",
+        id="fp8-gpu-without-fp8-figure",
+    ),
+    pytest.param(
+        "models",
+        "total_billions: 235\n",
+        "total_billions: 23.5\n",
+        "disagree with the architecture",
+        id="moe-total-vs-experts",
+    ),
+    pytest.param(
+        "speed",
+        "bandwidth_efficiency: 0.818",
+        "bandwidth_efficiency: 1.5",
+        "speed.engines.llamacpp.bandwidth_efficiency",
+        id="efficiency-above-one",
+    ),
+    pytest.param(
+        "speed",
+        "collective_latency_us: 34.5",
+        "collective_latency_us: -1",
+        "µs",
+        id="negative-latency",
+    ),
+    pytest.param(
         "datacenters", "max_gb: 4096", "max_gb: 5", "max_gb 5 GB is below min_gb", id="max-lt-min"
     ),
     pytest.param(
@@ -574,6 +609,7 @@ def test_a_registry_file_that_cannot_be_read_is_named(
     tmp_path: Path, data: bytes, words: str
 ) -> None:
     for name, text in real_files().texts.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "gpus.yaml").write_bytes(data)
     with pytest.raises(ConfigError) as err:
@@ -608,3 +644,160 @@ def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool
     else:
         with pytest.raises(ValidationError, match="compute capability"):
             Image.model_validate(image)
+
+
+def test_a_registry_from_before_speed_facts_still_loads_without_them() -> None:
+    # A git ref older than registry/speed.yaml: the plan of that side has no speed estimates.
+    texts = {k: v for k, v in real_files().texts.items() if k != "speed.yaml"}
+    assert parse_registry(RegistryFiles(texts)).speed is None
+    assert real_registry().speed is not None
+
+
+def test_every_real_gpu_records_its_speed_facts() -> None:
+    for g in real_registry().gpus:
+        assert g.speed is not None and g.speed.datasheet, g.id
+        assert (g.speed.fp8_dense_tflops is not None) == g.fp8, g.id
+
+
+@pytest.mark.parametrize(
+    ("kind", "gpu_ids"),
+    [
+        pytest.param(
+            "nvlink",
+            {"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200"},
+            id="sxm-parts-on-nvlink",
+        ),
+        pytest.param(
+            "pcie",
+            {
+                "NVIDIA RTX A4000",
+                "NVIDIA RTX A5000",
+                "NVIDIA A40",
+                "NVIDIA RTX A6000",
+                "NVIDIA A100 80GB PCIe",
+                "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            },
+            id="pcie-cards-on-pcie",
+        ),
+    ],
+)
+def test_a_pods_gpus_meet_over_nvlink_only_on_sxm_parts(kind: str, gpu_ids: set[str]) -> None:
+    reg = real_registry()
+    assert {g.id for g in reg.gpus if g.speed and g.speed.interconnect.kind == kind} == gpu_ids
+
+
+# ---- CPU flavors and the seeder's image ------------------------------------------------------
+
+
+def test_cpu_flavors_are_priced_per_vcpu_for_secure_cloud() -> None:
+    flavors = {f.id: f for f in real_registry().cpu_flavors}
+
+    assert set(flavors) == {"cpu3c", "cpu3g"}
+    assert flavors["cpu3c"].usd_per_hour(2) == 0.06
+    assert flavors["cpu3g"].ram_gb_per_vcpu == 4
+
+
+def test_the_seeder_image_is_pinned_and_needs_no_cuda() -> None:
+    image = real_registry().seeder_image
+
+    assert image is not None and image.reference == "python:3.12.8-slim-bookworm"
+    assert image.entrypoint == "none"
+
+
+def _with_flavor(old: str, new: str) -> str:
+    text = real_files().texts["gpus.yaml"]
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "parts"),
+    [
+        pytest.param("vcpu_min: 2\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     "vcpu_min: 3\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     ("cpu flavor 'cpu3c'", "powers of two"), id="vcpus-not-a-power-of-two"),
+        pytest.param("vcpu_min: 2\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     "vcpu_min: 1\n    vcpu_max: 32\n    ram_gb_per_vcpu: 2",
+                     ("cpu flavor 'cpu3c'", "vcpu_min", "vCPUs"), id="one-vcpu"),
+        pytest.param("usd_per_vcpu_hour: 0.03", "usd_per_vcpu_hour: 30",
+                     ("cpu flavor 'cpu3c'", "usd_per_vcpu_hour", "USD per vCPU-hour"),
+                     id="price-above-bound"),
+        pytest.param("  - id: cpu3g", "  - id: cpu3c", ("duplicate", "cpu3c"), id="duplicate"),
+        pytest.param("    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03",
+                     "    disk_gb_per_vcpu: 10\n    usd_per_vcpu_hour: 0.03\n"
+                     "    data_centers: [EU-RO-1, XX-NOWHERE-9]",
+                     ("XX-NOWHERE-9", "datacenters.yaml"), id="unknown-data-centre"),
+    ],
+)  # fmt: skip
+def test_a_bad_cpu_flavor_names_gpus_yaml_the_flavor_and_the_field(
+    old: str, new: str, parts: tuple[str, ...]
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(gpus=_with_flavor(old, new)))
+    message = str(err.value)
+    for part in ("gpus.yaml", *parts):
+        assert part in message, message
+
+
+def test_a_bad_seeder_image_is_named_as_images_yaml_seeder() -> None:
+    text = real_files().texts["images.yaml"].replace("tag: 3.12.8-slim-bookworm", "tag: ''")
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(images=text))
+    assert "images.yaml" in str(err.value) and "'seeder.tag'" in str(err.value)
+
+
+def test_a_registry_from_before_seeding_still_parses() -> None:
+    """An old git ref (frutebox diff --base) has neither section."""
+    gpus = real_files().texts["gpus.yaml"].split("\n# CPU pod flavors")[0]
+    images = real_files().texts["images.yaml"].split("\n# The seeder:")[0]
+
+    registry = parse_registry(files_with(gpus=gpus, images=images))
+
+    assert registry.cpu_flavors == () and registry.seeder_image is None
+    assert registry.models == real_registry().models
+
+
+def test_a_comfyui_recipe_needs_a_repo_somewhere() -> None:
+    text = (
+        real_files()
+        .texts["models.yaml"]
+        .replace("      hf_repo: stabilityai/stable-diffusion-xl-base-1.0\n", "", 1)
+    )
+    with pytest.raises(ConfigError, match="its files come from nowhere"):
+        parse_registry(files_with(models=text))
+
+
+# ---- reasoning parsers: per engine, checked against registry/engine_options/ -------------------
+
+
+def models_with_parser(parser: str) -> str:
+    text = real_files().texts["models.yaml"]
+    old = "    reasoning_parser: {sglang: qwen3}\n"
+    assert old in text
+    return text.replace(old, f"    reasoning_parser: {parser}\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("parser", "words"),
+    [
+        pytest.param("qwen3", "say which engine takes 'qwen3'", id="one-value-for-both"),
+        pytest.param(
+            "{sglang: deepseek_v41}", "'deepseek_v41' is not a parser", id="vllm-spelling"
+        ),
+        pytest.param(
+            "{vllm: deepseek-v41}", "'deepseek-v41' is not a parser", id="sglang-spelling"
+        ),
+        pytest.param("{llamacpp: kimi_k2}", "has no --reasoning-parser flag", id="no-such-flag"),
+    ],
+)
+def test_a_reasoning_parser_is_per_engine_and_one_the_engine_knows(parser: str, words: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_registry(files_with(models=models_with_parser(parser)))
+    message = str(err.value)
+    assert "models.yaml" in message and words in message and "Fix:" in message
+
+
+@pytest.mark.parametrize("parser", ["{sglang: qwen3, vllm: qwen3}", "{sglang: deepseek-v41}", "{}"])
+def test_parsers_the_engines_know_are_taken(parser: str) -> None:
+    reg = parse_registry(files_with(models=models_with_parser(parser)))
+    assert reg.model("qwen3-235b-a22b") is not None

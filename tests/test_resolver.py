@@ -428,7 +428,7 @@ def test_tensor_parallel_flag_matches_every_placement(model_id: str) -> None:
     r = resolve(real_registry(), model_id, TOKEN)
     assert r.model is not None and r.placements, r.problem
     for p in r.placements:
-        name = "--tp" if r.engine == "sglang" else "--tensor-parallel-size"
+        name = "--tp-size" if r.engine == "sglang" else "--tensor-parallel-size"
         assert flag(p.pod.args, name) == str(p.count)
         assert p.count & (p.count - 1) == 0
         assert p.count >= r.model.min_gpus
@@ -444,7 +444,7 @@ def vllm_model(model_id: str, vram_gb: float, **fields: Any) -> Model:
     ("m", "tp_flag"),
     [
         # Coarse: 230 GB x 1.15 = 264.5 GB needs 3 x 80 GiB (85.9 GB each); 3 is not a TP degree.
-        pytest.param(sglang_model("coarse3", vram_gb=230), "--tp", id="sglang-coarse"),
+        pytest.param(sglang_model("coarse3", vram_gb=230), "--tp-size", id="sglang-coarse"),
         pytest.param(
             vllm_model("coarse3", vram_gb=230), "--tensor-parallel-size", id="vllm-coarse"
         ),
@@ -455,7 +455,7 @@ def vllm_model(model_id: str, vram_gb: float, **fields: Any) -> Model:
                 vram_gb=180,
                 architecture=gqa(layers=2, heads=48, kv_heads=48, head_dim=64).model_dump(),
             ),
-            "--tp",
+            "--tp-size",
             id="sglang-exact",
         ),
         pytest.param(
@@ -488,7 +488,7 @@ def test_a_model_needing_three_gpus_gets_four(m: Model, tp_flag: str) -> None:
 def test_min_gpus_is_a_floor(min_gpus: int, count: int) -> None:
     r = resolve_one(sglang_model("small", vram_gb=5, min_gpus=min_gpus), gpus=(HOP80,))
     assert [p.count for p in r.placements] == [count]
-    assert flag(r.placements[0].pod.args, "--tp") == str(count)
+    assert flag(r.placements[0].pod.args, "--tp-size") == str(count)
 
 
 def test_smallest_count_that_fits_per_gpu_type() -> None:

@@ -205,3 +205,37 @@ def test_secret_token_is_only_noticed_never_kept() -> None:
 def test_settings_built_directly_keep_their_python_types() -> None:
     s = StackSettings(dataCenter="EU-RO-1", budgetUsdPerHour=3)  # type: ignore[call-arg]
     assert s.budget_usd_per_hour == 3.0 and s.overrides == {}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "ok"),
+    [
+        pytest.param("seedVcpus", 2, True, id="vcpus-at-least"),
+        pytest.param("seedVcpus", 1, False, id="vcpus-below"),
+        pytest.param("seedVcpus", 32, True, id="vcpus-at-most"),
+        pytest.param("seedVcpus", 64, False, id="vcpus-above"),
+        pytest.param("seedVcpus", 6, False, id="vcpus-not-a-power-of-two"),
+        pytest.param("seedTimeoutSeconds", 0, True, id="timeout-scales"),
+        pytest.param("seedTimeoutSeconds", 299, False, id="timeout-below"),
+        pytest.param("seedTimeoutSeconds", 300, True, id="timeout-at-least"),
+        pytest.param("seedTimeoutSeconds", 172_800, True, id="timeout-at-most"),
+        pytest.param("seedTimeoutSeconds", 172_801, False, id="timeout-above"),
+        pytest.param("seedCpuFlavor", "cpu3c", True, id="flavor"),
+        pytest.param("seedCpuFlavor", "CPU 3C", False, id="flavor-not-an-id"),
+        pytest.param("seeding", False, True, id="seeding-off"),
+    ],
+)
+def test_the_seeding_keys_have_bounds(key: str, value: Any, ok: bool) -> None:
+    if ok:
+        settings = parse_settings({**BASE, key: value}, where=WHERE)
+        expected = (value or None) if key == "seedTimeoutSeconds" else value  # 0 means "scale"
+        assert getattr(settings, STACK_KEYS[key].field) == expected
+    else:
+        with pytest.raises(ConfigError, match=key):
+            parse_settings({**BASE, key: value}, where=WHERE)
+
+
+def test_seeding_is_on_by_default_on_two_vcpus() -> None:
+    settings = parse_settings(BASE, where=WHERE)
+    assert (settings.seeding, settings.seed_vcpus, settings.seed_cpu_flavor) == (True, 2, "")
+    assert settings.seed_timeout_seconds is None

@@ -16,18 +16,19 @@ from frutebox_infra.emulator.records import PodRecord
 BUCKETS = ("hour", "day", "week", "month", "year")
 
 
-def stamp(at: datetime | None = None) -> str:
+def stamp(at: datetime) -> str:
     """Billing times keep sub-second precision: emulated pods live for seconds."""
-    return (at or datetime.now(UTC)).isoformat()
+    return at.isoformat()
 
 
-def open_interval(pod: PodRecord) -> None:
-    pod.billed.append([stamp(), None, pod.cost_per_hour])
+def open_interval(pod: PodRecord, at: datetime) -> None:
+    """The pod holds GPUs from `at` and bills its rate until the interval closes."""
+    pod.billed.append([stamp(at), None, pod.cost_per_hour])
 
 
-def close_interval(pod: PodRecord) -> None:
+def close_interval(pod: PodRecord, at: datetime) -> None:
     if pod.billed and pod.billed[-1][1] is None:
-        pod.billed[-1][1] = stamp()
+        pod.billed[-1][1] = stamp(at)
 
 
 def _floor(at: datetime, bucket: str) -> datetime:
@@ -104,10 +105,10 @@ def _amounts(total: float) -> dict[str, float]:
 
 
 def pod_billing(
-    pods: Iterable[PodRecord], query: Mapping[str, list[str]], now: datetime | None = None
+    pods: Iterable[PodRecord], query: Mapping[str, list[str]], now: datetime
 ) -> dict[str, Any]:
-    """The `ListPodBillingResponse` for `query` (bucketSize, lastN or startTime/endTime, podId)."""
-    now = now or datetime.now(UTC)
+    """The `ListPodBillingResponse` for `query` (bucketSize, lastN or startTime/endTime, podId)
+    at `now`: a pod still holding GPUs has billed up to then."""
     start, end, bucket = window(query, now)
     pod_id = _one(query, "podId")
     records: list[dict[str, Any]] = []

@@ -2,8 +2,8 @@
 
 A real ComfyUI lists the files in its models folders; here the files are the ones the pod's
 provisioning script (env FRUTEBOX_PROVISION, one `fetch DIR NAME URL` line per file) would
-download. A pod without such a script is not ComfyUI, and the proxy answers it as before —
-like ai-dock's placeholder page, which answers every GET with 200 but lists nothing.
+download. A pod without such a script is not ComfyUI: the proxy gives it the generic 200, as
+ai-dock's placeholder page answers every GET, and lists nothing.
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from frutebox_infra.emulator.clock import Clock, SystemClock
 
 OPERATIONS = frozenset(
     {
@@ -40,12 +41,22 @@ class FaultAction(StrEnum):
     POD_ERROR = "pod-error"
     NEVER_HEALTHY = "never-healthy"
     PULL_FAILS = "pull-fails"
+    CRASH_LOOP = "crash-loop"
 
 
 # The create happens, but the answer says otherwise (503) or cannot be read (201, not JSON).
 AFTER_CREATE = frozenset({FaultAction.RETURN_503_AFTER_CREATE, FaultAction.RETURN_201_MALFORMED})
 # What the next created pod does instead of serving; the create itself succeeds.
-POD_ACTIONS = frozenset({FaultAction.POD_ERROR, FaultAction.NEVER_HEALTHY, FaultAction.PULL_FAILS})
+POD_ACTIONS = frozenset(
+    {
+        FaultAction.POD_ERROR,
+        FaultAction.NEVER_HEALTHY,
+        FaultAction.PULL_FAILS,
+        FaultAction.CRASH_LOOP,
+    }
+)
+# Pod faults that also apply to the container a PATCH restarts.
+UPDATE_POD_ACTIONS = frozenset({FaultAction.CRASH_LOOP})
 STATUS = {
     FaultAction.RETURN_400_CAPACITY: 400,
     FaultAction.RETURN_402: 402,
@@ -111,7 +122,8 @@ def parse_faults(data: Any) -> list[Fault]:
             raise FaultError(f"{where}: unknown action {action!r}; known: {known}") from None
         if kind in AFTER_CREATE and not str(op).endswith(".create"):
             raise FaultError(f"{where}: {kind} only applies to a create operation")
-        if kind in POD_ACTIONS and op != "pods.create":
+        patched = kind in UPDATE_POD_ACTIONS and op == "pods.update"
+        if kind in POD_ACTIONS and op != "pods.create" and not patched:
             raise FaultError(f"{where}: {kind} only applies to pods.create")
         retry_after, times = item.get("retryAfter", 0), item.get("times", 1)
         if not isinstance(retry_after, int) or retry_after < 0:
@@ -137,13 +149,11 @@ class FaultQueue:
     the first call it answers, so periods of one operation follow each other.
     """
 
-    def __init__(
-        self, *, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, *, time_scale: float = 1.0, clock: Clock | None = None) -> None:
         self._queues: dict[str, deque[Fault]] = {}
         self._until: dict[int, float] = {}
         self._scale = time_scale
-        self._clock = clock
+        self._now = (clock or SystemClock()).now
 
     def add(self, faults: Iterable[Fault]) -> None:
         for fault in faults:
@@ -155,8 +165,8 @@ class FaultQueue:
             head = queue[0]
             # A period starts at the first call it answers, so a test's storm hits the waits
             # it aims at however long the steps before them took.
-            ends = self._until.setdefault(id(head), self._clock() + period / self._scale)
-            if self._clock() < ends:
+            ends = self._until.setdefault(id(head), self._now() + period / self._scale)
+            if self._now() < ends:
                 return head if not affects_pod else None
             del self._until[id(queue.popleft())]
         if queue and queue[0].affects_pod == affects_pod:

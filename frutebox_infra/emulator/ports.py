@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -10,11 +9,16 @@ from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.records import PodRecord, RawBody
 
 
-def serve_port(pod: PodRecord, port: int, method: str, path: str, body: Any) -> tuple[int, Any]:
-    """The answer of `pod`'s server on `port`; a server still loading does not answer yet."""
+def serve_port(
+    pod: PodRecord, port: int, method: str, path: str, body: Any, *, now: float
+) -> tuple[int, Any]:
+    """The answer of `pod`'s server on `port` at `now`; a server still loading does not answer."""
     if f"{port}/http" not in (pod.body.get("ports") or []):
         return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
-    loading = pod.started_wall is not None and time.time() - pod.started_wall < pod.load_s
+    if pod.host_dead or pod.crash_looping:
+        # The proxy finds no server behind the port: the host is gone, or the process exits.
+        return 502, {"error": "the pod's server is not answering"}
+    loading = pod.loading(now)
     if pod.status == "RUNNING" and loading and "comfyui" in str(pod.body.get("image")):
         # ComfyUI-like images put a placeholder page on the port while the server starts.
         return 200, RawBody("text/html", b"<html>Loading, please wait</html>")

@@ -3,22 +3,25 @@
 `Realism.realistic()` is the default: quotas per minute and per hour with RateLimit headers,
 a listing that lags creates, names that collide with pods and volumes the account already
 holds, per-GPU host CUDA versions, restarts that lag a PATCH, servers that load for a while
-after RUNNING. `Realism.fast()` keeps the old instant behaviour for unit tests.
+after RUNNING, and containers that exit at start restarted again and again (a launch its image
+cannot run; the `crash-loop` fault). `Realism.fast()` is the instant, forgiving account unit
+tests use.
 
 Every duration here is in emulated seconds; `time_scale` emulated seconds pass per real
-second, and every duration the API reports (Retry-After, RateLimit `t`, `runtime.uptime`)
-is converted back to real seconds, so a client with real-time deadlines sees a consistent,
-faster world.
+second of the account's clock (clock.py), and every duration the API reports (Retry-After,
+RateLimit `t`, `runtime.uptime`) is in real seconds, so a client with real-time deadlines
+sees a consistent, faster world.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from frutebox_infra.emulator.errors import ApiProblem
+from frutebox_infra.emulator.clock import Clock, SystemClock
+from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.keys import Scope
 
 
 class Kind(StrEnum):
@@ -56,8 +59,18 @@ class Realism:
     """Tiers per data centre; the first is the centre's default. Unnamed centres: STANDARD."""
     known_images: frozenset[str] | None = None
     """Image references a registry holds; None accepts any (fast)."""
-    api_key: str | None = None
+    entrypoints: Mapping[str, str] = field(default_factory=dict)
+    """Image reference -> how `args` reaches its process (registry `entrypoint`): a launch
+    the image cannot run crash-loops (launch.py)."""
+    api_keys: Mapping[str, Scope] = field(default_factory=dict)
+    """The account's keys and their scopes (keys.py)."""
+    any_key: bool = True
+    """Accept a key not in `api_keys` with the scope All; False once keys are given."""
     require_gpu_count: bool = False
+    crash_up_s: float = 0.05
+    """How long a crash-looping container runs before it exits."""
+    crash_gap_s: float = 0.05
+    """How long RunPod leaves an exited container down before it starts it again."""
 
     @classmethod
     def fast(cls) -> Realism:
@@ -73,6 +86,10 @@ class Realism:
             # ~0.5 GB/s onto the volume and into GPU memory
             "load_s_per_gb": 2.0,
             "require_gpu_count": True,
+            # An engine that rejects its flags exits within seconds of starting (its imports,
+            # then argparse); RunPod starts the container again a few seconds later.
+            "crash_up_s": 6.0,
+            "crash_gap_s": 4.0,
         }
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]
@@ -95,8 +112,6 @@ class Realism:
 
     def pick_cuda(self, gpu_id: str, gpu: Mapping[str, object]) -> str:
         """The host CUDA version a pod lands on; no host meets the request: capacity 400."""
-        from frutebox_infra.emulator.errors import CAPACITY_DETAIL
-
         hosts = sorted(self.host_cuda(gpu_id), key=cuda_key)
         allowed = gpu.get("allowedCudaVersions")
         if isinstance(allowed, list) and allowed:
@@ -115,20 +130,22 @@ def number(value: float) -> str:
 
 
 class RateLimiter:
-    """Fixed windows per quota, as RunPod's headers describe them; real-time, scaled."""
+    """Fixed windows per quota, as RunPod's headers describe them, each `time_scale` times
+    shorter on `clock` than its emulated length."""
 
-    def __init__(self, realism: Realism, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, realism: Realism, clock: Clock | None = None) -> None:
         self.realism = realism
-        self._clock = clock
+        self._now = (clock or SystemClock()).now
         self._windows: dict[str, tuple[float, int]] = {}
 
     def reset(self) -> None:
         self._windows = {}
 
     def _state(self, name: str, length_s: float) -> tuple[float, int]:
-        start, used = self._windows.get(name, (self._clock(), 0))
-        if self._clock() - start >= length_s:
-            start, used = self._clock(), 0
+        now = self._now()
+        start, used = self._windows.get(name, (now, 0))
+        if now - start >= length_s:
+            start, used = now, 0
         return start, used
 
     def admit(self) -> tuple[dict[str, str], ApiProblem | None]:
@@ -140,7 +157,7 @@ class RateLimiter:
         for name, quota, window_s in self.realism.quotas:
             length = self.realism.real_s(window_s)
             start, used = self._state(name, length)
-            reset_in = max(0.0, start + length - self._clock())
+            reset_in = max(0.0, start + length - self._now())
             if used >= quota and exceeded is None:
                 exceeded = (name, reset_in)
             states.append((name, quota, length, start, used, reset_in))

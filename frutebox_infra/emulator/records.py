@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,8 +34,9 @@ class RawBody:
         return cls("application/x-ndjson", lines.encode())
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def timestamp(at_s: float) -> str:
+    """Epoch seconds as `createdAt` and `startedAt` show them: whole seconds, UTC."""
+    return datetime.fromtimestamp(at_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -55,14 +55,45 @@ class PodRecord:
     pulled: list[str] = field(default_factory=list)
     billed: list[list[Any]] = field(default_factory=list)
     """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
-    # Realism (wall-clock seconds, so a state file survives a restart of the emulator).
+    # Realism, in the clock's epoch seconds: a state file outlives a restart of the emulator.
     created_wall: float = 0.0
     started_wall: float | None = None
     restart_at_wall: float | None = None
     cuda: str | None = None
     foreign: bool = False
     load_s: float = 0.0
-    logs: list[str] = field(default_factory=list)
+    logs: list[list[str]] = field(default_factory=list)
+    """[source, line] in order: `container` (the process's output) or `system` (RunPod's own
+    lines, e.g. `start container` each time it starts the container)."""
+    # A container that exits at start (containers.py): the line it prints as it exits, when
+    # its current crash loop began, and how many exits and restarts the log shows so far.
+    crash: str | None = None
+    crash_epoch: float | None = None
+    exits: int = 0
+    restarts: int = 0
+    container_up: bool = True
+    """False between a crash and RunPod's restart: the pod is RUNNING, its runtime gone."""
+    host_dead: bool = False
+    """The machine under the pod died: RUNNING still, no runtime, the proxy answers 502."""
+
+    def log(self, line: str, source: str = "container") -> None:
+        self.logs.append([source, line])
+
+    def entries(self, source: str | None = None) -> list[tuple[str, str]]:
+        """The log's (source, line) of one source (both when None), oldest first."""
+        return [(e[0], e[1]) for e in self.logs if source is None or e[0] == source]
+
+    def lines(self, source: str | None = None) -> list[str]:
+        return [line for _, line in self.entries(source)]
+
+    @property
+    def crash_looping(self) -> bool:
+        return self.crash is not None and self.crash_epoch is not None
+
+    @property
+    def serving_process(self) -> bool:
+        """A container of this pod runs its process now (RUNNING, up, on a live host)."""
+        return self.status == "RUNNING" and self.container_up and not self.host_dead
 
     @property
     def gpu(self) -> tuple[str, int] | None:
@@ -74,17 +105,22 @@ class PodRecord:
         network = (self.body.get("mounts") or {}).get("network") or []
         return str(network[0]["volumeId"]) if network else None
 
-    def uptime(self) -> int | float:
-        """Seconds since the container started; whole seconds unless the clock is scaled."""
+    def uptime(self, now: float) -> int | float:
+        """Real seconds since the container started, at `now`; under a second (a scaled
+        clock's restarts) in milliseconds, else whole seconds."""
         if self.started_wall is None:
             return 0
-        seconds = max(0.0, time.time() - self.started_wall)
+        seconds = max(0.0, now - self.started_wall)
         return int(seconds) if seconds >= 1 else round(seconds, 3)
 
-    def view(self) -> dict[str, Any]:
-        """The pod as GET /v2/pods/{id} shows it (schema `Pod`)."""
+    def loading(self, now: float) -> bool:
+        """Started, but its server has not finished loading at `now`."""
+        return self.started_wall is not None and now - self.started_wall < self.load_s
+
+    def view(self, now: float) -> dict[str, Any]:
+        """The pod as GET /v2/pods/{id} shows it at `now` (schema `Pod`)."""
         b = self.body
-        running = self.status == "RUNNING"
+        running = self.serving_process
         ports = list(b.get("ports") or [])
         pod: dict[str, Any] = {
             "id": self.id,
@@ -115,7 +151,7 @@ class PodRecord:
             "locked": bool(b.get("locked", False)),
             "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
             "runtime": {
-                "uptime": self.uptime(),
+                "uptime": self.uptime(now),
                 "ports": [
                     {
                         "private": int(p.split("/")[0]),

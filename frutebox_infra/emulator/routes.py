@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from frutebox_infra.emulator.billing import pod_billing
 from frutebox_infra.emulator.catalog import gpu_types
-from frutebox_infra.emulator.contract import Contract
 from frutebox_infra.emulator.control import out_of_band
 from frutebox_infra.emulator.datacenters import data_centers
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
@@ -24,15 +22,20 @@ from frutebox_infra.emulator.faults import (
     FaultQueue,
     parse_faults,
 )
+from frutebox_infra.emulator.keys import authenticate, permit
+from frutebox_infra.emulator.openapi import OpenApi
 from frutebox_infra.emulator.realism import RateLimiter, number
 from frutebox_infra.emulator.records import RawBody
+from frutebox_infra.emulator.snapshot import snapshot
 from frutebox_infra.emulator.state import Account
 
 PROXY = re.compile(r"^/proxy/(?P<pod>[A-Za-z0-9]+)-(?P<port>\d{1,5})(?P<rest>/.*)?$")
 FAULT_DETAIL = {
     400: CAPACITY_DETAIL,
     402: "Insufficient balance to create this pod. Add funds and try again.",
-    403: "access denied for the requested pool",
+    # The createPod table of the OpenAPI document: "Your account cannot access the requested
+    # pool"; a key without access to the action answers keys.NO_ACCESS_DETAIL instead.
+    403: "your account cannot access the requested pool",
     404: "resource not found",
     429: "rate limit exceeded for the minute window",
     500: "internal server error",
@@ -78,7 +81,8 @@ class Route:
 
 
 class App:
-    """Every request goes through `handle`, one at a time, whatever thread serves it."""
+    """Every request goes through `handle`, one at a time, whatever thread serves it; quotas
+    and fault periods run on the account's clock."""
 
     def __init__(
         self,
@@ -86,12 +90,12 @@ class App:
         *,
         proxy_base: str = "",
         on_change: Callable[[], None] | None = None,
-        contract: Contract | None = None,
+        openapi: OpenApi | None = None,
     ) -> None:
         self.account = account
-        self.limiter = RateLimiter(account.realism)
-        self.faults = FaultQueue(time_scale=account.realism.time_scale)
-        self.contract = contract or Contract()
+        self.limiter = RateLimiter(account.realism, account.clock)
+        self.faults = FaultQueue(time_scale=account.realism.time_scale, clock=account.clock)
+        self.openapi = openapi or OpenApi()
         self.proxy_base = proxy_base
         self._on_change = on_change or (lambda: None)
         self._lock = threading.RLock()
@@ -99,6 +103,13 @@ class App:
     @property
     def proxy_url_template(self) -> str:
         return f"{self.proxy_base}/proxy/{{podId}}-{{port}}"
+
+    def state(self) -> dict[str, Any]:
+        """What `GET /_emulator/state` answers: the account, pending faults, the proxy URL."""
+        with self._lock:
+            state = snapshot(self.account)
+            state.update(faults=self.faults.pending(), proxyUrlTemplate=self.proxy_url_template)
+            return state
 
     def handle(self, method: str, target: str, headers: Mapping[str, str], raw: bytes) -> Response:
         """`headers` keys in lower case."""
@@ -135,13 +146,19 @@ class App:
             return Response.problem(ApiProblem(404, f"no route for {path}"))
         route, match = chosen
         entry: dict[str, Any] = {"op": route.op, "method": method, "path": path, "body": None}
-        entry["at"] = time.time()  # wall clock: what a quota window counts
+        entry["at"] = self.account.clock.now()  # what a quota window counts
         quota: dict[str, str] = {}
         try:
-            self._authenticate(headers)
+            # A key RunPod does not accept is refused before the quota counts; a valid key
+            # without access to the action is answered within it.
+            account = self.account
+            scope = authenticate(
+                account.keys, headers.get("authorization", ""), any_key=account.realism.any_key
+            )
             quota, limited = self.limiter.admit()
             if limited is not None:
                 raise limited
+            permit(scope, method)
             response = self._run(route, match.groupdict(), query, headers, raw, entry)
         except ApiProblem as problem:
             response = Response.problem(problem)
@@ -151,14 +168,6 @@ class App:
         self.account.requests.append(entry)
         # Authenticated answers carry the quota state, successes as well as 429s.
         return Response(response.status, response.body, {**quota, **response.headers})
-
-    def _authenticate(self, headers: Mapping[str, str]) -> None:
-        token = headers.get("authorization", "")
-        if not token.startswith("Bearer ") or not token[7:].strip():
-            raise ApiProblem(401, "missing bearer token")
-        expected = self.account.realism.api_key
-        if expected is not None and token[7:].strip() != expected:
-            raise ApiProblem(401, "invalid API key")
 
     def _run(
         self,
@@ -178,7 +187,7 @@ class App:
                 raise ApiProblem(400, "request body is not valid JSON") from None
         entry["body"] = body
         if route.schema is not None:
-            errors = self.contract.errors(route.schema, body)
+            errors = self.openapi.errors(route.schema, body)
             if errors:
                 raise ApiProblem(422, "Request validation failed.", errors=errors)
         fault = self.faults.take_response(route.op)
@@ -187,7 +196,7 @@ class App:
             extra = {"Retry-After": wait} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
         response = route.handler(self, params, body, query)
-        if route.op == "pods.create" and response.status == 201:
+        if route.op in ("pods.create", "pods.update") and response.status in (200, 201):
             pod_fault = self.faults.take_pod_fault(route.op)
             if pod_fault is not None:
                 self.account.mark(response.body["id"], pod_fault.action.value)
@@ -212,9 +221,7 @@ class App:
             self.limiter.reset()
             return Response(200, {})
         if (method, path) == ("GET", "/_emulator/state"):
-            state = self.account.snapshot()
-            state.update(faults=self.faults.pending(), proxyUrlTemplate=self.proxy_url_template)
-            return Response(200, state)
+            return Response(200, self.state())
         try:
             changed = out_of_band(self.account, method, path, json.loads(raw or b"null"))
         except ValueError:
@@ -254,25 +261,33 @@ class App:
 
     # Handlers
 
+    def _now(self) -> float:
+        return self.account.clock.now()
+
     def create_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-        return Response(201, self.account.create_pod(body).view())
+        return Response(201, self.account.create_pod(body).view(self._now()))
 
     def list_pods(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-        return Response(200, {"pods": [p.view() for p in self.account.list_pods()]})
+        now = self._now()
+        return Response(200, {"pods": [p.view(now) for p in self.account.list_pods()]})
 
     def get_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-        return Response(200, self.account.read_pod(params["id"]).view())
+        return Response(200, self.account.read_pod(params["id"]).view(self._now()))
 
     def update_pod(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-        return Response(200, self.account.update_pod(params["id"], body).view())
+        return Response(200, self.account.update_pod(params["id"], body).view(self._now()))
 
     def pod_logs(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         """Server-Sent Events, one `data:` per line; this emulator ends the stream at once."""
         tail = int((query.get("tail") or ["100"])[0])
+        source = query["source"][-1] if query.get("source") else None
+        if source not in (None, "container", "system"):
+            raise ApiProblem(400, f"source must be container or system, got {source!r}")
         events = []
-        for index, line in enumerate(self.account.logs(params["id"], min(max(tail, 0), 5000))):
+        entries = self.account.logs(params["id"], min(max(tail, 0), 5000), source)
+        for index, (origin, line) in enumerate(entries):
             ts = f"2026-01-01T00:00:00Z/{index:012d}"
-            data = json.dumps({"ts": ts, "source": "container", "line": line})
+            data = json.dumps({"ts": ts, "source": origin, "line": line})
             events.append(f"id: {ts}\ndata: {data}\n\n")
         return Response.of(200, RawBody("text/event-stream", "".join(events).encode()))
 
@@ -282,7 +297,7 @@ class App:
 
     def pod_action(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         pod = self.account.pod_action(params["id"], body["action"])
-        return Response(204) if pod is None else Response(200, pod.view())
+        return Response(204) if pod is None else Response(200, pod.view(self._now()))
 
     def create_volume(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         return Response(201, self.account.create_volume(body).view())
@@ -347,7 +362,8 @@ def _list_data_centers(
 
 
 def _list_pod_billing(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
-    return Response(200, pod_billing(app.account.pods.values(), query))
+    account = app.account
+    return Response(200, pod_billing(account.pods.values(), query, account.clock.utc()))
 
 
 def _route(method: str, path: str, op: str, schema: str | None, handler: Handler) -> Route:

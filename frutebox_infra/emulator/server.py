@@ -16,10 +16,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
+from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
+from frutebox_infra.emulator.keys import parse_key
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
+from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
@@ -38,10 +42,11 @@ def realistic_for(registry: Registry, **overrides: Any) -> Realism:
     registry's models in the stacks everyone starts from, and only the registry's images."""
     options: dict[str, Any] = {
         "foreign_pod_names": tuple(
-            f"frutebox-{stack}-{m.id}" for stack in COLLIDING_STACKS for m in registry.models
+            pod_name(stack, m.id) for stack in COLLIDING_STACKS for m in registry.models
         ),
-        "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in COLLIDING_STACKS),
+        "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
         "known_images": frozenset(i.reference for i in registry.images.values()),
+        "entrypoints": {i.reference: i.entrypoint for i in registry.images.values()},
         "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
     }
     options.update(overrides)
@@ -63,12 +68,14 @@ class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self, catalog: Catalog, stock: Stock | None, realism: Realism) -> Account | None:
+    def load(
+        self, catalog: Catalog, stock: Stock | None, realism: Realism, clock: Clock
+    ) -> Account | None:
         if not self.path.is_file():
             return None
         try:
             data = json.loads(self.path.read_text("utf-8"))
-            return Account.restore(catalog, data, stock, realism)
+            return restore(catalog, data, stock, realism, clock)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"--state {self.path}: not an emulator state file ({exc!r});"
@@ -78,7 +85,7 @@ class StateFile:
     def save(self, account: Account) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(account.snapshot(), handle)
+            json.dump(snapshot(account), handle)
         os.replace(tmp, self.path)
 
 
@@ -118,18 +125,21 @@ def build(
     proxy_base: str | None = None,
     catalog: Catalog | None = None,
     realism: Realism | None = None,
+    clock: Clock | None = None,
 ) -> EmulatorHTTPServer:
     """Bind the server (loopback only); nothing is served until serve_forever runs.
 
-    `realism` defaults to the realistic account of the project's registry.
+    `realism` defaults to the realistic account of the project's registry, `clock` to the
+    system's (a test's manual clock moves every lag and window without a sleep).
     """
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
     catalog = catalog or Catalog.builtin()
     realism = realism or realistic_for(load_registry())
+    clock = clock or SystemClock()
     store = StateFile(state_file) if state_file else None
-    account = (store.load(catalog, stock, realism) if store else None) or Account(
-        catalog, stock, realism
+    account = (store.load(catalog, stock, realism, clock) if store else None) or Account(
+        catalog, stock, realism, clock
     )
     app = App(account, on_change=(lambda: store.save(account)) if store else None)
     server = EmulatorHTTPServer((host, port), app)
@@ -182,7 +192,14 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         help="emulated seconds per real second (quota windows, delays and loads shrink)",
     )
-    parser.add_argument("--api-key", help="the only API key accepted (default: any)")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY[:SCOPE]",
+        help="an API key the account accepts, with its scope: all (default), read-only (403 on"
+        " writes) or revoked (401); once one is given, only these are accepted (default: any)",
+    )
     parser.add_argument(
         "--cuda",
         action="append",
@@ -207,13 +224,18 @@ def _realism(args: argparse.Namespace) -> Realism:
         if not sep or not gpu_id:
             raise UsageError(f"--cuda {spec!r}: expected GPU_ID=12.4,12.8")
         cuda[gpu_id] = tuple(v.strip() for v in versions.split(",") if v.strip())
+    try:
+        keys = dict(parse_key(spec) for spec in args.api_key)
+    except ValueError as exc:
+        raise UsageError(f"--api-key {exc}") from None
+    access: dict[str, Any] = {"api_keys": keys, "any_key": not keys}
     if args.kind == Kind.FAST:
-        return Realism(kind=Kind.FAST, quotas=(), time_scale=args.time_scale)
+        return Realism(kind=Kind.FAST, quotas=(), time_scale=args.time_scale, **access)
     return realistic_for(
         load_registry(Path(args.registry)),
         time_scale=args.time_scale,
-        api_key=args.api_key,
         cuda_versions=cuda,
+        **access,
     )
 
 
@@ -241,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     url = url_of(server)
     print(url, flush=True)
+    key = "anything" if realism.any_key else "<an --api-key given>"
     print(
-        f"export RUNPOD_API_URL={url} RUNPOD_API_KEY=anything"
+        f"export RUNPOD_API_URL={url} RUNPOD_API_KEY={key}"
         f" RUNPOD_PROXY_URL_TEMPLATE='{server.app.proxy_url_template}'",
         file=sys.stderr,
         flush=True,

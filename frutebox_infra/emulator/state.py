@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import copy
-import time
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
 from typing import Any
 
-from frutebox_infra.emulator import control
+from frutebox_infra.emulator.admission import (
+    admit_pod,
+    check_data_centers,
+    check_image,
+    take_gpus,
+)
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
-from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.clock import Clock, SystemClock
+from frutebox_infra.emulator.containers import log_progress, settle, step
+from frutebox_infra.emulator.errors import ApiProblem
+from frutebox_infra.emulator.keys import Scope
+from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
 from frutebox_infra.emulator.ports import serve_port
 from frutebox_infra.emulator.realism import STANDARD, Realism
 from frutebox_infra.emulator.records import (
@@ -22,29 +29,43 @@ from frutebox_infra.emulator.records import (
     RESTART_FIELDS,
     PodRecord,
     VolumeRecord,
-    now,
+    timestamp,
 )
+
+HAND_EDITABLE = frozenset({"image", "args", "env", "ports", "disk", "name"})
+"""What a person can change on a pod in the console."""
 
 
 class Account:
-    """One emulated account. Not thread-safe by itself: the routes serialise calls."""
+    """One emulated account. Not thread-safe by itself: the routes serialise calls.
+
+    Every time it reads comes from `clock` (the system's unless a test brings its own).
+    """
 
     def __init__(
-        self, catalog: Catalog, stock: Stock | None = None, realism: Realism | None = None
+        self,
+        catalog: Catalog,
+        stock: Stock | None = None,
+        realism: Realism | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.catalog = catalog
         self.initial_catalog = catalog
         self.volume_types: dict[str, list[str]] = {}
-        """Out-of-band overrides of the data centres' volume tiers (control.py)."""
+        """Out-of-band overrides of the data centres' volume tiers."""
         self.realism = realism or Realism.fast()
+        self.clock: Clock = clock or SystemClock()
         self.initial_stock: Stock = dict(stock if stock is not None else full_stock(catalog))
         self.stock: Stock = {}
         self.pods: dict[str, PodRecord] = {}
         self.volumes: dict[str, VolumeRecord] = {}
         self.requests: list[dict[str, Any]] = []
+        self.keys: dict[str, Scope] = {}
+        """The API keys and their scopes now (keys.py); the console can change them."""
         self.reset()
 
     def reset(self) -> None:
+        self.keys = dict(self.realism.api_keys)
         self.stock = dict(self.initial_stock)
         self.catalog = self.initial_catalog
         self.volume_types = {}
@@ -61,6 +82,7 @@ class Account:
         """
         dcs = list(self.catalog.data_centers)
         elsewhere = dcs[-1]
+        now = self.clock.now()
         for index, name in enumerate(self.realism.foreign_pod_names):
             gpu = next(iter(self.catalog.gpus))
             pod = PodRecord(
@@ -76,9 +98,9 @@ class Account:
                 status="RUNNING",
                 data_center_id=elsewhere,
                 cost_per_hour=0.5,
-                created_at=now(),
-                started_at=now(),
-                started_wall=time.time() - 86400,
+                created_at=timestamp(now),
+                started_at=timestamp(now),
+                started_wall=now - 86400,
                 foreign=True,
             )
             self.pods[pod.id] = pod
@@ -88,113 +110,54 @@ class Account:
 
     # Pods
 
-    def _check_data_centers(self, ids: Iterable[str]) -> None:
-        unknown = [dc for dc in ids if dc not in self.catalog.data_centers]
-        if unknown:
-            raise ApiProblem(
-                400,
-                f"unknown data center(s) {', '.join(unknown)}; known:"
-                f" {', '.join(self.catalog.data_centers)}",
-            )
-
-    def _take_gpus(self, gpu_id: str, count: int, data_centers: list[str]) -> str:
-        for dc in data_centers or list(self.catalog.data_centers):
-            if self.stock.get((gpu_id, dc), 0) >= count:
-                self.stock[(gpu_id, dc)] -= count
-                return dc
-        raise ApiProblem(400, CAPACITY_DETAIL)
-
     def _release(self, pod: PodRecord) -> None:
         if pod.gpu and pod.status in HOLDS_GPUS:
             key = (pod.gpu[0], pod.data_center_id)
             self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
-            close_interval(pod)
+            close_interval(pod, self.clock.utc())
 
     def create_pod(self, request: Mapping[str, Any]) -> PodRecord:
-        """Apply the handler-level rules the schema cannot express, then place the pod."""
-        body = copy.deepcopy(dict(request))
-        if ("gpu" in body) == ("cpu" in body):
-            raise ApiProblem(400, "exactly one of gpu or cpu must be set")
-        if "templateId" in body:
-            raise ApiProblem(404, f"template {body['templateId']} not found")
-        cloud = body.get("cloud", "SECURE")
-        mounts = body.get("mounts") or {}
-        if "persistent" in mounts and "network" in mounts:
-            raise ApiProblem(400, "mounts.persistent and mounts.network are mutually exclusive")
-        if "cpu" in body and "persistent" in mounts:
-            raise ApiProblem(400, "mounts.persistent is not allowed on CPU pods")
-        data_centers = list(body.get("dataCenterIds") or [])
-        self._check_data_centers(data_centers)
-        for entry in mounts.get("network") or []:
-            volume = self.volumes.get(entry["volumeId"])
-            if volume is None or volume.deleted:
-                raise ApiProblem(400, f"network volume {entry['volumeId']} does not exist")
-            if cloud != "SECURE":
-                raise ApiProblem(400, "network volumes attach only to SECURE cloud pods")
-            if volume.data_center not in data_centers:
-                raise ApiProblem(
-                    400,
-                    f"network volume {volume.id} is in {volume.data_center};"
-                    " dataCenterIds must include it",
-                )
-            data_centers = [volume.data_center]
-        self._check_image(body.get("image"))
-        cuda: str | None = None
-        if "gpu" in body:
-            gpu = body["gpu"]
-            if gpu.get("allowedCudaVersions") and "minCudaVersion" in gpu:
-                raise ApiProblem(400, "allowedCudaVersions and minCudaVersion are exclusive")
-            gpu_type = self.catalog.gpus.get(gpu["id"])
-            if gpu_type is None:
-                raise ApiProblem(400, f"unknown GPU type {gpu['id']!r}")
-            if self.realism.require_gpu_count and "count" not in gpu:
-                raise ApiProblem(400, "gpu.count is required")
-            count = gpu.setdefault("count", 1)
-            if count > gpu_type.max_count:
-                raise ApiProblem(400, f"{gpu['id']} allows at most {gpu_type.max_count} per pod")
-            cuda = self.realism.pick_cuda(gpu_type.id, gpu)
-            dc = self._take_gpus(gpu_type.id, count, data_centers)
-            cost = self.catalog.usd_per_hour(gpu_type.id, cloud) * count
-        else:
-            dc = (data_centers or list(self.catalog.data_centers))[0]
-            cost = 0.03 * body["cpu"]["vcpuCount"]
+        """Admit the create (admission.py), then place the pod, PROVISIONING and billing."""
+        admitted = admit_pod(
+            request,
+            catalog=self.catalog,
+            stock=self.stock,
+            volumes=self.volumes,
+            realism=self.realism,
+        )
+        body, now = admitted.body, self.clock.now()
         pod = PodRecord(
             id=uuid.uuid4().hex[:14],
             name=body["name"],
             body=body,
             status="PROVISIONING",
-            data_center_id=dc,
-            cost_per_hour=round(cost, 4),
-            created_at=now(),
-            created_wall=time.time(),
-            cuda=cuda,
-            load_s=self._load_s(body),
-            logs=[f"pulling image {body.get('image', '')}"],
+            data_center_id=admitted.data_center,
+            cost_per_hour=round(admitted.usd_per_hour, 4),
+            created_at=timestamp(now),
+            created_wall=now,
+            cuda=admitted.cuda,
+            load_s=admitted.load_s,
+            logs=[["container", f"pulling image {body.get('image', '')}"]],
+            crash=launch_failure(self.realism.entrypoints, body),
         )
         self.pods[pod.id] = pod
-        open_interval(pod)
+        open_interval(pod, self.clock.utc())
         return pod
 
-    def _check_image(self, image: Any) -> None:
-        known = self.realism.known_images
-        if known is not None and isinstance(image, str) and image not in known:
-            # RunPod answers a create whose image no registry holds with 422 and no field errors.
-            raise ApiProblem(422, f"image {image!r} could not be pulled: manifest unknown")
-
-    def _load_s(self, body: Mapping[str, Any]) -> float:
-        """Real seconds a server loads after RUNNING: grows with the weights it reads.
-
-        The emulator knows no model, so the weights are read as the mounted volume's size.
-        """
-        network = (body.get("mounts") or {}).get("network") or []
-        volume = self.volumes.get(network[0]["volumeId"]) if network else None
-        gb = volume.size if volume is not None else 0
-        r = self.realism
-        return r.real_s(r.load_base_s + r.load_s_per_gb * gb)
-
     def mark(self, pod_id: str, fault: str) -> None:
-        """Make a created pod misbehave: pod-error, never-healthy or pull-fails."""
-        self.pods[pod_id].fault = fault
+        """Make a created (or just PATCHed) pod misbehave: pod-error, never-healthy,
+        pull-fails, or crash-loop (its container exits at start, again and again)."""
+        pod = self.pods[pod_id]
+        if fault == "crash-loop":
+            pod.crash = CRASH_FAULT_LINE
+            return
+        pod.fault = fault
+
+    def _settle(self, pod: PodRecord) -> PodRecord:
+        """The pod's container brought to now (a crash loop moves on between reads)."""
+        r = self.realism
+        settle(pod, self.clock.now(), up_s=r.real_s(r.crash_up_s), gap_s=r.real_s(r.crash_gap_s))
+        return pod
 
     def pod(self, pod_id: str) -> PodRecord:
         """A pod the API still shows; terminated pods are gone from it."""
@@ -206,40 +169,27 @@ class Account:
     def read_pod(self, pod_id: str) -> PodRecord:
         """GET: each read moves a starting pod one step, so polling is really exercised."""
         pod = self.pod(pod_id)
-        if pod.restart_at_wall is not None and time.time() >= pod.restart_at_wall:
-            pod.restart_at_wall = None
-            pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
-            pod.logs.append("restarting the container with the new settings")
-        elif pod.status == "PROVISIONING":
-            pod.status = "STARTING"
-        elif pod.status == "STARTING":
-            pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
-            if pod.status == "RUNNING":
-                pod.started_at, pod.started_wall = now(), time.time()
-                pod.logs.append("container started; loading weights")
-            else:
-                pod.logs.append("container exited with code 1: RuntimeError: CUDA error")
-        return pod
+        step(pod, self.clock.now())
+        return self._settle(pod)
 
     def list_pods(self) -> list[PodRecord]:
         """Eventually consistent: a pod shows up only some time after its create."""
-        shown_after = time.time() - self.realism.real_s(self.realism.listing_delay_s)
+        shown_after = self.clock.now() - self.realism.real_s(self.realism.listing_delay_s)
         return [
-            p
+            self._settle(p)
             for p in self.pods.values()
             if p.status != "TERMINATED" and (p.foreign or p.created_wall <= shown_after)
         ]
 
-    def logs(self, pod_id: str, tail: int) -> list[str]:
-        """The container's log lines, as GET /v2/pods/{id}/logs streams them."""
-        pod = self.pod(pod_id)
-        if pod.status == "RUNNING" and pod.started_wall is not None:
-            if pod.fault == "never-healthy":
-                pod.logs.append("torch.OutOfMemoryError: CUDA out of memory")
-            elif time.time() - pod.started_wall >= pod.load_s:
-                pod.logs.append("server is listening")
-        lines = pod.logs[-tail:] if tail else []
-        return lines
+    def logs(
+        self, pod_id: str, tail: int, source: str | None = "container"
+    ) -> list[tuple[str, str]]:
+        """The pod's (source, line) of `source` (both when None), as GET /v2/pods/{id}/logs
+        streams them."""
+        pod = self._settle(self.pod(pod_id))
+        log_progress(pod, self.clock.now())
+        entries = pod.entries(source)
+        return entries[-tail:] if tail else []
 
     def update_pod(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
         pod = self.pod(pod_id)
@@ -255,18 +205,21 @@ class Account:
         if "persistent" in mounts and "persistent" not in current:
             raise ApiProblem(400, "mount kind is fixed at create")
         if "image" in patch:
-            self._check_image(patch["image"])
+            check_image(self.realism, patch["image"])
         for key, value in patch.items():
             if key == "mounts" and not value:
                 continue
             pod.body[key] = copy.deepcopy(value)
         pod.name = pod.body["name"]
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
+            # The new container runs the new settings: whether it can start is decided anew.
+            pod.crash = launch_failure(self.realism.entrypoints, pod.body)
+            pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:
                 # RunPod keeps showing the old container, RUNNING with its old startedAt, for
                 # a while after the PATCH; the restart shows on a read after that.
-                pod.restart_at_wall = time.time() + delay
+                pod.restart_at_wall = self.clock.now() + delay
             else:
                 pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
         return pod
@@ -288,8 +241,8 @@ class Account:
             pod.status = "EXITED"
         elif action == "start":
             if pod.status == "EXITED" and pod.gpu:
-                self._take_gpus(pod.gpu[0], pod.gpu[1], [pod.data_center_id])
-                open_interval(pod)
+                take_gpus(self.stock, self.catalog, pod.gpu[0], pod.gpu[1], [pod.data_center_id])
+                open_interval(pod, self.clock.utc())
             pod.status = "PROVISIONING"
         else:
             pod.status = "STARTING"
@@ -298,7 +251,7 @@ class Account:
     # Network volumes
 
     def create_volume(self, body: Mapping[str, Any]) -> VolumeRecord:
-        self._check_data_centers([body["dataCenter"]])
+        check_data_centers(self.catalog, [body["dataCenter"]])
         tiers = self.realism.tiers(body["dataCenter"])
         tier = body.get("type", tiers[0])
         if tier not in tiers:
@@ -311,7 +264,7 @@ class Account:
             size=body["size"],
             data_center=body["dataCenter"],
             type=tier,
-            created_wall=time.time(),
+            created_wall=self.clock.now(),
         )
         self.volumes[volume.id] = volume
         return volume
@@ -323,7 +276,7 @@ class Account:
         return volume
 
     def list_volumes(self) -> list[VolumeRecord]:
-        shown_after = time.time() - self.realism.real_s(self.realism.listing_delay_s)
+        shown_after = self.clock.now() - self.realism.real_s(self.realism.listing_delay_s)
         return [
             v
             for v in self.volumes.values()
@@ -359,57 +312,90 @@ class Account:
         pod = self.pods.get(pod_id)
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
-        return serve_port(pod, port, method, path, body)
+        return serve_port(self._settle(pod), port, method, path, body, now=self.clock.now())
 
-    # Persistence and inspection
+    # Out-of-band changes, as a person in the RunPod console or RunPod itself makes them
 
-    def snapshot(self) -> dict[str, Any]:
-        def cells(stock: Stock) -> list[dict[str, Any]]:
-            return [
-                {"gpuId": g, "dataCenterId": dc, "available": n} for (g, dc), n in stock.items()
-            ]
+    def known_gpu(self, gpu_id: str) -> str:
+        if gpu_id not in self.catalog.gpus:
+            raise ApiProblem(400, f"unknown GPU type {gpu_id!r}")
+        return gpu_id
 
-        return {
-            # Pods read as the API shows them (terminated ones too); "emulator" keeps the rest.
-            "pods": [{**p.view(), "emulator": asdict(p)} for p in self.pods.values()],
-            "volumes": [
-                {**v.view(), "deleted": v.deleted, "foreign": v.foreign}
-                for v in self.volumes.values()
-            ],
-            "stock": cells(self.stock),
-            "initialStock": cells(self.initial_stock),
-            "outOfBand": control.saved_changes(self),
-            "requests": self.requests,
-        }
+    def known_data_center(self, dc: object) -> str:
+        if not isinstance(dc, str) or dc not in self.catalog.data_centers:
+            raise ApiProblem(400, f"unknown data center {dc!r}")
+        return dc
 
-    @classmethod
-    def restore(
-        cls,
-        catalog: Catalog,
-        data: Mapping[str, Any],
-        stock: Stock | None,
-        realism: Realism | None = None,
-    ) -> Account:
-        """Rebuild from a snapshot; an explicit `stock` replaces the saved one."""
+    def stop_by_hand(self, pod_id: str) -> PodRecord:
+        """The console's Stop: the pod releases its GPUs and stops billing."""
+        pod = self.pod(pod_id)
+        self.pod_action(pod_id, "stop")
+        return pod
 
-        def table(rows: list[dict[str, Any]]) -> Stock:
-            return {(r["gpuId"], r["dataCenterId"]): int(r["available"]) for r in rows}
+    def kill_host(self, pod_id: str) -> PodRecord:
+        """The machine under the pod dies: RunPod still shows it RUNNING (and bills it), with
+        no runtime, and its proxy answers 502; only a new pod elsewhere serves again."""
+        pod = self.pod(pod_id)
+        pod.host_dead = True
+        return pod
 
-        account = cls(catalog, stock if stock is not None else table(data["initialStock"]), realism)
-        account.pods, account.volumes = {}, {}
-        account.stock = dict(stock) if stock is not None else table(data["stock"])
-        for raw in data["pods"]:
-            account.pods[raw["id"]] = PodRecord(**raw["emulator"])
-        for v in data["volumes"]:
-            account.volumes[v["id"]] = VolumeRecord(
-                v["id"],
-                v["name"],
-                v["size"],
-                v["dataCenter"],
-                v["type"],
-                v["deleted"],
-                foreign=bool(v.get("foreign", False)),
-            )
-        account.requests = list(data.get("requests", []))
-        control.restore_changes(account, data.get("outOfBand"))
-        return account
+    def set_key(self, key: object, scope: object) -> Scope:
+        """The console creates a key, changes its permission, or disables it (`revoked`)."""
+        if not isinstance(key, str) or not key.strip():
+            raise ApiProblem(400, "key must be a non-empty string")
+        try:
+            chosen = Scope(str(scope))
+        except ValueError:
+            raise ApiProblem(400, f"scope must be one of {', '.join(Scope)}") from None
+        self.keys[key.strip()] = chosen
+        return chosen
+
+    def edit_by_hand(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
+        """The console's Edit Pod: only what the console offers, with a PATCH's restart."""
+        unknown = sorted(set(patch) - HAND_EDITABLE)
+        if unknown:
+            raise ApiProblem(400, f"cannot edit {', '.join(unknown)} out of band")
+        return self.update_pod(pod_id, patch)
+
+    def reprice(self, gpu_id: str, secure: object) -> float:
+        """RunPod changes a GPU's Secure Cloud price; pods created afterwards pay it."""
+        known = self.known_gpu(gpu_id)
+        if not isinstance(secure, int | float) or secure < 0:
+            raise ApiProblem(400, "secure must be a price in USD per GPU per hour >= 0")
+        self.catalog = self.catalog.with_price(known, float(secure))
+        return float(secure)
+
+    def set_stock(self, gpu_id: str, available: object, data_center: object = None) -> None:
+        """Free GPUs of a type in one data centre (every one without `data_center`)."""
+        known = self.known_gpu(gpu_id)
+        if not isinstance(available, int) or available < 0:
+            raise ApiProblem(400, "available must be a count of GPUs >= 0")
+        centres = list(self.catalog.data_centers) if data_center is None else [data_center]
+        for dc in centres:
+            self.stock[(known, self.known_data_center(dc))] = available
+
+    def set_volume_types(self, data_center: object, types: object) -> list[str]:
+        """The network volume tiers a data centre offers from now on."""
+        dc = self.known_data_center(data_center)
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise ApiProblem(400, "types must be a list of volume types")
+        self.volume_types[dc] = list(types)
+        return list(types)
+
+    def saved_changes(self) -> dict[str, Any]:
+        """The out-of-band changes a state file keeps: repriced GPUs and volume tiers."""
+        prices = {}
+        for gpu_id in self.catalog.gpus:
+            secure = self.catalog.usd_per_hour(gpu_id, "SECURE")
+            if secure != self.initial_catalog.usd_per_hour(gpu_id, "SECURE"):
+                prices[gpu_id] = secure
+        return {"prices": prices, "volumeTypes": dict(self.volume_types)}
+
+    def restore_changes(self, saved: object) -> None:
+        """Apply `saved_changes()` of an earlier run; what no longer applies is dropped."""
+        if not isinstance(saved, dict):
+            return
+        for gpu_id, secure in (saved.get("prices") or {}).items():
+            if gpu_id in self.catalog.gpus:
+                self.catalog = self.catalog.with_price(gpu_id, float(secure))
+        self.volume_types = {k: list(v) for k, v in (saved.get("volumeTypes") or {}).items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -153,7 +154,6 @@ class ComfyUI(Recipe):
             expected_files=expected_files(model),
         )
 
-
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # One server (the anchor's launch, its output folder) fetches every member's files
         # before it starts and must list them all to be healthy.
@@ -230,20 +230,52 @@ def provisioning_script(model: Model) -> str:
     `exit 1` ends the pod's command before ComfyUI starts, so a model whose weights failed to
     arrive never reaches a healthy server and the deploy step terminates the pod.
     """
-    recipe = _recipe(model)
-    assert recipe is not None and model.source is not None
-    repo = recipe.repo or model.source.hf_repo
-    revision = recipe.revision or model.source.revision or "main"
     lines = [_FETCH_FUNCTION]
-    for file in recipe.files:
-        url = HF_RESOLVE.format(
-            repo=file.repo or repo,
-            revision=file.revision or ("main" if file.repo else revision),
-            path=file.path,
-        )
+    for file in file_sources(model):
+        url = HF_RESOLVE.format(repo=file.repo, revision=file.revision, path=file.path)
         target = f"{MODELS_DIR}/{file.folder}"
         lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """One file the recipe stores: where it comes from and the flat name ComfyUI lists."""
+
+    repo: str
+    revision: str
+    path: str
+    folder: str
+    stored_name: str
+    gated: bool
+
+    @property
+    def destination(self) -> str:
+        """Its path on the volume, as ComfyUI reads it."""
+        return f"{MODELS_DIR}/{self.folder}/{self.stored_name}"
+
+
+def file_sources(model: Model) -> tuple[FileSource, ...]:
+    """Each file's repo and revision: the recipe's repackaging (or the model's own repo) at
+    its pinned revision; a file from another repository is that repository's main."""
+    recipe = _recipe(model)
+    assert recipe is not None and model.source is not None
+    repo = recipe.repo or model.source.hf_repo
+    assert repo is not None, "a ComfyUI recipe needs a repo or the model's hf_repo"
+    revision = recipe.revision or model.source.revision or "main"
+    gated = recipe.gated if recipe.repo is not None else model.source.gated
+    return tuple(
+        FileSource(
+            repo=file.repo or repo,
+            revision=file.revision or ("main" if file.repo else revision),
+            path=file.path,
+            folder=file.folder,
+            stored_name=file.stored_name,
+            # A file from another repository is that repository's: not the recipe's gate.
+            gated=False if file.repo else gated,
+        )
+        for file in recipe.files
+    )
 
 
 def _recipe(model: Model) -> ComfyRecipe | None:

@@ -26,13 +26,14 @@ class SGLang(TensorParallelRecipe):
             words += ["--revision", model.source.revision]
         words += [
             "--host", "0.0.0.0", "--port", str(image.port),
-            "--tp", str(count),
+            "--tp-size", str(count),
         ]  # fmt: skip
         if sharding(model, count).expert_parallel:
             words += ["--ep-size", str(count)]
         words += ["--context-length", str(serving.context_tokens)]
-        if model.reasoning_parser:
-            words += ["--reasoning-parser", model.reasoning_parser]
+        parser = model.reasoning_parser.get(self.runtime)
+        if parser:
+            words += ["--reasoning-parser", parser]
         words += [
             "--max-running-requests", str(serving.concurrency),
             # e4m3, not e5m2: FlashAttention 3 (SGLang's Hopper default) reads only e4m3

@@ -39,8 +39,9 @@ class VLLM(TensorParallelRecipe):
         ]  # fmt: skip
         if self.kv_dtype_bytes(gpu) == 1:
             words += ["--kv-cache-dtype", "fp8"]
-        if model.reasoning_parser:
-            words += ["--reasoning-parser", model.reasoning_parser]
+        parser = model.reasoning_parser.get(self.runtime)
+        if parser:
+            words += ["--reasoning-parser", parser]
         words += model.engine_args.get(self.runtime, ())
         words += serving.spec_flags
         return self.pod_spec(model, image, join_args(words))

@@ -1,75 +1,53 @@
-"""The one entry to every report: a view and a format in, the text to print out."""
+"""The one entry to every report: a view and a format in, the text to print out.
+
+Each view type maps to the `Renderers` of its module; a view is added by writing its module
+and giving it a row in RENDERERS.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from frutebox_infra.diff import FleetDiff
 from frutebox_infra.drift import StatusView
 from frutebox_infra.errors import UsageError
 from frutebox_infra.plan import FleetPlan
-from frutebox_infra.report import Format
-from frutebox_infra.report.data import catalog_entry, plan_data
-from frutebox_infra.report.diff_data import diff_data
-from frutebox_infra.report.diff_markdown import diff_markdown
-from frutebox_infra.report.diff_table import diff_table
-from frutebox_infra.report.markdown import plan_markdown
-from frutebox_infra.report.table import catalog_table, plan_table
-from frutebox_infra.resolver import Resolution
+from frutebox_infra.price_compare import PriceComparison
+from frutebox_infra.report import Format, Renderers
+from frutebox_infra.report.catalog_report import CATALOG, CatalogView
+from frutebox_infra.report.diff_report import DIFF, DiffView
+from frutebox_infra.report.plan_report import PLAN
+from frutebox_infra.report.prices_report import PRICES
+from frutebox_infra.report.status_report import STATUS
+
+View = FleetPlan | CatalogView | DiffView | StatusView | PriceComparison
+
+RENDERERS: Mapping[type, Renderers[Any]] = {
+    FleetPlan: PLAN,
+    CatalogView: CATALOG,
+    DiffView: DIFF,
+    StatusView: STATUS,
+    PriceComparison: PRICES,
+}
 
 
-@dataclass(frozen=True)
-class CatalogView:
-    """Every registry model as resolved: servable, or why not."""
-
-    resolutions: tuple[Resolution, ...]
+def renderers(view_type: type) -> Renderers[Any]:
+    return RENDERERS[view_type]
 
 
-@dataclass(frozen=True)
-class DiffView:
-    """A change's diff and what to call its two sides (a ref, or the work tree)."""
-
-    diff: FleetDiff
-    base: str
-    head: str
-
-
-View = FleetPlan | CatalogView | DiffView | StatusView
-
-CATALOG_FORMATS = (Format.TABLE, Format.JSON)
-"""The catalog is a terminal view; it has no pull-request (Markdown) form."""
+def formats(view_type: type) -> tuple[Format, ...]:
+    """The formats a view offers, for its command's `--format` choices."""
+    return renderers(view_type).formats
 
 
 def render(view: View, fmt: Format) -> str:
     """The view in `fmt`: JSON with stable keys, a Markdown comment, or a terminal table."""
+    r = renderers(type(view))
     if fmt is Format.JSON:
-        return json.dumps(data(view), indent=2)
-    markdown = fmt is Format.MARKDOWN
-    if isinstance(view, StatusView):
-        from frutebox_infra.report.status import status_markdown, status_table
-
-        return status_markdown(view) if markdown else status_table(view)
-    if isinstance(view, DiffView):
-        show = diff_markdown if markdown else diff_table
-        return show(view.diff, base=view.base, head=view.head)
-    if isinstance(view, CatalogView):
-        if markdown:
-            formats = ", ".join(CATALOG_FORMATS)
-            raise UsageError(f"the catalog has no {fmt} form; use one of {formats}")
-        return catalog_table(view.resolutions)
-    return plan_markdown(view) if markdown else plan_table(view)
-
-
-def data(view: View) -> Any:
-    """The view as plain data (what `--format json` prints)."""
-    if isinstance(view, StatusView):
-        from frutebox_infra.report.status import status_data
-
-        return status_data(view)
-    if isinstance(view, DiffView):
-        return diff_data(view.diff, base=view.base, head=view.head)
-    if isinstance(view, CatalogView):
-        return [catalog_entry(r) for r in view.resolutions]
-    return plan_data(view)
+        return json.dumps(r.data(view), indent=2)
+    show = r.markdown if fmt is Format.MARKDOWN else r.table
+    if show is None:
+        offered = ", ".join(r.formats)
+        raise UsageError(f"{r.name} has no {fmt} form; use one of {offered}")
+    return show(view)

@@ -1,14 +1,16 @@
-"""Command entry for Pulumi's local.Command: `python -m frutebox_infra.runpod pod|volume ACTION`."""
+"""Command entry for Pulumi's local.Command: `python -m frutebox_infra.runpod pod|volume ACTION`.
+
+It parses the arguments, watches for a cancellation and dispatches: each action lives with
+its resource (`pods.py`, `volumes.py`), the command's input and output in `command_io.py`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from types import FrameType
@@ -17,7 +19,6 @@ from typing import Any, TextIO
 import httpx
 
 from frutebox_infra.endpoints import step_endpoint
-from frutebox_infra.runpod.client import NetworkVolume
 from frutebox_infra.runpod.command_io import (
     GrowRequest,
     PodRequest,
@@ -26,15 +27,17 @@ from frutebox_infra.runpod.command_io import (
     Session,
     Settings,
     VolumeRequest,
-    cap_lines,
+    failure_text,
     read_previous,
     read_request,
     redactor,
+    write_failure,
+    write_result,
 )
-from frutebox_infra.runpod.errors import Cancelled, ConfigurationError, NotFoundError, RunPodError
+from frutebox_infra.runpod.errors import Cancelled, ConfigurationError
 from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
-from frutebox_infra.runpod.volumes import ensure_gone, new_owner_token
+from frutebox_infra.runpod.volumes import volume_create, volume_delete, volume_grow, volume_update
 
 
 class Resource(StrEnum):
@@ -47,68 +50,6 @@ class Action(StrEnum):
     UPDATE = "update"
     DELETE = "delete"
     GROW = "grow"
-
-
-def _volume_result(volume: NetworkVolume, owner: str | None) -> dict[str, Any]:
-    return {
-        "volumeId": volume.id,
-        "name": volume.name,
-        "size": volume.size,
-        "dataCenter": volume.data_center,
-        "type": volume.type,
-        "owner": owner,
-    }
-
-
-def volume_create(
-    session: Session, request: VolumeRequest, owner: str | None = None
-) -> dict[str, Any]:
-    volume, outcome, owner = session.prov.create_volume(
-        request.name, request.size, request.dataCenter, request.type, owner
-    )
-    session.log(
-        f"volume {volume.id} ({volume.name}) {outcome} in {volume.data_center}"
-        f" ({volume.size} GB, {volume.type or request.type})"
-    )
-    return _volume_result(volume, owner)
-
-
-def volume_update(
-    session: Session, request: VolumeRequest, previous: PreviousVolume | None
-) -> dict[str, Any]:
-    if previous is None:
-        return volume_create(session, request)
-    prov = session.prov
-    try:
-        volume = prov.api.get_volume(previous.volumeId)
-    except NotFoundError:
-        ensure_gone("volume", previous.volumeId, prov.api.list_volumes)
-        session.log(f"volume {previous.volumeId} no longer exists; creating a new one")
-        return volume_create(session, request, previous.owner)
-    if volume.data_center != request.dataCenter:
-        raise ConfigurationError(
-            f"Volume {volume.id} lives in {volume.data_center} but the request asks for"
-            f" {request.dataCenter}. A volume cannot move: changing the data centre must replace"
-            " it (the program's triggers), and its weights are downloaded again."
-        )
-    # A stack recorded before volumes carried a token gets one now; its name follows.
-    owner = previous.owner or new_owner_token()
-    name = f"{request.name}-{owner}"
-    if volume.name != name:
-        volume = prov.api.update_volume(volume.id, {"name": name})
-    return _volume_result(prov.grow_volume(volume, request.size), owner)
-
-
-def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
-    volume = session.prov.api.get_volume(request.volumeId)
-    return _volume_result(session.prov.grow_volume(volume, request.size), None)
-
-
-def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
-    volume_id = previous.volumeId if previous else None
-    return session.delete_recorded(
-        "volume", volume_id, lambda i: session.prov.delete_volume(i), "deleted"
-    )
 
 
 @contextlib.contextmanager
@@ -200,24 +141,14 @@ def main(
         with cancellable(session.log):
             resource, action = Resource(args.resource), Action(args.action)
             result = run(resource, action, session, stdin or sys.stdin, env)
-        out.write(redact(json.dumps(result)) + "\n")
-        out.flush()
+        write_result(out, result, redact)
         return 0
-    except RunPodError as exc:
-        message, trace = str(exc), traceback.format_exc()
-    except Exception as exc:  # a bug: still one paragraph, traceback on request
-        message = (
-            f"internal error ({type(exc).__name__}: {exc}); rerun with FRUTEBOX_DEBUG=1"
-            " for a traceback and report it."
-        )
-        trace = traceback.format_exc()
+    except Exception as exc:  # a bug too is one paragraph, its traceback on request
+        failure = failure_text(exc, debug=env.get("FRUTEBOX_DEBUG") == "1")
     finally:
         if session is not None:
             session.close()
-    if env.get("FRUTEBOX_DEBUG") == "1":
-        err.write(cap_lines(redact(trace)))
-    err.write(cap_lines(redact("error: " + " ".join(message.split()))) + "\n")
-    err.flush()
+    write_failure(err, failure, redact)
     return 1
 
 

@@ -1,4 +1,4 @@
-"""Typed RunPod REST v2 client on httpx (a pod's proxied HTTP ports: `proxy.py`)."""
+"""Typed RunPod REST v2 client on httpx (its payloads: `wire.py`; a pod's ports: `proxy.py`)."""
 
 from __future__ import annotations
 
@@ -10,30 +10,33 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from frutebox_infra.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
+from frutebox_infra.endpoints import DEFAULT_API_URL
+from frutebox_infra.runpod.access import KeyUse, refusal_hint
 from frutebox_infra.runpod.errors import (
+    HTTPX_FAILURES,
     ConfigurationError,
     Problem,
     ProtocolError,
     TransportError,
     api_error,
+    is_key_scope,
 )
-from frutebox_infra.runpod.proxy import HTTPX_FAILURES, ProxyClient
 from frutebox_infra.runpod.quota import Quota
 from frutebox_infra.runpod.retrying import RetryPolicy
-
-__all__ = [
-    "DEFAULT_API_URL",
-    "DEFAULT_PROXY_URL_TEMPLATE",
-    "NetworkVolume",
-    "Pod",
-    "ProxyClient",
-    "RetryPolicy",
-    "RunPodClient",
-    "normalise_base_url",
-]
+from frutebox_infra.runpod.wire import (
+    DataCenterInfo,
+    DataCenterList,
+    GpuList,
+    GpuOffer,
+    NetworkVolume,
+    Pod,
+    PodBilling,
+    PodBillingList,
+    PodList,
+    VolumeList,
+)
 
 CREATE_TIMEOUT_S = 130.0
 """Above the 100 s after which RunPod's proxy (Cloudflare) cuts a silent answer: a create that
@@ -50,68 +53,6 @@ def normalise_base_url(url: str) -> str:
 
 Sleep = Callable[[float], None]
 _M = TypeVar("_M", bound=BaseModel)
-
-
-class _Wire(BaseModel):
-    """API payloads: read what we use, ignore what the API may add later."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
-
-
-class GpuSpec(_Wire):
-    id: str
-    count: int = 1
-
-
-class Pod(_Wire):
-    """The fields of a v2 `Pod` the provisioner reads; `cost` is USD per hour."""
-
-    id: str
-    name: str
-    status: str
-    image: str | None = None
-    args: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    ports: list[str] = Field(default_factory=list)
-    disk: int | None = None
-    gpu: GpuSpec | None = None
-    cloud: str | None = None
-    data_center_id: str | None = Field(default=None, alias="dataCenterId")
-    # Changes when the container (re)starts: how an update tells the new process from the old.
-    started_at: str | None = Field(default=None, alias="startedAt")
-    runtime: dict[str, Any] | None = None
-    cost: float = 0.0
-    mounts: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def volume_id(self) -> str | None:
-        network = self.mounts.get("network") or []
-        first = network[0] if isinstance(network, list) and network else None
-        return str(first["volumeId"]) if isinstance(first, dict) and "volumeId" in first else None
-
-    @property
-    def uptime_s(self) -> float | None:
-        """Seconds since the container started (`runtime.uptime`), when the API says."""
-        value = (self.runtime or {}).get("uptime")
-        return float(value) if isinstance(value, int | float) else None
-
-
-class NetworkVolume(_Wire):
-    """A v2 network volume; `size` is in GB."""
-
-    id: str
-    name: str
-    size: int
-    data_center: str = Field(alias="dataCenter")
-    type: str | None = None
-
-
-class _PodList(_Wire):
-    pods: list[Pod]
-
-
-class _VolumeList(_Wire):
-    network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -159,7 +100,7 @@ def _parse(model: type[_M], response: httpx.Response, operation: str) -> _M:
     except (ValueError, ValidationError) as exc:
         raise ProtocolError(
             f"{operation} answered {response.status_code} with a body that is not a valid"
-            f" {model.__name__.lstrip('_')}: {str(exc).splitlines()[0]}. Check RUNPOD_API_URL"
+            f" {model.__name__}: {str(exc).splitlines()[0]}. Check RUNPOD_API_URL"
             " points at the RunPod v2 API."
         ) from exc
 
@@ -175,7 +116,8 @@ def _log_line(data: str) -> str:
 class RunPodClient:
     """RunPod REST v2 over httpx. Idempotent calls retry 429/5xx; creates never do here.
 
-    Every answer's RateLimit header is kept (`quota`), so callers can pace their polling.
+    Every answer's RateLimit header is kept (`quota`), so callers can pace their polling. A 401,
+    or a 403 about the key's scope, names the key's source and what `key_use`'s command needs.
     """
 
     def __init__(
@@ -188,7 +130,9 @@ class RunPodClient:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Sleep = time.sleep,
+        key_use: KeyUse | None = None,
     ) -> None:
+        self.key_use = key_use
         if not api_key:
             raise ConfigurationError(
                 "No RunPod API key. Set the stack secret frutebox-infra:runpodApiKey"
@@ -237,7 +181,8 @@ class RunPodClient:
             return response
         except HTTPX_FAILURES as exc:
             raise TransportError(
-                f"{operation}: no answer from the RunPod API ({type(exc).__name__}: {exc})."
+                f"{operation}: no answer from the RunPod API at {self._http.base_url}"
+                f" ({type(exc).__name__}: {exc})."
                 " Check the network and RUNPOD_API_URL, then run the command again."
             ) from exc
 
@@ -256,7 +201,8 @@ class RunPodClient:
             response = self._send_once(method, path, body, timeout_s=timeout_s)
             if response.is_success:
                 return response
-            raise api_error(problem_of(response), operation=operation)
+            problem = problem_of(response)
+            raise api_error(problem, operation=operation, hint=self._refusal(problem, method))
 
         return self.retry.run(once, sleep=self._sleep) if retry else once()
 
@@ -274,6 +220,11 @@ class RunPodClient:
         response = self._call(method, path, body, retry=retry, timeout_s=timeout_s)
         return _parse(model, response, f"{method} {path}")
 
+    def _refusal(self, problem: Problem, method: str) -> str:
+        if self.key_use is None or not (problem.status == 401 or is_key_scope(problem)):
+            return ""
+        return refusal_hint(problem.status, method, self.key_use)
+
     # Pods
 
     def create_pod_once(self, body: Mapping[str, Any]) -> Pod:
@@ -281,30 +232,37 @@ class RunPodClient:
         return self._json(Pod, "POST", "/v2/pods", body, retry=False, timeout_s=CREATE_TIMEOUT_S)
 
     def list_pods(self) -> list[Pod]:
-        return self._json(_PodList, "GET", "/v2/pods").pods
+        return self._json(PodList, "GET", "/v2/pods").pods
 
     def get_pod(self, pod_id: str, *, retry: bool = True) -> Pod:
         """`retry=False` inside waits: they treat a transient failure as "unknown, poll on"."""
         return self._json(Pod, "GET", f"/v2/pods/{pod_id}", retry=retry)
 
-    def pod_logs(self, pod_id: str, *, tail: int = 20) -> list[str]:
-        """The last `tail` lines of the container's log (Server-Sent Events), best effort:
-        an error explains itself better with them, but never fails for want of them."""
+    def pod_logs(self, pod_id: str, *, tail: int = 20, source: str = "container") -> list[str]:
+        """The last `tail` lines of the pod's `container` (or `system`) log, best effort: an
+        error explains itself better with them, but never fails for want of them."""
+        return self.read_pod_logs(pod_id, tail=tail, source=source) or []
+
+    def read_pod_logs(self, pod_id: str, *, tail: int, source: str) -> list[str] | None:
+        """The last `tail` lines of one log source, read as Server-Sent Events; None when the
+        log could not be read at all (what arrived before a silence is kept)."""
         lines: list[str] = []
         path = f"/v2/pods/{pod_id}/logs"
-        params = {"tail": str(tail), "source": "container"}
+        params = {"tail": str(tail), "source": source}
         timeout = httpx.Timeout(LOG_READ_TIMEOUT_S, connect=LOG_READ_TIMEOUT_S)
         try:
             with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+                self.quota = self.quota.updated(response.headers)
                 if not response.is_success:
-                    return []
+                    return None
                 for raw in response.iter_lines():
                     if raw.startswith("data:"):
                         lines.append(_log_line(raw[5:].strip()))
                     if len(lines) >= tail:
                         break
         except HTTPX_FAILURES:
-            pass  # a silence after the backfill ends the read; what arrived is kept
+            if not lines:
+                return None  # nothing arrived: no answer, not an empty log
         return lines[-tail:]
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:
@@ -326,7 +284,7 @@ class RunPodClient:
         )
 
     def list_volumes(self) -> list[NetworkVolume]:
-        return self._json(_VolumeList, "GET", "/v2/network-volumes").network_volumes
+        return self._json(VolumeList, "GET", "/v2/network-volumes").network_volumes
 
     def get_volume(self, volume_id: str) -> NetworkVolume:
         return self._json(NetworkVolume, "GET", f"/v2/network-volumes/{volume_id}")
@@ -342,63 +300,12 @@ class RunPodClient:
     def gpu_catalog(self) -> list[GpuOffer]:
         """GET /v2/catalog/gpus with pod availability: Secure prices, stock per DC, CUDA."""
         path = "/v2/catalog/gpus?include=AVAILABILITY&product=POD"
-        return self._json(_GpuList, "GET", path).gpus
+        return self._json(GpuList, "GET", path).gpus
 
     def data_centers(self) -> list[DataCenterInfo]:
-        return self._json(_DataCenterList, "GET", "/v2/catalog/datacenters").data_centers
+        return self._json(DataCenterList, "GET", "/v2/catalog/datacenters").data_centers
 
     def pod_billing(self, *, bucket: str, last: int) -> list[PodBilling]:
         """GET /v2/billing/pods: one record per pod per bucket over the last `last` buckets."""
         path = f"/v2/billing/pods?bucketSize={bucket}&lastN={last}"
-        return self._json(_PodBillingList, "GET", path).records
-
-
-class GpuPrice(_Wire):
-    secure: float
-    community: float
-
-
-class Availability(_Wire):
-    """Stock of one GPU type in one data centre: NONE, LOW, MEDIUM or HIGH."""
-
-    id: str
-    availability: str
-
-
-class CudaVersion(_Wire):
-    version: str
-    available: bool
-
-
-class GpuOffer(_Wire):
-    """A v2 `GpuType` with pod availability; prices are USD per GPU per hour."""
-
-    id: str
-    price: GpuPrice
-    availability: str | None = None
-    data_centers: list[Availability] = Field(default_factory=list, alias="dataCenters")
-    cuda_versions: list[CudaVersion] = Field(default_factory=list, alias="cudaVersions")
-
-
-class DataCenterInfo(_Wire):
-    id: str
-    network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
-
-
-class PodBilling(_Wire):
-    """One `PodBillingRecord`: USD billed for one pod in one time bucket."""
-
-    pod_id: str = Field(alias="podId")
-    total_amount: float = Field(alias="totalAmount")
-
-
-class _GpuList(_Wire):
-    gpus: list[GpuOffer]
-
-
-class _DataCenterList(_Wire):
-    data_centers: list[DataCenterInfo] = Field(alias="dataCenters")
-
-
-class _PodBillingList(_Wire):
-    records: list[PodBilling]
+        return self._json(PodBillingList, "GET", path).records

@@ -1,9 +1,12 @@
-"""Command inputs: the request on stdin, the previous result, the environment, the clients."""
+"""Command I/O: the request on stdin, the previous result, the environment, the clients, and
+what the command prints (the result on stdout, one paragraph on stderr when it fails)."""
 
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, TextIO, TypeVar
 
@@ -19,9 +22,11 @@ from frutebox_infra.deploy_contract import (
     VolumeRequest,
 )
 from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
-from frutebox_infra.runpod.client import ProxyClient, RunPodClient
-from frutebox_infra.runpod.errors import ConfigurationError
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
+from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.errors import ConfigurationError, RunPodError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
+from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
 
 __all__ = [
@@ -32,9 +37,13 @@ __all__ = [
     "Session",
     "Settings",
     "VolumeRequest",
+    "failure_text",
     "read_previous",
     "read_request",
     "redactor",
+    "scaled_waits",
+    "write_failure",
+    "write_result",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -93,11 +102,21 @@ class Settings(BaseSettings):
     api_check_s: NonNegativeFloat = Field(
         default=Timeouts.api_check_s, alias="FRUTEBOX_API_CHECK_S"
     )
+    restart_check_s: NonNegativeFloat = Field(
+        default=Timeouts.restart_check_s, alias="FRUTEBOX_RESTART_CHECK_S"
+    )
+    restart_limit: int = Field(default=Timeouts.restart_limit, ge=1, le=100,
+                               alias="FRUTEBOX_RESTART_LIMIT")  # fmt: skip
+    crash_window_s: PositiveFloat = Field(
+        default=Timeouts.crash_window_s, alias="FRUTEBOX_CRASH_WINDOW_S"
+    )
     duplicate_check_s: NonNegativeFloat = Field(
         default=Timeouts.duplicate_check_s, alias="FRUTEBOX_DUPLICATE_CHECK_S"
     )
     pull_timeout_s: PositiveFloat = Field(default=Timeouts.pull_s, alias="FRUTEBOX_PULL_TIMEOUT_S")
-    retry_backoff_s: NonNegativeFloat = Field(default=2.0, alias="FRUTEBOX_RETRY_BACKOFF_S")
+    retry_backoff_s: NonNegativeFloat = Field(
+        default=RetryPolicy.backoff_s, alias="FRUTEBOX_RETRY_BACKOFF_S"
+    )
     retry_attempts: int = Field(default=RetryPolicy.max_attempts, ge=1, le=100,
                                 alias="FRUTEBOX_RETRY_ATTEMPTS")  # fmt: skip
 
@@ -172,35 +191,55 @@ class Session:
         return {}
 
     @cached_property
-    def prov(self) -> Provisioner:
+    def _clients(self) -> tuple[RunPodClient, ProxyClient]:
+        """Both clients, built together on first use whatever the resource: an unusable key,
+        URL or proxy template stops the first command, before anything is created."""
         api = RunPodClient(
             api_key=self.endpoint.api_key or "",
             base_url=self.endpoint.api_url,
             retry=self.settings.retry,
             transport=self._transport,
+            key_use=KeyUse(self.endpoint.key_source, DEPLOY, Need.WRITE),
         )
         proxy = ProxyClient(template=self.endpoint.proxy_template, transport=self._transport)
-        return Provisioner(api, proxy, log=self.log)
+        return api, proxy
+
+    @property
+    def api(self) -> RunPodClient:
+        return self._clients[0]
+
+    @property
+    def proxy(self) -> ProxyClient:
+        return self._clients[1]
+
+    @cached_property
+    def prov(self) -> Provisioner:
+        return Provisioner(self.api, self.proxy, log=self.log)
 
     def timeouts(self, request: PodRequest) -> Timeouts:
         """The environment wins over the request; what neither sets keeps Timeouts' default."""
         s = self.settings
-        bounds = {
-            "running_s": s.running_timeout_s or request.timeouts.runningSeconds,
-            "healthy_s": s.healthy_timeout_s or request.timeouts.healthySeconds,
-        }
-        return Timeouts(
-            **{k: v for k, v in bounds.items() if v is not None},
+        running = s.running_timeout_s or request.timeouts.runningSeconds
+        healthy = s.healthy_timeout_s or request.timeouts.healthySeconds
+        timeouts = Timeouts(
             poll_interval_s=s.poll_interval_s,
             api_check_s=s.api_check_s,
+            restart_check_s=s.restart_check_s,
+            restart_limit=s.restart_limit,
+            crash_window_s=s.crash_window_s,
             duplicate_check_s=s.duplicate_check_s,
             pull_s=s.pull_timeout_s,
         )
+        return replace(
+            timeouts,
+            running_s=timeouts.running_s if running is None else running,
+            healthy_s=timeouts.healthy_s if healthy is None else healthy,
+        )
 
     def close(self) -> None:
-        if "prov" in self.__dict__:
-            self.prov.api.close()
-            self.prov.proxy.close()
+        if "_clients" in self.__dict__:
+            self.api.close()
+            self.proxy.close()
 
 
 def _validate(model: type[_M], data: Any, where: str) -> _M:
@@ -239,3 +278,44 @@ def read_previous(model: type[_M], env: Mapping[str, str]) -> _M | None:
         "PULUMI_COMMAND_STDOUT is not the JSON result this command prints, so the resource it"
         " describes cannot be found; check the stack state (pulumi stack export)."
     )
+
+
+def write_result(out: TextIO, result: Mapping[str, Any], redact: Callable[[str], str]) -> None:
+    """The result JSON on one line of stdout, which Pulumi records as the resource's output."""
+    out.write(redact(json.dumps(result)) + "\n")
+    out.flush()
+
+
+def failure_text(exc: Exception, *, debug: bool) -> str:
+    """One paragraph for a failure (the traceback before it when debugging): a RunPodError
+    says what to do; anything else is a bug and says so."""
+    if isinstance(exc, RunPodError):
+        message = str(exc)
+    else:
+        message = (
+            f"internal error ({type(exc).__name__}: {exc}); rerun with FRUTEBOX_DEBUG=1"
+            " for a traceback and report it."
+        )
+    trace = "".join(traceback.format_exception(exc)) if debug else ""
+    return trace + "error: " + " ".join(message.split())
+
+
+def write_failure(err: TextIO, text: str, redact: Callable[[str], str]) -> None:
+    err.write(cap_lines(redact(text)) + "\n")
+    err.flush()
+
+
+def scaled_waits(time_scale: float) -> dict[str, str]:
+    """The deploy step's environment for a clock `time_scale` times faster than RunPod's (the
+    emulator's realistic account, scaled): its default pauses between API reads and retries
+    shrunk alike, so the step keeps the same pace relative to the account's quotas and lags."""
+    timeouts, retry = Timeouts(), RetryPolicy()
+    pauses = {
+        "poll_interval_s": timeouts.poll_interval_s,
+        "api_check_s": timeouts.api_check_s,
+        "restart_check_s": timeouts.restart_check_s,
+        "duplicate_check_s": timeouts.duplicate_check_s,
+        "retry_backoff_s": retry.backoff_s,
+    }
+    fields = Settings.model_fields
+    return {str(fields[name].alias): str(s / time_scale) for name, s in pauses.items()}

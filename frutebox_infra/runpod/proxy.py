@@ -14,10 +14,7 @@ from typing import Any
 import httpx
 
 from frutebox_infra.endpoints import DEFAULT_PROXY_URL_TEMPLATE
-from frutebox_infra.runpod.errors import ConfigurationError, TransportError
-
-# httpx raises these three families; none of them may leave the package untranslated.
-HTTPX_FAILURES = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError)
+from frutebox_infra.runpod.errors import HTTPX_FAILURES, ConfigurationError, TransportError
 
 
 class ProxyClient:

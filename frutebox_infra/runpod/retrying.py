@@ -37,7 +37,9 @@ class RetryPolicy:
     """How often and how long to retry transient failures; all durations in seconds."""
 
     max_attempts: int = 5
-    backoff_s: float = 1.0
+    backoff_s: float = 2.0
+    """The first wait, doubled before each later retry: 2 + 4 + 8 + 16 s ride out a RunPod
+    hiccup of half a minute before five attempts give up. The deploy step's default too."""
     max_backoff_s: float = 30.0
     max_retry_after_s: float = 120.0
 

@@ -1,18 +1,35 @@
-"""Network-volume rules: named with the stack's token, grow but never shrink, 404 checked on delete.
+"""The stack's network volume: named with the stack's token, grown but never shrunk, never moved.
 
-A mixin of `Provisioner`, so the command keeps one object per account; it only needs the
-API client, a log and a sleep.
+`Volumes` holds the rules over the API client; `volume_create|update|grow|delete` are the
+command's actions and the result each prints. Volumes take no idempotency key, so a create
+answered ambiguously may have made a volume the listing shows late: the create sweeps for it,
+and a delete removes every volume named with the stack's token, so none of ours is left.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from typing import Any
 
-from frutebox_infra.runpod.client import DEFAULT_API_URL, NetworkVolume, RunPodClient
-from frutebox_infra.runpod.errors import ConfigurationError, NotFoundError
-from frutebox_infra.runpod.placement import create_adopting
+from frutebox_infra.runpod.adopting import (
+    DuplicateSweep,
+    Log,
+    Sleep,
+    create_adopting,
+    ensure_gone,
+)
+from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.command_io import GrowRequest, PreviousVolume, Session, VolumeRequest
+from frutebox_infra.runpod.errors import (
+    ConfigurationError,
+    MayStillBillError,
+    NotFoundError,
+    RunPodError,
+)
+from frutebox_infra.runpod.timeouts import Timeouts
+from frutebox_infra.runpod.wire import NetworkVolume
 
 
 def new_owner_token() -> str:
@@ -22,46 +39,89 @@ def new_owner_token() -> str:
     return secrets.token_hex(8)
 
 
-class VolumeRules:
+class Volumes:
     """Create (or adopt), grow and delete the stack's network volume."""
 
-    api: RunPodClient
-    _log: Callable[[str], None]
-    _sleep: Callable[[float], None]
+    def __init__(
+        self,
+        api: RunPodClient,
+        *,
+        log: Log,
+        sleep: Sleep = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        duplicate_check_s: float = Timeouts.duplicate_check_s,
+    ) -> None:
+        self.api = api
+        self._log = log
+        self._sleep = sleep
+        self._clock = clock
+        self._duplicate_check_s = duplicate_check_s
 
-    def create_volume(
+    def named(self, name: str, data_center: str | None = None) -> list[NetworkVolume]:
+        """Volumes named `name` (in `data_center`): with our token in the name, ours."""
+        return [
+            v
+            for v in self.api.list_volumes()
+            if v.name == name and (data_center is None or v.data_center == data_center)
+        ]
+
+    def create(
         self, base_name: str, size: int, data_center: str, tier: str, owner: str | None = None
     ) -> tuple[NetworkVolume, str, str]:
         """Create the stack's volume, named `base_name-<owner token>`: (volume, outcome, owner).
 
         RunPod names are not unique, so a volume is never adopted by a name anyone could
         have chosen; the token (minted here unless the stack already has one) makes ours.
+        After an ambiguous answer the listing is swept until it shows the volume kept, and
+        every other volume with our name is deleted: an extra bills for ever.
         """
         owner = owner or new_owner_token()
         name = f"{base_name}-{owner}"
 
         def find_new() -> NetworkVolume | None:
-            return next(
-                (
-                    v
-                    for v in self.api.list_volumes()
-                    if v.name == name and v.data_center == data_center
-                ),
-                None,
-            )
+            return next(iter(self.named(name, data_center)), None)
 
         body = {"name": name, "size": size, "dataCenter": data_center, "type": tier}
         made = create_adopting(
-            f"volume {name}",
+            "volume",
+            name,
             lambda: self.api.create_volume_once(body),
             find_new,
             retry=self.api.retry,
             sleep=self._sleep,
             log=self._log,
         )
+        if made.ambiguous:
+            self._sweep(made.resource, name, data_center)
         return made.resource, made.outcome, owner
 
-    def grow_volume(self, volume: NetworkVolume, size: int) -> NetworkVolume:
+    def _sweep(self, kept: NetworkVolume, name: str, data_center: str) -> None:
+        sweep = DuplicateSweep(
+            "volume",
+            name,
+            kept.id,
+            lambda: self.named(name, data_center),
+            self.api.delete_volume,
+            log=self._log,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+        try:
+            sweep.catch_up(self._duplicate_check_s)
+        except BaseException:
+            # This run fails, so Pulumi will not record the volume: it must not bill either.
+            try:
+                self.api.delete_volume(kept.id)
+            except RunPodError as exc:
+                self._log(f"volume {kept.id}: deleting it after the failed sweep failed ({exc})")
+            raise
+        if not sweep.caught_up:
+            self._log(
+                f"volume {kept.id}: a duplicate listed later still would bill; `frutebox status`"
+                " lists any volume named with this stack's token that the state does not record"
+            )
+
+    def grow(self, volume: NetworkVolume, size: int) -> NetworkVolume:
         """Grow to `size` GB; a smaller size keeps the current one (volumes never shrink)."""
         if size > volume.size:
             self._log(f"volume {volume.id}: growing {volume.size} GB -> {size} GB")
@@ -73,33 +133,109 @@ class VolumeRules:
             )
         return volume
 
-    def delete_volume(self, volume_id: str) -> bool:
-        """Delete the volume; False when it was already gone."""
+    def delete(self, volume_id: str, name: str | None = None) -> bool:
+        """Delete the volume, then every other volume named `name` (ours by its token): no
+        volume of ours is left. False when the recorded one was already gone."""
         try:
             self.api.delete_volume(volume_id)
+            deleted = True
         except NotFoundError:
             ensure_gone("volume", volume_id, self.api.list_volumes)
-            return False
-        return True
+            deleted = False
+        if name:
+            self._delete_others(volume_id, name)
+        return deleted
+
+    def _delete_others(self, volume_id: str, name: str) -> None:
+        try:
+            for extra in self.named(name):
+                if extra.id == volume_id:
+                    continue
+                self._log(
+                    f"volume {extra.id} is also named {name} (this stack's token) but the state"
+                    " never recorded it: a duplicate of an ambiguous create; deleting it"
+                )
+                try:
+                    self.api.delete_volume(extra.id)
+                except NotFoundError:
+                    continue
+        except RunPodError as exc:
+            raise MayStillBillError(
+                f"Volume {volume_id} is deleted, but removing the other volumes named {name}"
+                f" (this stack's token) failed ({exc}); delete them in the RunPod console.",
+                kind="volume",
+                name=name,
+            ) from exc
 
 
-def ensure_gone(kind: str, resource_id: str, listing: Callable[[], Sequence[Any]]) -> None:
-    """After a 404 on a delete: is the resource really gone, or is the URL wrong?
+def _volumes(session: Session) -> Volumes:
+    return Volumes(
+        session.api, log=session.log, duplicate_check_s=session.settings.duplicate_check_s
+    )
 
-    A 404 for a path the API does not have looks like one for a deleted resource; the listing
-    tells them apart (it 404s as well when the base URL is wrong). Raises unless gone.
-    """
+
+def _volume_result(volume: NetworkVolume, owner: str | None) -> dict[str, Any]:
+    return {
+        "volumeId": volume.id,
+        "name": volume.name,
+        "size": volume.size,
+        "dataCenter": volume.data_center,
+        "type": volume.type,
+        "owner": owner,
+    }
+
+
+def volume_create(
+    session: Session, request: VolumeRequest, owner: str | None = None
+) -> dict[str, Any]:
+    volume, outcome, owner = _volumes(session).create(
+        request.name, request.size, request.dataCenter, request.type, owner
+    )
+    session.log(
+        f"volume {volume.id} ({volume.name}) {outcome} in {volume.data_center}"
+        f" ({volume.size} GB, {volume.type or request.type})"
+    )
+    return _volume_result(volume, owner)
+
+
+def volume_update(
+    session: Session, request: VolumeRequest, previous: PreviousVolume | None
+) -> dict[str, Any]:
+    """Rename (a stack recorded without a token) and grow the recorded volume; it never moves."""
+    if previous is None:
+        return volume_create(session, request)
+    api = session.api
     try:
-        present = [r for r in listing() if getattr(r, "id", None) == resource_id]
-    except NotFoundError as exc:
+        volume = api.get_volume(previous.volumeId)
+    except NotFoundError:
+        ensure_gone("volume", previous.volumeId, api.list_volumes)
+        session.log(f"volume {previous.volumeId} no longer exists; creating a new one")
+        return volume_create(session, request, previous.owner)
+    if volume.data_center != request.dataCenter:
         raise ConfigurationError(
-            f"RunPod answered 404 for {kind} {resource_id} and for its listing too: the API URL"
-            " is wrong (RUNPOD_API_URL / frutebox-infra:runpodApiUrl; the base is"
-            f" {DEFAULT_API_URL}, with or without /v2). Nothing was deleted; the {kind} may"
-            " still bill."
-        ) from exc
-    if present and getattr(present[0], "status", "") != "TERMINATED":
-        raise ConfigurationError(
-            f"RunPod answered 404 deleting {kind} {resource_id} but still lists it; delete it"
-            " in the RunPod console, then run the command again."
+            f"Volume {volume.id} lives in {volume.data_center} but the request asks for"
+            f" {request.dataCenter}. A volume cannot move: changing the data centre must replace"
+            " it (the program's triggers), and its weights are downloaded again."
         )
+    # A stack recorded before volumes carried a token gets one now; its name follows.
+    owner = previous.owner or new_owner_token()
+    name = f"{request.name}-{owner}"
+    if volume.name != name:
+        volume = api.update_volume(volume.id, {"name": name})
+    return _volume_result(_volumes(session).grow(volume, request.size), owner)
+
+
+def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
+    volume = session.api.get_volume(request.volumeId)
+    return _volume_result(_volumes(session).grow(volume, request.size), None)
+
+
+def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
+    volume_id = previous.volumeId if previous else None
+    # Only a name that carries a token proves ours; results without one delete the id only.
+    name = previous.name if previous and previous.owner and previous.name else None
+    if name is not None and previous is not None and not name.endswith(f"-{previous.owner}"):
+        name = None
+    return session.delete_recorded(
+        "volume", volume_id, lambda i: _volumes(session).delete(i, name), "deleted"
+    )

@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.registry_files import load_registry
+from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client
 from tests.e2e.project import PulumiProject
 
@@ -23,10 +24,7 @@ STACKS = ("dev", "prod", "small", "fleet", "gated", "cuda")
 """Stacks the tests deploy; the account already holds someone else's pods under their names."""
 
 FAST = {
-    "FRUTEBOX_POLL_INTERVAL_S": "0.05",
-    "FRUTEBOX_API_CHECK_S": "0.3",
-    "FRUTEBOX_DUPLICATE_CHECK_S": "0.3",
-    "FRUTEBOX_RETRY_BACKOFF_S": "0.01",
+    **scaled_waits(TIME_SCALE),
     "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
     "FRUTEBOX_HEALTH_TIMEOUT_S": "4",
 }
@@ -61,7 +59,7 @@ class Deployment:
             "foreign_pod_names": tuple(
                 pod_name(stack, m.id) for stack in STACKS for m in registry.models
             ),
-            "foreign_volume_names": tuple(f"frutebox-{stack}-weights" for stack in STACKS),
+            "foreign_volume_names": tuple(volume_name(stack) for stack in STACKS),
         }
         options.update(realism)
         emulator = start(catalog=catalog, stock=cells, realism=realistic_for(registry, **options))

@@ -99,7 +99,7 @@ def test_a_late_appearing_duplicate_of_an_ambiguous_create_is_cleaned(
     assert sorted(p["status"] for p in ours) == ["RUNNING", "TERMINATED"]
     [live] = deployment.live_pods()
     assert deployment.project.outputs("small")["pods"]["qwen3-8b"]["podId"] == live["id"]
-    assert "late duplicate" in up.stdout + up.stderr
+    assert "a duplicate of" in up.stdout + up.stderr
 
 
 def test_a_429_is_retried_after_retry_after(deployment: Deployment) -> None:
@@ -297,9 +297,12 @@ def test_a_v2_base_url_works_and_a_wrong_path_fails_loudly(deployment: Deploymen
     project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
     project.up("small")
     [live] = deployment.live_pods()
-    # A wrong path: every call is "not found". The changed URL makes Pulumi run the pod's and
-    # the volume's update, which look their resources up: a 404 is never read as "gone".
-    project.extra_env["RUNPOD_API_URL"] = base + "/api/wrong"
+    # A wrong path: every call is "not found". The stack's changed URL (nothing exported, so
+    # the stack's key is the one used) makes Pulumi run the pod's and the volume's update,
+    # which look their resources up: a 404 is never read as "gone".
+    project.extra_env["RUNPOD_API_URL"] = ""
+    project.write_stack("small", {**SMALL, "models": ["qwen3-8b"],
+                                  "runpodApiUrl": base + "/api/wrong"})  # fmt: skip
     failed = project.up("small", check=False)
     assert failed.returncode != 0
     assert "API URL is wrong" in failed.stdout + failed.stderr

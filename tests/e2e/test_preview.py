@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from frutebox_infra.plan import plan_fleet
-from frutebox_infra.report.data import plan_data
-from frutebox_infra.report.table import plan_table
+from frutebox_infra.report.plan_report import plan_data, plan_table
 from frutebox_infra.stack_file import load_settings
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry

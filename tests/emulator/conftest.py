@@ -1,4 +1,4 @@
-"""Fixtures for the emulator: an account, the in-process app, and a helper to call routes."""
+"""Fixtures for the emulator: a manual clock, an account on it, the in-process app, a caller."""
 
 from __future__ import annotations
 
@@ -9,20 +9,29 @@ from typing import Any
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.clock import ManualClock
+from frutebox_infra.emulator.openapi import OpenApi
 from frutebox_infra.emulator.routes import App, Response
 from frutebox_infra.emulator.state import Account
 
 Call = Callable[..., Response]
+OPENAPI = OpenApi()
+"""Built once: compiling the document's validators is the slow part."""
 
 
 @pytest.fixture
-def account() -> Account:
-    return Account(Catalog.builtin())
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def account(clock: ManualClock) -> Account:
+    return Account(Catalog.builtin(), clock=clock)
 
 
 @pytest.fixture
 def app(account: Account) -> App:
-    return App(account, proxy_base="http://127.0.0.1:9")
+    return App(account, proxy_base="http://127.0.0.1:9", openapi=OPENAPI)
 
 
 @pytest.fixture
@@ -42,6 +51,12 @@ def call(app: App) -> Call:
     return send
 
 
+def valid(schema: str, body: Any) -> Any:
+    """`body`, after checking it against the official document's response schema."""
+    assert OPENAPI.errors(schema, body) == []
+    return body
+
+
 def pod_body(**overrides: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": "p",
@@ -52,3 +67,8 @@ def pod_body(**overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return body
+
+
+def network(volume_id: str) -> dict[str, Any]:
+    """A create's `mounts` with the network volume `volume_id` at /workspace."""
+    return {"network": [{"volumeId": volume_id, "path": "/workspace"}]}

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.faults import Fault, FaultAction, FaultError, FaultQueue, parse_faults
 
 
@@ -41,6 +42,16 @@ def test_parses_a_list_or_a_single_instruction() -> None:
             id="pod-fault-elsewhere",
         ),
         pytest.param(
+            {"op": "pods.update", "action": "never-healthy"},
+            "only applies to pods.create",
+            id="only-a-crash-loop-follows-a-patch",
+        ),
+        pytest.param(
+            {"op": "pods.get", "action": "crash-loop"},
+            "only applies to pods.create",
+            id="crash-loop-elsewhere",
+        ),
+        pytest.param(
             {"op": "pods.get", "action": "return-503-after-create"},
             "create operation",
             id="after-create-elsewhere",
@@ -62,6 +73,15 @@ def test_parses_a_list_or_a_single_instruction() -> None:
 def test_unknown_or_misplaced_instructions_are_rejected(item: Any, message: str) -> None:
     with pytest.raises(FaultError, match=message):
         parse_faults([item])
+
+
+@pytest.mark.parametrize("op", ["pods.create", "pods.update"])
+def test_a_crash_loop_applies_to_a_created_or_a_patched_container(op: str) -> None:
+    [fault] = parse_faults({"op": op, "action": "crash-loop"})
+    queue = FaultQueue()
+    queue.add([fault])
+    assert fault.affects_pod and queue.take_response(op) is None
+    assert queue.take_pod_fault(op) == Fault(op, FaultAction.CRASH_LOOP)
 
 
 def test_each_operation_has_its_own_fifo() -> None:
@@ -101,15 +121,15 @@ def test_a_pod_fault_blocks_nothing_and_is_taken_only_as_a_pod_fault() -> None:
 
 
 def test_a_timed_fault_answers_every_call_for_its_period_and_periods_follow_each_other() -> None:
-    now = [0.0]
-    queue = FaultQueue(time_scale=100.0, clock=lambda: now[0])
+    clock = ManualClock(0.0)
+    queue = FaultQueue(time_scale=100.0, clock=clock)
     queue.add(parse_faults([
         {"op": "pods.get", "action": "return-503", "forSeconds": 300},
         {"op": "pods.get", "action": "return-429", "retryAfter": 30, "forSeconds": 300},
     ]))  # fmt: skip
     seen = []
     for at in (0.0, 2.9, 3.1, 6.0, 6.2):  # real seconds: the periods last 3 s each at x100
-        now[0] = at
+        clock.advance(at - clock.now())
         fault = queue.take_response("pods.get")
         seen.append(fault.status if fault else None)
     assert seen == [503, 503, 429, 429, None]  # the 429 period began at its first call, 3.1

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL
 from frutebox_infra.emulator.routes import App
-from tests.emulator.conftest import Call, pod_body
+from tests.emulator.conftest import Call, pod_body, valid
 
 PROBLEM = "application/problem+json"
 
@@ -96,7 +97,7 @@ def test_the_request_log_keeps_bodies_and_statuses_but_no_credentials(call: Call
     [
         pytest.param("return-400-capacity", 400, CAPACITY_DETAIL, id="400"),
         pytest.param("return-402", 402, "Insufficient balance", id="402"),
-        pytest.param("return-403", 403, "access denied", id="403"),
+        pytest.param("return-403", 403, "cannot access the requested pool", id="403"),
         pytest.param("return-500", 500, "internal", id="500"),
         pytest.param("return-503", 503, "unavailable", id="503"),
     ],
@@ -117,6 +118,26 @@ def test_a_429_fault_carries_retry_after(call: Call) -> None:
     call("POST", "/_emulator/faults", {"op": "pods.list", "action": "return-429", "retryAfter": 3})
     response = call("GET", "/v2/pods")
     assert (response.status, response.headers["Retry-After"]) == (429, "3")
+
+
+def test_a_timed_fault_answers_until_the_accounts_clock_ends_its_period(
+    call: Call, clock: ManualClock
+) -> None:
+    call("POST", "/_emulator/faults", {"op": "pods.list", "action": "return-503", "forSeconds": 30})
+    assert call("GET", "/v2/pods").status == 503
+    clock.advance(29.9)
+    assert call("GET", "/v2/pods").status == 503
+    clock.advance(0.2)
+    assert call("GET", "/v2/pods").status == 200
+
+
+def test_the_request_log_is_stamped_by_the_accounts_clock(
+    call: Call, app: App, clock: ManualClock
+) -> None:
+    call("GET", "/v2/pods")
+    clock.advance(12.5)
+    call("GET", "/v2/pods")
+    assert [r["at"] for r in app.account.requests] == [clock.now() - 12.5, clock.now()]
 
 
 def test_201_malformed_creates_then_answers_a_body_that_is_not_json(call: Call, app: App) -> None:
@@ -222,6 +243,22 @@ def test_the_gpu_catalog_reflects_stock(call: Call, app: App) -> None:
     assert gpus["NVIDIA H100 80GB HBM3"]["availability"] == "NONE"
     assert gpus["NVIDIA A40"]["price"]["secure"] == 0.40
     assert "availability" not in call("GET", "/v2/catalog/gpus").body["gpus"][0]
+
+
+def test_gpu_availability_needs_product_and_answers_per_data_centre(call: Call, app: App) -> None:
+    assert call("GET", "/v2/catalog/gpus?include=AVAILABILITY").status == 400
+    assert call("GET", "/v2/catalog/gpus?product=POD").status == 400
+    assert call("GET", "/v2/catalog/gpus?include=AVAILABILITY&product=VM").status == 400
+    app.account.stock = {("NVIDIA A40", "EU-RO-1"): 20, ("NVIDIA A40", "EU-SE-1"): 1}
+    body = call("GET", "/v2/catalog/gpus?include=AVAILABILITY&product=POD").body
+    valid("ListGpuTypesResponse", body)
+    a40 = next(g for g in body["gpus"] if g["id"] == "NVIDIA A40")
+    assert {d["id"]: d["availability"] for d in a40["dataCenters"]} == {
+        "EU-RO-1": "HIGH",
+        "EU-SE-1": "LOW",
+    }
+    assert [c["version"] for c in a40["cudaVersions"]] == list(app.account.realism.host_cuda(
+        "NVIDIA A40"))  # fmt: skip
 
 
 def test_an_emulator_bug_answers_500_problem_json(call: Call, app: App) -> None:

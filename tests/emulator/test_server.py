@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import UsageError, build, is_loopback, main, start
 from tests.factories import ROOT
@@ -121,20 +122,22 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
     assert "RUNPOD_PROXY_URL_TEMPLATE" in stderr
 
 
-def test_a_client_that_hangs_up_mid_answer_is_not_reported(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    running = start(host="127.0.0.1", port=0, catalog=Catalog.builtin(), realism=Realism.fast())
+def test_the_server_runs_on_the_clock_it_is_given(tmp_path: Path) -> None:
+    clock = ManualClock()
+    path = tmp_path / "state.json"
+    realism = Realism.realistic(time_scale=10.0)
+    first = start(state_file=path, catalog=Catalog.builtin(), realism=realism, clock=clock)
     try:
-        try:
-            raise BrokenPipeError(32, "Broken pipe")
-        except BrokenPipeError:
-            running.server.handle_error(None, ("127.0.0.1", 1))
-        assert capsys.readouterr().err == ""
-        try:
-            raise KeyError("a real bug")
-        except KeyError:
-            running.server.handle_error(None, ("127.0.0.1", 1))
-        assert "a real bug" in capsys.readouterr().err
+        body = {"name": "p", "image": "i", "gpu": {"id": "NVIDIA A40", "count": 1}}
+        created = httpx.post(f"{first.url}/v2/pods", headers=AUTH, json=body).json()
+        assert created["createdAt"] == "2026-11-30T12:00:00Z"
+        assert httpx.get(f"{first.url}/v2/pods", headers=AUTH).json()["pods"] == []
     finally:
-        running.stop()
+        first.stop()
+    clock.advance(0.5)  # the 5 s listing lag, at x10
+    second = start(state_file=path, catalog=Catalog.builtin(), realism=realism, clock=clock)
+    try:
+        pods = httpx.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
+        assert [p["id"] for p in pods] == [created["id"]]
+    finally:
+        second.stop()

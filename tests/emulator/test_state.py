@@ -10,17 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frutebox_infra.emulator.catalog import Catalog
-from frutebox_infra.emulator.contract import Contract
+from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
-from frutebox_infra.emulator.records import PodRecord, RawBody
+from frutebox_infra.emulator.realism import Realism
+from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.state import Account
-from tests.emulator.conftest import pod_body
-
-CONTRACT = Contract()
+from tests.emulator.conftest import network, pod_body, valid
 
 
-def network(volume_id: str) -> dict[str, Any]:
-    return {"network": [{"volumeId": volume_id, "path": "/workspace"}]}
+def running_pod(account: Account) -> PodRecord:
+    pod = account.create_pod(pod_body())
+    account.read_pod(pod.id)
+    account.read_pod(pod.id)
+    return pod
 
 
 def refused(account: Account, body: dict[str, Any]) -> ApiProblem:
@@ -53,18 +55,18 @@ def test_no_stock_answers_the_capacity_400_and_terminating_frees_it() -> None:
 def test_cost_is_the_gpu_price_times_the_count() -> None:
     account = Account(Catalog.builtin())
     pod = account.create_pod(pod_body(gpu={"id": "NVIDIA H100 80GB HBM3", "count": 2}))
-    assert pod.view()["cost"] == pytest.approx(2 * 3.49)  # registry secure H100 price
+    assert pod.cost_per_hour == pytest.approx(2 * 3.49)  # registry secure H100 price
     community = account.create_pod(
         pod_body(gpu={"id": "NVIDIA H200", "count": 1}, cloud="COMMUNITY")
     )
-    assert community.view()["cost"] == pytest.approx(3.59)
+    assert community.cost_per_hour == pytest.approx(3.59)
 
 
 def test_status_moves_one_step_per_read(account: Account) -> None:
     pod = account.create_pod(pod_body())
     seen = [pod.status] + [account.read_pod(pod.id).status for _ in range(3)]
     assert seen == ["PROVISIONING", "STARTING", "RUNNING", "RUNNING"]
-    assert account.pod(pod.id).view()["runtime"] is not None
+    assert pod.started_wall == account.clock.now()
 
 
 def test_a_pod_error_fault_ends_in_error(account: Account) -> None:
@@ -76,58 +78,14 @@ def test_a_pod_error_fault_ends_in_error(account: Account) -> None:
 def test_views_match_the_official_schemas(account: Account) -> None:
     volume = account.create_volume({"name": "w", "size": 20, "dataCenter": "EU-RO-1"})
     pod = account.create_pod(pod_body(mounts=network(volume.id)))
-    views = [pod.view(), account.read_pod(pod.id).view(), account.read_pod(pod.id).view()]
+    now = account.clock.now()
+    views = [pod.view(now), account.read_pod(pod.id).view(now), account.read_pod(pod.id).view(now)]
     account.terminate_pod(pod.id)
-    views.append(pod.view())
+    views.append(pod.view(now))
     for view in views:
-        assert CONTRACT.errors("Pod", view) == [], view["status"]
-    assert CONTRACT.errors("NetworkVolume", volume.view()) == []
+        valid("Pod", view)
+    valid("NetworkVolume", volume.view())
     assert views[-1]["cost"] == 0.0
-
-
-@pytest.mark.parametrize(
-    ("body", "detail"),
-    [
-        pytest.param(pod_body(cpu={"id": "cpu5c", "vcpuCount": 2}), "exactly one", id="gpu+cpu"),
-        pytest.param({"name": "p", "image": "i"}, "exactly one", id="neither"),
-        pytest.param(
-            pod_body(gpu={"id": "NVIDIA GTX 9000", "count": 1}), "unknown GPU", id="unknown-gpu"
-        ),
-        pytest.param(pod_body(gpu={"id": "NVIDIA A40", "count": 9}), "at most 8", id="count"),
-        pytest.param(pod_body(dataCenterIds=["MARS-1"]), "unknown data center", id="unknown-dc"),
-        pytest.param(pod_body(mounts=network("nope")), "does not exist", id="no-volume"),
-        pytest.param(
-            pod_body(
-                gpu={"id": "NVIDIA A40", "allowedCudaVersions": ["12.8"], "minCudaVersion": "12.1"}
-            ),
-            "exclusive",
-            id="cuda",
-        ),
-    ],
-)
-def test_rules_the_schema_cannot_express_answer_400(
-    account: Account, body: dict[str, Any], detail: str
-) -> None:
-    problem = refused(account, body)
-    assert problem.status == 400 and detail in problem.detail
-
-
-def test_a_network_volume_pins_the_data_centre_and_the_secure_cloud(account: Account) -> None:
-    volume = account.create_volume({"name": "w", "size": 20, "dataCenter": "EU-SE-1"})
-    elsewhere = refused(account, pod_body(mounts=network(volume.id)))
-    assert "dataCenterIds must include it" in elsewhere.detail
-    community = refused(
-        account, pod_body(mounts=network(volume.id), cloud="COMMUNITY", dataCenterIds=["EU-SE-1"])
-    )
-    assert "SECURE" in community.detail
-    pod = account.create_pod(
-        pod_body(mounts=network(volume.id), dataCenterIds=["EU-RO-1", "EU-SE-1"])
-    )
-    assert pod.data_center_id == "EU-SE-1"
-
-
-def test_a_template_is_not_found(account: Account) -> None:
-    assert refused(account, pod_body(templateId="t1")).status == 404
 
 
 def test_terminated_pods_leave_the_list_and_answer_404(account: Account) -> None:
@@ -146,7 +104,7 @@ def test_patch_restarts_the_container_and_guards_mounts(account: Account) -> Non
     account.read_pod(pod.id)
     account.read_pod(pod.id)
     account.update_pod(pod.id, {"image": "img:2"})
-    assert (pod.status, pod.view()["image"]) == ("STARTING", "img:2")
+    assert (pod.status, pod.body["image"]) == ("STARTING", "img:2")
     patches: list[dict[str, Any]] = [
         {"mounts": {"network": []}},
         {"mounts": network("other")},
@@ -203,85 +161,6 @@ def test_the_proxy_serves_only_running_healthy_pods(account: Account) -> None:
     assert account.proxy(pod.id, 8080, "GET", "/health", None)[0] == 404
 
 
-def pull_events(answer: tuple[int, Any]) -> tuple[int, list[Any]]:
-    status, body = answer
-    assert isinstance(body, RawBody) and body.content_type == "application/x-ndjson"
-    return status, [json.loads(line) for line in body.data.decode().splitlines()]
-
-
-def running_pod(account: Account) -> PodRecord:
-    pod = account.create_pod(pod_body())
-    account.read_pod(pod.id)
-    account.read_pod(pod.id)
-    return pod
-
-
-def test_a_streamed_pull_answers_ndjson_progress_then_success(account: Account) -> None:
-    pod = running_pod(account)
-    status, events = pull_events(account.proxy(pod.id, 8080, "POST", "/api/pull", {"model": "m:1"}))
-    assert status == 200
-    assert events[0] == {"status": "pulling manifest"}
-    assert events[-1] == {"status": "success"}
-    progress = [e for e in events if "total" in e]
-    assert [e["completed"] for e in progress] == [
-        0,
-        progress[0]["total"] // 2,
-        progress[0]["total"],
-    ]
-    assert pod.pulled == ["m:1"]
-
-
-def test_a_failing_pull_streams_an_error_line(account: Account) -> None:
-    pod = running_pod(account)
-    account.mark(pod.id, "pull-fails")
-    body = {"model": "m:1", "stream": True}
-    status, events = pull_events(account.proxy(pod.id, 8080, "POST", "/api/pull", body))
-    assert status == 200 and "file does not exist" in events[-1]["error"]
-    assert not any(e.get("status") == "success" for e in events)
-    assert pod.pulled == []
-
-
-def test_a_pull_that_does_not_stream_is_cut_by_the_proxy(account: Account) -> None:
-    pod = running_pod(account)
-    body = {"model": "m:1", "stream": False}
-    status, answer = account.proxy(pod.id, 8080, "POST", "/api/pull", body)
-    assert status == 524 and isinstance(answer, RawBody) and b"524" in answer.data
-    assert pod.pulled == []
-    assert account.proxy(pod.id, 8080, "POST", "/api/pull", {"stream": True})[0] == 400
-
-
-def test_ollama_serves_lists_and_deletes_each_pulled_model_of_a_shared_pod(
-    account: Account,
-) -> None:
-    pod = running_pod(account)
-    ask = lambda method, path, body=None: account.proxy(pod.id, 8080, method, path, body)  # noqa: E731
-    for tag in ("qwen3:8b", "llama3.2:1b"):
-        assert ask("POST", "/api/pull", {"model": tag})[0] == 200
-    status, tags = ask("GET", "/api/tags")
-    assert status == 200 and [m["name"] for m in tags["models"]] == ["qwen3:8b", "llama3.2:1b"]
-    for tag in ("qwen3:8b", "llama3.2:1b"):
-        status, answer = ask("POST", "/api/generate", {"model": tag, "prompt": "hi"})
-        assert status == 200 and answer["model"] == tag
-    assert ask("POST", "/api/chat", {"model": "gemma:2b"})[0] == 404  # never pulled
-    assert ask("DELETE", "/api/delete", {"model": "llama3.2:1b"})[0] == 200
-    assert ask("DELETE", "/api/delete", {"model": "llama3.2:1b"})[0] == 404  # already gone
-    assert ask("POST", "/api/generate", {"model": "llama3.2:1b"})[0] == 404
-    assert ask("POST", "/api/generate", {"model": "qwen3:8b"})[0] == 200
-    assert pod.pulled == ["qwen3:8b"]
-
-
-def test_snapshot_and_restore_round_trip(account: Account) -> None:
-    volume = account.create_volume({"name": "w", "size": 20, "dataCenter": "EU-RO-1"})
-    pod = account.create_pod(pod_body(mounts=network(volume.id)))
-    account.requests.append({"op": "pods.create"})
-    snapshot = account.snapshot()
-    assert snapshot["pods"][0]["gpu"] == {"id": "NVIDIA A40", "count": 1}  # API-shaped
-    assert snapshot["volumes"][0]["dataCenter"] == "EU-RO-1"
-    again = Account.restore(account.catalog, snapshot, None)
-    assert again.snapshot() == account.snapshot()
-    assert again.pod(pod.id).volume_id == volume.id
-
-
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["create", "terminate", "stop", "start"]),
@@ -323,3 +202,132 @@ def test_stock_is_conserved(ops: list[tuple[str, int, int]]) -> None:
         for key, total in initial.items():
             assert account.stock[key] + held.get(key, 0) == total
             assert account.stock[key] >= 0
+
+
+def test_every_time_the_account_keeps_comes_from_its_clock(
+    account: Account, clock: ManualClock
+) -> None:
+    created_at = clock.now()
+    pod = account.create_pod(pod_body())
+    assert (pod.created_wall, pod.created_at) == (created_at, "2026-11-30T12:00:00Z")
+    assert pod.billed == [["2026-11-30T12:00:00+00:00", None, pod.cost_per_hour]]
+    clock.advance(90.5)
+    account.read_pod(pod.id)
+    account.read_pod(pod.id)
+    assert (pod.started_wall, pod.started_at) == (created_at + 90.5, "2026-11-30T12:01:30Z")
+    clock.advance(3600)
+    account.pod_action(pod.id, "stop")
+    assert pod.billed[0][1] == "2026-11-30T13:01:30.500000+00:00"
+
+
+def test_someone_elses_pods_have_run_for_a_day_by_the_accounts_clock(clock: ManualClock) -> None:
+    realism = Realism.realistic(foreign_pod_names=("frutebox-dev-x",))
+    account = Account(Catalog.builtin(), realism=realism, clock=clock)
+    [theirs] = account.list_pods()
+    assert theirs.foreign and theirs.uptime(clock.now()) == 86400
+
+
+# Out-of-band changes
+
+
+def test_a_stop_by_hand_frees_the_gpus_and_a_terminated_pod_cannot_be_stopped(
+    account: Account,
+) -> None:
+    account.initial_stock = account.stock = {("NVIDIA A40", "EU-RO-1"): 1}
+    pod = account.create_pod(pod_body())
+    assert account.stop_by_hand(pod.id) is pod and pod.status == "EXITED"
+    assert account.stock[("NVIDIA A40", "EU-RO-1")] == 1 and pod.billed[-1][1] is not None
+    with pytest.raises(ApiProblem, match="not valid for a pod in status EXITED"):
+        account.stop_by_hand(pod.id)
+    account.terminate_pod(pod.id)
+    with pytest.raises(ApiProblem) as caught:
+        account.stop_by_hand(pod.id)
+    assert caught.value.status == 404
+
+
+def test_a_hand_edit_changes_only_what_the_console_offers_and_restarts(account: Account) -> None:
+    pod = running_pod(account)
+    with pytest.raises(ApiProblem, match="cannot edit cloud, gpu out of band"):
+        account.edit_by_hand(pod.id, {"gpu": {"id": "NVIDIA H200"}, "cloud": "COMMUNITY"})
+    assert pod.status == "RUNNING"
+    account.edit_by_hand(pod.id, {"args": "by hand", "name": "renamed"})
+    assert (pod.body["args"], pod.name, pod.status) == ("by hand", "renamed", "STARTING")
+
+
+def test_a_new_price_applies_to_pods_created_after_it(account: Account) -> None:
+    before = account.create_pod(pod_body())
+    assert account.reprice("NVIDIA A40", 0.55) == 0.55
+    after = account.create_pod(pod_body())
+    assert (before.cost_per_hour, after.cost_per_hour) == (0.40, 0.55)
+    assert account.initial_catalog.usd_per_hour("NVIDIA A40", "SECURE") == 0.40
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "secure", "message"),
+    [
+        pytest.param("NVIDIA GTX 1", 1.0, "unknown GPU type 'NVIDIA GTX 1'", id="gpu"),
+        pytest.param("NVIDIA A40", -0.01, "secure must be a price", id="negative"),
+        pytest.param("NVIDIA A40", "cheap", "secure must be a price", id="not-a-number"),
+    ],
+)
+def test_a_bad_price_is_refused(
+    account: Account, gpu_id: str, secure: object, message: str
+) -> None:
+    with pytest.raises(ApiProblem, match=message):
+        account.reprice(gpu_id, secure)
+    assert account.catalog == account.initial_catalog
+
+
+def test_a_price_of_zero_is_a_price(account: Account) -> None:
+    assert account.reprice("NVIDIA A40", 0) == 0.0
+
+
+def test_stock_is_set_in_one_data_centre_or_in_every_one(account: Account) -> None:
+    account.set_stock("NVIDIA A40", 0)
+    assert {n for (g, _), n in account.stock.items() if g == "NVIDIA A40"} == {0}
+    account.set_stock("NVIDIA A40", 2, "EU-SE-1")
+    assert account.create_pod(pod_body(dataCenterIds=["EU-RO-1", "EU-SE-1"])).data_center_id == (
+        "EU-SE-1"
+    )
+    assert account.stock[("NVIDIA A40", "EU-SE-1")] == 1
+    for args, message in (
+        (("NVIDIA A40", -1), "available must be a count"),
+        (("NVIDIA A40", 1.5), "available must be a count"),
+        (("NVIDIA A40", 1, "MARS-1"), "unknown data center 'MARS-1'"),
+        (("NVIDIA GTX 1", 1), "unknown GPU type"),
+    ):
+        with pytest.raises(ApiProblem, match=message):
+            account.set_stock(*args)
+    assert account.stock[("NVIDIA A40", "EU-SE-1")] == 1
+
+
+def test_volume_tiers_set_by_hand_replace_the_data_centres(account: Account) -> None:
+    assert account.set_volume_types("EU-RO-1", []) == []
+    assert account.volume_types == {"EU-RO-1": []}
+    with pytest.raises(ApiProblem, match="types must be a list"):
+        account.set_volume_types("EU-RO-1", "STANDARD")
+    with pytest.raises(ApiProblem, match="unknown data center"):
+        account.set_volume_types("MARS-1", ["STANDARD"])
+    account.reset()
+    assert account.volume_types == {}
+
+
+def test_saved_changes_are_the_prices_and_tiers_changed_and_restore_onto_a_fresh_account(
+    account: Account,
+) -> None:
+    assert account.saved_changes() == {"prices": {}, "volumeTypes": {}}
+    account.reprice("NVIDIA A40", 0.61)
+    account.reprice("NVIDIA H200", account.initial_catalog.usd_per_hour("NVIDIA H200", "SECURE"))
+    account.set_volume_types("EU-RO-1", ["HIGH_PERFORMANCE"])
+    saved = account.saved_changes()
+    assert saved == {
+        "prices": {"NVIDIA A40": 0.61},
+        "volumeTypes": {"EU-RO-1": ["HIGH_PERFORMANCE"]},
+    }
+    fresh = Account(Catalog.builtin())
+    fresh.restore_changes(
+        json.loads(json.dumps({**saved, "prices": {**saved["prices"], "gone": 1}}))
+    )
+    assert fresh.saved_changes() == saved
+    fresh.restore_changes(None)
+    assert fresh.saved_changes() == saved

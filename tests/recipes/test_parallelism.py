@@ -112,4 +112,4 @@ def test_real_fp8_moe_at_tp8_gets_expert_parallelism_and_at_tp4_does_not(
     at4 = words(recipe.pod(m, image, real_gpu(RTX_PRO), 4, serving).args)
     assert ep_flag in at8 and ep_flag not in at4
     if runtime is Runtime.SGLANG:
-        assert flag(at8, "--ep-size") == "8" == flag(at8, "--tp")
+        assert flag(at8, "--ep-size") == "8" == flag(at8, "--tp-size")

@@ -26,7 +26,7 @@ def test_qwen36_27b_command_is_exactly_the_spec(build_pod: BuildPod) -> None:
         "0.0.0.0",
         "--port",
         "8080",
-        "--tp",
+        "--tp-size",
         "1",
         "--context-length",
         "32768",
@@ -52,7 +52,7 @@ def test_qwen3_235b_command_without_a_revision(build_pod: BuildPod) -> None:
         "0.0.0.0",
         "--port",
         "8080",
-        "--tp",
+        "--tp-size",
         "2",
         "--context-length",
         "32768",
@@ -69,7 +69,7 @@ def test_qwen3_235b_command_without_a_revision(build_pod: BuildPod) -> None:
 @pytest.mark.parametrize("count", [2, 4, 8])
 def test_tp_flag_is_the_placement_gpu_count(build_pod: BuildPod, count: int) -> None:
     pod = build_pod("qwen3-235b-a22b", Runtime.SGLANG, H200, count)
-    assert flag(pod.args, "--tp") == str(count)
+    assert flag(pod.args, "--tp-size") == str(count)
 
 
 @pytest.mark.parametrize("model_id", ["qwen3-235b-a22b", "qwen-3.6-27b"])

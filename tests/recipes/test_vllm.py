@@ -76,7 +76,9 @@ def test_other_models_get_no_mistral_flags(build_pod: BuildPod) -> None:
 
 def test_revision_and_reasoning_parser_when_recorded(build_pod: BuildPod) -> None:
     m = vllm_model(
-        "pinned", source={"hf_repo": "org/p", "revision": "a" * 40}, reasoning_parser="qwen3"
+        "pinned",
+        source={"hf_repo": "org/p", "revision": "a" * 40},
+        reasoning_parser={"vllm": "qwen3"},
     )
     pod = build_pod(m, Runtime.VLLM, "NVIDIA H200", 1)
     assert flag(pod.args, "--revision") == "a" * 40

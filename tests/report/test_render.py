@@ -1,24 +1,29 @@
-"""One `render(view, format)` for every report: each view in each of its formats."""
+"""One `render(view, format)` for every report: each view type has its renderers, each of its
+formats renders, JSON always carries a `version`, and a format a view lacks is one UsageError."""
 
 from __future__ import annotations
 
 import json
+from typing import Any, get_args
 
 import pytest
 
 from frutebox_infra.diff import diff_plans
+from frutebox_infra.drift import StatusView
 from frutebox_infra.errors import UsageError
+from frutebox_infra.live_warnings import LiveCatalog, LiveGpu
 from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.report import Format
-from frutebox_infra.report.data import catalog_entry, plan_data
-from frutebox_infra.report.diff_data import diff_data
-from frutebox_infra.report.diff_markdown import diff_markdown
-from frutebox_infra.report.diff_table import diff_table
-from frutebox_infra.report.markdown import plan_markdown
-from frutebox_infra.report.render import CATALOG_FORMATS, CatalogView, DiffView, render
-from frutebox_infra.report.table import catalog_table, plan_table
+from frutebox_infra.price_compare import PriceComparison, compare_prices
+from frutebox_infra.report import Format, Renderers
+from frutebox_infra.report.catalog_report import CATALOG, CatalogView
+from frutebox_infra.report.diff_report import DIFF, DiffView
+from frutebox_infra.report.plan_report import PLAN
+from frutebox_infra.report.prices_report import PRICES
+from frutebox_infra.report.render import RENDERERS, View, formats, render
+from frutebox_infra.report.status_report import STATUS
 from frutebox_infra.resolver import resolve
 from tests.factories import real_registry, settings
+from tests.test_drift import IN_SYNC, status
 
 
 def plan(*models: str) -> FleetPlan:
@@ -30,27 +35,67 @@ def catalog() -> CatalogView:
     return CatalogView(tuple(resolve(registry, m.id) for m in registry.models))
 
 
-def test_a_plan_renders_through_its_formatters() -> None:
-    p = plan("qwen3-8b", "sdxl-1.0")
-    assert render(p, Format.TABLE) == plan_table(p)
-    assert render(p, Format.MARKDOWN) == plan_markdown(p)
-    assert json.loads(render(p, Format.JSON)) == plan_data(p)
+def prices() -> PriceComparison:
+    registry = real_registry()
+    gpu = registry.gpus[0]
+    return compare_prices(registry, LiveCatalog({gpu.id: LiveGpu(gpu.id, 9.99)}))
+
+
+VIEWS: list[tuple[Any, Renderers[Any], tuple[Format, ...]]] = [
+    (plan("qwen3-8b", "sdxl-1.0"), PLAN, tuple(Format)),
+    (catalog(), CATALOG, (Format.TABLE, Format.JSON)),
+    (
+        DiffView(diff_plans(plan("qwen3-8b"), plan("qwen3-8b", "sdxl-1.0")), "main", "pr"),
+        DIFF,
+        tuple(Format),
+    ),
+    (status(IN_SYNC), STATUS, tuple(Format)),
+    (prices(), PRICES, (Format.TABLE, Format.JSON)),
+]
+IDS = ["plan", "catalog", "diff", "status", "prices"]
+
+
+def test_every_view_type_has_renderers_and_nothing_else_does() -> None:
+    assert set(RENDERERS) == set(get_args(View))
+    assert {type(view) for view, _, _ in VIEWS} == set(RENDERERS)
+    assert StatusView in RENDERERS
+
+
+@pytest.mark.parametrize(("view", "renderers", "offered"), VIEWS, ids=IDS)
+def test_each_format_a_view_offers_renders_through_its_module(
+    view: View, renderers: Renderers[Any], offered: tuple[Format, ...]
+) -> None:
+    assert RENDERERS[type(view)] is renderers
+    assert formats(type(view)) == renderers.formats == offered
+    assert render(view, Format.TABLE) == renderers.table(view)
+    assert json.loads(render(view, Format.JSON)) == renderers.data(view)
+    if Format.MARKDOWN in offered:
+        assert renderers.markdown is not None
+        assert render(view, Format.MARKDOWN) == renderers.markdown(view)
+
+
+@pytest.mark.parametrize(("view", "renderers", "offered"), VIEWS, ids=IDS)
+def test_every_json_output_starts_with_its_version(
+    view: View, renderers: Renderers[Any], offered: tuple[Format, ...]
+) -> None:
+    data = json.loads(render(view, Format.JSON))
+    assert next(iter(data)) == "version" and data["version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("view", "name"),
+    [pytest.param(catalog(), "the catalog", id="catalog"),
+     pytest.param(prices(), "the price comparison", id="prices")],
+)  # fmt: skip
+def test_a_format_a_view_lacks_is_the_same_usage_error(view: View, name: str) -> None:
+    with pytest.raises(UsageError) as error:
+        render(view, Format.MARKDOWN)
+    assert str(error.value) == f"{name} has no markdown form; use one of table, json"
 
 
 def test_a_diff_renders_with_its_side_labels() -> None:
-    view = DiffView(diff_plans(plan("qwen3-8b"), plan("qwen3-8b", "sdxl-1.0")), "main", "pr")
-    labels = {"base": "main", "head": "pr"}
-    assert render(view, Format.TABLE) == diff_table(view.diff, **labels)
-    assert render(view, Format.MARKDOWN) == diff_markdown(view.diff, **labels)
+    view = VIEWS[2][0]
     data = json.loads(render(view, Format.JSON))
-    assert data == diff_data(view.diff, **labels)
     assert (data["base"], data["head"]) == ("main", "pr")
-
-
-def test_the_catalog_renders_as_a_table_or_json_only() -> None:
-    view = catalog()
-    assert CATALOG_FORMATS == (Format.TABLE, Format.JSON)
-    assert render(view, Format.TABLE) == catalog_table(view.resolutions)
-    assert json.loads(render(view, Format.JSON)) == [catalog_entry(r) for r in view.resolutions]
-    with pytest.raises(UsageError, match="catalog has no markdown form"):
-        render(view, Format.MARKDOWN)
+    assert "main → pr" in render(view, Format.TABLE)
+    assert "`main` → `pr`" in render(view, Format.MARKDOWN)

@@ -20,6 +20,11 @@ from frutebox_infra.runpod.lifecycle import Health, Timeouts
 from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
 
 POD_NAME = "frutebox-dev-qwen3-8b"
+DUPLICATE_CHECK_S = "0.01"
+"""The bound of the looks for a duplicate after an ambiguous create: the fast account's listing
+never lags, so Timeouts' default (the real listing's catch-up) would only idle the test."""
+SECOND_LOOK = "looking for a duplicate until the listing shows"
+"""What the step logs when it starts those looks."""
 
 
 @dataclass
@@ -40,6 +45,7 @@ def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
         "FRUTEBOX_HF_TOKEN": HF_TOKEN,
         "FRUTEBOX_POLL_INTERVAL_S": "0.002",
+        "FRUTEBOX_DUPLICATE_CHECK_S": DUPLICATE_CHECK_S,
         "FRUTEBOX_RETRY_BACKOFF_S": "0",
         "FRUTEBOX_RUNNING_TIMEOUT_S": "5",
         "FRUTEBOX_HEALTH_TIMEOUT_S": "5",
@@ -99,7 +105,7 @@ def pod_request(volume_id: str, *gpus: str, port: int = 8080, **overrides: Any) 
         candidates=[candidate(volume_id, g, port=port) for g in gpus or ("NVIDIA RTX A4000",)],
         health=HealthSpec(port=port, path="/health"),
         hfTokenEnv=["HF_TOKEN"],
-        timeouts=TimeoutSpec(runningSeconds=900, healthySeconds=1800),
+        timeouts=TimeoutSpec(runningSeconds=Timeouts.running_s, healthySeconds=Timeouts.healthy_s),
         meta={"model": "qwen3-8b", "stack": "dev"},
     )
     data: dict[str, Any] = json.loads(request.to_json())

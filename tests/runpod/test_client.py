@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -12,13 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.client import (
-    CREATE_TIMEOUT_S,
-    ProxyClient,
-    RetryPolicy,
-    RunPodClient,
-    problem_of,
-)
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
+from frutebox_infra.runpod.client import CREATE_TIMEOUT_S, RunPodClient, problem_of
+from frutebox_infra.runpod.proxy import ProxyClient
+from frutebox_infra.runpod.retrying import RetryPolicy
 from tests.runpod.conftest import API, API_KEY, PROXY, Clock, FakeApi, ok, pod, problem
 
 
@@ -48,29 +45,18 @@ def test_list_pods_reads_the_documented_envelope(client: RunPodClient, fake: Fak
     assert [p.id for p in client.list_pods()] == ["a", "b"]
 
 
-@pytest.mark.parametrize(
-    ("status", "kind"),
-    [
-        pytest.param(400, errors.BadRequestError, id="400"),
-        pytest.param(401, errors.AuthenticationError, id="401"),
-        pytest.param(402, errors.InsufficientBalanceError, id="402"),
-        pytest.param(403, errors.ForbiddenError, id="403"),
-        pytest.param(404, errors.NotFoundError, id="404"),
-        pytest.param(409, errors.ConflictError, id="409"),
-        pytest.param(422, errors.ContractError, id="422"),
-        pytest.param(418, errors.ApiError, id="other-4xx"),
-    ],
-)
-def test_each_problem_status_has_its_own_error(
-    client: RunPodClient, fake: FakeApi, status: int, kind: type[errors.ApiError]
+@pytest.mark.parametrize("status", [400, 401, 402, 403, 404, 409, 418, 422])
+def test_a_4xx_problem_is_raised_as_its_own_error_and_never_retried(
+    client: RunPodClient, fake: FakeApi, status: int
 ) -> None:
     fake.on("PATCH", "/v2/pods/pod1", problem(status, "nope", errors=["$.image: bad"]))
-    with pytest.raises(kind) as caught:
+    with pytest.raises(errors.ApiError) as caught:
         client.update_pod("pod1", {"image": "x"})
-    assert type(caught.value) is kind
-    assert caught.value.problem.errors == ("$.image: bad",)
-    assert "$.image: bad" in str(caught.value)
-    assert len(fake.requests) == 1  # 4xx are never retried
+    # Which class each status gets is errors.api_error's rule (tests/runpod/test_errors.py).
+    assert type(caught.value) is type(errors.api_error(caught.value.problem, operation=""))
+    assert (caught.value.status, caught.value.problem.errors) == (status, ("$.image: bad",))
+    assert "PATCH /v2/pods/pod1 failed" in str(caught.value) and "$.image: bad" in str(caught.value)
+    assert len(fake.requests) == 1
 
 
 def test_idempotent_calls_retry_5xx_with_backoff(
@@ -129,14 +115,6 @@ def test_problem_of_reads_problem_json_and_tolerates_other_bodies() -> None:
     plain = problem_of(httpx.Response(502, text="Bad gateway\nfrom the edge"))
     assert (plain.status, plain.detail) == (502, "Bad gateway from the edge")
     assert problem_of(httpx.Response(500)).detail == "(empty body)"
-
-
-def test_retry_policy_caps_backoff_and_retry_after() -> None:
-    policy = RetryPolicy(backoff_s=1, max_backoff_s=5, max_retry_after_s=30)
-    assert [policy.backoff(n) for n in (1, 2, 3, 4)] == [1, 2, 4, 5]
-    big = errors.Problem(status=429, title="t", detail="d", retry_after_s=3600)
-    assert policy.wait_s(errors.api_error(big, operation="GET /v2/pods"), 1) == 30
-    assert policy.wait_s(errors.TransportError("down"), 3) == 4
 
 
 @pytest.mark.parametrize(
@@ -218,20 +196,6 @@ def test_read_only_views_use_the_documented_paths_and_shapes(
     assert queries == ["include=AVAILABILITY&product=POD", "", "bucketSize=day&lastN=7"]
 
 
-def test_proxy_urls_fill_the_template_and_never_carry_the_api_key(fake: FakeApi) -> None:
-    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
-    url = proxy.url("abc", 8080)
-    assert url == "https://abc-8080.proxy.test"
-    fake.on("GET", url + "/health", ok(200, {}))
-    assert proxy.probe(url + "/health") == 200
-    assert "authorization" not in fake.requests[0].headers
-
-
-def test_a_proxy_template_without_placeholders_is_refused() -> None:
-    with pytest.raises(errors.ConfigurationError, match="podId"):
-        ProxyClient(template="https://proxy.test/{port}")
-
-
 HTTPX_FAILURES: list[type[Exception]] = [
     httpx.ConnectError,
     httpx.ConnectTimeout,
@@ -268,7 +232,7 @@ CALLS: list[Callable[[RunPodClient], Any]] = [
 def test_every_public_client_call_is_exercised_below() -> None:
     public = {
         n for n, f in inspect.getmembers(RunPodClient, inspect.isfunction) if not n.startswith("_")
-    } - {"close", "pod_logs"}  # pod_logs is best effort: tested above, never raises
+    } - {"close", "pod_logs", "read_pod_logs"}  # logs are best effort: never raise
     assert len(public) == len(CALLS)
 
 
@@ -301,24 +265,6 @@ def test_no_httpx_exception_leaks_through_the_public_surface(
         pass
 
 
-def test_a_stream_that_breaks_while_being_read_is_a_transport_error() -> None:
-    def lines() -> Iterator[bytes]:
-        yield b'{"status": "pulling manifest"}\n'
-        raise httpx.ReadError("connection reset")
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=lines())
-
-    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(answer))
-    seen: list[str] = []
-    with (
-        pytest.raises(errors.TransportError, match="connection reset"),
-        proxy.stream_post("https://p-1.proxy.test/api/pull", {}, read_timeout_s=1) as response,
-    ):
-        seen.extend(response.iter_lines())
-    assert seen == ['{"status": "pulling manifest"}']
-
-
 def test_an_unusable_api_url_is_a_transport_error_not_an_httpx_one() -> None:
     api = RunPodClient(api_key=API_KEY, base_url="htp:/nowhere", retry=RetryPolicy(max_attempts=1))
     with pytest.raises(errors.RunPodError):
@@ -339,3 +285,38 @@ def test_a_create_waits_longer_than_the_proxys_100_s_cap(fake: FakeApi) -> None:
     api.create_pod_once({"name": "x"})
     api.list_pods()
     assert seen[0] > 100 and seen[0] == CREATE_TIMEOUT_S and seen[1] < 100
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [
+        pytest.param(problem(401, "invalid API key"), True, id="401"),
+        pytest.param(problem(403, "access denied"), True, id="403-the-key"),
+        pytest.param(problem(403, "your account cannot access the requested pool"), False,
+                     id="403-a-pool"),
+        pytest.param(problem(404, "not found"), False, id="404"),
+    ],
+)
+def test_a_refusal_of_the_key_names_its_source_never_its_value(
+    fake: FakeApi, answer: httpx.Response, named: bool
+) -> None:
+    fake.on("POST", "/v2/network-volumes", answer)
+    use = KeyUse("environment variable RUNPOD_API_KEY", DEPLOY, Need.WRITE)
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake),
+                       key_use=use)  # fmt: skip
+    with pytest.raises(errors.ApiError) as caught:
+        api.create_volume_once({"name": "v", "size": 10, "dataCenter": "EU-RO-1"})
+    message = str(caught.value)
+    assert ("environment variable RUNPOD_API_KEY" in message) is named
+    assert ("write access" in message) is named
+    assert API_KEY not in message
+
+
+def test_a_log_that_cannot_be_read_is_none_not_empty(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1/logs", problem(503, "down"))
+    fake.on("GET", "/v2/pods/pod2/logs", httpx.Response(200, text=""))
+    assert client.read_pod_logs("pod1", tail=5, source="system") is None
+    assert client.read_pod_logs("pod2", tail=5, source="system") == []
+    assert client.pod_logs("pod1") == []
+    [sent] = [r for r in fake.requests if r.url.path == "/v2/pods/pod2/logs"]
+    assert dict(sent.url.params) == {"tail": "5", "source": "system"}

@@ -16,7 +16,15 @@ import pytest
 from frutebox_infra.emulator.server import RunningEmulator
 from tests.emulator_client import fault, live_pods, requests, state
 from tests.factories import ROOT
-from tests.runpod.command import OWNER, POD_NAME, Run, env_for, pod_request, volume
+from tests.runpod.command import (
+    OWNER,
+    POD_NAME,
+    SECOND_LOOK,
+    Run,
+    env_for,
+    pod_request,
+    volume,
+)
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 A4000, A5000, A40 = "NVIDIA RTX A4000", "NVIDIA RTX A5000", "NVIDIA A40"
@@ -84,6 +92,7 @@ def test_a_5xx_after_create_leaves_exactly_one_pod(emulator: RunningEmulator) ->
     assert done.result["podId"] == pods[0]["id"]
     assert done.result["candidatesTried"][0]["outcome"] == "adopted"
     assert posted(emulator) == [(A4000, 503)]
+    assert SECOND_LOOK in done.err
 
 
 def test_a_429_is_retried_on_the_same_candidate(emulator: RunningEmulator) -> None:

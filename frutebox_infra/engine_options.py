@@ -1,0 +1,76 @@
+"""What a pinned engine version accepts, as registry/engine_options/<engine>.json records it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Generated(BaseModel):
+    """Facts a tool wrote (registry/engine_options/): immutable and closed like Frozen, without
+    its per-field check for hand-typed booleans, which over thousands of flags costs preview
+    time and guards against a typo no person makes in a generated file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ValueKind = Literal["flag", "int", "float", "str", "json"]
+"""What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
+
+
+class JsonField(Generated):
+    """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
+
+    type: ValueKind
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+
+
+class EngineFlag(Generated):
+    """One option of an engine's server: every spelling, the value it takes, its choices."""
+
+    names: tuple[str, ...] = Field(min_length=1)
+    type: ValueKind
+    nargs: str | None = Field(default=None, pattern=r"^(\?|\*|\+|\d+)$")
+    """argparse's nargs: `?` an optional value, `*`/`+` a list, N exactly N values."""
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+    """Where the choices were read (or why they could not be: then any value is taken)."""
+    json_fields: dict[str, JsonField] | None = None
+
+
+EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
+
+
+class EngineOptions(Generated):
+    """What one pinned engine version accepts, read from its sources by tools/engine-options;
+    `image` is the exact reference it was read for, so a bumped tag is caught."""
+
+    about: str
+    engine: str
+    """The engine's runtime name, the same as the file's (registry/engine_options/<engine>.json)."""
+    image: str
+    origin: str
+    read_from: tuple[str, ...]
+    read_with: str
+    command: str
+    health_path: str = Field(pattern=r"^/")
+    health_source: str
+    positionals: int = Field(default=0, ge=0, le=4)
+    subcommands: tuple[str, ...] | None = None
+    """For a program whose args are sub-commands (Ollama): the ones it has."""
+    underscores_as_dashes: bool = False
+    """vLLM's parser rewrites `--max_model_len` to `--max-model-len` before parsing."""
+    flags: tuple[EngineFlag, ...]
+    env: dict[str, str]
+    """Variable -> the component (file) that reads it."""
+    env_types: dict[str, EnvKind] = Field(default_factory=dict)
+
+    @cached_property
+    def flag_index(self) -> Mapping[str, EngineFlag]:
+        return {name: flag for flag in self.flags for name in flag.names}

@@ -1,0 +1,363 @@
+"""Would the pinned engine accept this launch? Every flag, value, variable and health path
+checked against what its image's sources say it takes (registry/engine_options/), so a pod
+that would exit at start and crash-loop while billing is a plan problem instead.
+
+Pure: the launch (args, env, health path) and the engine's facts in, refusals out. Names are
+matched exactly: argparse would also take an unambiguous prefix (`--tp` for `--tp-size`), but
+the next release can add a flag that makes the prefix ambiguous, so a prefix is refused with
+the full spelling as its fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from frutebox_infra.engine_options import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.shell_words import split_words
+
+FACTS_FILE = "registry/engine_options/{engine}.json"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One thing the engine would refuse: what, what it accepts instead, and the fix."""
+
+    what: str
+    accepts: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A pod's launch as the planner emits it."""
+
+    args: str
+    env: Mapping[str, str]
+    health_path: str
+    secret_env: tuple[str, ...] = ()
+    """Variables the deploy step fills in at create time (the Hugging Face token)."""
+
+
+def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tuple[Refusal, ...]:
+    """Every refusal the engine behind `facts` would give this launch; empty when it takes it.
+
+    `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
+    command line, `fixed-binary` that it is the arguments of the image's program.
+    """
+    refusals: list[Refusal] = []
+    try:
+        words = split_words(launch.args)
+    except ValueError as exc:
+        return (Refusal(f"args cannot be split into words ({exc})", "shell words", "quote it"),)
+    script_env: set[str] = set()
+    if entrypoint == "none":
+        words, script_env, problem = _server_words(words, facts)
+        if problem is not None:
+            return (problem,)
+    if facts.subcommands is not None:
+        refusals += _subcommand(words, facts)
+    else:
+        refusals += _arguments(words, facts)
+    refusals += _environment(launch, facts, script_env)
+    if launch.health_path != facts.health_path:
+        refusals.append(
+            Refusal(
+                f"health path {launch.health_path}",
+                f"{facts.health_path} ({facts.health_source})",
+                f"set images.{facts.engine}.health_path to {facts.health_path} in"
+                " registry/images.yaml",
+            )
+        )
+    return tuple(refusals)
+
+
+def _server_words(
+    words: list[str], facts: EngineOptions
+) -> tuple[list[str], set[str], Refusal | None]:
+    """The words after the server's command, and the variables a launch script reads.
+
+    A `bash -c SCRIPT` launch (ComfyUI's install-then-serve) is read at the line that execs the
+    server; the variables are those the script itself expands or reads.
+    """
+    script_env: set[str] = set()
+    if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
+        script = words[2]
+        script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
+        execs = [
+            line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")
+        ]
+        if not execs:
+            return (
+                [],
+                script_env,
+                Refusal(
+                    "a launch script that never execs the server",
+                    f"a last line `exec {facts.command} ...`",
+                    "end the recipe's script with an exec of the server",
+                ),
+            )
+        words = split_words(execs[-1])
+    program, *rest = facts.command.split()
+    for i, word in enumerate(words):
+        tail = words[i + 1 : i + 1 + len(rest)]
+        if word.rsplit("/", 1)[-1] == program and tail == rest:
+            return words[i + 1 + len(rest) :], script_env, None
+    return (
+        [],
+        script_env,
+        Refusal(
+            f"command `{shlex.join(words[:4])}`",
+            f"`{facts.command}` followed by its flags",
+            f"start the server as `{facts.command} ...` in the recipe",
+        ),
+    )
+
+
+_SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_PY_ENV = re.compile(r"""environ\.get\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
+    known = facts.subcommands or ()
+    if len(words) != 1 or words[0] not in known:
+        yield Refusal(
+            f"args `{shlex.join(words)}`",
+            f"one sub-command of {facts.command}: {', '.join(known)}",
+            f"pass exactly `{known[0]}`" if known else "pass no args",
+        )
+
+
+def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
+    positionals = 0
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not _is_option(word):
+            positionals += 1
+            if positionals > facts.positionals:
+                yield Refusal(
+                    f"argument `{word}`",
+                    f"{facts.positionals} positional argument(s), then flags",
+                    f"remove `{word}`, or give it the flag it belongs to",
+                )
+            continue
+        name, inline = word.split("=", 1) if word.startswith("--") and "=" in word else (word, None)
+        name = _canonical(name, facts)
+        flag = facts.flag_index.get(name)
+        if flag is None and "." in name and facts.underscores_as_dashes:
+            base = facts.flag_index.get(name.split(".", 1)[0])  # vLLM's --x-config.key value
+            flag = base if base is not None and base.type == "json" else None
+            if flag is not None:
+                i += 0 if inline is not None else 1
+                continue
+        if flag is None:
+            yield _unknown_flag(name, facts)
+            i += 0 if inline is not None or i >= len(words) or _is_option(words[i]) else 1
+            continue
+        values, i = _take_values(flag, inline, words, i)
+        yield from _check_values(name, flag, values, facts)
+
+
+def _is_option(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word)
+
+
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
+
+
+def _canonical(name: str, facts: EngineOptions) -> str:
+    if facts.underscores_as_dashes and name.startswith("--"):
+        head, dot, tail = name[2:].partition(".")
+        return "--" + head.replace("_", "-") + dot + tail
+    return name
+
+
+def _take_values(
+    flag: EngineFlag, inline: str | None, words: list[str], i: int
+) -> tuple[list[str] | None, int]:
+    """The values argparse would give the flag, and where parsing goes on; None: missing."""
+    if flag.type == "flag":
+        return ([inline] if inline is not None else []), i
+    if inline is not None:
+        return [inline], i
+    nargs = flag.nargs
+    if nargs is None or nargs.isdigit():
+        count = int(nargs) if nargs else 1
+        taken = words[i : i + count]
+        if len(taken) < count or any(_is_option(w) for w in taken):
+            return None, i
+        return taken, i + count
+    taken = []
+    while i < len(words) and not _is_option(words[i]):
+        taken.append(words[i])
+        i += 1
+        if nargs == "?":
+            break
+    if nargs == "+" and not taken:
+        return None, i
+    return taken, i
+
+
+def _check_values(
+    name: str, flag: EngineFlag, values: list[str] | None, facts: EngineOptions
+) -> Iterator[Refusal]:
+    if values is None:
+        yield Refusal(
+            f"flag {name} without its value",
+            f"{name} {_kind(flag)}",
+            f"give {name} a value, or drop it",
+        )
+        return
+    if flag.type == "flag":
+        if values:
+            yield Refusal(
+                f"{name}={values[0]}",
+                f"{name} alone (a switch that takes no value)",
+                f"write {name} without a value",
+            )
+        return
+    for value in values:
+        problem = _value_problem(flag.type, flag.choices, flag.case_insensitive, value)
+        if problem is not None:
+            yield Refusal(f"{name} {value}", f"{name} {problem}", _choice_fix(name, flag, value))
+        elif flag.json_fields is not None:
+            yield from _json_fields(name, value, flag.json_fields)
+
+
+def _value_problem(
+    kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
+) -> str | None:
+    """Why `value` is not one the flag takes (phrased as what it takes), or None."""
+    if kind == "int" and not re.fullmatch(r"[-+]?\d+", value):
+        return "takes a whole number"
+    if kind == "float":
+        try:
+            float(value)
+        except ValueError:
+            return "takes a number"
+    if kind == "json":
+        try:
+            json.loads(value)
+        except ValueError:
+            return "takes a JSON document"
+    if choices is not None:
+        options = tuple(choices)
+        wanted = value.upper() if case_insensitive else value
+        known = {c.upper() for c in options} if case_insensitive else set(options)
+        if wanted not in known:
+            return f"takes one of {', '.join(options)}"
+    return None
+
+
+def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
+    document = json.loads(value)
+    if not isinstance(document, dict):
+        yield Refusal(f"{name} {value}", f"{name} takes a JSON object", "pass a JSON object")
+        return
+    for key, item in document.items():
+        field = fields.get(key)
+        if field is None:
+            yield Refusal(
+                f"{name} key '{key}'",
+                f"the keys {', '.join(sorted(fields))}",
+                f"remove '{key}' from {name}, or use the key it means",
+            )
+            continue
+        text = _json_text(item, field.type)
+        problem = _value_problem(field.type, field.choices, field.case_insensitive, text)
+        if field.type == "flag" and not isinstance(item, bool):
+            problem = "takes true or false"
+        if problem is not None:
+            yield Refusal(
+                f"{name} {key}={json.dumps(item)}",
+                f"{key} {problem}",
+                f"set {key} in {name} to a value it takes",
+            )
+
+
+def _json_text(item: object, kind: str) -> str:
+    if kind == "json":
+        return json.dumps(item)
+    return str(item) if not isinstance(item, bool) else str(item).lower()
+
+
+def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
+    known = list(facts.flag_index)
+    expands = [k for k in known if k.startswith(name) and k != name]
+    if name.startswith("--") and len(expands) == 1:
+        return Refusal(
+            f"flag {name}",
+            f"{expands[0]} (argparse takes {name} only as an abbreviation, which a flag added"
+            " by a later release makes ambiguous)",
+            f"spell it {expands[0]}",
+        )
+    close = difflib.get_close_matches(name, known, n=3)
+    return Refusal(
+        f"flag {name}",
+        f"its flags ({', '.join(close)} are the closest)" if close else "its flags",
+        f"remove {name} or use the flag {facts.engine} has for it (registry/engine_options/"
+        f"{facts.engine}.json lists every one)",
+    )
+
+
+def _kind(flag: EngineFlag) -> str:
+    if flag.choices is not None:
+        return "{" + ",".join(flag.choices) + "}"
+    return {"int": "N", "float": "X", "json": "JSON"}.get(flag.type, "VALUE")
+
+
+def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
+    if flag.choices:
+        close = difflib.get_close_matches(value, list(flag.choices), n=1)
+        if close:
+            return f"use {name} {close[0]} if that is what is meant"
+    return f"give {name} a value it takes"
+
+
+def _environment(launch: Launch, facts: EngineOptions, script_env: set[str]) -> Iterator[Refusal]:
+    for name in [*launch.env, *launch.secret_env]:
+        if name not in facts.env and name not in script_env:
+            close = difflib.get_close_matches(name, list(facts.env), n=3)
+            yield Refusal(
+                f"environment variable {name}",
+                "the variables its components read"
+                + (f" ({', '.join(close)} are the closest)" if close else ""),
+                f"remove {name} from the pod's env (no process of {facts.image} reads it),"
+                " or name the variable the engine reads",
+            )
+            continue
+        kind = facts.env_types.get(name)
+        value = launch.env.get(name)
+        if kind is not None and value is not None and not _env_value_ok(kind, value):
+            yield Refusal(
+                f"{name}={value}",
+                f"{name} takes a {kind} value",
+                f"set {name} to a {kind} value",
+            )
+
+
+_GO_DURATION = re.compile(r"[-+]?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+|[-+]?\d+")
+_GO_BOOL = frozenset(
+    {"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"}
+)
+
+
+def _env_value_ok(kind: str, value: str) -> bool:
+    """Would the engine's parser take `value`? Go's strconv/time rules for Ollama's variables."""
+    if kind == "uint":
+        return value.isdigit()
+    if kind == "int":
+        return re.fullmatch(r"[-+]?\d+", value) is not None
+    if kind == "float":
+        return _value_problem("float", None, False, value) is None
+    if kind == "bool":
+        return value in _GO_BOOL or value.lower() in ("on", "off", "enabled", "disabled")
+    if kind == "duration":
+        return _GO_DURATION.fullmatch(value) is not None
+    return True

@@ -1,0 +1,294 @@
+"""The plan: a terminal table (also preview's log), Markdown for a pull request, and plain data
+with stable camelCase keys (`--format json`, the stack's `plan` output)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from frutebox_infra.colocate import PodGroup
+from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
+from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.report import Renderers
+from frutebox_infra.report.data_fields import placement_data, problem_data
+from frutebox_infra.report.text import bullets, table, usd
+
+PLAN_VERSION = 1
+"""Changes when a key of `plan_data` does."""
+
+IMAGE_CELL_WIDTH = 12
+PLAN_HEADERS = ("MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB")
+
+
+# --- table -------------------------------------------------------------------------------
+
+
+def fit_cell(m: ModelPlan) -> str:
+    if m.placement is None:
+        return "-"
+    f = m.placement.fit
+    if m.shared_with:
+        # What it would hold alone on the card overstates a member: the pod's fit is the
+        # members' sum, shown under the table.
+        return f"{f.weights_gb_per_gpu:.0f}G shared pod"
+    return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
+
+
+def image_cell(m: ModelPlan, empty: str = "-") -> str:
+    image = m.resolution.image
+    if image is None:
+        return empty
+    tag = image.tag or "untagged"
+    if len(tag) > IMAGE_CELL_WIDTH:
+        # The version sits at the end of a long tag: keep that end.
+        tag = "…" + tag[-(IMAGE_CELL_WIDTH - 1) :]
+    return tag + ("" if image.pinned else " (unpinned)")
+
+
+def plan_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
+    """One model's cells, in PLAN_HEADERS order; `empty` fills what an unplaced model lacks."""
+    p = m.placement
+    if p is None:
+        return [m.model_id, m.resolution.engine or empty, image_cell(m, empty)] + [empty] * 6
+    return [
+        m.model_id,
+        m.resolution.engine or empty,
+        image_cell(m),
+        p.label,
+        f"{p.total_vram_gb}G",
+        fit_cell(m),
+        usd(m.usd_per_hour_best),
+        usd(m.usd_per_hour_worst),
+        str(len(m.fallbacks)),
+    ]
+
+
+def plan_table(plan: FleetPlan) -> str:
+    rows = [plan_row(m) for m in plan.models]
+    s = plan.settings
+    v = plan.volume
+    contents = "of files" if v.engines_gb else "weights"
+    lines = [
+        f"frutebox plan: stack {plan.stack}, {s.cloud} cloud in {s.data_center}",
+        "",
+        table(PLAN_HEADERS, rows) if rows else "(no models armed)",
+        "",
+        f"volume  {v.size_gb} GB {v.tier} ({v.contents_gb:g} GB {contents}"
+        f" + {s.volume_headroom:.0%} headroom; grows, never shrinks): {usd(v.usd_per_month)}/month",
+        *(
+            [f"        ({v.weights_gb:g} GB weights, {v.engines_gb:g} GB engine installs)"]
+            if v.engines_gb
+            else []
+        ),
+        f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
+        f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
+        f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
+        f" worst ({HOURS_PER_MONTH} h + volume)",
+        f"budget  {usd(s.budget_usd_per_hour)}/h: "
+        + (
+            f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom"
+            if plan.within_budget
+            else f"OVER by {usd(-plan.budget_headroom_usd_per_hour)}/h"
+        ),
+        "FIT = weights per GPU (GB; llama.cpp: the GPU holding the most layers), then",
+        "      full-context sequences held / configured; coarse-fit = architecture unknown,",
+        "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
+    ]
+    lines += shared_pod_lines(plan)
+    lines += _listed("warnings", plan.warnings)
+    lines += _listed(
+        "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
+    )
+    return "\n".join(lines)
+
+
+def shared_pod_lines(plan: FleetPlan) -> list[str]:
+    """Which models share which pod, its fit as the sum of its members, and the saving."""
+    if not plan.settings.colocate:
+        return []
+    shared = [p for p in plan.pods if p.shared]
+    lines = ["", f"shared pods ({len(plan.pods)} pods for {len(plan.models)} models):"]
+    for pod in shared:
+        c = pod.placement
+        parts = " + ".join(
+            f"{mid} {f.needed_gb:.1f}" for mid, f in zip(pod.model_ids, c.member_fits, strict=True)
+        )
+        rule = "sum" if pod.sharing == "sum" else "largest: the engine swaps them"
+        lines.append(
+            f"  {pod_name(plan.stack, pod.anchor)}: {c.label},"
+            f" {usd(pod.usd_per_hour_best)}/h vs {usd(pod.alone_usd_per_hour)}/h apart"
+        )
+        lines.append(
+            f"    fit {c.needed_gb:.1f} of {c.available_gb:.1f} GB per GPU ({rule}: {parts})"
+        )
+    if not shared:
+        lines.append("  none: no group of compatible models is cheaper than a pod each")
+    lines.append(
+        f"  co-location saves {usd(plan.colocation_saving_usd_per_hour)}/h against one pod per"
+        " model;"
+    )
+    lines.append("  a member's $/H is its share of its pod's, in proportion to the memory it needs")
+    return lines
+
+
+def _listed(title: str, items: Sequence[str]) -> list[str]:
+    if not items:
+        return []
+    return ["", f"{title}:", *bullets(items)]
+
+
+# --- markdown ----------------------------------------------------------------------------
+
+
+def plan_markdown(plan: FleetPlan) -> str:
+    s = plan.settings
+    verdict = "✅ ready to deploy" if plan.ok else "❌ preview fails"
+    lines = [
+        f"### frutebox plan: `{plan.stack}` — {verdict}",
+        "",
+        "| model | engine | image | GPU | VRAM | fit | $/h | $/h max | fallbacks |",
+        "|---|---|---|---|---|---|---:|---:|---:|",
+    ]
+    for m in plan.models:
+        model, *rest = plan_row(m, empty="—")
+        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
+    v = plan.volume
+    lines += [
+        "",
+        f"- **Volume:** {v.size_gb} GB in {s.data_center}, {usd(v.usd_per_month)}/month",
+        f"- **Pods:** {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst",
+        f"- **Fleet:** {usd(plan.usd_per_month_best)}/month best,"
+        f" {usd(plan.usd_per_month_worst)}/month worst",
+        f"- **Budget:** {usd(s.budget_usd_per_hour)}/h — "
+        + ("within budget" if plan.within_budget else "**over budget**"),
+    ]
+    shared = shared_pod_lines(plan)
+    if shared:
+        lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
+    if plan.warnings:
+        lines += ["", "<details><summary>Warnings</summary>", ""]
+        lines += [f"- {w}" for w in plan.warnings]
+        lines += ["", "</details>"]
+    if plan.problems:
+        lines += ["", "**Problems:**", ""] + [f"- {p}" for p in plan.problems]
+    return "\n".join(lines) + "\n"
+
+
+# --- data --------------------------------------------------------------------------------
+
+
+def fit_data(p: PlacementOption) -> dict[str, Any]:
+    f = p.fit
+    seqs = f.full_context_sequences
+    return {
+        "fits": f.fits,
+        "exact": f.exact,
+        "weightsGbPerGpu": round(f.weights_gb_per_gpu, 2),
+        "memoryBudgetGbPerGpu": round(f.memory_budget_gb_per_gpu, 2),
+        "kvBytesPerToken": f.kv_bytes_per_token,
+        "kvTokens": f.kv_tokens,
+        "fullContextSequences": None if seqs is None else round(seqs, 2),
+        "configuredSequences": f.configured_sequences,
+        "layersOnWorstGpu": f.layers_on_worst_gpu,
+    }
+
+
+def launch_data(p: PlacementOption) -> dict[str, Any]:
+    """What the pod will run, exactly as the deploy step sends it; env by name only, since
+    values may be long scripts and secrets are filled in at deploy time."""
+    pod = p.pod
+    return {
+        "image": pod.image,
+        "args": pod.args,
+        "envNames": sorted({*pod.env, *pod.secret_env}),
+        "secretEnvNames": sorted(pod.secret_env),
+        "ports": pod.ports,
+        "healthPath": pod.health_path,
+        "expectedFiles": list(pod.expected_files),
+    }
+
+
+def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
+    """`pod`: the name of the pod serving it (members of a shared pod have the same)."""
+    r = m.resolution
+    serving = r.serving
+    return {
+        "id": m.model_id,
+        "podName": pod,
+        "engine": r.engine,
+        "image": r.image.reference if r.image else None,
+        "imagePinned": r.image.pinned if r.image else None,
+        "contextTokens": serving.context_tokens if serving and serving.token_context else None,
+        "placement": placement_data(m.placement) if m.placement else None,
+        "fallbacks": [placement_data(p) for p in m.fallbacks],
+        "fit": fit_data(m.placement) if m.placement else None,
+        "launch": launch_data(m.placement) if m.placement else None,
+        "usdPerHourBest": round(m.usd_per_hour_best, 2),
+        "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
+        "problems": [problem_data(p, m.model_id) for p in m.problems],
+        "warnings": list(m.warnings),
+    }
+
+
+def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
+    """One pod: its members (the anchor first), its fit as their sum, and what sharing saves."""
+    chosen = pod.placement
+    return {
+        "name": pod_name(stack, pod.anchor),
+        "engine": pod.engine,
+        "models": list(pod.model_ids),
+        "shared": pod.shared,
+        "gpuId": chosen.gpu.id,
+        "count": chosen.count,
+        "neededGbPerGpu": chosen.needed_gb,
+        "availableGbPerGpu": chosen.available_gb,
+        "memberNeededGbPerGpu": {
+            mid: round(f.needed_gb, 2)
+            for mid, f in zip(pod.model_ids, chosen.member_fits, strict=True)
+        },
+        "sharing": str(pod.sharing) if pod.shared and pod.sharing else None,
+        "usdPerHourBest": pod.usd_per_hour_best,
+        "usdPerHourWorst": pod.usd_per_hour_worst,
+        "usdPerHourApart": pod.alone_usd_per_hour,
+        "savingUsdPerHour": pod.saving_usd_per_hour,
+    }
+
+
+def plan_data(plan: FleetPlan) -> dict[str, Any]:
+    s = plan.settings
+    # One pass over the pods: asking the plan per model would scan every pod for each one.
+    pod_names = {mid: pod_name(plan.stack, p.anchor) for p in plan.pods for mid in p.model_ids}
+    return {
+        "version": PLAN_VERSION,
+        "stack": plan.stack,
+        "dataCenter": s.data_center,
+        "cloud": str(s.cloud),
+        "models": [model_plan_data(m, pod_names.get(m.model_id)) for m in plan.models],
+        "pods": [pod_data(p, plan.stack) for p in plan.pods],
+        "volume": {
+            "sizeGb": plan.volume.size_gb,
+            "weightsGb": plan.volume.weights_gb,
+            "engineInstallsGb": plan.volume.engines_gb,
+            "usdPerMonth": plan.volume.usd_per_month,
+            "dataCenter": plan.volume.data_center,
+            "type": plan.volume.tier,
+        },
+        "cost": {
+            "usdPerHourBest": plan.usd_per_hour_best,
+            "usdPerHourWorst": plan.usd_per_hour_worst,
+            "usdPerMonthBest": plan.usd_per_month_best,
+            "usdPerMonthWorst": plan.usd_per_month_worst,
+            "colocationSavingUsdPerHour": plan.colocation_saving_usd_per_hour,
+        },
+        "budget": {
+            "maxUsdPerHour": s.budget_usd_per_hour,
+            "withinBudget": plan.within_budget,
+            "headroomUsdPerHour": plan.budget_headroom_usd_per_hour,
+        },
+        "problems": [problem_data(p) for p in plan.problems],
+        "warnings": list(plan.warnings),
+    }
+
+
+PLAN = Renderers[FleetPlan]("the plan", plan_table, plan_data, plan_markdown)

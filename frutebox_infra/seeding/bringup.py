@@ -1,0 +1,178 @@
+"""Bring-up: the CPU flavor that seeds, what seeding costs, and the GPU time billed before a
+model serves, with and without seeding (pure; the defaults and why they are what they are)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frutebox_infra.registry import CpuFlavor
+
+SEED_VCPUS = 2
+"""vCPUs of the seeding pod: the fewest a CPU pod takes (`vcpuCount` minimum 2). A download
+is bound by the network, not the CPU: one core hashes sha256 several times faster than the
+100 MB/s assumed here, and more vCPUs buy no bandwidth the catalog promises."""
+
+SEEDER_DISK_GB = 10
+"""Container disk of the seeding pod: the slim Python image (~50 MB) and its logs; every byte
+of weights goes to the network volume. 10 GB is within every flavor's per-vCPU cap at 2 vCPUs."""
+
+CPU_POD_START_S = 90
+"""Assumed, not measured: placing a CPU pod, pulling the slim image and starting it."""
+
+GPU_POD_START_S = 300
+"""Assumed, not measured: placing a GPU pod, pulling a 5-20 GB CUDA engine image onto a host
+that lacks it and starting the engine (CUDA graphs, warm-up). Billed on every first deploy;
+a host that has the image cached starts faster."""
+
+VOLUME_READ_MB_PER_S = {"STANDARD": 237.0, "HIGH_PERFORMANCE": 474.0}
+"""How fast an engine reads its weights off the network volume, MB/s. STANDARD: one `dd` of a
+41 GB safetensors file under /workspace on a RunPod pod read 237 MB/s (kohya-ss/musubi-tuner
+issue 655, 2025-10; that it was a network volume is not stated); HIGH_PERFORMANCE: RunPod
+documents the tier as up to 2x faster (runpod/docs PR 429). One sequential stream: engines
+that read in parallel may do better. Measure on a pod and correct it here."""
+
+SEED_TIMEOUT_BASE_S = 900
+SEED_TIMEOUT_SLACK = 2.0
+"""A seed may take twice its download at the stated speed, plus 15 minutes, before it counts
+as failed: half the assumed bandwidth still finishes; a dead link does not bill for hours."""
+
+
+@dataclass(frozen=True)
+class CpuChoice:
+    """The CPU pod that seeds: flavor, vCPUs and its price, USD per hour for the pod."""
+
+    flavor: CpuFlavor
+    vcpus: int
+    usd_per_hour: float
+    disk_gb: int
+
+
+@dataclass(frozen=True)
+class NoCpu:
+    """Why no CPU pod seeds here; the GPU pods then download their own weights."""
+
+    reason: str
+
+
+def choose_cpu(
+    flavors: Sequence[CpuFlavor],
+    data_center: str,
+    *,
+    vcpus: int = SEED_VCPUS,
+    flavor_id: str | None = None,
+) -> CpuChoice | NoCpu:
+    """The cheapest flavor (or the one named) offered in `data_center` that takes `vcpus` and
+    a disk of SEEDER_DISK_GB. A flavor whose data centres nobody recorded counts as offered:
+    the live catalog has the last word at deploy."""
+    named = [f for f in flavors if flavor_id in (None, f.id)]
+    if flavor_id is not None and not named:
+        known = ", ".join(f.id for f in flavors) or "none"
+        return NoCpu(f"CPU flavor {flavor_id} is not in registry/gpus.yaml cpu_flavors ({known})")
+    offered = [f for f in named if f.data_centers is None or data_center in f.data_centers]
+    if not offered:
+        return NoCpu(f"no recorded CPU flavor is offered in {data_center}")
+    fitting = [
+        f
+        for f in offered
+        if f.vcpu_min <= vcpus <= f.vcpu_max
+        and (f.disk_gb_per_vcpu is None or f.disk_gb_per_vcpu * vcpus >= SEEDER_DISK_GB)
+    ]
+    if not fitting:
+        return NoCpu(
+            f"no CPU flavor in {data_center} takes {vcpus} vCPUs and a {SEEDER_DISK_GB} GB disk"
+        )
+    best = min(fitting, key=lambda f: (f.usd_per_hour(vcpus), f.id))
+    return CpuChoice(best, vcpus, best.usd_per_hour(vcpus), SEEDER_DISK_GB)
+
+
+@dataclass(frozen=True)
+class Bringup:
+    """One model's way to serving on a first deploy, seconds and USD."""
+
+    model_id: str
+    weights_gb: float
+    seed_s: float
+    """Its download on the CPU pod at the stated speed (0 when it is not seeded)."""
+    seed_usd: float
+    """The CPU pod's $/h over that download."""
+    gpu_before_serving_s: float
+    """GPU time billed before it serves: start, plus the weights read off the volume, plus
+    the download when no CPU pod seeded it."""
+    gpu_before_serving_usd: float
+    gpu_without_seeding_s: float
+    gpu_without_seeding_usd: float
+    seeded: bool
+
+
+def bringup(
+    model_id: str,
+    weights_gb: float,
+    gpu_usd_per_hour: float,
+    *,
+    cpu: CpuChoice | NoCpu,
+    download_mb_per_s: float,
+    volume_type: str = "STANDARD",
+) -> Bringup:
+    download_s = weights_gb * 1000 / download_mb_per_s
+    load_s = weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
+    without = GPU_POD_START_S + download_s + load_s
+    seeded = isinstance(cpu, CpuChoice)
+    gpu_s = without - download_s if seeded else without
+    seed_usd = download_s / 3600 * cpu.usd_per_hour if isinstance(cpu, CpuChoice) else 0.0
+    return Bringup(
+        model_id=model_id,
+        weights_gb=weights_gb,
+        seed_s=download_s if seeded else 0.0,
+        seed_usd=round(seed_usd, 4),
+        gpu_before_serving_s=gpu_s,
+        gpu_before_serving_usd=round(gpu_s / 3600 * gpu_usd_per_hour, 4),
+        gpu_without_seeding_s=without,
+        gpu_without_seeding_usd=round(without / 3600 * gpu_usd_per_hour, 4),
+        seeded=seeded,
+    )
+
+
+@dataclass(frozen=True)
+class FirstDeploy:
+    """A stack's first deploy: one CPU pod seeds every model in turn for its share of the
+    link (models download side by side, but the pod's bandwidth is one), then the GPUs."""
+
+    models: tuple[Bringup, ...]
+    cpu_pod_s: float
+    seed_usd: float
+    gpu_before_serving_usd: float
+    gpu_without_seeding_usd: float
+
+    @property
+    def total_usd(self) -> float:
+        return round(self.seed_usd + self.gpu_before_serving_usd, 2)
+
+    @property
+    def gpu_saved_fraction(self) -> float:
+        """How much of the GPU $ billed before serving seeding removes (0..1)."""
+        if self.gpu_without_seeding_usd == 0:
+            return 0.0
+        return 1 - self.gpu_before_serving_usd / self.gpu_without_seeding_usd
+
+
+def first_deploy(models: Sequence[Bringup], cpu: CpuChoice | NoCpu) -> FirstDeploy:
+    seeding = [m for m in models if m.seeded]
+    pod_s = CPU_POD_START_S + sum(m.seed_s for m in seeding) if seeding else 0.0
+    usd_per_hour = cpu.usd_per_hour if isinstance(cpu, CpuChoice) else 0.0
+    return FirstDeploy(
+        models=tuple(models),
+        cpu_pod_s=pod_s,
+        seed_usd=round(pod_s / 3600 * usd_per_hour, 4),
+        gpu_before_serving_usd=round(sum(m.gpu_before_serving_usd for m in models), 4),
+        gpu_without_seeding_usd=round(sum(m.gpu_without_seeding_usd for m in models), 4),
+    )
+
+
+def seed_timeout_s(weights_gb: float, download_mb_per_s: float, fixed: int | None = None) -> int:
+    """How long one seeding run may take: `fixed` when the stack sets one, else scaled."""
+    if fixed:
+        return fixed
+    download_s = weights_gb * 1000 / download_mb_per_s
+    return SEED_TIMEOUT_BASE_S + math.ceil(SEED_TIMEOUT_SLACK * download_s)

@@ -1,0 +1,172 @@
+"""What to seed for one model: its source at its revision, and where on the volume its engine
+reads it, derived from the registry and the pod the recipe renders (never a table of its own)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.recipes.comfyui import file_sources
+from frutebox_infra.registry import Model, Runtime
+from frutebox_infra.seeding.protocol import (
+    FilesJob,
+    FileSpec,
+    HfSnapshotJob,
+    OllamaJob,
+    SeedJob,
+    SeedPlan,
+)
+
+HUB_SUBDIR = "hub"
+"""huggingface_hub keeps its cache in $HF_HOME/hub unless HF_HUB_CACHE names another place."""
+
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+OTHER_WEIGHT_FORMATS = (
+    "*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.onnx", "*.ot", "*.tflite",
+    "*.gguf", "original/*",
+)  # fmt: skip
+"""Weight files SGLang and vLLM never read when a revision ships safetensors (their loaders
+pick `*.safetensors` first); Meta's repos add a second, raw copy under original/."""
+
+MISTRAL_FORMAT_FLAG = ("--load-format", "mistral")
+MISTRAL_NATIVE = ("consolidated*.safetensors",)
+"""Mistral's own checkpoint, which only `--load-format mistral` reads."""
+HF_FORMAT_SHARDS = ("model*.safetensors", "model.safetensors.index.json")
+"""The transformers-format copy that Mistral repos carry beside their own format."""
+
+
+@dataclass(frozen=True)
+class Unseedable:
+    """Why a model's weights cannot be placed by a CPU pod; its GPU pod downloads them."""
+
+    model_id: str
+    reason: str
+
+
+class _NotSeedable(Exception):
+    """Raised by the job builders; `seed_job` turns it into an Unseedable."""
+
+
+def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedable:
+    """The job that puts `model`'s weights where `pod` (its engine's pod, or the shared pod
+    it is a member of) reads them."""
+    try:
+        if model.source is None:
+            raise _NotSeedable("the registry records no source for it")
+        if runtime in (Runtime.SGLANG, Runtime.VLLM):
+            return _hf_engine_job(model, runtime, pod.env)
+        if runtime is Runtime.LLAMACPP:
+            return _gguf_job(model, pod.env)
+        if runtime is Runtime.OLLAMA:
+            return _ollama_job(model, pod.env)
+        if runtime is Runtime.COMFYUI:
+            return _comfy_job(model)
+        raise _NotSeedable(f"no seeding rule for the {runtime} engine")
+    except _NotSeedable as exc:
+        return Unseedable(model.id, str(exc))
+
+
+def seed_plan(jobs: Sequence[SeedJob], **settings: object) -> SeedPlan:
+    """One seeder run for `jobs`; keyword settings override the plan's defaults (e.g. the
+    emulator's hub URL)."""
+    return SeedPlan.model_validate({"jobs": list(jobs), "volumePath": VOLUME_PATH, **settings})
+
+
+def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> SeedJob:
+    assert model.source is not None
+    if model.source.hf_repo is None:
+        raise _NotSeedable("the registry records no hf_repo for it")
+    cache = _hub_cache(env)
+    revision = model.source.revision or "main"
+    flags = tuple(model.engine_args.get(runtime, ()))
+    mistral = _has_flag_pair(flags, MISTRAL_FORMAT_FLAG)
+    beside = OTHER_WEIGHT_FORMATS + (HF_FORMAT_SHARDS if mistral else MISTRAL_NATIVE)
+    return HfSnapshotJob(
+        modelId=model.id,
+        repo=model.source.hf_repo,
+        revision=revision,
+        cacheDir=cache,
+        gated=model.source.gated,
+        # huggingface_hub records a branch or tag under refs/; a commit needs none.
+        refs=() if COMMIT.match(revision) else (revision,),
+        ignoreBesideSafetensors=beside,
+    )
+
+
+def _gguf_job(model: Model, env: Mapping[str, str]) -> SeedJob:
+    assert model.source is not None
+    gguf = model.source.gguf
+    if gguf is None:
+        raise _NotSeedable("the registry records no source.gguf for it")
+    relative = _env_path(env, "LLAMA_CACHE")
+    revision = gguf.revision or "main"
+    refs = ["main"]
+    if not COMMIT.match(revision) and revision != "main":
+        refs.append(revision)
+    # llama.cpp reads LLAMA_CACHE itself as a hub cache (no hub/ below it) and, offline,
+    # loads the snapshot refs/main names: main points at the seeded commit, pinned or not.
+    return HfSnapshotJob(
+        modelId=model.id,
+        repo=gguf.repo,
+        revision=revision,
+        cacheDir=relative,
+        refs=tuple(refs),
+        quant=gguf.quant,
+    )
+
+
+def _ollama_job(model: Model, env: Mapping[str, str]) -> SeedJob:
+    assert model.source is not None
+    tag = model.source.ollama_tag
+    if tag is None:
+        raise _NotSeedable("the registry records no ollama_tag for it")
+    return OllamaJob(modelId=model.id, tag=tag, store=_env_path(env, "OLLAMA_MODELS"))
+
+
+def _comfy_job(model: Model) -> SeedJob:
+    assert model.source is not None
+    if model.source.comfyui is None:
+        raise _NotSeedable("the registry records no source.comfyui file list for it")
+    files = tuple(
+        FileSpec(
+            repo=source.repo,
+            revision=source.revision,
+            path=source.path,
+            destination=_on_volume("its ComfyUI models folder", source.destination),
+            gated=source.gated,
+        )
+        for source in file_sources(model)
+    )
+    return FilesJob(modelId=model.id, files=files)
+
+
+def _hub_cache(env: Mapping[str, str]) -> str:
+    """The hub cache, relative to the volume."""
+    if "HF_HUB_CACHE" in env:
+        return _env_path(env, "HF_HUB_CACHE")
+    return f"{_env_path(env, 'HF_HOME')}/{HUB_SUBDIR}"
+
+
+def _env_path(env: Mapping[str, str], name: str) -> str:
+    """Where the pod's `name` variable points, relative to the volume."""
+    if name not in env:
+        raise _NotSeedable(f"its pod sets no {name} on the volume (registry/images.yaml cache_env)")
+    return _on_volume(name, env[name])
+
+
+def _on_volume(name: str, path: str) -> str:
+    """`path` relative to the volume's mount; a path elsewhere cannot be seeded."""
+    prefix = VOLUME_PATH.rstrip("/") + "/"
+    clean = path.rstrip("/")
+    if not clean.startswith(prefix) or ".." in clean.split("/"):
+        raise _NotSeedable(f"{name} is {path}, not on the volume mounted at {VOLUME_PATH}")
+    return clean.removeprefix(prefix)
+
+
+def _has_flag_pair(words: Sequence[str], pair: tuple[str, str]) -> bool:
+    return any(tuple(words[i : i + 2]) == pair for i in range(len(words) - 1)) or (
+        f"{pair[0]}={pair[1]}" in words
+    )

@@ -1,0 +1,165 @@
+"""The seeder's wire contract: the plan a CPU pod gets and the status JSON it serves back.
+
+The seeder itself is standard-library Python (it runs in a slim image and cannot import this
+package), so these pydantic models are the one written definition of both documents: the
+planner builds a `SeedPlan`, the deploy step and the emulator read `SeedStatus`, and the tests
+check the real seeder's output against them. Keys are camelCase, as in the deploy contract.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+PROTOCOL_VERSION: Literal[1] = 1
+
+PLAN_ENV = "FRUTEBOX_SEED_PLAN"
+"""Pod environment variable holding the SeedPlan JSON."""
+PROGRAM_ENV = "FRUTEBOX_SEEDER"
+"""Pod environment variable holding the seeder's source, which the pod's args execute."""
+TOKEN_ENV = "HF_TOKEN"
+"""The Hugging Face token, filled by the deploy step at the last moment like a GPU pod's."""
+STATUS_PATH = "/status"
+
+HF_HUB_URL = "https://huggingface.co"
+OLLAMA_REGISTRY_URL = "https://registry.ollama.ai"
+OLLAMA_REGISTRY_HOST = "registry.ollama.ai"
+"""The host Ollama files its manifests under (manifests/<host>/<namespace>/<name>/<tag>)."""
+
+
+def _below(path: str) -> str:
+    if path.startswith("/") or ".." in path.split("/") or "\\" in path:
+        raise ValueError(f"{path!r} must be a path below the volume's mount, without `..`")
+    return path
+
+
+RepoId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.\-]*/[A-Za-z0-9][\w.\-]*$")]
+"""`org/name` on the Hub: two names, each starting with a letter or digit."""
+
+RelativePath = Annotated[str, Field(min_length=1), AfterValidator(_below)]
+"""A path below the volume's mount: never absolute, never climbing out with `..`."""
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HfSnapshotJob(_Wire):
+    """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
+    `models--org--name/blobs/<etag>`, `snapshots/<commit>/<path>` (relative symlinks to the
+    blobs) and `refs/<name>` holding the commit, so an engine that loads through
+    huggingface_hub (or llama.cpp's own reader of that layout) finds it offline."""
+
+    kind: Literal["hf-snapshot"] = "hf-snapshot"
+    modelId: str
+    repo: RepoId
+    revision: str = Field(min_length=1)
+    cacheDir: RelativePath
+    gated: bool = False
+    refs: tuple[str, ...] = ()
+    """Ref files written (last, once every file is in place) pointing at the resolved commit."""
+    ignore: tuple[str, ...] = ()
+    """fnmatch patterns on repo paths that are never seeded."""
+    ignoreBesideSafetensors: tuple[str, ...] = ()
+    """Patterns skipped only when the revision holds `*.safetensors` weights: the engines
+    load those and leave other weight formats alone."""
+    quant: str | None = None
+    """For llama.cpp: seed only the GGUF files `-hf REPO:QUANT` loads (the quant's first
+    shard and its siblings), chosen by llama.cpp's own rule."""
+
+
+class FileSpec(_Wire):
+    """One file of a repo at a revision, stored at a flat path (ComfyUI's models/<kind>/)."""
+
+    repo: RepoId
+    revision: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+    destination: RelativePath
+    gated: bool = False
+    size: int | None = Field(default=None, ge=0)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """Where the registry knows them; otherwise the Hub's tree at the revision says."""
+
+
+class FilesJob(_Wire):
+    kind: Literal["files"] = "files"
+    modelId: str
+    files: tuple[FileSpec, ...] = Field(min_length=1)
+
+
+class OllamaJob(_Wire):
+    """An Ollama library tag pulled into a model store as Ollama keeps one:
+    `blobs/sha256-<hex>` and `manifests/<host>/<namespace>/<name>/<tag>`."""
+
+    kind: Literal["ollama"] = "ollama"
+    modelId: str
+    tag: str = Field(pattern=r"^([A-Za-z0-9][\w.\-]*/)?[A-Za-z0-9][\w.\-]*(:\w[\w.\-]*)?$")
+    store: RelativePath
+
+
+SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Field(discriminator="kind")]
+
+
+class SeedPlan(_Wire):
+    """Everything one seeder run does: one job per model, run side by side."""
+
+    version: Literal[1] = PROTOCOL_VERSION
+    volumePath: str = Field(default="/workspace", pattern=r"^/")
+    jobs: tuple[SeedJob, ...] = Field(min_length=1)
+    hubUrl: str = Field(default=HF_HUB_URL, pattern=r"^https?://")
+    ollamaRegistryUrl: str = Field(default=OLLAMA_REGISTRY_URL, pattern=r"^https?://")
+    stallSeconds: float = Field(default=120, gt=0, le=3600)
+    """A download that delivers no byte for this long is a stall (retried, then a failure)."""
+    port: int = Field(default=8080, ge=0, le=65535)
+    """The status port (`8080/http` on the pod); 0 takes any free port and logs it."""
+    bindAddress: str = "0.0.0.0"
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class SeedState(StrEnum):
+    """The run as a whole: running until every job is done or failed."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class JobStatus(_Wire):
+    modelId: str
+    state: JobState
+    bytesDone: int = Field(ge=0)
+    """Bytes in place: already present (skipped) or downloaded and verified."""
+    bytesTotal: int | None = Field(default=None, ge=0)
+    """None until the source has been listed."""
+    bytesSkipped: int = Field(default=0, ge=0)
+    """Of bytesDone, those found already complete on the volume."""
+    filesDone: int = Field(default=0, ge=0)
+    filesTotal: int | None = Field(default=None, ge=0)
+    commit: str | None = None
+    """The revision resolved to a commit (Hugging Face jobs)."""
+    reason: str | None = None
+    fix: str | None = None
+
+
+class SeedStatus(_Wire):
+    """`GET /status` of a seeder pod."""
+
+    version: Literal[1]
+    state: SeedState
+    startedAt: str
+    updatedAt: str
+    jobs: tuple[JobStatus, ...]
+
+    def job(self, model_id: str) -> JobStatus | None:
+        return next((j for j in self.jobs if j.modelId == model_id), None)

@@ -1,0 +1,190 @@
+"""The speed model's facts: GPU datasheet figures, parameter counts, engine calibration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from frutebox_infra.registry_base import Frozen, Runtime, SpecDecode
+
+LinkKind = Literal["nvlink", "pcie"]
+
+
+class Interconnect(Frozen):
+    """How the GPUs of one RunPod pod of this type reach each other: the link tensor
+    parallelism's all-reduces cross, at its per-direction bandwidth (datasheets quote NVLink
+    as the sum of both directions)."""
+
+    kind: LinkKind
+    generation: int = Field(ge=1, le=6)
+    gb_s_per_direction: float = Field(gt=0, le=2000)
+
+
+class GpuSpeed(Frozen):
+    """Datasheet figures the speed model reads: memory bandwidth, dense tensor throughput
+    (NVIDIA's headline tensor TFLOPS assume 2:4 sparsity; these are half of them) and the
+    interconnect between the GPUs of a pod."""
+
+    memory_bandwidth_gb_s: float = Field(gt=0, le=20_000)
+    bf16_dense_tflops: float = Field(gt=0, le=10_000)
+    """Dense BF16/FP16 tensor TFLOPS with FP32 accumulation."""
+    fp8_dense_tflops: float | None = Field(default=None, gt=0, le=20_000)
+    """Dense FP8 tensor TFLOPS; None on GPUs without FP8 tensor cores (Ampere)."""
+    interconnect: Interconnect
+    datasheet: str
+    """Where the figures come from (named apart from the price's `source`, which
+    `frutebox prices --write` rewrites)."""
+
+
+class Parameters(Frozen):
+    """Parameter counts from the model card, in billions: every weight, and the weights one
+    token runs through (a MoE's shared weights plus its experts-per-token)."""
+
+    total_billions: float = Field(gt=0, le=100_000)
+    active_billions: float | None = Field(default=None, gt=0, le=100_000)
+    """Required for a MoE; a dense model's active count is its total."""
+    source: str
+
+    @model_validator(mode="after")
+    def _active_within_total(self) -> Parameters:
+        if (self.active_billions or 0) > self.total_billions:
+            raise ValueError(
+                f"active_billions {self.active_billions} is more than total_billions"
+                f" {self.total_billions}"
+            )
+        return self
+
+    @property
+    def active(self) -> float:
+        """Active weights, as a count."""
+        return (self.active_billions or self.total_billions) * 1e9
+
+    @property
+    def total(self) -> float:
+        return self.total_billions * 1e9
+
+
+PARAMETERS_TOLERANCE = 0.1
+"""How far the expert structure (layers x experts x expert size, plus the shared weights the
+active count implies) may land from the published total before the facts count as wrong."""
+
+
+FIGURES = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_us", "layer_overhead_us")
+
+
+class EngineSpeed(Frozen):
+    """How close one engine's kernels come to the hardware, fitted on published measurements;
+    or, for an engine running another's kernels (Ollama runs llama.cpp's), just that name."""
+
+    kernels_of: Runtime | None = None
+    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
+    """Share of the datasheet memory bandwidth a decode step's weight and KV reads reach."""
+    compute_efficiency: float | None = Field(default=None, gt=0, le=1)
+    """Share of the dense tensor TFLOPS a compute-bound step (prefill, a large batch) reaches."""
+    step_overhead_us: float | None = Field(default=None, ge=0, le=1_000_000)
+    """Fixed time per forward step that no read overlaps: scheduling, sampling, launches."""
+    layer_overhead_us: float | None = Field(default=None, ge=0, le=100_000)
+    """Time per layer per step that no read overlaps: kernel boundaries, small ops."""
+    fitted_on: tuple[str, ...] = ()
+    """The bench/speed_measurements.yaml rows the figures were fitted on."""
+    source: str
+
+    @model_validator(mode="after")
+    def _figures_or_alias(self) -> EngineSpeed:
+        given = [name for name in FIGURES if getattr(self, name) is not None]
+        if self.kernels_of is not None:
+            if given or self.fitted_on:
+                raise ValueError(
+                    f"kernels_of {self.kernels_of} borrows that engine's figures: drop"
+                    f" {', '.join([*given, *(['fitted_on'] if self.fitted_on else [])])}"
+                )
+            return self
+        missing = [name for name in FIGURES if getattr(self, name) is None]
+        if not self.fitted_on:
+            missing.append("fitted_on")
+        if missing:
+            raise ValueError(
+                "an engine needs its figures and the rows they were fitted on (or kernels_of"
+                f" another engine); missing: {', '.join(missing)}"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class EngineFigures:
+    """An engine's resolved figures, as the speed model uses them."""
+
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    step_overhead_us: float
+    layer_overhead_us: float
+
+
+class LinkSpeed(Frozen):
+    """What a collective over one kind of link costs beyond its bytes, fitted like an engine."""
+
+    collective_latency_us: float = Field(ge=0, le=100_000)
+    """One all-reduce (or expert dispatch) of a step: synchronisation and launch."""
+    link_efficiency: float = Field(gt=0, le=1)
+    """Share of the per-direction link bandwidth a ring all-reduce reaches."""
+    fitted_on: tuple[str, ...] = Field(min_length=1)
+    source: str
+
+
+class Acceptance(Frozen):
+    """The stated acceptance assumption of one speculative-decoding method."""
+
+    token_acceptance: float = Field(gt=0, lt=1)
+    """Chance each drafted token is accepted, given the ones before it were."""
+    draft_step_cost: float = Field(gt=0, le=1)
+    """One drafting step's time as a share of one target decode step."""
+    source: str
+
+
+class SpeedFacts(Frozen):
+    """registry/speed.yaml: per-engine calibration, link costs and acceptance assumptions."""
+
+    engines: dict[Runtime, EngineSpeed]
+    links: dict[LinkKind, LinkSpeed]
+    speculative: dict[SpecDecode, Acceptance] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _aliases_resolve(self) -> SpeedFacts:
+        broken = sorted(
+            f"{name} -> {entry.kernels_of}"
+            for name, entry in self.engines.items()
+            if entry.kernels_of is not None and self.engine(entry.kernels_of) is None
+        )
+        if broken:
+            raise ValueError(
+                f"kernels_of must name an engine with its own figures: {', '.join(broken)}"
+            )
+        if SpecDecode.NONE in self.speculative:
+            raise ValueError("speculative has no entry for 'none'")
+        return self
+
+    def engine(self, runtime: Runtime) -> EngineFigures | None:
+        """The figures an engine runs at, through the engine whose kernels it runs."""
+        entry = self.engines.get(runtime)
+        if entry is not None and entry.kernels_of is not None:
+            entry = self.engines.get(entry.kernels_of)
+        if entry is None or entry.kernels_of is not None:
+            return None
+        assert entry.bandwidth_efficiency and entry.compute_efficiency
+        assert entry.step_overhead_us is not None and entry.layer_overhead_us is not None
+        return EngineFigures(
+            entry.bandwidth_efficiency,
+            entry.compute_efficiency,
+            entry.step_overhead_us,
+            entry.layer_overhead_us,
+        )
+
+    @property
+    def fitted_on(self) -> Mapping[str, tuple[str, ...]]:
+        """Every fitted entry and the measurement rows it names."""
+        rows = {f"engines.{name}": e.fitted_on for name, e in self.engines.items() if e.fitted_on}
+        rows.update({f"links.{kind}": link.fitted_on for kind, link in self.links.items()})
+        return rows

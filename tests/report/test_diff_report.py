@@ -1,0 +1,88 @@
+"""The diff report: the terminal table and the pull-request Markdown carry the same numbers,
+and the JSON contract's keys are pinned in order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from frutebox_infra.diff import FleetDiff, diff_plans
+from frutebox_infra.plan import FleetPlan
+from frutebox_infra.report.diff_report import (
+    DIFF_VERSION,
+    DiffView,
+    diff_data,
+    diff_markdown,
+    diff_table,
+    fit_text,
+    signed_usd,
+)
+from frutebox_infra.report.text import usd
+from tests.test_diff import dev_plan
+
+
+@pytest.fixture
+def arming_diff() -> tuple[FleetDiff, FleetPlan, FleetPlan]:
+    before = dev_plan(models=["qwen3-8b"])
+    after = dev_plan()
+    return diff_plans(before, after), before, after
+
+
+def test_renderers_contain_the_numbers(
+    arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan],
+) -> None:
+    d, before, after = arming_diff
+    table = diff_table(DiffView(d, "origin/main", "HEAD"))
+    markdown = diff_markdown(DiffView(d, "origin/main", "HEAD"))
+    data = diff_data(DiffView(d, "origin/main", "HEAD"))
+    hourly = (f"{usd(before.usd_per_hour_best)}/h → {usd(after.usd_per_hour_best)}/h"
+              f" ({signed_usd(d.usd_per_hour_best.delta)}/h)")  # fmt: skip
+    monthly = f"{usd(before.usd_per_month_worst)}/month → {usd(after.usd_per_month_worst)}/month"
+    volume = f"{before.volume.size_gb} GB → {after.volume.size_gb} GB"
+    for text in (table, markdown):
+        assert hourly in text and monthly in text and volume in text
+        for m in d.changes:
+            assert m.after is not None
+            assert signed_usd(m.usd_per_hour_best.delta) in text
+            assert fit_text(m.after) in text
+            assert f"{m.after.gpu_count}x {m.after.gpu}" in text
+    assert "| added | `llama-3.2-1b` |" in markdown
+    assert markdown.startswith("### frutebox diff: `dev` — ✅ ok, within budget\n")
+    assert "**Budget:**" in markdown and "headroom" in markdown
+    assert data["cost"]["usdPerHourBest"] == {
+        "before": before.usd_per_hour_best,
+        "after": after.usd_per_hour_best,
+        "delta": d.usd_per_hour_best.delta,
+    }
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_the_json_keys_are_stable(arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan]) -> None:
+    data = diff_data(DiffView(arming_diff[0], "a", "b"))
+    assert data["version"] == DIFF_VERSION == 1
+    assert list(data) == [
+        "version", "stack", "base", "head", "baseExists", "headExists", "ok", "models",
+        "unchanged", "cost", "volume", "budget", "problems", "warnings",
+    ]  # fmt: skip
+    assert list(data["models"][0]) == [
+        "id", "change", "changedFields", "before", "after", "usdPerHourBest", "usdPerHourWorst",
+    ]  # fmt: skip
+    assert list(data["models"][0]["after"]) == [
+        "engine", "image", "gpuType", "gpuCount", "usdPerHourBest", "usdPerHourWorst",
+        "fallbacks", "contextTokens", "fullContextSequences", "configuredSequences", "problems",
+    ]  # fmt: skip
+    assert list(data["cost"]) == [
+        "usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMonthWorst",
+    ]  # fmt: skip
+    assert list(data["volume"]) == ["sizeGb", "usdPerMonth", "shrinkIgnored"]
+    assert list(data["budget"]) == ["maxUsdPerHour", "withinBudget", "headroomUsdPerHour"]
+    assert list(data["cost"]["usdPerHourBest"]) == ["before", "after", "delta"]
+
+
+def test_a_shrinking_volume_is_shown_as_kept() -> None:
+    d = diff_plans(dev_plan(), dev_plan(models=["llama-3.2-1b"]))
+    assert d.volume_shrink_ignored
+    assert d.volume_size_gb.after == d.volume_size_gb.before
+    assert "never shrinks" in diff_table(DiffView(d, "a", "b"))
+    assert "never shrinks" in diff_markdown(DiffView(d, "a", "b"))

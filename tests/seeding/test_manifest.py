@@ -1,0 +1,175 @@
+"""What each model seeds follows from the registry and the pod its recipe renders: the engine's
+cache directory from the pod's env, the source and revision from models.yaml."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.recipes.comfyui import MODELS_DIR
+from frutebox_infra.registry import Model, Runtime
+from frutebox_infra.resolver import resolve
+from frutebox_infra.seeding.manifest import (
+    HF_FORMAT_SHARDS,
+    MISTRAL_NATIVE,
+    OTHER_WEIGHT_FORMATS,
+    Unseedable,
+    seed_job,
+    seed_plan,
+)
+from frutebox_infra.seeding.protocol import FilesJob, HfSnapshotJob, OllamaJob, SeedJob
+from tests.factories import real_registry
+
+TOKEN = ServeOptions(hf_token_configured=True)
+
+
+def job_for(model_id: str, **env: str | None) -> SeedJob | Unseedable:
+    """The seed job of a catalog model on the pod of its cheapest placement (env overridden)."""
+    resolution = resolve(real_registry(), model_id, TOKEN)
+    assert resolution.placements and resolution.recipe is not None and resolution.model
+    pod = resolution.placements[0].pod
+    merged = {k: v for k, v in {**pod.env, **env}.items() if v is not None}
+    pod = dataclasses.replace(pod, env=merged)
+    return seed_job(resolution.model, resolution.recipe.runtime, pod)
+
+
+def model(model_id: str) -> Model:
+    found = real_registry().model(model_id)
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize(
+    ("model_id", "revision", "refs"),
+    [
+        pytest.param(
+            "qwen-3.6-27b", "c79abb8dddf284f31fd5a44fed917f261c72948b", (), id="pinned-commit"
+        ),
+        pytest.param("qwen3-235b-a22b", "main", ("main",), id="unpinned-main"),
+    ],
+)
+def test_sglang_seeds_the_hub_cache_under_hf_home(
+    model_id: str, revision: str, refs: tuple[str, ...]
+) -> None:
+    job = job_for(model_id)
+
+    assert isinstance(job, HfSnapshotJob)
+    assert job.repo == model(model_id).source.hf_repo  # type: ignore[union-attr]
+    assert (job.revision, job.refs) == (revision, refs)
+    # images.yaml: HF_HOME=/workspace/huggingface; huggingface_hub caches in $HF_HOME/hub.
+    assert job.cacheDir == "huggingface/hub"
+    assert job.quant is None and set(OTHER_WEIGHT_FORMATS) <= set(job.ignoreBesideSafetensors)
+
+
+def test_an_hf_hub_cache_in_the_pod_env_wins_over_hf_home() -> None:
+    job = job_for("qwen-3.6-27b", HF_HUB_CACHE="/workspace/hubcache")
+
+    assert isinstance(job, HfSnapshotJob) and job.cacheDir == "hubcache"
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kept", "skipped"),
+    [
+        pytest.param("mistral-large-3", MISTRAL_NATIVE, HF_FORMAT_SHARDS, id="mistral-format"),
+        pytest.param("apertus-70b", HF_FORMAT_SHARDS, MISTRAL_NATIVE, id="transformers-format"),
+    ],
+)
+def test_vllm_seeds_only_the_checkpoint_format_it_is_launched_to_read(
+    model_id: str, kept: tuple[str, ...], skipped: tuple[str, ...]
+) -> None:
+    job = job_for(model_id)
+
+    assert isinstance(job, HfSnapshotJob)
+    assert set(skipped) <= set(job.ignoreBesideSafetensors)
+    assert not set(kept) & set(job.ignoreBesideSafetensors)
+
+
+def test_llama_cpp_seeds_its_quant_into_llama_cache_with_main_pointing_at_it() -> None:
+    job = job_for("kimi-k2.6")
+
+    assert isinstance(job, HfSnapshotJob)
+    assert (job.repo, job.quant) == ("unsloth/Kimi-K2.6-GGUF", "UD-Q4_K_XL")
+    # llama.cpp reads LLAMA_CACHE itself as the hub cache (no hub/ below it).
+    assert job.cacheDir == "llama.cpp"
+    assert (job.revision, job.refs) == ("main", ("main",))
+
+
+def test_ollama_seeds_the_pods_own_store() -> None:
+    job = job_for("qwen3-8b")
+
+    assert job == OllamaJob(modelId="qwen3-8b", tag="qwen3:8b", store="ollama/models/qwen3-8b")
+
+
+def test_comfyui_seeds_each_file_at_its_flat_models_path() -> None:
+    job = job_for("stable-audio-open-1.0")
+
+    assert isinstance(job, FilesJob)
+    assert [(f.repo, f.revision, f.path, f.destination, f.gated) for f in job.files] == [
+        ("stabilityai/stable-audio-open-1.0", "main", "model.safetensors",
+         "ComfyUI/models/checkpoints/stable_audio_open_1.0.safetensors", True),
+        # The text encoder comes from its own, open repository.
+        ("google-t5/t5-base", "main", "model.safetensors",
+         "ComfyUI/models/text_encoders/t5_base.safetensors", False),
+    ]  # fmt: skip
+    assert MODELS_DIR == "/workspace/ComfyUI/models"
+
+
+def test_a_repackaged_comfyui_model_seeds_the_repackaging_at_its_pin() -> None:
+    job = job_for("wan-2.2")
+
+    assert isinstance(job, FilesJob) and len(job.files) == 4
+    assert {(f.repo, f.revision) for f in job.files} == {
+        ("Comfy-Org/Wan_2.2_ComfyUI_Repackaged", "ee6f4a40737a995bf5818954cfce6d59443b0f04")
+    }
+
+
+@pytest.mark.parametrize(
+    ("model_id", "env", "reason"),
+    [
+        pytest.param("qwen-3.6-27b", {"HF_HOME": None}, "its pod sets no HF_HOME on the volume",
+                     id="no-hf-home"),
+        pytest.param("qwen-3.6-27b", {"HF_HOME": "/root/.cache/huggingface"},
+                     "HF_HOME is /root/.cache/huggingface, not on the volume",
+                     id="hf-home-off-volume"),
+        pytest.param("kimi-k2.6", {"LLAMA_CACHE": None}, "its pod sets no LLAMA_CACHE",
+                     id="no-llama-cache"),
+        pytest.param("qwen3-8b", {"OLLAMA_MODELS": "/workspace/../root"}, "not on the volume",
+                     id="store-climbs-out"),
+        pytest.param("qwen3-8b", {"OLLAMA_MODELS": None}, "its pod sets no OLLAMA_MODELS",
+                     id="no-ollama-store"),
+    ],
+)  # fmt: skip
+def test_a_cache_the_volume_does_not_hold_cannot_be_seeded(
+    model_id: str, env: dict[str, str | None], reason: str
+) -> None:
+    job = job_for(model_id, **env)
+
+    assert isinstance(job, Unseedable) and job.model_id == model_id
+    assert reason in job.reason
+
+
+def test_every_servable_catalog_model_has_a_seed_job() -> None:
+    """Seeding covers every engine we serve with: nothing servable falls through."""
+    registry = real_registry()
+    servable = [m.id for m in registry.models if resolve(registry, m.id, TOKEN).placements]
+    jobs = {model_id: job_for(model_id) for model_id in servable}
+
+    assert servable and [m for m, j in jobs.items() if isinstance(j, Unseedable)] == []
+
+
+def test_an_engine_without_a_rule_is_unseedable() -> None:
+    resolution = resolve(real_registry(), "qwen3-8b", TOKEN)
+    pod = resolution.placements[0].pod
+
+    job = seed_job(model("qwen3-8b"), Runtime.TGI, pod)
+
+    assert job == Unseedable("qwen3-8b", "no seeding rule for the tgi engine")
+
+
+def test_a_plan_mounts_the_volume_where_every_pod_does() -> None:
+    plan = seed_plan([job_for("qwen3-8b")], stallSeconds=5)
+
+    assert plan.volumePath == "/workspace" and plan.stallSeconds == 5
+    assert plan.hubUrl == "https://huggingface.co"

@@ -1,0 +1,523 @@
+"""The launch check against the pinned engines' real facts: what each refuses, and that every
+launch the catalog can produce is accepted."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+
+import pytest
+
+from frutebox_infra.engine_options import EngineOptions
+from frutebox_infra.launch_check import Launch, Refusal, check_launch
+from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.recipes import RECIPES
+from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.registry import Registry, Runtime
+from frutebox_infra.resolver import resolve
+from tests.factories import real_registry, registry, settings, sglang_model
+
+SGLANG = "python3 -m sglang.launch_server --model-path org/m "
+
+
+def facts(engine: str) -> EngineOptions:
+    return real_registry().engine_options[Runtime(engine)]
+
+
+def entrypoint(engine: str) -> str:
+    return real_registry().images[Runtime(engine)].entrypoint
+
+
+def check(
+    engine: str, args: str, env: dict[str, str] | None = None, health: str = ""
+) -> tuple[Refusal, ...]:
+    options = facts(engine)
+    launch = Launch(args, env or {}, health or options.health_path)
+    return check_launch(launch, options, entrypoint=entrypoint(engine))
+
+
+def spec_config(document: str) -> str:
+    return "org/m --speculative-config " + shlex.quote(document)
+
+
+def comfy_script(flags: str, extra: str = "") -> str:
+    script = f'{extra}cd "$home"\nexec "$home/venv/bin/python" main.py {flags}'
+    return shlex.join(["bash", "-c", script])
+
+
+# Each row: a launch the pinned engine refuses, what the refusal names, and the nearest
+# launch it accepts (so each rule is seen on both sides).
+REFUSED = [
+    # --- SGLang v0.5.21 ---
+    pytest.param(
+        "sglang",
+        SGLANG + "--tp 2",
+        {},
+        "flag --tp",
+        "spell it --tp-size",
+        SGLANG + "--tp-size 2",
+        {},
+        id="sglang-prefix-flag",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--tensor-parallel 2",
+        {},
+        "flag --tensor-parallel",
+        "--tensor-parallel-size",
+        SGLANG + "--tensor-parallel-size 2",
+        {},
+        id="sglang-prefix-of-an-alias",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--kv-cache-dtype fp8_e5m3",
+        {},
+        "--kv-cache-dtype fp8_e5m3",
+        "fp8_e5m2",
+        SGLANG + "--kv-cache-dtype fp8_e5m2",
+        {},
+        id="sglang-choice",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--reasoning-parser deepseek_v41",
+        {},
+        "--reasoning-parser deepseek_v41",
+        "deepseek-v41",
+        SGLANG + "--reasoning-parser deepseek-v41",
+        {},
+        id="sglang-vllm-parser-name",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--speculative-algorithm EAGLE4",
+        {},
+        "--speculative-algorithm EAGLE4",
+        "EAGLE",
+        SGLANG + "--speculative-algorithm eagle3",
+        {},
+        id="sglang-code-choice-any-case",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--context-length 32k",
+        {},
+        "--context-length 32k",
+        "a value",
+        SGLANG + "--context-length 32768",
+        {},
+        id="sglang-int",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--enable-hierarchical-cache=1",
+        {},
+        "--enable-hierarchical-cache=1",
+        "without a value",
+        SGLANG + "--enable-hierarchical-cache",
+        {},
+        id="sglang-switch-value",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG + "--port",
+        {},
+        "--port without its value",
+        "value",
+        SGLANG + "--port 8080",
+        {},
+        id="sglang-missing-value",
+    ),
+    pytest.param(
+        "sglang",
+        SGLANG,
+        {"SGLANG_FOO": "1"},
+        "environment variable SGLANG_FOO",
+        "remove",
+        SGLANG,
+        {"SGLANG_USE_MODELSCOPE": "1", "HF_HOME": "/workspace/hf"},
+        id="sglang-env",
+    ),
+    pytest.param(
+        "sglang",
+        "python3 -m sglang.launch_serverx --model-path m",
+        {},
+        "command",
+        "sglang.launch_server",
+        "python3 -m sglang.launch_server --model-path m",
+        {},
+        id="sglang-command",
+    ),
+    # --- vLLM v0.31.0 ---
+    pytest.param(
+        "vllm",
+        "org/m --tp-size 2",
+        {},
+        "flag --tp-size",
+        "--tp-size",
+        "org/m --tensor-parallel-size 2",
+        {},
+        id="vllm-sglang-flag",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m --kv-cache-dtype fp8_e5m3",
+        {},
+        "--kv-cache-dtype fp8_e5m3",
+        "fp8_e5m2",
+        "org/m --kv-cache-dtype fp8",
+        {},
+        id="vllm-choice",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m --reasoning-parser deepseek-v41",
+        {},
+        "--reasoning-parser deepseek-v41",
+        "deepseek_v41",
+        "org/m --reasoning-parser deepseek_v41",
+        {},
+        id="vllm-sglang-parser-name",
+    ),
+    pytest.param(
+        "vllm",
+        spec_config('{"method":"eagle4","model":"h"}'),
+        {},
+        '--speculative-config method="eagle4"',
+        "eagle3",
+        spec_config('{"method":"eagle3","model":"h"}'),
+        {},
+        id="vllm-json-method",
+    ),
+    pytest.param(
+        "vllm",
+        spec_config('{"method":"eagle3","draft":"h"}'),
+        {},
+        "--speculative-config key 'draft'",
+        "num_speculative_tokens",
+        spec_config('{"method":"eagle3","model":"h","num_speculative_tokens":7}'),
+        {},
+        id="vllm-json-key",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m --speculative-config {method:eagle3}",
+        {},
+        "--speculative-config {method:eagle3}",
+        "JSON",
+        spec_config('{"method":"eagle3"}'),
+        {},
+        id="vllm-json",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m extra --max-num-seqs 4",
+        {},
+        "argument `extra`",
+        "positional",
+        "org/m --max-num-seqs 4",
+        {},
+        id="vllm-positional",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m --max_num_seqs four",
+        {},
+        "--max-num-seqs four",
+        "whole number",
+        "org/m --max_num_seqs 4",
+        {},
+        id="vllm-underscores-as-vllm-reads-them",
+    ),
+    pytest.param(
+        "vllm",
+        "org/m",
+        {"VLLM_FOO": "1"},
+        "environment variable VLLM_FOO",
+        "remove",
+        "org/m",
+        {"VLLM_LOGGING_LEVEL": "INFO", "HF_TOKEN": "x"},
+        id="vllm-env",
+    ),
+    # --- llama.cpp b11382 ---
+    pytest.param(
+        "llamacpp",
+        "-hf r:q --ctx 4096",
+        {},
+        "flag --ctx",
+        "its flags",
+        "-hf r:q --ctx-size 4096",
+        {},
+        id="llamacpp-flag",
+    ),
+    pytest.param(
+        "llamacpp",
+        "-hf r:q --cache-type-k fp8",
+        {},
+        "--cache-type-k fp8",
+        "q8_0",
+        "-hf r:q --cache-type-k q8_0",
+        {},
+        id="llamacpp-choice",
+    ),
+    pytest.param(
+        "llamacpp",
+        "-hf r:q --flash-attn yes",
+        {},
+        "--flash-attn yes",
+        "auto",
+        "-hf r:q --flash-attn auto",
+        {},
+        id="llamacpp-on-off-auto",
+    ),
+    pytest.param(
+        "llamacpp",
+        "-hf r:q --parallel many",
+        {},
+        "--parallel many",
+        "whole number",
+        "-hf r:q --parallel 8",
+        {},
+        id="llamacpp-int",
+    ),
+    pytest.param(
+        "llamacpp",
+        "-hf r:q",
+        {"LLAMA_ARG_CTXSIZE": "8"},
+        "environment variable LLAMA_ARG_CTXSIZE",
+        "LLAMA_ARG_CTX_SIZE",
+        "-hf r:q",
+        {"LLAMA_ARG_CTX_SIZE": "8", "LLAMA_CACHE": "/w"},
+        id="llamacpp-env",
+    ),
+    pytest.param(
+        "llamacpp",
+        "-hf r:q",
+        {"LLAMA_ARG_CTX_SIZE": "8k"},
+        "LLAMA_ARG_CTX_SIZE=8k",
+        "int",
+        "-hf r:q",
+        {"LLAMA_ARG_CTX_SIZE": "8192"},
+        id="llamacpp-env-type",
+    ),
+    # --- Ollama 0.35.1 ---
+    pytest.param(
+        "ollama",
+        "serve --verbose",
+        {},
+        "args `serve --verbose`",
+        "serve",
+        "serve",
+        {},
+        id="ollama-flag",
+    ),
+    pytest.param("ollama", "run", {}, "args `run`", "serve", "serve", {}, id="ollama-subcommand"),
+    pytest.param(
+        "ollama",
+        "serve",
+        {"OLLAMA_FOO": "1"},
+        "environment variable OLLAMA_FOO",
+        "remove",
+        "serve",
+        {"OLLAMA_NUM_PARALLEL": "4"},
+        id="ollama-env",
+    ),
+    pytest.param(
+        "ollama",
+        "serve",
+        {"OLLAMA_NUM_PARALLEL": "four"},
+        "OLLAMA_NUM_PARALLEL=four",
+        "uint",
+        "serve",
+        {"OLLAMA_NUM_PARALLEL": "4"},
+        id="ollama-env-type",
+    ),
+    pytest.param(
+        "ollama",
+        "serve",
+        {"OLLAMA_KEEP_ALIVE": "forever"},
+        "OLLAMA_KEEP_ALIVE=forever",
+        "duration",
+        "serve",
+        {"OLLAMA_KEEP_ALIVE": "-1"},
+        id="ollama-duration",
+    ),
+    # --- ComfyUI ---
+    pytest.param(
+        "comfyui",
+        comfy_script("--listen 0.0.0.0 --prot 8188"),
+        {},
+        "flag --prot",
+        "--port",
+        comfy_script("--listen 0.0.0.0 --port 8188"),
+        {},
+        id="comfyui-flag",
+    ),
+    pytest.param(
+        "comfyui",
+        comfy_script("--default-hashing-function md4"),
+        {},
+        "--default-hashing-function md4",
+        "sha256",
+        comfy_script("--default-hashing-function sha256"),
+        {},
+        id="comfyui-choice",
+    ),
+    pytest.param(
+        "comfyui",
+        comfy_script("--port 8188"),
+        {"COMFYUI_FOO": "1"},
+        "environment variable COMFYUI_FOO",
+        "remove",
+        comfy_script("--port 8188", 'echo "$COMFYUI_FOO"\n'),
+        {"COMFYUI_FOO": "1"},
+        id="comfyui-env-the-script-reads",
+    ),
+    pytest.param(
+        "comfyui",
+        shlex.join(["bash", "-c", "python main.py --port 8188"]),
+        {},
+        "never execs",
+        "exec",
+        comfy_script("--port 8188"),
+        {},
+        id="comfyui-no-exec",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("engine", "args", "env", "what", "hint", "good_args", "good_env"), REFUSED
+)
+def test_the_pinned_engine_refuses_and_accepts(
+    engine: str,
+    args: str,
+    env: dict[str, str],
+    what: str,
+    hint: str,
+    good_args: str,
+    good_env: dict[str, str],
+) -> None:
+    refused = check(engine, args, env)
+    assert len(refused) == 1, refused
+    assert what in refused[0].what
+    assert hint in refused[0].accepts + " " + refused[0].fix
+    assert check(engine, good_args, good_env) == ()
+
+
+@pytest.mark.parametrize("engine", [str(r) for r in RECIPES])
+def test_a_health_path_the_engine_does_not_serve_is_refused(engine: str) -> None:
+    args = {
+        "sglang": SGLANG,
+        "vllm": "org/m",
+        "llamacpp": "-hf r:q",
+        "ollama": "serve",
+        "comfyui": comfy_script("--port 8188"),
+    }[engine]
+    (refusal,) = check(engine, args, health="/healthz")
+    assert refusal.what == "health path /healthz"
+    assert facts(engine).health_path in refusal.accepts
+    assert check(engine, args) == ()
+
+
+def test_a_refusal_of_an_unknown_flag_points_at_the_closest_spellings() -> None:
+    (refusal,) = check("sglang", SGLANG + "--max-running-request 4")
+    assert "--max-running-requests" in refusal.accepts
+
+
+# ---- every launch the catalog can produce -----------------------------------------------------
+
+
+def catalog_options() -> Iterator[tuple[str, ServeOptions]]:
+    """Defaults, speculative decoding on and off, and context/concurrency overrides."""
+    yield "defaults", ServeOptions(hf_token_configured=True)
+    yield "no-spec", ServeOptions(hf_token_configured=True, spec_decode_enabled=False)
+    yield "eagle-head", ServeOptions(hf_token_configured=True, eagle3_head="org/eagle3-head")
+    yield (
+        "overrides",
+        ServeOptions(hf_token_configured=True, context_tokens=4096, concurrency=4, min_sequences=2),
+    )
+
+
+def refusals_of(reg: Registry, model_id: str, options: ServeOptions) -> tuple[int, list[str]]:
+    resolution = resolve(reg, model_id, options)
+    found = []
+    for placement in resolution.placements:
+        pod = placement.pod
+        engine = placement.recipe.runtime
+        launch = Launch(pod.args, pod.env, pod.health_path, pod.secret_env)
+        found += [
+            f"{placement.label}: {r.what}"
+            for r in check_launch(
+                launch, reg.engine_options[engine], entrypoint=placement.image.entrypoint
+            )
+        ]
+    return len(resolution.placements), found
+
+
+@pytest.mark.parametrize(
+    ("label", "options"), list(catalog_options()), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_every_placement_of_every_servable_catalog_model_is_accepted(
+    label: str, options: ServeOptions
+) -> None:
+    reg = real_registry()
+    checked = 0
+    for m in reg.models:
+        placements, refused = refusals_of(reg, m.id, options)
+        assert refused == [], (m.id, refused)
+        checked += placements
+    assert checked > 50  # the catalog's servable models over their ranked placements
+
+
+SPEC_MODELS = [
+    pytest.param({"spec_decode": "draft", "draft_model": "org/draft"}, id="draft"),
+    pytest.param({"spec_decode": "eagle3", "draft_model": "org/eagle3", "K": 5}, id="eagle3"),
+    pytest.param({"spec_decode": "p-eagle", "draft_model": "org/p-eagle"}, id="p-eagle"),
+    pytest.param({"spec_decode": "mtp"}, id="mtp"),
+]
+
+
+@pytest.mark.parametrize("speed", SPEC_MODELS)
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_speculative_decoding_flags_of_every_method_are_accepted(
+    engine: str, speed: dict[str, object]
+) -> None:
+    m = sglang_model(
+        "spec", vram_gb=16, runtimes=[engine], speed=speed, reasoning_parser={engine: "qwen3"}
+    )
+    reg = registry([m], engine_options=real_registry().engine_options)
+    placements, refused = refusals_of(reg, "spec", ServeOptions(hf_token_configured=True))
+    assert placements and refused == []
+    pod = resolve(reg, "spec", ServeOptions()).placements[0].pod
+    if speed["spec_decode"] != "mtp":
+        assert "--speculative" in pod.args  # the flags were really there to be checked
+
+
+def shared_plan(models: list[str]) -> FleetPlan:
+    reg = real_registry()
+    return plan_fleet(reg, settings(models=models, colocate=True), stack="test")
+
+
+@pytest.mark.parametrize(
+    "models",
+    [
+        pytest.param(["qwen3-8b", "llama-3.2-1b"], id="ollama"),
+        pytest.param(["sdxl-1.0", "stable-audio-open-1.0", "ace-step-v1-3.5b"], id="comfyui"),
+    ],
+)
+def test_co_located_groups_launch_as_their_engine_accepts(models: list[str]) -> None:
+    fleet = shared_plan(models)
+    assert any(p.shared for p in fleet.pods), "the group did not share a pod"
+    assert [p for p in fleet.problems if p.rule == "launch-rejected"] == []
+
+
+def test_the_check_sees_the_real_vllm_speculative_config_keys() -> None:
+    spec = facts("vllm").flag_index["--speculative-config"]
+    assert spec.json_fields is not None
+    assert {"method", "model", "num_speculative_tokens", "parallel_drafting"} <= set(
+        spec.json_fields
+    )
+    assert json.dumps("eagle3")[1:-1] in (spec.json_fields["method"].choices or ())

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit", "launch_check"),
     ("speed",),
     ("recipes",),
+    ("ranking",),
     ("resolver", "settings", "seeding", "environment"),
     ("registry_files", "stack_file", "endpoints"),
     ("colocate", "launches"),

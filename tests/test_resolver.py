@@ -13,9 +13,10 @@ from pydantic import ValidationError
 
 import frutebox_infra.recipes as recipes_pkg
 from frutebox_infra.fit import estimate
+from frutebox_infra.ranking import fit_request, image_gpu_problem
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
 from frutebox_infra.registry import Cloud, Image, Model, Runtime
-from frutebox_infra.resolver import Resolution, fit_request, image_gpu_problem, resolve
+from frutebox_infra.resolver import Resolution, resolve
 from tests.factories import (
     GB,
     GIB,

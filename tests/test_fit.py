@@ -1,4 +1,4 @@
-"""The fit model (SPEC §4): KV bytes per token, engine memory pools, and the worked checks."""
+"""The fit model: KV bytes per token, engine memory pools, and the worked checks."""
 
 from __future__ import annotations
 
@@ -230,7 +230,7 @@ def test_vllm_reserves_more_activation_memory_for_moe() -> None:
     assert lost == pytest.approx(2.5 * GIB, rel=1e-3)
 
 
-# ---- the SPEC's worked checks ---------------------------------------------------------------
+# ---- the brief's worked checks --------------------------------------------------------------
 
 
 def test_qwen3_32b_bf16_on_one_h100_with_vllm_does_not_hold_one_sequence() -> None:

@@ -102,10 +102,11 @@ deploy step's HTTP client, the schema validator, the CLI, the diff, git reading 
 emulator)."""
 
 STARTUP_PROBE = f"""\
-import json, time
+import gc, json, time
 LAZY = {LAZY!r}
 t0 = time.perf_counter()
 import pulumi
+gc.freeze()  # as __main__.py does
 t1 = time.perf_counter()
 import pulumi_command.local
 t2 = time.perf_counter()

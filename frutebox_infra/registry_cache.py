@@ -73,8 +73,8 @@ def store(directory: Path, key: str, registry: Registry) -> None:
         os.replace(tmp, directory / f"{key}.pickle")
         tmp = None
         _prune(directory)
-    except OSError:
-        pass
+    except (OSError, pickle.PicklingError, TypeError):
+        pass  # unwritable, full, or an object pickle refuses: validated again next time
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)

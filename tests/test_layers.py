@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recipes",),
     ("ranking",),
     ("resolver", "settings", "seeding", "environment"),
-    ("registry_files", "stack_file", "endpoints"),
+    ("registry_cache", "registry_files", "stack_file", "endpoints"),
     ("colocate", "launches"),
     ("plan",),
     ("deploy_requests",),

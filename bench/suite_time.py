@@ -6,8 +6,9 @@ after the other, and prints each phase's wall time: ruff, mypy, go test, pytest'
 `tools/dev test` runs it. The targets (issue 23): the fast part <= 60 s, the whole <= 8 min.
 
 By default every cache a fresh clone lacks is bypassed, because the targets mean the first
-run on a fresh clone: mypy gets an empty cache directory, go test `-count=1` (no cached test
-results; the Go build cache is per machine, warm on a clone too), pytest no cacheprovider.
+run on a fresh clone: ruff `--no-cache`, mypy an empty cache directory, go test `-count=1`
+(no cached test results; the Go build cache is per machine, warm on a clone too), pytest
+without its cacheprovider.
 `--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
 that fails is reported FAILED and the script exits 1.
 
@@ -56,7 +57,8 @@ class Timing:
 
 
 def phases(*, quick: bool, warm: bool, mypy_cache: str) -> list[Phase]:
-    ruff = Phase("ruff", [str(VENV_BIN / "ruff"), "check", "."])
+    ruff_cache = [] if warm else ["--no-cache"]
+    ruff = Phase("ruff", [str(VENV_BIN / "ruff"), "check", ".", *ruff_cache])
     if quick:
         return [ruff, Phase("pytest (one module)", [*PYTEST, QUICK_MODULE])]
     mypy = [str(VENV_BIN / "mypy"), *([] if warm else ["--cache-dir", mypy_cache])]
@@ -86,8 +88,7 @@ def verdict(seconds: float, target: float) -> str:
 
 def report(timings: Sequence[Timing], *, quick: bool) -> None:
     rows = [
-        [t.phase.name, f"{t.seconds:.1f}", "ok" if t.ok else "FAILED", t.tail[:70]]
-        for t in timings
+        [t.phase.name, f"{t.seconds:.1f}", "ok" if t.ok else "FAILED", t.tail[:70]] for t in timings
     ]
     total = sum(t.seconds for t in timings)
     rows.append(["total", f"{total:.1f}", "", ""])

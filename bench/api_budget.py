@@ -14,11 +14,14 @@ in emulated time: what the same `up` would send to RunPod. Three deploys:
 RunPod's quotas (docs "Rate limits"; the OpenAPI RateLimit-Policy example): 60 requests a
 minute and 3000 an hour per user; the emulator enforces them, so a 429 would show below.
 
-Run: .venv/bin/python bench/api_budget.py
+Run: .venv/bin/python bench/api_budget.py [--quick]
+  --quick: one crash-looping LLM and a 2-pod fleet, the same code path in seconds, for CI
+  (exits non-zero if a deploy breaks; nothing is judged).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -38,6 +41,7 @@ from frutebox_infra.stack_file import load_settings, stack_file
 SCALE = 100.0
 QUOTA_PER_MINUTE, QUOTA_PER_HOUR = 60, 3000
 FLEET_PODS = 20
+QUICK_FLEET_PODS = 2
 CRASHING = ("qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6")
 """The prod models whose launch crash-loops in the third deploy: the pods read once a restart
 is seen (`restart_check_s`) must stay inside the quota too."""
@@ -73,7 +77,7 @@ def budget(emulator: RunningEmulator) -> dict[str, Any]:
     }
 
 
-def prod_up(*, crash_looping: bool = False) -> dict[str, Any]:
+def prod_up(*, crash_looping: bool = False, crashing: Sequence[str] = CRASHING) -> dict[str, Any]:
     registry = load_registry()
     settings = load_settings(stack_file("prod"))
     plan = plan_fleet(registry, settings, stack="prod")
@@ -84,7 +88,7 @@ def prod_up(*, crash_looping: bool = False) -> dict[str, Any]:
         ids = {"volume_id": volume["volumeId"], "owner": volume["owner"]}
         models = [m for m in plan.models if m.placement is not None]
         if crash_looping:
-            models = [m for m in models if m.model_id in CRASHING]
+            models = [m for m in models if m.model_id in crashing]
             crash = [{"op": "pods.create", "action": FaultAction.CRASH_LOOP.value}] * len(models)
             emulator.app.faults.add(parse_faults(crash))
         requests = [pod_request(m, settings, stack="prod", **ids).to_json() for m in models]
@@ -126,12 +130,24 @@ def fleet_up(pods: int) -> dict[str, Any]:
 
 
 def main_() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one crash loop, 2 pods: for CI")
+    quick = parser.parse_args().quick
     heading(
         f"RunPod API calls of a deploy, emulated time (clock x{SCALE:g}); quotas"
         f" {QUOTA_PER_MINUTE}/min, {QUOTA_PER_HOUR}/h"
     )
     rows = []
-    for figures in (prod_up(), prod_up(crash_looping=True), fleet_up(FLEET_PODS)):
+    deploys = (
+        (
+            lambda: prod_up(crash_looping=True, crashing=CRASHING[:1]),
+            lambda: fleet_up(QUICK_FLEET_PODS),
+        )
+        if quick
+        else (prod_up, lambda: prod_up(crash_looping=True), lambda: fleet_up(FLEET_PODS))
+    )
+    for deploy in deploys:
+        figures = deploy()
         rows.append(
             [
                 figures["what"],

@@ -6,11 +6,13 @@ planner (exact subset search up to `EXACT_LIMIT` models per class), the greedy h
 uses beyond that bound, and a brute force over every set partition (Bell(n) of them). The
 ratio is the grouping's best-case $/h over the brute force's: 1.000 is optimal.
 
-Run: .venv/bin/python bench/colocation.py   (about a minute)
+Run: .venv/bin/python bench/colocation.py [--quick]   (about a minute)
+  --quick: two fleets of 3 and 5 models and one of 20, the same code path in seconds, for CI.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import sys
@@ -30,6 +32,7 @@ from frutebox_infra.stack_file import parse_settings
 SIZES = (3, 5, 7, 8)
 FLEETS_PER_SIZE = 8
 LARGE_SIZES = (20, 40)
+QUICK_SIZES, QUICK_FLEETS_PER_SIZE, QUICK_LARGE_SIZES = (3, 5), 2, (20,)
 
 
 def fleet(catalog: Registry, rng: random.Random, n: int) -> tuple[Registry, StackSettings]:
@@ -95,15 +98,23 @@ def grouped(reg: Registry, settings: StackSettings, ms: list[Member], *, greedy:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small fleets, few: for CI")
+    quick = parser.parse_args().quick
+    sizes, per_size, large_sizes = (
+        (QUICK_SIZES, QUICK_FLEETS_PER_SIZE, QUICK_LARGE_SIZES)
+        if quick
+        else (SIZES, FLEETS_PER_SIZE, LARGE_SIZES)
+    )
     catalog = load_registry()
     rng = random.Random(17)
     rows = []
     worst = {"exact": 1.0, "greedy": 1.0}
-    for n in SIZES:
+    for n in sizes:
         ratios: dict[str, list[float]] = {"exact": [], "greedy": []}
         apart: list[float] = []
         seconds = {"exact": 0.0, "greedy": 0.0, "brute": 0.0}
-        for _ in range(FLEETS_PER_SIZE):
+        for _ in range(per_size):
             reg, settings = fleet(catalog, rng, n)
             ms = members(reg, settings)
             t_brute, best = timed(partial(brute_force, reg, settings, ms))
@@ -117,13 +128,13 @@ def main() -> int:
         rows.append(
             [
                 str(n),
-                str(FLEETS_PER_SIZE),
+                str(per_size),
                 f"{max(ratios['exact']):.3f}",
                 f"{statistics.mean(ratios['greedy']):.3f} / {max(ratios['greedy']):.3f}",
                 f"{statistics.mean(apart):.2f}",
-                f"{seconds['exact'] / FLEETS_PER_SIZE * 1000:.1f} ms",
-                f"{seconds['greedy'] / FLEETS_PER_SIZE * 1000:.1f} ms",
-                f"{seconds['brute'] / FLEETS_PER_SIZE * 1000:.1f} ms",
+                f"{seconds['exact'] / per_size * 1000:.1f} ms",
+                f"{seconds['greedy'] / per_size * 1000:.1f} ms",
+                f"{seconds['brute'] / per_size * 1000:.1f} ms",
             ]
         )
     heading("grouping $/h over brute force (1.000 = optimal), random small Ollama fleets")
@@ -135,7 +146,7 @@ def main() -> int:
     print(f"worst ratio: planner {worst['exact']:.3f}, greedy heuristic {worst['greedy']:.3f}")
     heading("beyond the exact bound (greedy): saving against a pod each, and time")
     large_rows = []
-    for n in LARGE_SIZES:
+    for n in large_sizes:
         reg, settings = fleet(catalog, rng, n)
         ms = members(reg, settings)
         t, got = timed(partial(grouped, reg, settings, ms, greedy=False))

@@ -10,11 +10,13 @@ Last, what co-location saves (small models of one engine sharing a pod when chea
 the stack itself and on a fleet of 20 small models (the catalog's Ollama and ComfyUI models
 cloned under fresh ids), each planned with `colocate` off and on.
 
-Run: .venv/bin/python bench/fleet_cost.py [STACK]   (default prod)
+Run: .venv/bin/python bench/fleet_cost.py [--quick] [STACK]   (default prod)
+  --quick: the dev stack and a 4-model small fleet, the same code path, for CI.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from _common import Verdict, heading, judge, price, print_table, synthetic_registry
@@ -30,6 +32,7 @@ from frutebox_infra.stack_file import load_settings, parse_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
 SMALL_FLEET = 20
+QUICK_STACK, QUICK_SMALL_FLEET = "dev", 4
 SMALL_TEMPLATES = ("qwen3-8b", "llama-3.2-1b", "sdxl-1.0", "stable-audio-open-1.5")
 
 
@@ -58,7 +61,12 @@ def naive_verdict(plan: ModelPlan, settings: StackSettings, gpu: Gpu, count: int
 
 
 def main() -> int:
-    stack = sys.argv[1] if len(sys.argv) > 1 else "prod"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="dev and 4 small models: for CI")
+    parser.add_argument("stack", nargs="?", help="the stack to price (default prod)")
+    args = parser.parse_args()
+    stack = args.stack or (QUICK_STACK if args.quick else "prod")
+    small_fleet = QUICK_SMALL_FLEET if args.quick else SMALL_FLEET
     registry = load_registry()
     settings = load_settings(stack_file(stack))
     plan = plan_fleet(registry, settings, stack=stack)
@@ -137,14 +145,14 @@ def main() -> int:
         f" {len(plan.models)}"
         + (" (the naive total counts them anyway: it is a lower bound)" if naive_failures else "")
     )
-    colocation(registry, settings, stack)
+    colocation(registry, settings, stack, small_fleet)
     return 0
 
 
-def colocation(registry: Registry, settings: StackSettings, stack: str) -> None:
-    """Pods and $/h with one pod per model against co-location, on the stack and 20 small."""
+def colocation(registry: Registry, settings: StackSettings, stack: str, small_fleet: int) -> None:
+    """Pods and $/h with one pod per model against co-location, on the stack and small ones."""
     templates = [m for m in registry.models if m.id in SMALL_TEMPLATES]
-    small = synthetic_registry(registry, templates, SMALL_FLEET)
+    small = synthetic_registry(registry, templates, small_fleet)
     small_settings = parse_settings(
         {
             "models": [m.id for m in small.models],
@@ -157,7 +165,7 @@ def colocation(registry: Registry, settings: StackSettings, stack: str) -> None:
     rows = []
     env = Environment(hf_token=True)
     for label, reg, base in ((f"stack {stack}", registry, settings),
-                             (f"{SMALL_FLEET} small models", small, small_settings)):  # fmt: skip
+                             (f"{small_fleet} small models", small, small_settings)):  # fmt: skip
         apart = plan_fleet(reg, base.model_copy(update={"colocate": False}), stack=stack,
                            environment=env)  # fmt: skip
         shared = plan_fleet(reg, base.model_copy(update={"colocate": True}), stack=stack,

@@ -14,11 +14,13 @@ nothing: the worst ratio must be 1.000, and both must agree on when there is no 
 The grid's concurrency N sets both the engine's concurrency and the minimum number of
 full-context sequences (llama.cpp/Ollama must hold every slot; SGLang/vLLM at least N).
 
-Run: .venv/bin/python bench/placement_optimality.py
+Run: .venv/bin/python bench/placement_optimality.py [--quick]
+  --quick: one grid point (4K context, concurrency 1), the same checks, for CI.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 
@@ -35,6 +37,7 @@ from frutebox_infra.stack_file import parse_settings
 CONTEXTS = (4096, 16384, 32768, 65536, 131072)
 CONCURRENCIES = (1, 4, 16)
 MAX_COUNT = 8
+QUICK_CONTEXTS, QUICK_CONCURRENCIES = CONTEXTS[:1], CONCURRENCIES[:1]
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,16 @@ def brute_force(registry: Registry, model_id: str, options: ServeOptions) -> Bes
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one grid point: for CI")
+    quick = parser.parse_args().quick
+    contexts = QUICK_CONTEXTS if quick else CONTEXTS
+    concurrencies = QUICK_CONCURRENCIES if quick else CONCURRENCIES
     registry = load_registry()
     ids = engine_models(registry)
     print(f"models with an engine: {len(ids)} ({', '.join(ids)})")
     print(
-        f"grid: contexts {', '.join(map(str, CONTEXTS))} x concurrency {CONCURRENCIES};"
+        f"grid: contexts {', '.join(map(str, contexts))} x concurrency {concurrencies};"
         f" brute force over {len(registry.gpus)} GPU types x counts 1..{MAX_COUNT}"
     )
     cells: dict[tuple[str, int], dict[int, str]] = {}
@@ -115,8 +123,8 @@ def main() -> int:
     worst = 1.0
     cases = both_none = refused = 0
     disagreements: list[str] = []
-    for context in CONTEXTS:
-        for n in CONCURRENCIES:
+    for context in contexts:
+        for n in concurrencies:
             plan = plan_fleet(registry, stack(registry, ids, context, n), stack="bench")
             for model_plan in plan.models:
                 cases += 1
@@ -158,9 +166,9 @@ def main() -> int:
         " result is shown only where it differs; ~ = coarse estimate"
     )
     print_table(
-        ["MODEL", "ENGINE", "CONTEXT", *(f"N={n}" for n in CONCURRENCIES)],
+        ["MODEL", "ENGINE", "CONTEXT", *(f"N={n}" for n in concurrencies)],
         [
-            [mid, engines[mid], str(context), *(by_n[n] for n in CONCURRENCIES)]
+            [mid, engines[mid], str(context), *(by_n[n] for n in concurrencies)]
             for (mid, context), by_n in sorted(cells.items())
         ],
     )

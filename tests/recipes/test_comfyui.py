@@ -245,7 +245,8 @@ class _Files(BaseHTTPRequestHandler):
 def files() -> Iterator[tuple[type[_Files], str]]:
     handler = type("Files", (_Files,), {"failing": False, "log": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the serving loop's next look at its flag.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield handler, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -384,7 +385,7 @@ def test_launch_installs_the_release_once_then_execs_comfyui_on_the_volume(
             self.wfile.write(tarball)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Release)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         assert run_launch(tmp_path, base) == 0

@@ -1,0 +1,126 @@
+"""How long `tools/dev test` takes, phase by phase, against the targets (fast part, total).
+
+Runs the phases `tools/dev test` runs, with the same commands, on the current checkout, one
+after the other, and prints each phase's wall time: ruff, mypy, go test, pytest's fast part
+(`-m "not engine"`) and its engine part (`-m engine`), pytest on one worker per core as
+`tools/dev test` runs it. The targets (issue 23): the fast part <= 60 s, the whole <= 8 min.
+
+By default every cache a fresh clone lacks is bypassed, because the targets mean the first
+run on a fresh clone: ruff `--no-cache`, mypy an empty cache directory, go test `-count=1`
+(no cached test results; the Go build cache is per machine, warm on a clone too), pytest
+without its cacheprovider.
+`--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
+that fails is reported FAILED and the script exits 1.
+
+Run: .venv/bin/python bench/suite_time.py [--quick] [--warm]   (about 7 min on 2 cores)
+  --quick: ruff and one small test module on every core, the same code path in seconds, for
+  CI (the targets are judged on the full run only).
+  On a fresh clone: `git clone <repo> /tmp/fresh && cd /tmp/fresh && tools/dev setup &&
+  .venv/bin/python bench/suite_time.py` (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from _common import heading, print_table
+
+from frutebox_infra.paths import REPO_ROOT
+from frutebox_infra.toolchain import hermetic_env
+
+TARGET_FAST_S = 60.0
+TARGET_TOTAL_S = 8 * 60.0
+VENV_BIN = REPO_ROOT / ".venv" / "bin"
+PYTEST = [str(VENV_BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-n", "auto"]
+QUICK_MODULE = "tests/test_shell_words.py"
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    argv: list[str]
+    cwd: str = str(REPO_ROOT)
+
+
+@dataclass(frozen=True)
+class Timing:
+    phase: Phase
+    seconds: float
+    ok: bool
+    tail: str
+
+
+def phases(*, quick: bool, warm: bool, mypy_cache: str) -> list[Phase]:
+    ruff_cache = [] if warm else ["--no-cache"]
+    ruff = Phase("ruff", [str(VENV_BIN / "ruff"), "check", ".", *ruff_cache])
+    if quick:
+        return [ruff, Phase("pytest (one module)", [*PYTEST, QUICK_MODULE])]
+    mypy = [str(VENV_BIN / "mypy"), *([] if warm else ["--cache-dir", mypy_cache])]
+    go = ["go", "test", *([] if warm else ["-count=1"]), "./cmd/..."]
+    return [
+        ruff,
+        Phase("mypy", mypy),
+        Phase("go test", go, cwd=str(REPO_ROOT / "tools" / "pulumi")),
+        Phase("pytest fast part", [*PYTEST, "-m", "not engine"]),
+        Phase("pytest engine part", [*PYTEST, "-m", "engine"]),
+    ]
+
+
+def run(phase: Phase, env: dict[str, str]) -> Timing:
+    started = time.monotonic()
+    proc = subprocess.run(
+        phase.argv, cwd=phase.cwd, env=env, capture_output=True, text=True, check=False
+    )
+    seconds = time.monotonic() - started
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return Timing(phase, seconds, proc.returncode == 0, lines[-1] if lines else "")
+
+
+def verdict(seconds: float, target: float) -> str:
+    return "MET" if seconds <= target else "MISSED"
+
+
+def report(timings: Sequence[Timing], *, quick: bool) -> None:
+    rows = [
+        [t.phase.name, f"{t.seconds:.1f}", "ok" if t.ok else "FAILED", t.tail[:70]] for t in timings
+    ]
+    total = sum(t.seconds for t in timings)
+    rows.append(["total", f"{total:.1f}", "", ""])
+    print_table(["PHASE", "SECONDS", "RESULT", "LAST LINE"], rows)
+    heading("targets" + (" (judged on the full run only)" if quick else ""))
+    if quick:
+        minutes = TARGET_TOTAL_S / 60
+        print(f"pytest fast part <= {TARGET_FAST_S:.0f} s, tools/dev test <= {minutes:.0f} min")
+        return
+    fast = next(t.seconds for t in timings if t.phase.name == "pytest fast part")
+    print(f"pytest fast part: {fast:.1f} s (target <= {TARGET_FAST_S:.0f} s):"
+          f" {verdict(fast, TARGET_FAST_S)}")  # fmt: skip
+    print(f"tools/dev test: {total:.1f} s = {total / 60:.1f} min (target <= "
+          f"{TARGET_TOTAL_S / 60:.0f} min): {verdict(total, TARGET_TOTAL_S)}")  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="ruff and one module: for CI")
+    parser.add_argument("--warm", action="store_true", help="keep mypy's and go's caches")
+    args = parser.parse_args()
+    env = hermetic_env()
+    caches = "the checkout's caches" if args.warm else "no mypy cache, no go test cache"
+    heading(f"tools/dev test, phase by phase ({caches}), pytest on every core")
+    with tempfile.TemporaryDirectory(prefix="suite-time-mypy-") as mypy_cache:
+        timings = []
+        for phase in phases(quick=args.quick, warm=args.warm, mypy_cache=mypy_cache):
+            timings.append(run(phase, env))
+            print(f"  {phase.name}: {timings[-1].seconds:.1f} s", flush=True)
+    report(timings, quick=args.quick)
+    return 0 if all(t.ok for t in timings) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -39,6 +39,8 @@ class Environment:
         min_sequences_pinned: bool = False,
         hf_token: bool = False,
         spec_decode: bool = True,
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> ServeOptions:
         """A model's serving targets; secrets and switches from the stack or the environment."""
         return ServeOptions(
@@ -49,6 +51,8 @@ class Environment:
             hf_token_configured=hf_token or self.hf_token,
             spec_decode_enabled=spec_decode and self.spec_decode,
             eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
         )
 
 

@@ -7,13 +7,16 @@ reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate
-from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, PodSpec, Recipe
+from frutebox_infra.placement_speed import Speed, placement_speed
+from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
+from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry, Runtime
+from frutebox_infra.speed_facts import SpeedFacts
 
 DEFAULT_OPTIONS = ServeOptions()
 
@@ -54,11 +57,19 @@ class PlacementOption:
     model: Model = field(compare=False, repr=False)
     image: Image = field(compare=False, repr=False)
     serving: Serving = field(compare=False, repr=False)
+    speed_facts: SpeedFacts | None = field(default=None, compare=False, repr=False)
+    """registry/speed.yaml's calibration; None gives no speed estimate."""
 
     @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
         return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+
+    @cached_property
+    def speed(self) -> Speed:
+        """Estimated on first use, like the pod: only where a floor or a report asks."""
+        return placement_speed(self.recipe, self.model, self.serving, self.gpu, self.count,
+                               self.usd_per_hour, self.speed_facts)  # fmt: skip
 
     @property
     def total_vram_gb(self) -> int:
@@ -99,12 +110,15 @@ def resolve(
     *,
     cloud: Cloud = Cloud.SECURE,
     gpu_id: str | None = None,
+    gpu_count: int | None = None,
+    engine: str | None = None,
 ) -> Resolution:
-    """Resolve `model_id`; `gpu_id` pins the placement to one GPU type."""
+    """Resolve `model_id`; `gpu_id` pins the placement to one GPU type, `gpu_count` to one
+    count, and `engine` to one of the model's runtimes."""
     model = registry.model(model_id)
     if model is None:
         return Resolution(model_id, problem=_unknown(model_id))
-    problem, recipe = _engine_for(model)
+    problem, recipe = _engine_for(model) if engine is None else _pinned_engine(model, engine)
     if problem is not None or recipe is None:
         return Resolution(model_id, model, problem=problem)
     image = registry.images.get(recipe.runtime)
@@ -132,10 +146,22 @@ def resolve(
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
+    if serving.token_context and options.prompt_tokens is not None:
+        serving = replace(
+            serving, prompt_tokens=options.prompt_tokens, output_tokens=options.output_tokens
+        )
+        too_long = _workload_problem(model, serving)
+        if too_long is not None:
+            return Resolution(model_id, model, recipe, image, serving, too_long)
     warnings = _renamed(model, model_id) + list(serving.warnings)
     warnings += _source_warnings(model, recipe, image)
-    considered, placements = _rank(registry, model, recipe, image, serving, options, cloud, gpu_id)
-    problem = None if placements else _no_placement(model, recipe, serving, considered, gpu_id)
+    counts = (gpu_count,) if gpu_count is not None else None
+    considered, placements = _rank(
+        registry, model, recipe, image, serving, options, cloud, gpu_id, counts
+    )
+    problem = (
+        None if placements else _no_placement(model, recipe, serving, considered, gpu_id, counts)
+    )
     if placements:
         warnings += placements[0].pod.notes
     return Resolution(
@@ -193,6 +219,48 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     ), None
 
 
+def _pinned_engine(model: Model, engine: str) -> tuple[PlanProblem | None, Recipe | None]:
+    """The engine an override names, when the model declares it and we have its recipe."""
+    key = f"frutebox-infra:overrides.{model.id}.engine"
+    declared = ", ".join(model.runtimes) or "none"
+    if engine not in model.runtimes:
+        return PlanProblem(
+            "override-refused",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, which is not among the"
+            f" runtimes registry/models.yaml gives it ({declared})",
+            f"set {key} to one of {declared}, or remove it",
+        ), None
+    recipe = RECIPES.get(Runtime(engine))
+    if recipe is None:
+        return PlanProblem(
+            "no-engine",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, and we build serving"
+            f" commands only for {', '.join(sorted(SERVABLE_RUNTIMES))}",
+            f"set {key} to one of those, or remove it",
+        ), None
+    missing = recipe.missing(model)
+    if missing is not None:
+        return PlanProblem(
+            "no-recipe",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, but {missing}",
+            f"add those facts to {model.id} in registry/models.yaml, or remove {key}",
+        ), None
+    return None, recipe
+
+
+def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
+    prompt, output = serving.prompt_tokens or 0, serving.output_tokens or 0
+    if prompt + output <= serving.context_tokens:
+        return None
+    return PlanProblem(
+        "workload-too-long",
+        f"{model.id}: a request of promptTokens {prompt} + outputTokens {output} is longer than"
+        f" the {serving.context_tokens} tokens of context it is served with",
+        f"lower frutebox-infra:promptTokens or outputTokens, or raise"
+        f" frutebox-infra:overrides.{model.id}.context",
+    )
+
+
 def _rank(
     registry: Registry,
     model: Model,
@@ -202,15 +270,17 @@ def _rank(
     options: ServeOptions,
     cloud: Cloud,
     gpu_id: str | None,
+    counts: Sequence[int] | None = None,
 ) -> tuple[tuple[Candidate, ...], tuple[PlacementOption, ...]]:
-    """Per GPU type, the smallest count that fits; then cheapest first (then less VRAM)."""
+    """Per GPU type, the smallest count (of `counts`, else any) that fits; then cheapest first
+    (then less VRAM)."""
     considered: list[Candidate] = []
     placements: list[PlacementOption] = []
     for gpu in registry.gpus:
         if gpu_id is not None and gpu.id != gpu_id:
             continue
         candidate, placement = _smallest_fitting(
-            registry, model, recipe, image, serving, gpu, options, cloud
+            registry, model, recipe, image, serving, gpu, options, cloud, counts
         )
         considered.append(candidate)
         if placement is not None:
@@ -228,6 +298,7 @@ def _smallest_fitting(
     gpu: Gpu,
     options: ServeOptions,
     cloud: Cloud,
+    counts: Sequence[int] | None = None,
 ) -> tuple[Candidate, PlacementOption | None]:
     price = gpu_price(gpu, cloud)
     if price is None:
@@ -238,8 +309,11 @@ def _smallest_fitting(
     if cannot_drive is not None:
         return Candidate(gpu, None, None, None, cannot_drive), None
     request = fit_request(model, recipe, serving, options, gpu)
+    top = min(gpu.max_count, registry.max_gpus_per_pod)
     last: Candidate = Candidate(gpu, None, None, None, "no GPU count allowed")
-    for count in range(1, min(gpu.max_count, registry.max_gpus_per_pod) + 1):
+    if counts is not None and any(c > top for c in counts):
+        last = Candidate(gpu, None, None, None, f"at most {top} per pod")
+    for count in range(1, top + 1) if counts is None else [c for c in counts if c <= top]:
         reason = recipe.count_problem(model, count)
         if reason is not None:
             if last.fit is None:
@@ -248,10 +322,24 @@ def _smallest_fitting(
         fit = estimate(request, gpu, count)
         cost = round(price * count, 2)
         if fit.fits:
-            placement = PlacementOption(gpu, count, cost, fit, recipe, model, image, serving)
+            placement = PlacementOption(
+                gpu, count, cost, fit, recipe, model, image, serving, registry.speed
+            )
             return Candidate(gpu, count, cost, fit, None), placement
         last = Candidate(gpu, count, cost, fit, fit.reason)
     return last, None
+
+
+def next_larger(
+    registry: Registry, option: PlacementOption, options: ServeOptions, cloud: Cloud
+) -> PlacementOption | None:
+    """The smallest count above `option`'s of the same GPU type that fits, or None."""
+    top = min(option.gpu.max_count, registry.max_gpus_per_pod)
+    _, larger = _smallest_fitting(
+        registry, option.model, option.recipe, option.image, option.serving, option.gpu,
+        options, cloud, range(option.count + 1, top + 1),
+    )  # fmt: skip
+    return larger
 
 
 def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
@@ -324,6 +412,7 @@ def _no_placement(
     serving: Serving,
     considered: tuple[Candidate, ...],
     gpu_id: str | None,
+    counts: Sequence[int] | None = None,
 ) -> PlanProblem:
     fitted = [c for c in considered if c.fit is not None]
     closest = max(
@@ -337,12 +426,14 @@ def _no_placement(
         else ""
     )
     where = f" on {gpu_id}" if gpu_id else ""
+    if counts is not None:
+        where += f" at {', '.join(map(str, counts))} GPUs"
     return PlanProblem(
         "no-placement",
         f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",
         f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
-        " or unpin its GPU",
+        " or unpin its GPU" + (" or its gpuCount" if counts is not None else ""),
     )
 
 

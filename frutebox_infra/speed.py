@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
-from frutebox_infra.registry import Architecture, Gpu, Model, Runtime, SpecDecode, WeightFormat
+from frutebox_infra.registry import (
+    Architecture,
+    ExpertSplit,
+    Gpu,
+    Model,
+    Runtime,
+    SpecDecode,
+    WeightFormat,
+)
 from frutebox_infra.speed_facts import EngineFigures, GpuSpeed, LinkSpeed, SpeedFacts
 
 LAYER_SPLIT_ENGINES = frozenset({Runtime.LLAMACPP, Runtime.OLLAMA})
@@ -118,15 +126,16 @@ def estimate_speed(
     model: Model, placement: Placement, workload: Workload, facts: SpeedFacts | None
 ) -> SpeedEstimate | SpeedUnknown:
     """The decode and prefill speed of `model` on `placement` under `workload`."""
-    problem = _missing(model, placement, facts)
+    # Each fact is looked up once: the planner estimates a few placements of every model.
+    engine = facts.engine(placement.engine) if facts is not None else None
+    split = model.expert_split
+    problem = _missing(model, placement, facts, engine, split)
     if problem is not None:
         return SpeedUnknown(problem)
-    assert facts is not None and placement.gpu.speed is not None
-    engine = facts.engine(placement.engine)
-    assert engine is not None
+    assert facts is not None and placement.gpu.speed is not None and engine is not None
     ctx = _Context(
         placement,
-        _shape(model, placement),
+        _shape(model, placement, split),
         placement.gpu.speed,
         engine,
         facts.links.get(placement.gpu.speed.interconnect.kind),
@@ -201,11 +210,17 @@ def distinct_experts(experts: int, used: int, tokens: int) -> float:
     return experts * (1 - (1 - used / experts) ** tokens)
 
 
-def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None:
+def _missing(
+    model: Model,
+    p: Placement,
+    facts: SpeedFacts | None,
+    engine: EngineFigures | None,
+    split: ExpertSplit | None,
+) -> str | None:
     arch, params = model.architecture, model.parameters
     if facts is None:
         return "registry/speed.yaml is missing: no engine figures to estimate with"
-    if facts.engine(p.engine) is None:
+    if engine is None:
         return f"registry/speed.yaml has no figures for {p.engine} (no token speed to model)"
     if p.gpu.speed is None:
         return f"registry/gpus.yaml has no speed facts for {p.gpu.name}"
@@ -213,7 +228,7 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
         return f"registry/models.yaml lacks {model.id}'s architecture or parameter counts"
     if arch.hidden_size is None:
         return f"registry/models.yaml lacks {model.id}'s architecture.hidden_size"
-    if arch.moe and model.expert_split is None:
+    if arch.moe and split is None:
         return (
             f"registry/models.yaml lacks {model.id}'s expert structure (experts,"
             " experts_per_token, moe_intermediate_size)"
@@ -223,8 +238,8 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
     return None
 
 
-def _shape(model: Model, p: Placement) -> _Shape:
-    arch, params, split = model.architecture, model.parameters, model.expert_split
+def _shape(model: Model, p: Placement, split: ExpertSplit | None) -> _Shape:
+    arch, params = model.architecture, model.parameters
     assert arch is not None and params is not None
     weight_bytes = p.weights_gb * GB
     uniform = weight_bytes / params.total

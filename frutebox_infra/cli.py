@@ -24,16 +24,24 @@ from frutebox_infra.report.catalog_report import CatalogView
 from frutebox_infra.report.diff_report import DiffView
 from frutebox_infra.report.render import formats, render
 from frutebox_infra.resolver import resolve
+from frutebox_infra.settings import STACK_KEYS
+from frutebox_infra.speed_floor import cheapest_at_floor
 from frutebox_infra.stack_file import load_settings, stack_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
-    resolutions = tuple(
-        resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
-    )
-    print(render(CatalogView(resolutions), Format(args.format)))
+    floor = float(STACK_KEYS["minDecodeTokensPerSecond"].default)
+    resolutions = []
+    at_floor = {}
+    for m in registry.models:
+        options = environment.serve_options(m.id)
+        r = resolve(registry, m.id, options)
+        resolutions.append(r)
+        at_floor[m.id] = cheapest_at_floor(registry, r, options, floor)
+    view = CatalogView(tuple(resolutions), floor, at_floor)
+    print(render(view, Format(args.format)))
     return EXIT_OK
 
 

@@ -23,9 +23,12 @@ VolumeType = Annotated[str, Field(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
 
 
 class _Strict(BaseModel):
-    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on."""
+    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Schemas are built on first use: a preview renders only the volume's request, the deploy
+    step reads only the one it is given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=False)
@@ -89,7 +92,7 @@ class GrowRequest(_Strict):
 class _Result(BaseModel):
     """A result printed earlier and read back (PULUMI_COMMAND_STDOUT): newer keys are fine."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class PreviousPod(_Result):
@@ -98,8 +101,14 @@ class PreviousPod(_Result):
     """The Ollama tags the pod served last time: a member no longer listed is deleted."""
     candidateIndex: int | None = None
     candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
+    applied: dict[str, Any] | None = None
+    """What the pod was last set to (image, args, env without secrets, ports, disk) and the
+    env names the step fills with secrets (`secretEnv`): an update whose new container does
+    not serve is rolled back to it."""
 
 
 class PreviousVolume(_Result):
     volumeId: str
     owner: str | None = None
+    name: str | None = None
+    """The volume's name (`<base>-<owner token>`): a destroy removes any other volume of ours."""

@@ -15,8 +15,8 @@ from frutebox_infra.deploy_contract import (
 )
 from frutebox_infra.launches import pod_specs
 from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
-from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.settings import StackSettings
 
 HEALTH_BASE_S = 900

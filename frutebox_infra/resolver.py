@@ -7,16 +7,12 @@ reported.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
 
-from frutebox_infra.fit import Fit, FitRequest, estimate
-from frutebox_infra.placement_speed import Speed, placement_speed
-from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, PodSpec, Recipe
+from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
+from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry, Runtime
-from frutebox_infra.speed_facts import SpeedFacts
+from frutebox_infra.registry import Cloud, Image, Model, Registry, Runtime
 
 DEFAULT_OPTIONS = ServeOptions()
 
@@ -34,53 +30,6 @@ class PlanProblem:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One GPU type as considered: the smallest count that fits, or why none does."""
-
-    gpu: Gpu
-    count: int | None
-    usd_per_hour: float | None
-    fit: Fit | None
-    rejected: str | None
-
-
-@dataclass(frozen=True)
-class PlacementOption:
-    """A placement that can run the model, with the exact pod it would run."""
-
-    gpu: Gpu
-    count: int
-    usd_per_hour: float
-    """USD per hour for the whole pod (price per GPU x count) in the stack's cloud."""
-    fit: Fit
-    recipe: Recipe = field(compare=False, repr=False)
-    model: Model = field(compare=False, repr=False)
-    image: Image = field(compare=False, repr=False)
-    serving: Serving = field(compare=False, repr=False)
-    speed_facts: SpeedFacts | None = field(default=None, compare=False, repr=False)
-    """registry/speed.yaml's calibration; None gives no speed estimate."""
-
-    @cached_property
-    def pod(self) -> PodSpec:
-        """Rendered on first use: most fitting placements are ranked, never deployed."""
-        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
-
-    @cached_property
-    def speed(self) -> Speed:
-        """Estimated on first use, like the pod: only where a floor or a report asks."""
-        return placement_speed(self.recipe, self.model, self.serving, self.gpu, self.count,
-                               self.usd_per_hour, self.speed_facts)  # fmt: skip
-
-    @property
-    def total_vram_gb(self) -> int:
-        return self.gpu.vram_gb * self.count
-
-    @property
-    def label(self) -> str:
-        return f"{self.count}x {self.gpu.name}"
-
-
-@dataclass(frozen=True)
 class Resolution:
     """Everything the planner and reports need about one model, derived once."""
 
@@ -91,12 +40,25 @@ class Resolution:
     serving: Serving | None = None
     problem: PlanProblem | None = None
     warnings: tuple[str, ...] = ()
-    considered: tuple[Candidate, ...] = ()
-    placements: tuple[PlacementOption, ...] = field(default=())
+    ranking: Ranking | None = None
+
+    @property
+    def placements(self) -> tuple[PlacementOption, ...]:
+        """Per fitting GPU type its smallest count, cheapest first (then less VRAM)."""
+        return self.ranking.placements() if self.ranking else ()
+
+    @property
+    def considered(self) -> tuple[Candidate, ...]:
+        """Every GPU type considered: the refused ones with why, then each placement's."""
+        if self.ranking is None:
+            return ()
+        return self.ranking.refused + tuple(
+            Candidate(p.gpu, p.count, p.usd_per_hour, p.fit, None) for p in self.placements
+        )
 
     @property
     def servable(self) -> bool:
-        return self.problem is None and bool(self.placements)
+        return self.problem is None and self.ranking is not None and bool(self.ranking.ranked)
 
     @property
     def engine(self) -> str | None:
@@ -155,18 +117,13 @@ def resolve(
             return Resolution(model_id, model, recipe, image, serving, too_long)
     warnings = _renamed(model, model_id) + list(serving.warnings)
     warnings += _source_warnings(model, recipe, image)
-    counts = (gpu_count,) if gpu_count is not None else None
-    considered, placements = _rank(
-        registry, model, recipe, image, serving, options, cloud, gpu_id, counts
-    )
-    problem = (
-        None if placements else _no_placement(model, recipe, serving, considered, gpu_id, counts)
-    )
-    if placements:
-        warnings += placements[0].pod.notes
-    return Resolution(
-        model_id, model, recipe, image, serving, problem, tuple(warnings), considered, placements
-    )
+    ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
+    problem = None
+    if ranking.ranked:
+        warnings += ranking.placements(1)[0].pod.notes
+    else:
+        problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
+    return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
@@ -261,97 +218,6 @@ def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
     )
 
 
-def _rank(
-    registry: Registry,
-    model: Model,
-    recipe: Recipe,
-    image: Image,
-    serving: Serving,
-    options: ServeOptions,
-    cloud: Cloud,
-    gpu_id: str | None,
-    counts: Sequence[int] | None = None,
-) -> tuple[tuple[Candidate, ...], tuple[PlacementOption, ...]]:
-    """Per GPU type, the smallest count (of `counts`, else any) that fits; then cheapest first
-    (then less VRAM)."""
-    considered: list[Candidate] = []
-    placements: list[PlacementOption] = []
-    for gpu in registry.gpus:
-        if gpu_id is not None and gpu.id != gpu_id:
-            continue
-        candidate, placement = _smallest_fitting(
-            registry, model, recipe, image, serving, gpu, options, cloud, counts
-        )
-        considered.append(candidate)
-        if placement is not None:
-            placements.append(placement)
-    placements.sort(key=lambda p: (p.usd_per_hour, p.total_vram_gb))
-    return tuple(considered), tuple(placements)
-
-
-def _smallest_fitting(
-    registry: Registry,
-    model: Model,
-    recipe: Recipe,
-    image: Image,
-    serving: Serving,
-    gpu: Gpu,
-    options: ServeOptions,
-    cloud: Cloud,
-    counts: Sequence[int] | None = None,
-) -> tuple[Candidate, PlacementOption | None]:
-    price = gpu_price(gpu, cloud)
-    if price is None:
-        return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
-    if serving.require_fp8 and not gpu.fp8:
-        return Candidate(gpu, None, None, None, "FP8 checkpoint needs a native-FP8 GPU"), None
-    cannot_drive = image_gpu_problem(image, gpu)
-    if cannot_drive is not None:
-        return Candidate(gpu, None, None, None, cannot_drive), None
-    request = fit_request(model, recipe, serving, options, gpu)
-    top = min(gpu.max_count, registry.max_gpus_per_pod)
-    last: Candidate = Candidate(gpu, None, None, None, "no GPU count allowed")
-    if counts is not None and any(c > top for c in counts):
-        last = Candidate(gpu, None, None, None, f"at most {top} per pod")
-    for count in range(1, top + 1) if counts is None else [c for c in counts if c <= top]:
-        reason = recipe.count_problem(model, count)
-        if reason is not None:
-            if last.fit is None:
-                last = Candidate(gpu, count, round(price * count, 2), None, reason)
-            continue
-        fit = estimate(request, gpu, count)
-        cost = round(price * count, 2)
-        if fit.fits:
-            placement = PlacementOption(
-                gpu, count, cost, fit, recipe, model, image, serving, registry.speed
-            )
-            return Candidate(gpu, count, cost, fit, None), placement
-        last = Candidate(gpu, count, cost, fit, fit.reason)
-    return last, None
-
-
-def next_larger(
-    registry: Registry, option: PlacementOption, options: ServeOptions, cloud: Cloud
-) -> PlacementOption | None:
-    """The smallest count above `option`'s of the same GPU type that fits, or None."""
-    top = min(option.gpu.max_count, registry.max_gpus_per_pod)
-    _, larger = _smallest_fitting(
-        registry, option.model, option.recipe, option.image, option.serving, option.gpu,
-        options, cloud, range(option.count + 1, top + 1),
-    )  # fmt: skip
-    return larger
-
-
-def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
-    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
-    if image.drives(gpu):
-        return None
-    return (
-        f"image {image.reference} has no kernels for {gpu.architecture}"
-        f" (it runs on {', '.join(image.gpu_architectures)})"
-    )
-
-
 def _renamed(model: Model, armed_id: str) -> list[str]:
     if model.id == armed_id:
         return []
@@ -360,29 +226,6 @@ def _renamed(model: Model, armed_id: str) -> list[str]:
         f" still works, but arm {model.id} instead: replace the id in the stack's models"
         " (and overrides) list"
     ]
-
-
-def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
-    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
-    prices = gpu.price_usd_per_hour
-    return prices.secure if cloud is Cloud.SECURE else prices.community
-
-
-def fit_request(
-    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
-) -> FitRequest:
-    """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
-    return FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
-    )
 
 
 def _unknown(model_id: str) -> PlanProblem:
@@ -412,7 +255,7 @@ def _no_placement(
     serving: Serving,
     considered: tuple[Candidate, ...],
     gpu_id: str | None,
-    counts: Sequence[int] | None = None,
+    gpu_count: int | None = None,
 ) -> PlanProblem:
     fitted = [c for c in considered if c.fit is not None]
     closest = max(
@@ -426,14 +269,14 @@ def _no_placement(
         else ""
     )
     where = f" on {gpu_id}" if gpu_id else ""
-    if counts is not None:
-        where += f" at {', '.join(map(str, counts))} GPUs"
+    if gpu_count is not None:
+        where += f" at {gpu_count} GPUs"
     return PlanProblem(
         "no-placement",
         f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",
         f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
-        " or unpin its GPU" + (" or its gpuCount" if counts is not None else ""),
+        " or unpin its GPU" + (" or its gpuCount" if gpu_count is not None else ""),
     )
 
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from frutebox_infra.placement_speed import speed_inputs
-from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Cloud, Registry
-from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution, next_larger
+from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.resolver import PlanProblem, Resolution
 from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
 from frutebox_infra.speed import (
     LAYER_SPLIT_ENGINES,
@@ -29,9 +27,6 @@ from frutebox_infra.speed import (
     Workload,
     estimate_speed,
 )
-
-Larger = Callable[[PlacementOption], PlacementOption | None]
-"""The next larger count of a placement's GPU type that fits, or None."""
 
 
 @dataclass(frozen=True)
@@ -60,23 +55,14 @@ class SpeedChoice:
     """Taken placements without an estimate: the floor was not checked there."""
 
 
-def choose(
-    ranked: Sequence[PlacementOption],
-    *,
-    floor: float,
-    rank_by: RankBy,
-    premium: float,
-    larger: Larger | None,
-) -> SpeedChoice:
-    """The placements to take from `ranked` (cheapest per hour first), under `floor` tok/s per
-    stream, ranked by `rank_by`, fallbacks within `premium` times the chosen one."""
-    if not ranked:
-        return SpeedChoice(())
+def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -> SpeedChoice:
+    """The placements to take from `ranking` under `floor` tok/s per stream, ranked by
+    `rank_by`, fallbacks within `premium` times the chosen one. Only the placements the walk
+    reaches are built and estimated."""
     if floor <= 0 and rank_by == "usdPerHour":
         # Nothing to estimate: the cheapest and everything within the premium, as ranked.
-        ceiling = ranked[0].usd_per_hour * premium + 1e-9
-        return SpeedChoice(tuple(p for p in ranked if p.usd_per_hour <= ceiling))
-    walk = _Walk(ranked, floor, larger)
+        return SpeedChoice(ranking.within(premium))
+    walk = _Walk(ranking, floor)
     if rank_by == "usdPerHour":
         taken = walk.by_usd_per_hour(premium)
     else:
@@ -86,14 +72,17 @@ def choose(
 
 
 class _Walk:
-    """Placements cheapest per hour first, each refused one followed by its next count."""
+    """Placements cheapest per hour first, each refused one followed by its next count where
+    more GPUs speed a stream (not llama.cpp's layer split, where they take turns)."""
 
-    def __init__(self, ranked: Sequence[PlacementOption], floor: float, larger: Larger | None):
+    def __init__(self, ranking: Ranking, floor: float):
+        self.ranking = ranking
         self.floor = floor
-        self.larger = larger
+        self.more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         self.below: list[BelowFloor] = []
-        self.heap = [(p.usd_per_hour, p.total_vram_gb, i, p) for i, p in enumerate(ranked)]
-        self.pushed = len(ranked)
+        gpus = ranking.registry.gpus
+        self.heap = [(r[2], gpus[r[0]].vram_gb * r[1], i, r) for i, r in enumerate(ranking.ranked)]
+        self.pushed = len(self.heap)
 
     def by_usd_per_hour(self, premium: float) -> tuple[PlacementOption, ...]:
         taken: list[PlacementOption] = []
@@ -115,19 +104,22 @@ class _Walk:
 
     def _next(self) -> PlacementOption | None:
         """The cheapest placement left if it meets the floor; else None, and its next count
-        (where more GPUs speed a stream) joins the walk."""
-        *_, p = heapq.heappop(self.heap)
+        joins the walk."""
+        *_, ranked = heapq.heappop(self.heap)
+        p = self.ranking.option(ranked)
         speed = p.speed
         if not isinstance(speed, SpeedEstimate) or meets(speed, self.floor):
             return p
         self.below.append(BelowFloor(p, speed, self.floor))
-        if self.larger is not None and p.recipe.runtime not in LAYER_SPLIT_ENGINES:
-            more = self.larger(p)
-            if more is not None:
-                heapq.heappush(self.heap, (more.usd_per_hour, more.total_vram_gb, self.pushed,
-                                           more))  # fmt: skip
-                self.pushed += 1
+        more = self.ranking.larger(ranked) if self.more_gpus_help else None
+        if more is not None:
+            self._push(more)
         return None
+
+    def _push(self, ranked: Ranked) -> None:
+        vram = self.ranking.registry.gpus[ranked[0]].vram_gb * ranked[1]
+        heapq.heappush(self.heap, (ranked[2], vram, self.pushed, ranked))
+        self.pushed += 1
 
 
 def meets(speed: SpeedEstimate, floor: float) -> bool:
@@ -207,16 +199,11 @@ def speed_floor(
     )
 
 
-def cheapest_at_floor(
-    registry: Registry, resolution: Resolution, options: ServeOptions, floor: float
-) -> SpeedChoice:
+def cheapest_at_floor(resolution: Resolution, floor: float) -> SpeedChoice | None:
     """The cheapest placement per hour of `resolution` that decodes `floor` tok/s per stream
-    (the catalog's view of what a stack with that floor takes)."""
+    (the catalog's view of what a stack with that floor takes); None where nothing fits."""
+    if resolution.ranking is None:
+        return None
     token = resolution.serving is not None and resolution.serving.token_context
-    return choose(
-        resolution.placements,
-        floor=floor if token else 0.0,
-        rank_by="usdPerHour",
-        premium=1.0,
-        larger=lambda p: next_larger(registry, p, options, Cloud.SECURE),
-    )
+    return choose(resolution.ranking, floor=floor if token else 0.0, rank_by="usdPerHour",
+                  premium=1.0)  # fmt: skip

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.errors import ConfigError, UsageError, shown
+from frutebox_infra.errors import ConfigError, UsageError, printable, shown
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
@@ -230,7 +230,7 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
         key = _key_at(loc[0]) if loc else None
         if key is not None:
             loc[0] = key.name  # a default checked against another key is located by field
-        path = ".".join(loc)
+        path = ".".join(printable(p) for p in loc)
         if key is not None and key.name == "overrides" and len(loc) >= 2:
             if len(loc) == 2:
                 fix = "give the model a mapping such as {context: 16384}"
@@ -250,9 +250,7 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
 
 
 def _key_at(name: str) -> StackKey | None:
-    return STACK_KEYS.get(name) or next(
-        (k for k in STACK_KEYS.values() if k.field == name), None
-    )
+    return STACK_KEYS.get(name) or next((k for k in STACK_KEYS.values() if k.field == name), None)
 
 
 def _override_unit(loc: list[str]) -> str:

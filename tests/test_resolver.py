@@ -13,15 +13,10 @@ from pydantic import ValidationError
 
 import frutebox_infra.recipes as recipes_pkg
 from frutebox_infra.fit import estimate
+from frutebox_infra.ranking import fit_request, image_gpu_problem
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
 from frutebox_infra.registry import Cloud, Image, Model, Runtime
-from frutebox_infra.resolver import (
-    Resolution,
-    fit_request,
-    image_gpu_problem,
-    next_larger,
-    resolve,
-)
+from frutebox_infra.resolver import Resolution, resolve
 from tests.factories import (
     GB,
     GIB,
@@ -808,28 +803,6 @@ def test_a_comfyui_file_from_its_own_unpinned_repo_is_warned_about() -> None:
 
 
 # ---- more GPUs, and pins ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("start", "larger"),
-    [
-        pytest.param(1, 2, id="one-to-two"),
-        pytest.param(2, 4, id="tp-skips-three"),
-        pytest.param(8, None, id="none-above-the-most-per-pod"),
-    ],
-)
-def test_the_next_larger_count_of_a_gpu_type(start: int, larger: int | None) -> None:
-    reg = real_registry()
-    (p,) = resolve(reg, "qwen-3.6-27b", gpu_id="NVIDIA H100 80GB HBM3").placements
-    while p.count < start:
-        bigger = next_larger(reg, p, ServeOptions(), Cloud.SECURE)
-        assert bigger is not None
-        p = bigger
-    found = next_larger(reg, p, ServeOptions(), Cloud.SECURE)
-    assert (found.count if found else None) == larger
-    if found is not None:
-        assert found.gpu == p.gpu and found.usd_per_hour == round(found.count * 3.49, 2)
-        assert found.fit.fits and found.speed_facts is reg.speed
 
 
 def test_a_pinned_engine_without_its_facts_is_refused_with_the_gap() -> None:

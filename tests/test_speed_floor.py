@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.ranking import PlacementOption, Ranking
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Cloud, Gpu, Model, Registry
-from frutebox_infra.resolver import PlacementOption, next_larger, resolve
+from frutebox_infra.registry import Gpu, Model, Registry
+from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import RankBy
 from frutebox_infra.speed import SpeedEstimate
 from frutebox_infra.speed_floor import (
@@ -61,15 +62,20 @@ def reg(*gpus: Gpu, engine: str = "sglang") -> Registry:
 OPTIONS = ServeOptions(hf_token_configured=True)
 
 
+def ranking(r: Registry) -> Ranking:
+    found = resolve(r, "dense-8b", OPTIONS).ranking
+    assert found is not None
+    return found
+
+
 def ranked(r: Registry) -> tuple[PlacementOption, ...]:
-    return resolve(r, "dense-8b", OPTIONS).placements
+    return ranking(r).placements()
 
 
 def pick(
     r: Registry, floor: float, *, rank_by: RankBy = "usdPerHour", premium: float = 10.0
 ) -> SpeedChoice:
-    return choose(ranked(r), floor=floor, rank_by=rank_by, premium=premium,
-                  larger=lambda p: next_larger(r, p, OPTIONS, Cloud.SECURE))  # fmt: skip
+    return choose(ranking(r), floor=floor, rank_by=rank_by, premium=premium)
 
 
 def tok_s(p: PlacementOption) -> float:
@@ -79,12 +85,13 @@ def tok_s(p: PlacementOption) -> float:
 
 
 def on(r: Registry, gpu_id: str, count: int = 1) -> PlacementOption:
-    p = next(p for p in ranked(r) if p.gpu.id == gpu_id)
-    while p.count < count:
-        larger = next_larger(r, p, OPTIONS, Cloud.SECURE)
+    found = ranking(r)
+    at = next(x for x in found.ranked if r.gpus[x[0]].id == gpu_id)
+    while at[1] < count:
+        larger = found.larger(at)
         assert larger is not None
-        p = larger
-    return p
+        at = larger
+    return found.option(at)
 
 
 def labels(placements: tuple[PlacementOption, ...]) -> list[str]:
@@ -225,16 +232,26 @@ def test_ranked_by_cost_per_token_fallbacks_are_within_the_premium_of_it(
 
 
 def test_without_a_floor_nothing_is_estimated() -> None:
-    placements = ranked(reg())
-    choice = choose(placements, floor=0, rank_by="usdPerHour", premium=10.0, larger=None)
+    found = ranking(reg())
+    choice = choose(found, floor=0, rank_by="usdPerHour", premium=10.0)
     assert labels(choice.taken) == ["1x SLOW", "1x MID", "1x FAST"]
-    assert all("speed" not in vars(p) for p in placements)
+    assert all("speed" not in vars(p) for p in found.placements())
 
 
-def test_with_a_floor_only_the_placements_walked_are_estimated() -> None:
-    placements = ranked(reg())
-    choose(placements, floor=1, rank_by="usdPerHour", premium=1.0, larger=None)
-    assert ["speed" in vars(p) for p in placements] == [True, False, False]
+@pytest.mark.parametrize(
+    ("premium", "built"),
+    [
+        pytest.param(1.0, ["1x SLOW"], id="the-cheapest-alone"),
+        pytest.param(2.5, ["1x SLOW", "1x MID"], id="those-within-the-premium"),
+    ],
+)
+def test_with_a_floor_only_the_placements_walked_are_built_and_estimated(
+    premium: float, built: list[str]
+) -> None:
+    found = ranking(reg())
+    choose(found, floor=1, rank_by="usdPerHour", premium=premium)
+    assert labels(tuple(found.built.values())) == built
+    assert all("speed" in vars(p) for p in found.built.values())
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from frutebox_infra.placement_speed import Speed
-from frutebox_infra.resolver import PlacementOption, PlanProblem
+from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.speed import SpeedUnknown
 
 

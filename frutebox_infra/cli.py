@@ -20,12 +20,11 @@ from frutebox_infra.price_compare import PriceComparison
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
-from frutebox_infra.report.catalog_report import CatalogView
+from frutebox_infra.report.catalog_report import CatalogView, catalog_view
 from frutebox_infra.report.diff_report import DiffView
 from frutebox_infra.report.render import formats, render
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import STACK_KEYS
-from frutebox_infra.speed_floor import SpeedChoice, cheapest_at_floor
 from frutebox_infra.stack_file import load_settings, stack_file
 
 
@@ -33,16 +32,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
     floor = float(STACK_KEYS["minDecodeTokensPerSecond"].default)
-    resolutions = []
-    at_floor: dict[str, SpeedChoice] = {}
-    for m in registry.models:
-        options = environment.serve_options(m.id)
-        r = resolve(registry, m.id, options)
-        resolutions.append(r)
-        choice = cheapest_at_floor(r, floor)
-        if choice is not None:
-            at_floor[m.id] = choice
-    view = CatalogView(tuple(resolutions), floor, at_floor)
+    resolutions = tuple(
+        resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
+    )
+    view = catalog_view(resolutions, floor)
     print(render(view, Format(args.format)))
     return EXIT_OK
 

@@ -13,7 +13,7 @@ from frutebox_infra.report.data_fields import placement_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import PlanProblem, Resolution
-from frutebox_infra.speed_floor import SpeedChoice, floor_problem
+from frutebox_infra.speed_floor import SpeedChoice, cheapest_at_floor, floor_problem
 
 CATALOG_VERSION = 1
 """Changes when a key of `catalog_data` does."""
@@ -49,6 +49,16 @@ class CatalogView:
 
     def servable(self, r: Resolution) -> bool:
         return r.servable and self.cheapest(r) is not None
+
+
+def catalog_view(resolutions: tuple[Resolution, ...], floor: float) -> CatalogView:
+    """The catalog with each model's cheapest placement that meets `floor`."""
+    at_floor = {}
+    for r in resolutions:
+        choice = cheapest_at_floor(r, floor)
+        if choice is not None:
+            at_floor[r.model_id] = choice
+    return CatalogView(resolutions, floor, at_floor)
 
 
 def catalog_row(view: CatalogView, r: Resolution) -> list[str]:

@@ -15,9 +15,9 @@ from frutebox_infra.report.catalog_report import (
     CatalogView,
     catalog_data,
     catalog_table,
+    catalog_view,
 )
 from frutebox_infra.resolver import resolve
-from frutebox_infra.speed_floor import cheapest_at_floor
 from tests.factories import real_registry
 from tests.report.test_data_fields import SPEED_KEYS
 
@@ -33,8 +33,7 @@ def view(token: bool = False, floor: float = 20.0) -> CatalogView:
     reg = real_registry()
     options = ServeOptions(hf_token_configured=token)
     resolutions = tuple(resolve(reg, m.id, options) for m in reg.models)
-    at_floor = {r.model_id: cheapest_at_floor(reg, r, options, floor) for r in resolutions}
-    return CatalogView(resolutions, floor, at_floor)
+    return catalog_view(resolutions, floor)
 
 
 def catalog(token: bool = False) -> dict[str, Any]:

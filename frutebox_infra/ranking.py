@@ -66,6 +66,9 @@ class PlacementOption:
         return f"{self.count}x {self.gpu.name}"
 
 
+MISSING = object()
+"""No estimate made yet (None is an estimate: a model that emits no tokens)."""
+
 Ranked = tuple[int, int, float]
 """A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
 count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
@@ -100,6 +103,8 @@ class Ranking:
         default_factory=dict, compare=False, repr=False
     )
     """The placements built so far, by GPU type index and count."""
+    speeds: dict[tuple[int, int], Speed] = field(default_factory=dict, compare=False, repr=False)
+    """The speed estimates made so far, by GPU type index and count."""
 
     def placements(self, n: int | None = None) -> tuple[PlacementOption, ...]:
         """The `n` cheapest placements (all by default), each built once."""
@@ -116,7 +121,25 @@ class Ranking:
                 gpu, count, usd, fit, self.recipe, self.model, self.image, self.serving,
                 self.registry.speed,
             )  # fmt: skip
+            speed = self.speeds.get((gpu_index, count), MISSING)
+            if speed is not MISSING:
+                vars(built)["speed"] = speed  # cached_property's slot: estimated once
         return built
+
+    def speed(self, ranked: Ranked) -> Speed:
+        """The speed estimate of one ranked (or larger) count, without building its placement."""
+        gpu_index, count, usd = ranked
+        key = gpu_index, count
+        if key in self.speeds:
+            return self.speeds[key]
+        built = self.built.get(key)
+        speed = self.speeds[key] = (
+            built.speed
+            if built is not None
+            else placement_speed(self.recipe, self.model, self.serving,
+                                 self.registry.gpus[gpu_index], count, usd, self.registry.speed)
+        )  # fmt: skip
+        return speed
 
     def larger(self, ranked: Ranked) -> Ranked | None:
         """The next allowed count above `ranked`'s on its GPU type that fits, or None."""

@@ -33,14 +33,22 @@ from frutebox_infra.speed import (
 class BelowFloor:
     """A placement refused for its speed, with the figures that refused it."""
 
-    placement: PlacementOption
+    ranked: Ranked
     estimate: SpeedEstimate
     floor: float
+    ranking: Ranking = field(compare=False, repr=False)
+
+    @property
+    def placement(self) -> PlacementOption:
+        """Built when a report asks: most refusals are only counted."""
+        return self.ranking.option(self.ranked)
 
     def __str__(self) -> str:
+        gpu_index, count, _ = self.ranked
         return (
-            f"{self.placement.label}: {self.estimate.decode_tok_s_per_stream:.1f} tok/s per"
-            f" stream at {self.placement.serving.concurrency} streams < {self.floor:g}"
+            f"{count}x {self.ranking.registry.gpus[gpu_index].name}:"
+            f" {self.estimate.decode_tok_s_per_stream:.1f} tok/s per stream at"
+            f" {self.ranking.serving.concurrency} streams < {self.floor:g}"
         )
 
 
@@ -106,11 +114,10 @@ class _Walk:
         """The cheapest placement left if it meets the floor; else None, and its next count
         joins the walk."""
         *_, ranked = heapq.heappop(self.heap)
-        p = self.ranking.option(ranked)
-        speed = p.speed
+        speed = self.ranking.speed(ranked)
         if not isinstance(speed, SpeedEstimate) or meets(speed, self.floor):
-            return p
-        self.below.append(BelowFloor(p, speed, self.floor))
+            return self.ranking.option(ranked)
+        self.below.append(BelowFloor(ranked, speed, self.floor, self.ranking))
         more = self.ranking.larger(ranked) if self.more_gpus_help else None
         if more is not None:
             self._push(more)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
-from frutebox_infra.placement_speed import Speed, placement_speed
+from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
@@ -106,6 +106,11 @@ class Ranking:
     speeds: dict[tuple[int, int], Speed] = field(default_factory=dict, compare=False, repr=False)
     """The speed estimates made so far, by GPU type index and count."""
 
+    @cached_property
+    def speed_model(self) -> ModelSpeeds:
+        """The model's estimates on this ranking's GPU types and counts, made when asked for."""
+        return ModelSpeeds(self.recipe, self.model, self.serving, self.registry.speed)
+
     def placements(self, n: int | None = None) -> tuple[PlacementOption, ...]:
         """The `n` cheapest placements (all by default), each built once."""
         return tuple(self.option(r) for r in self.ranked[:n])
@@ -133,12 +138,13 @@ class Ranking:
         if key in self.speeds:
             return self.speeds[key]
         built = self.built.get(key)
-        speed = self.speeds[key] = (
-            built.speed
-            if built is not None
-            else placement_speed(self.recipe, self.model, self.serving,
-                                 self.registry.gpus[gpu_index], count, usd, self.registry.speed)
-        )  # fmt: skip
+        if built is not None and "speed" in vars(built):
+            speed = built.speed
+        else:
+            speed = self.speed_model.at(self.registry.gpus[gpu_index], count, usd)
+            if built is not None:
+                vars(built)["speed"] = speed  # cached_property's slot: estimated once
+        self.speeds[key] = speed
         return speed
 
     def larger(self, ranked: Ranked) -> Ranked | None:

@@ -122,20 +122,49 @@ class _Context:
     link: LinkSpeed | None
 
 
-def estimate_speed(
-    model: Model, placement: Placement, workload: Workload, facts: SpeedFacts | None
-) -> SpeedEstimate | SpeedUnknown:
-    """The decode and prefill speed of `model` on `placement` under `workload`."""
-    # Each fact is looked up once: the planner estimates a few placements of every model.
-    engine = facts.engine(placement.engine) if facts is not None else None
+@dataclass(frozen=True)
+class ModelBasis:
+    """What every estimate of one model served by one engine at one weights size shares,
+    whatever the GPU type and count: the engine's figures, the expert split, and the weights
+    a step reads (None where the registry lacks the facts)."""
+
+    engine: EngineFigures | None
+    split: ExpertSplit | None
+    shape: _Shape | None
+
+
+def model_basis(model: Model, placement: Placement, facts: SpeedFacts | None) -> ModelBasis:
+    """The shared part of `model`'s estimates, for placements with `placement`'s engine,
+    weights size and precisions."""
     split = model.expert_split
-    problem = _missing(model, placement, facts, engine, split)
+    known = model.architecture is not None and model.parameters is not None
+    return ModelBasis(
+        facts.engine(placement.engine) if facts is not None else None,
+        split,
+        _shape(model, placement, split) if known else None,
+    )
+
+
+def estimate_speed(
+    model: Model,
+    placement: Placement,
+    workload: Workload,
+    facts: SpeedFacts | None,
+    basis: ModelBasis | None = None,
+) -> SpeedEstimate | SpeedUnknown:
+    """The decode and prefill speed of `model` on `placement` under `workload`; `basis`, when
+    given, is `model_basis` of a placement of the same engine and weights (the planner
+    estimates several GPU types and counts of every model)."""
+    basis = basis or model_basis(model, placement, facts)
+    engine = basis.engine
+    problem = _missing(model, placement, facts, engine, basis.split)
     if problem is not None:
         return SpeedUnknown(problem)
     assert facts is not None and placement.gpu.speed is not None and engine is not None
+    assert basis.shape is not None  # _missing refuses a model without its shape's facts
     ctx = _Context(
         placement,
-        _shape(model, placement, split),
+        basis.shape,
         placement.gpu.speed,
         engine,
         facts.links.get(placement.gpu.speed.interconnect.kind),

@@ -80,6 +80,8 @@ PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("    recipe.pod (per placement taken)", ("recipes/", "pod")),
     ("    recipe.serving", ("recipes/", "serving")),
     ("    recipe.count_problem (per model and count)", ("recipes/", "count_problem")),
+    ("  speed_floor.choose (the floor's walk, per model)", ("speed_floor.py", "choose")),
+    ("    estimate_speed (per placement walked)", ("frutebox_infra/speed.py", "estimate_speed")),
     ("  group_pods (pods, co-location)", ("colocate.py", "group_pods")),
 )
 """Where to look: cumulative time of these (file, function) pairs, summed over recipes."""
@@ -214,7 +216,7 @@ def main() -> int:
     )
     rankings = [m.resolution.ranking for m in result.models if m.resolution.ranking]
     ranked = sum(len(r.ranked) for r in rankings)
-    built = [p for r in rankings for p in r.built]
+    built = [p for r in rankings for p in r.built.values()]
     used = sum(len(m.candidates) for m in result.models)
     # Placement.pod is rendered on first use; a rendered one sits in the instance's __dict__.
     rendered = sum("pod" in vars(p) for p in built)

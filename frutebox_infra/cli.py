@@ -20,20 +20,23 @@ from frutebox_infra.price_compare import PriceComparison
 from frutebox_infra.refs import WORK_TREE, git_toplevel, plan_both_sides
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report import Format
-from frutebox_infra.report.catalog_report import CatalogView
+from frutebox_infra.report.catalog_report import CatalogView, catalog_view
 from frutebox_infra.report.diff_report import DiffView
 from frutebox_infra.report.render import formats, render
 from frutebox_infra.resolver import resolve
+from frutebox_infra.settings import STACK_KEYS
 from frutebox_infra.stack_file import load_settings, stack_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     registry = load_registry()
     environment = Environment.from_env(os.environ)
+    floor = float(STACK_KEYS["minDecodeTokensPerSecond"].default)
     resolutions = tuple(
         resolve(registry, m.id, environment.serve_options(m.id)) for m in registry.models
     )
-    print(render(CatalogView(resolutions), Format(args.format)))
+    view = catalog_view(resolutions, floor)
+    print(render(view, Format(args.format)))
     return EXIT_OK
 
 

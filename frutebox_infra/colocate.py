@@ -24,6 +24,8 @@ from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, imag
 from frutebox_infra.recipes.base import ServeOptions, Sharing
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.settings import StackSettings
+from frutebox_infra.speed import SpeedEstimate
+from frutebox_infra.speed_floor import meets, speed_floor
 
 EXACT_LIMIT = 10
 """Largest class of compatible models grouped exactly: 3^10 subset pairs plan in well under a
@@ -104,6 +106,8 @@ class Member:
     compatible: tuple[object, ...]
     """Members share a pod only with equal keys: engine, and what the server sets for all."""
     sharing: Sharing | None
+    min_decode_tok_s: float = 0.0
+    """Its stream-rate floor, which the group's GPU must meet for it too."""
 
     @property
     def weight_gb(self) -> float:
@@ -124,6 +128,7 @@ def members_of(
         ) or settings.min_concurrent_sequences
         sharing = first.recipe.sharing if may_share else None
         serving = first.serving
+        floor = speed_floor(settings, override, model_id)[0] if serving.token_context else 0.0
         out.append(
             Member(
                 model_id,
@@ -132,6 +137,7 @@ def members_of(
                 (str(first.recipe.runtime), first.image.reference, serving.context_tokens,
                  serving.concurrency),
                 sharing,
+                floor,
             )
         )  # fmt: skip
     return out
@@ -193,7 +199,11 @@ def _on(
         if fit is None:
             options = ServeOptions(min_sequences=m.min_sequences)
             request = fit_request(first.model, first.recipe, first.serving, options, gpu)
-            fit = cache[key] = estimate(request, gpu, count)
+            fit = estimate(request, gpu, count)
+            if fit.fits and _below_floor(m, gpu, count):
+                fit = dataclasses.replace(fit, fits=False, reason=(
+                    f"below its floor of {m.min_decode_tok_s:g} tok/s per stream"))  # fmt: skip
+            cache[key] = fit
         if not fit.fits:
             return None
         fits.append(fit)
@@ -205,6 +215,14 @@ def _on(
     if needed > available:
         return None
     return GroupPlacement(gpu, count, usd, tuple(fits), round(needed, 2), round(available, 2))
+
+
+def _below_floor(member: Member, gpu: Gpu, count: int) -> bool:
+    """Does the member decode below its floor on `count` x `gpu` (estimated as if alone)?"""
+    if member.min_decode_tok_s <= 0:
+        return False
+    speed = dataclasses.replace(member.alone[0], gpu=gpu, count=count).speed
+    return isinstance(speed, SpeedEstimate) and not meets(speed, member.min_decode_tok_s)
 
 
 def choose_groups(
@@ -417,7 +435,9 @@ def group_pods(
 
 def _own_pod(settings: StackSettings, model_id: str) -> bool:
     override = settings.overrides.get(model_id)
-    return override is not None and (override.own_pod or override.gpu is not None)
+    return override is not None and (
+        override.own_pod or override.gpu is not None or override.gpu_count is not None
+    )
 
 
 def _build(

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.resolver import PlanProblem
+from frutebox_infra.speed import SpeedEstimate
 
 
 class Change(StrEnum):
@@ -36,6 +37,10 @@ class ModelSnapshot:
     """Full-context sequences the placement holds; None for a coarse (headroom-rule) estimate."""
     configured_sequences: int | None
     problems: tuple[str, ...]
+    decode_tok_s_per_stream: float | None = None
+    """The speed model's estimate at the configured streams (None: no estimate or no tokens)."""
+    decode_tok_s_aggregate: float | None = None
+    usd_per_million_output_tokens: float | None = None
 
     @property
     def placement(self) -> str | None:
@@ -138,6 +143,9 @@ def snapshot(m: ModelPlan) -> ModelSnapshot:
     serving = m.resolution.serving
     image = m.resolution.image
     seqs = p.fit.full_context_sequences if p else None
+    speed = p.speed if p else None
+    known = speed if isinstance(speed, SpeedEstimate) else None
+    per_million = known.usd_per_million_output_tokens if known else None
     return ModelSnapshot(
         engine=m.resolution.engine,
         image=image.reference if image else None,
@@ -150,6 +158,10 @@ def snapshot(m: ModelPlan) -> ModelSnapshot:
         full_context_sequences=None if seqs is None else round(seqs, 2),
         configured_sequences=p.fit.configured_sequences if p else None,
         problems=tuple(str(x) for x in m.problems),
+        # Rounded as shown, so a shift in the last digit of a float is no change.
+        decode_tok_s_per_stream=round(known.decode_tok_s_per_stream, 1) if known else None,
+        decode_tok_s_aggregate=round(known.decode_tok_s_aggregate) if known else None,
+        usd_per_million_output_tokens=None if per_million is None else round(per_million, 2),
     )
 
 

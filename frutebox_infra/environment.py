@@ -39,6 +39,8 @@ class Environment:
         min_sequences_pinned: bool = False,
         hf_token: bool = False,
         spec_decode: bool = True,
+        prompt_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> ServeOptions:
         """A model's serving targets; secrets and switches from the stack or the environment."""
         return ServeOptions(
@@ -51,6 +53,8 @@ class Environment:
             eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id))
             if self.eagle3_heads
             else None,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
         )
 
 

@@ -16,6 +16,7 @@ from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.settings import StackSettings
+from frutebox_infra.speed_floor import BelowFloor, choose, floor_problem, speed_floor
 
 HOURS_PER_MONTH = 730
 """A month of pods running around the clock, as RunPod bills an always-on pod."""
@@ -34,6 +35,10 @@ class ModelPlan:
     shared_with: tuple[str, ...] = ()
     """The other models on its pod (co-location); its placements are then its view of that
     pod: the pod's GPU, its own fit there, and its share of the price."""
+    min_decode_tok_s: float = 0.0
+    """The stream-rate floor its placements were held to (0: none)."""
+    below_floor: tuple[BelowFloor, ...] = ()
+    """Placements refused for decoding below the floor, cheapest first."""
 
     @property
     def candidates(self) -> tuple[PlacementOption, ...]:
@@ -241,9 +246,7 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _launches(
-    models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]
-) -> list[PodLaunches]:
+def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:
     by_id = {m.model_id: m for m in models}
     out = []
     for pod in pods:
@@ -312,17 +315,48 @@ def _plan_model(
         min_sequences_pinned=override is not None and override.min_concurrent_sequences is not None,
         hf_token=settings.hf_token_configured,
         spec_decode=settings.spec_decode,
+        prompt_tokens=settings.prompt_tokens,
+        output_tokens=settings.output_tokens,
     )
-    resolution = resolve(registry, model_id, options, cloud=settings.cloud, gpu_id=gpu_id)
+    gpu_count = override.gpu_count if override else None
+    resolution = resolve(
+        registry,
+        model_id,
+        options,
+        cloud=settings.cloud,
+        gpu_id=gpu_id,
+        gpu_count=gpu_count,
+        engine=override.engine if override else None,
+    )
     if resolution.problem is not None:
         problems.append(resolution.problem)
-    kept = resolution.ranking.within(settings.max_fallback_premium) if resolution.ranking else ()
-    if not kept:
+    if resolution.ranking is None or not resolution.ranking.ranked:
         return ModelPlan(model_id, resolution, None, (), tuple(problems), resolution.warnings)
-    chosen, *fallbacks = kept
-    return ModelPlan(
-        model_id, resolution, chosen, tuple(fallbacks), tuple(problems), resolution.warnings
-    )
+    floor, key = speed_floor(settings, override, model_id)
+    if resolution.serving is None or not resolution.serving.token_context:
+        floor = 0.0  # a diffusion pipeline has no token rate
+    choice = choose(
+        resolution.ranking, floor=floor, rank_by=settings.rank_by,
+        premium=settings.max_fallback_premium,
+    )  # fmt: skip
+    warnings = resolution.warnings
+    if choice.unchecked and (floor > 0 or settings.rank_by != "usdPerHour"):
+        warnings += (_unchecked(choice.unchecked, floor),)
+    if not choice.taken:
+        problems.append(floor_problem(model_id, choice, floor, key))
+        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
+                         min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+    chosen, *fallbacks = choice.taken
+    return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
+                     min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+
+
+def _unchecked(placements: tuple[PlacementOption, ...], floor: float) -> str:
+    speed = placements[0].speed
+    reason = getattr(speed, "reason", "no estimate")
+    labels = ", ".join(p.label for p in placements)
+    checked = f"the floor of {floor:g} tok/s per stream is not checked" if floor > 0 else ""
+    return f"no speed estimate for {labels} ({reason}): {checked or 'ranked by $/h'}"
 
 
 def _volume(

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
+from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
+from frutebox_infra.speed_facts import SpeedFacts
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,19 @@ class PlacementOption:
     model: Model = field(compare=False, repr=False)
     image: Image = field(compare=False, repr=False)
     serving: Serving = field(compare=False, repr=False)
+    speed_facts: SpeedFacts | None = field(default=None, compare=False, repr=False)
+    """registry/speed.yaml's calibration; None gives no speed estimate."""
 
     @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
         return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+
+    @cached_property
+    def speed(self) -> Speed:
+        """Estimated on first use, like the pod: only where a floor or a report asks."""
+        return placement_speed(self.recipe, self.model, self.serving, self.gpu, self.count,
+                               self.usd_per_hour, self.speed_facts)  # fmt: skip
 
     @property
     def total_vram_gb(self) -> int:
@@ -55,6 +65,9 @@ class PlacementOption:
     def label(self) -> str:
         return f"{self.count}x {self.gpu.name}"
 
+
+MISSING = object()
+"""No estimate made yet (None is an estimate: a model that emits no tokens)."""
 
 Ranked = tuple[int, int, float]
 """A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
@@ -81,23 +94,73 @@ class Ranking:
     serving: Serving = field(compare=False, repr=False)
     options: ServeOptions = field(compare=False, repr=False)
     allowed_counts: tuple[int, ...] = field(compare=False, repr=False)
-    """GPU counts without a problem of their own (TP degree, FP8 sharding), ascending."""
+    """GPU counts without a problem of their own (TP degree, FP8 sharding), ascending; only
+    the pinned one where a count is pinned."""
+    pinned_count: int | None = field(compare=False, repr=False)
     requests: dict[int, FitRequest] = field(compare=False, repr=False)
     """The fit request per KV precision, as the search made them."""
-    built: list[PlacementOption] = field(default_factory=list, compare=False, repr=False)
-    """The placements built so far: always the cheapest ones."""
+    built: dict[tuple[int, int], PlacementOption] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The placements built so far, by GPU type index and count."""
+    speeds: dict[tuple[int, int], Speed] = field(default_factory=dict, compare=False, repr=False)
+    """The speed estimates made so far, by GPU type index and count."""
+
+    @cached_property
+    def speed_model(self) -> ModelSpeeds:
+        """The model's estimates on this ranking's GPU types and counts, made when asked for."""
+        return ModelSpeeds(self.recipe, self.model, self.serving, self.registry.speed)
 
     def placements(self, n: int | None = None) -> tuple[PlacementOption, ...]:
         """The `n` cheapest placements (all by default), each built once."""
-        wanted = self.ranked[:n]
-        for gpu_index, count, usd in wanted[len(self.built) :]:
+        return tuple(self.option(r) for r in self.ranked[:n])
+
+    def option(self, ranked: Ranked) -> PlacementOption:
+        """The placement of one ranked (or larger) count, built on first use."""
+        gpu_index, count, usd = ranked
+        built = self.built.get((gpu_index, count))
+        if built is None:
             gpu = self.registry.gpus[gpu_index]
             fit = estimate(self._request(gpu), gpu, count)
-            self.built.append(
-                PlacementOption(gpu, count, usd, fit, self.recipe, self.model, self.image,
-                                self.serving)
+            built = self.built[gpu_index, count] = PlacementOption(
+                gpu, count, usd, fit, self.recipe, self.model, self.image, self.serving,
+                self.registry.speed,
             )  # fmt: skip
-        return tuple(self.built[: len(wanted)])
+            speed = self.speeds.get((gpu_index, count), MISSING)
+            if speed is not MISSING:
+                vars(built)["speed"] = speed  # cached_property's slot: estimated once
+        return built
+
+    def speed(self, ranked: Ranked) -> Speed:
+        """The speed estimate of one ranked (or larger) count, without building its placement."""
+        gpu_index, count, usd = ranked
+        key = gpu_index, count
+        if key in self.speeds:
+            return self.speeds[key]
+        built = self.built.get(key)
+        if built is not None and "speed" in vars(built):
+            speed = built.speed
+        else:
+            speed = self.speed_model.at(self.registry.gpus[gpu_index], count, usd)
+            if built is not None:
+                vars(built)["speed"] = speed  # cached_property's slot: estimated once
+        self.speeds[key] = speed
+        return speed
+
+    def larger(self, ranked: Ranked) -> Ranked | None:
+        """The next allowed count above `ranked`'s on its GPU type that fits, or None."""
+        gpu_index, count, _ = ranked
+        gpu = self.registry.gpus[gpu_index]
+        price = gpu_price(gpu, self.cloud) or 0.0  # ranked: its price is recorded
+        request = self._request(gpu)
+        top = _top_count(self.registry, gpu)
+        fewest = fewest_gpus(request, gpu)
+        for more in self.allowed_counts:
+            if more > top:
+                return None
+            if more > count and more >= fewest and fits(request, gpu, more):
+                return gpu_index, more, round(price * more, 2)
+        return None
 
     def within(self, premium: float) -> tuple[PlacementOption, ...]:
         """The cheapest placement and every other costing at most `premium` times it."""
@@ -126,10 +189,12 @@ class Ranking:
             return Candidate(gpu, None, None, None, refused)
         top = _top_count(self.registry, gpu)  # >= 1: both caps are at least 1
         allowed = [c for c in self.allowed_counts if c <= top]
+        if self.pinned_count is not None and self.pinned_count > top:
+            return Candidate(gpu, None, None, None, f"at most {top} per pod")
         if allowed:
             fit = estimate(self._request(gpu), gpu, allowed[-1])
             return Candidate(gpu, allowed[-1], round(price * allowed[-1], 2), fit, fit.reason)
-        problem = self.recipe.count_problem(self.model, top)
+        problem = self.recipe.count_problem(self.model, self.pinned_count or top)
         return Candidate(gpu, top, round(price * top, 2), None, problem)
 
     def _request(self, gpu: Gpu) -> FitRequest:
@@ -145,13 +210,14 @@ def rank(
     options: ServeOptions,
     cloud: Cloud,
     gpu_id: str | None,
+    gpu_count: int | None = None,
 ) -> Ranking:
-    """Per GPU type (only `gpu_id` when set) the smallest count that fits, cheapest first."""
+    """Per GPU type (only `gpu_id` when set) the smallest count (only `gpu_count` when set)
+    that fits, cheapest first."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
     # is the same on every GPU type: worked out once per model, not per GPU type.
-    allowed = tuple(
-        c for c in range(1, registry.max_gpus_per_pod + 1) if recipe.count_problem(model, c) is None
-    )
+    counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
+    allowed = tuple(c for c in counts if recipe.count_problem(model, c) is None)
     requests: dict[int, FitRequest] = {}
     ranked: list[Ranked] = []
     for index, gpu in enumerate(registry.gpus):
@@ -167,7 +233,7 @@ def rank(
     gpus = registry.gpus
     ranked.sort(key=lambda r: (r[2], gpus[r[0]].vram_gb * r[1]))
     return Ranking(tuple(ranked), cloud, gpu_id, registry, model, recipe, image, serving,
-                   options, allowed, requests)  # fmt: skip
+                   options, allowed, gpu_count, requests)  # fmt: skip
 
 
 def _smallest_count(

@@ -142,6 +142,9 @@ class GgufSource(Frozen):
     disk_gb: float | None = Field(default=None, gt=0, le=10_000)
     vram_gb: float | None = Field(default=None, gt=0, le=10_000)
     context: int | None = Field(default=None, gt=0, le=MAX_CONTEXT_TOKENS)
+    non_expert_bytes_per_weight: float | None = Field(default=None, gt=0, le=4)
+    """As `weights.non_expert_bytes_per_weight`, for this quant (gpt-oss's GGUF keeps MXFP4
+    experts and Q8_0 elsewhere); None: one precision throughout."""
 
 
 class ComfyFile(Frozen):

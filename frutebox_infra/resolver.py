@@ -7,12 +7,12 @@ reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
-from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe
+from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Image, Model, Registry
+from frutebox_infra.registry import Cloud, Image, Model, Registry, Runtime
 
 DEFAULT_OPTIONS = ServeOptions()
 
@@ -72,12 +72,15 @@ def resolve(
     *,
     cloud: Cloud = Cloud.SECURE,
     gpu_id: str | None = None,
+    gpu_count: int | None = None,
+    engine: str | None = None,
 ) -> Resolution:
-    """Resolve `model_id`; `gpu_id` pins the placement to one GPU type."""
+    """Resolve `model_id`; `gpu_id` pins the placement to one GPU type, `gpu_count` to one
+    count, and `engine` to one of the model's runtimes."""
     model = registry.model(model_id)
     if model is None:
         return Resolution(model_id, problem=_unknown(model_id))
-    problem, recipe = _engine_for(model)
+    problem, recipe = _engine_for(model) if engine is None else _pinned_engine(model, engine)
     if problem is not None or recipe is None:
         return Resolution(model_id, model, problem=problem)
     image = registry.images.get(recipe.runtime)
@@ -105,14 +108,21 @@ def resolve(
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
+    if serving.token_context and options.prompt_tokens is not None:
+        serving = replace(
+            serving, prompt_tokens=options.prompt_tokens, output_tokens=options.output_tokens
+        )
+        too_long = _workload_problem(model, serving)
+        if too_long is not None:
+            return Resolution(model_id, model, recipe, image, serving, too_long)
     warnings = _renamed(model, model_id) + list(serving.warnings)
     warnings += _source_warnings(model, recipe, image)
-    ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id)
+    ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
     if ranking.ranked:
         warnings += ranking.placements(1)[0].pod.notes
     else:
-        problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id)
+        problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
     return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
 
 
@@ -166,6 +176,48 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     ), None
 
 
+def _pinned_engine(model: Model, engine: str) -> tuple[PlanProblem | None, Recipe | None]:
+    """The engine an override names, when the model declares it and we have its recipe."""
+    key = f"frutebox-infra:overrides.{model.id}.engine"
+    declared = ", ".join(model.runtimes) or "none"
+    if engine not in model.runtimes:
+        return PlanProblem(
+            "override-refused",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, which is not among the"
+            f" runtimes registry/models.yaml gives it ({declared})",
+            f"set {key} to one of {declared}, or remove it",
+        ), None
+    recipe = RECIPES.get(Runtime(engine))
+    if recipe is None:
+        return PlanProblem(
+            "no-engine",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, and we build serving"
+            f" commands only for {', '.join(sorted(SERVABLE_RUNTIMES))}",
+            f"set {key} to one of those, or remove it",
+        ), None
+    missing = recipe.missing(model)
+    if missing is not None:
+        return PlanProblem(
+            "no-recipe",
+            f"{model.id}: overrides.{model.id}.engine is {engine}, but {missing}",
+            f"add those facts to {model.id} in registry/models.yaml, or remove {key}",
+        ), None
+    return None, recipe
+
+
+def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
+    prompt, output = serving.prompt_tokens or 0, serving.output_tokens or 0
+    if prompt + output <= serving.context_tokens:
+        return None
+    return PlanProblem(
+        "workload-too-long",
+        f"{model.id}: a request of promptTokens {prompt} + outputTokens {output} is longer than"
+        f" the {serving.context_tokens} tokens of context it is served with",
+        f"lower frutebox-infra:promptTokens or outputTokens, or raise"
+        f" frutebox-infra:overrides.{model.id}.context",
+    )
+
+
 def _renamed(model: Model, armed_id: str) -> list[str]:
     if model.id == armed_id:
         return []
@@ -203,6 +255,7 @@ def _no_placement(
     serving: Serving,
     considered: tuple[Candidate, ...],
     gpu_id: str | None,
+    gpu_count: int | None = None,
 ) -> PlanProblem:
     fitted = [c for c in considered if c.fit is not None]
     closest = max(
@@ -216,12 +269,14 @@ def _no_placement(
         else ""
     )
     where = f" on {gpu_id}" if gpu_id else ""
+    if gpu_count is not None:
+        where += f" at {gpu_count} GPUs"
     return PlanProblem(
         "no-placement",
         f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",
         f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
-        " or unpin its GPU",
+        " or unpin its GPU" + (" or its gpuCount" if gpu_count is not None else ""),
     )
 
 

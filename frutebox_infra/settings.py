@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 
-from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud
+from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
 
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
@@ -47,6 +47,10 @@ def _key(
 
 
 VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
+RankBy = Literal["usdPerHour", "usdPerMillionTokens"]
+MAX_DECODE_FLOOR = 1000
+"""tok/s per stream: no GPU decodes a stream much faster, so a larger floor is a typo."""
+ENGINE_NAMES = tuple(str(r) for r in Runtime)
 
 
 class ModelOverride(BaseModel):
@@ -65,12 +69,30 @@ class ModelOverride(BaseModel):
     own_pod: bool = Field(
         default=False, alias="ownPod", description="never share a pod (with colocate on)"
     )
+    gpu_count: int | None = Field(
+        default=None, alias="gpuCount", ge=1, le=8, description="pin the GPUs per pod"
+    )
+    engine: str | None = Field(
+        default=None, description="pin one of the model's runtimes (registry/models.yaml)"
+    )
+    min_decode_tok_s: float | None = Field(
+        default=None, alias="minDecodeTokensPerSecond", ge=0, le=MAX_DECODE_FLOOR
+    )
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str | None) -> str | None:
+        if value is not None and value not in ENGINE_NAMES:
+            raise ValueError(f"is not an engine; the engines are {', '.join(ENGINE_NAMES)}")
+        return value
 
 
 OVERRIDE_UNITS = {
     "context": "tokens",
     "concurrency": "sequences",
     "minConcurrentSequences": "sequences",
+    "gpuCount": "GPUs",
+    "minDecodeTokensPerSecond": "tok/s per stream",
 }
 """The unit of each override key, for messages."""
 OVERRIDE_FIXES = {
@@ -80,6 +102,11 @@ OVERRIDE_FIXES = {
     "gpu": "a GPU type id or name from registry/gpus.yaml, e.g. NVIDIA H100 80GB HBM3",
     "minConcurrentSequences": "a whole number of sequences from 1 to 1024, unquoted, e.g. 2",
     "ownPod": "true or false, unquoted: true keeps the model on a pod of its own",
+    "gpuCount": "a whole number of GPUs per pod from 1 to 8, unquoted, e.g. 2",
+    "engine": f"one of the model's runtimes in registry/models.yaml ({', '.join(ENGINE_NAMES)}),"
+    " e.g. sglang",
+    "minDecodeTokensPerSecond": f"tok/s per stream from 0 (no floor) to {MAX_DECODE_FLOOR},"
+    " unquoted, e.g. 20",
 }
 """Every override key and what it takes; engines that cannot honour one refuse it."""
 
@@ -288,13 +315,64 @@ class StackSettings(BaseModel):
         max_length=2048,
         pattern=r"^(https?://\S+)?$",
     )
+    # 20, the owner's floor for tier S, the frontier models a RunPod fleet serves (its 30 is
+    # for the local node, which no stack plans). A floor is a promise to every stream, so a
+    # placement below it is refused even where it is cheaper per hour.
+    min_decode_tok_s: float = _key(
+        "minDecodeTokensPerSecond",
+        "Least decode speed per stream (tok/s at the configured concurrency) a placement must"
+        " reach by the speed model's estimate; 0 turns the floor off.",
+        pulumi="string",
+        unit="tok/s per stream",
+        example='"20"',
+        default=20.0,
+        ge=0.0,
+        le=MAX_DECODE_FLOOR,
+    )
+    rank_by: RankBy = _key(
+        "rankBy",
+        "How placements that meet the floor are ranked, and fallbacks bounded:"
+        " usdPerHour (the pod's price) or usdPerMillionTokens (output tokens at full load).",
+        pulumi="string",
+        example="usdPerHour",
+        fix="usdPerHour or usdPerMillionTokens",
+        default="usdPerHour",
+    )
+    prompt_tokens: int | None = _key(
+        "promptTokens",
+        "Prompt length each request brings, for the speed estimate (with outputTokens); 0:"
+        " every stream holds the full context and prefill is not counted.",
+        pulumi="integer",
+        unit="tokens",
+        example="1024",
+        fix=f"0 (not stated) or a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS},"
+        " unquoted, e.g. 1024, together with outputTokens",
+        default=None,
+        pulumi_default=0,
+        ge=0,
+        le=MAX_CONTEXT_TOKENS,
+    )
+    output_tokens: int | None = _key(
+        "outputTokens",
+        "Output length of each request, for the speed estimate (with promptTokens); 0: not"
+        " stated.",
+        pulumi="integer",
+        unit="tokens",
+        example="1024",
+        fix=f"0 (not stated) or a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS},"
+        " unquoted, e.g. 1024, together with promptTokens",
+        default=None,
+        pulumi_default=0,
+        ge=0,
+        le=MAX_CONTEXT_TOKENS,
+        validate_default=True,  # a promptTokens alone is refused here
+    )
     overrides: dict[str, ModelOverride] = _key(
         "overrides",
-        "Per-model overrides, model id -> {context, concurrency, gpu, minConcurrentSequences,"
-        " ownPod}.",
+        f"Per-model overrides, model id -> {{{', '.join(OVERRIDE_FIXES)}}}.",
         pulumi="object",
         example="{qwen3-8b: {context: 16384}}",
-        fix="a map of model id -> {context, concurrency, gpu, minConcurrentSequences, ownPod}",
+        fix=f"a map of model id -> {{{', '.join(OVERRIDE_FIXES)}}}",
         default_factory=dict,
     )
     hf_token_configured: bool = Field(default=False, alias="hfTokenConfigured")
@@ -321,6 +399,26 @@ class StackSettings(BaseModel):
         if value is not None and 0 < value < 300:
             raise ValueError("must be 0 (scale with the weights) or at least 300 seconds")
         return value or None
+
+    @field_validator("prompt_tokens", "output_tokens", mode="before")
+    @classmethod
+    def _zero_unstated(cls, value: int | None) -> int | None:
+        return value or None
+
+    @field_validator("output_tokens", mode="after")
+    @classmethod
+    def _lengths_together(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if "prompt_tokens" not in info.data:
+            return value  # promptTokens itself was refused, and says so
+        prompt = info.data["prompt_tokens"]
+        if (prompt is None) != (value is None):
+            given, missing = ("outputTokens", "promptTokens") if prompt is None else (
+                "promptTokens", "outputTokens")  # fmt: skip
+            raise ValueError(
+                f"{given} is set without {missing}: the speed estimate needs both lengths of a"
+                " request, or neither"
+            )
+        return value
 
     @field_validator("models")
     @classmethod

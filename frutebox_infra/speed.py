@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
-from frutebox_infra.registry import Architecture, Gpu, Model, Runtime, SpecDecode, WeightFormat
+from frutebox_infra.registry import (
+    Architecture,
+    ExpertSplit,
+    Gpu,
+    Model,
+    Runtime,
+    SpecDecode,
+    WeightFormat,
+)
 from frutebox_infra.speed_facts import EngineFigures, GpuSpeed, LinkSpeed, SpeedFacts
 
 LAYER_SPLIT_ENGINES = frozenset({Runtime.LLAMACPP, Runtime.OLLAMA})
@@ -114,19 +122,49 @@ class _Context:
     link: LinkSpeed | None
 
 
+@dataclass(frozen=True)
+class ModelBasis:
+    """What every estimate of one model served by one engine at one weights size shares,
+    whatever the GPU type and count: the engine's figures, the expert split, and the weights
+    a step reads (None where the registry lacks the facts)."""
+
+    engine: EngineFigures | None
+    split: ExpertSplit | None
+    shape: _Shape | None
+
+
+def model_basis(model: Model, placement: Placement, facts: SpeedFacts | None) -> ModelBasis:
+    """The shared part of `model`'s estimates, for placements with `placement`'s engine,
+    weights size and precisions."""
+    split = model.expert_split
+    known = model.architecture is not None and model.parameters is not None
+    return ModelBasis(
+        facts.engine(placement.engine) if facts is not None else None,
+        split,
+        _shape(model, placement, split) if known else None,
+    )
+
+
 def estimate_speed(
-    model: Model, placement: Placement, workload: Workload, facts: SpeedFacts | None
+    model: Model,
+    placement: Placement,
+    workload: Workload,
+    facts: SpeedFacts | None,
+    basis: ModelBasis | None = None,
 ) -> SpeedEstimate | SpeedUnknown:
-    """The decode and prefill speed of `model` on `placement` under `workload`."""
-    problem = _missing(model, placement, facts)
+    """The decode and prefill speed of `model` on `placement` under `workload`; `basis`, when
+    given, is `model_basis` of a placement of the same engine and weights (the planner
+    estimates several GPU types and counts of every model)."""
+    basis = basis or model_basis(model, placement, facts)
+    engine = basis.engine
+    problem = _missing(model, placement, facts, engine, basis.split)
     if problem is not None:
         return SpeedUnknown(problem)
-    assert facts is not None and placement.gpu.speed is not None
-    engine = facts.engine(placement.engine)
-    assert engine is not None
+    assert facts is not None and placement.gpu.speed is not None and engine is not None
+    assert basis.shape is not None  # _missing refuses a model without its shape's facts
     ctx = _Context(
         placement,
-        _shape(model, placement),
+        basis.shape,
         placement.gpu.speed,
         engine,
         facts.links.get(placement.gpu.speed.interconnect.kind),
@@ -201,11 +239,17 @@ def distinct_experts(experts: int, used: int, tokens: int) -> float:
     return experts * (1 - (1 - used / experts) ** tokens)
 
 
-def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None:
+def _missing(
+    model: Model,
+    p: Placement,
+    facts: SpeedFacts | None,
+    engine: EngineFigures | None,
+    split: ExpertSplit | None,
+) -> str | None:
     arch, params = model.architecture, model.parameters
     if facts is None:
         return "registry/speed.yaml is missing: no engine figures to estimate with"
-    if facts.engine(p.engine) is None:
+    if engine is None:
         return f"registry/speed.yaml has no figures for {p.engine} (no token speed to model)"
     if p.gpu.speed is None:
         return f"registry/gpus.yaml has no speed facts for {p.gpu.name}"
@@ -213,7 +257,7 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
         return f"registry/models.yaml lacks {model.id}'s architecture or parameter counts"
     if arch.hidden_size is None:
         return f"registry/models.yaml lacks {model.id}'s architecture.hidden_size"
-    if arch.moe and model.expert_split is None:
+    if arch.moe and split is None:
         return (
             f"registry/models.yaml lacks {model.id}'s expert structure (experts,"
             " experts_per_token, moe_intermediate_size)"
@@ -223,8 +267,8 @@ def _missing(model: Model, p: Placement, facts: SpeedFacts | None) -> str | None
     return None
 
 
-def _shape(model: Model, p: Placement) -> _Shape:
-    arch, params, split = model.architecture, model.parameters, model.expert_split
+def _shape(model: Model, p: Placement, split: ExpertSplit | None) -> _Shape:
+    arch, params = model.architecture, model.parameters
     assert arch is not None and params is not None
     weight_bytes = p.weights_gb * GB
     uniform = weight_bytes / params.total

@@ -227,8 +227,10 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
     lines = []
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
+        key = _key_at(loc[0]) if loc else None
+        if key is not None:
+            loc[0] = key.name  # a default checked against another key is located by field
         path = ".".join(printable(p) for p in loc)
-        key = STACK_KEYS.get(loc[0]) if loc else None
         if key is not None and key.name == "overrides" and len(loc) >= 2:
             if len(loc) == 2:
                 fix = "give the model a mapping such as {context: 16384}"
@@ -245,6 +247,10 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
         value = f" = {shown(err['input'])}" if err["type"] != "missing" else ""
         lines.append(f"{where}: key '{PROJECT}:{path}'{value}: {message}. Fix: {fix}.")
     return lines
+
+
+def _key_at(name: str) -> StackKey | None:
+    return STACK_KEYS.get(name) or next((k for k in STACK_KEYS.values() if k.field == name), None)
 
 
 def _override_unit(loc: list[str]) -> str:

@@ -35,6 +35,7 @@ from frutebox_infra.registry_files import (
     read_registry_files,
 )
 from frutebox_infra.settings import PROJECT, StackSettings
+from frutebox_infra.speed_facts import GpuSpeed, SpeedFacts
 from frutebox_infra.stack_file import parse_settings
 
 ROOT = REPO_ROOT
@@ -98,6 +99,30 @@ def gpu(
         max_count=max_count,
         price_usd_per_hour={"secure": secure, "community": community, "source": "test"},
     )
+
+
+def speedy_gpu(
+    gpu_id: str,
+    bandwidth_gb_s: float,
+    *,
+    usd: float,
+    vram_gb: int = 80,
+    link: str = "nvlink",
+    tflops: float = 400,
+    max_count: int = 8,
+) -> Gpu:
+    """A GPU type with datasheet speed figures, so the speed model can estimate on it."""
+    speed = GpuSpeed.model_validate(
+        {
+            "memory_bandwidth_gb_s": bandwidth_gb_s,
+            "bf16_dense_tflops": tflops,
+            "fp8_dense_tflops": 2 * tflops,
+            "interconnect": {"kind": link, "generation": 4, "gb_s_per_direction": 64},
+            "datasheet": "test",
+        }
+    )
+    plain = gpu(gpu_id, vram_gb=vram_gb, secure=usd, max_count=max_count)
+    return plain.model_copy(update={"speed": speed})
 
 
 def gqa(
@@ -169,9 +194,11 @@ def registry(
     data_centers: Sequence[str] = ("EU-RO-1",),
     max_gpus_per_pod: int = 8,
     engine_options: Mapping[Runtime, EngineOptions] | None = None,
+    speed: SpeedFacts | None = None,
 ) -> Registry:
     """A registry of exactly these models and GPUs, with the real (pinned) engine images; no
-    engine facts (so no launch check) unless given, e.g. `real_registry().engine_options`."""
+    engine facts (so no launch check) and no speed calibration (so no speed estimate) unless
+    given, e.g. `real_registry().engine_options`, `real_registry().speed`."""
     return Registry(
         models=tuple(models),
         gpus=tuple(gpus) if gpus is not None else (gpu(),),
@@ -180,6 +207,7 @@ def registry(
         network_volume=real_registry().network_volume,
         max_gpus_per_pod=max_gpus_per_pod,
         engine_options=dict(engine_options or {}),
+        speed=speed,
     )
 
 

@@ -15,6 +15,7 @@ from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.ranking import fit_request
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Model, Registry
+from frutebox_infra.speed import SpeedEstimate
 from tests.factories import gpu, gqa, ollama_model, real_registry, registry, settings
 
 SMALL = gpu("SMALL 16", vram_gb=16, secure=0.17, fp8=False)
@@ -173,7 +174,9 @@ def test_off_by_default_one_pod_per_model() -> None:
 
 
 @pytest.mark.parametrize(
-    "override", [{"ownPod": True}, {"gpu": "MEDIUM 24"}], ids=["own-pod", "pinned-gpu"]
+    "override",
+    [{"ownPod": True}, {"gpu": "MEDIUM 24"}, {"gpuCount": 1}],
+    ids=["own-pod", "pinned-gpu", "pinned-count"],
 )
 def test_an_override_keeps_a_model_on_its_own_pod(override: dict[str, object]) -> None:
     reg = registry([small_ollama("a", 1.0), small_ollama("b", 1.0), small_ollama("c", 1.0)], GPUS)
@@ -248,3 +251,30 @@ def test_shares_add_up_in_cents(
 ) -> None:
     assert shares(total, weights) == expected
     assert round(sum(shares(total, weights)), 2) == total
+
+
+@pytest.mark.parametrize(
+    ("floor", "two_a4000"),
+    [
+        # qwen3-8b on 2x RTX A4000 (a layer split) decodes 22.6 tok/s per stream at 4 streams.
+        pytest.param("22.5", True, id="just-under-its-speed"),
+        pytest.param("22.7", False, id="just-over-its-speed"),
+    ],
+)
+def test_a_shared_pod_s_gpus_meet_every_member_s_floor(floor: str, two_a4000: bool) -> None:
+    fleet = plan_fleet(
+        real_registry(),
+        settings(models=["qwen3-8b", "llama-3.2-1b"], colocate=True, maxFallbackPremium="2",
+                 minDecodeTokensPerSecond=floor),
+        stack="t",
+    )
+    (pod,) = fleet.pods
+    assert pod.shared
+    assert ("2x RTX A4000" in [p.label for p in pod.placements]) is two_a4000
+    for mid in pod.model_ids:
+        m = fleet.model(mid)
+        assert m is not None
+        for view in m.candidates:
+            speed = view.speed
+            assert isinstance(speed, SpeedEstimate)
+            assert speed.decode_tok_s_per_stream >= float(floor)

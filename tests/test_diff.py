@@ -182,6 +182,40 @@ def test_changing_a_models_context_shows_the_fit_change(
     assert f"| {fit_text(snapshot(target))} → {fit_text(snapshot(after_model))} |" in row
 
 
+def test_raising_the_speed_floor_shows_the_speed_and_cost_per_token_change(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = repo.git("rev-parse", "HEAD")
+    before = repo.plan().model("qwen3-8b")
+    repo.edit(lambda c: c.__setitem__("minDecodeTokensPerSecond", "30"))
+    head = repo.commit("a 30 tok/s floor")
+    after = repo.plan().model("qwen3-8b")
+    assert before is not None and before.placement is not None
+    assert after is not None and after.placement is not None
+    old, new = snapshot(before), snapshot(after)
+    # 1x RTX A4000 decodes qwen3-8b below 30 tok/s per stream at 4 streams: it is refused.
+    assert old.decode_tok_s_per_stream is not None and old.decode_tok_s_per_stream < 30
+    assert new.decode_tok_s_per_stream is not None and new.decode_tok_s_per_stream >= 30
+    assert old.gpu != new.gpu
+
+    code, data = diff_json(repo, capsys, base, head)
+
+    assert code == 0
+    changed = by_id(data)["qwen3-8b"]
+    speed_keys = {"decodeTokensPerSecondPerStream", "decodeTokensPerSecondAggregate",
+                  "usdPerMillionOutputTokens"}  # fmt: skip
+    assert speed_keys | {"gpuType"} <= set(changed["changedFields"])
+    assert changed["before"]["decodeTokensPerSecondPerStream"] == old.decode_tok_s_per_stream
+    assert changed["after"]["decodeTokensPerSecondPerStream"] == new.decode_tok_s_per_stream
+    assert changed["after"]["usdPerMillionOutputTokens"] == new.usd_per_million_output_tokens
+
+    run_diff(repo.path, base, head, fmt="markdown")
+    row = next(line for line in capsys.readouterr().out.splitlines() if "`qwen3-8b`" in line)
+    assert f"| {old.decode_tok_s_per_stream:.1f} → {new.decode_tok_s_per_stream:.1f} |" in row
+    assert (f"| ${old.usd_per_million_output_tokens:.2f} →"
+            f" ${new.usd_per_million_output_tokens:.2f} |") in row  # fmt: skip
+
+
 def test_an_over_budget_change_is_flagged_and_exits_1(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:

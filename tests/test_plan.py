@@ -365,6 +365,181 @@ def test_an_engine_installed_onto_the_volume_is_sized_once(
     assert fleet.volume.size_gb >= math.ceil(fleet.volume.weights_gb + installs * comfy_gb)
 
 
+# ---- the stream-rate floor, ranking and pins --------------------------------------------------
+
+
+def real(models: list[str], **config: Any) -> FleetPlan:
+    return plan_fleet(real_registry(), settings(models=models, **config), stack="test",
+                      environment=Environment(hf_token=True))  # fmt: skip
+
+
+def taken(fleet: FleetPlan, model_id: str) -> list[str]:
+    m = fleet.model(model_id)
+    assert m is not None
+    return [p.label for p in m.candidates]
+
+
+KIMI = {"kimi-k2.6": {"context": 16384}}
+
+
+def test_the_prod_stack_meets_the_default_floor_within_its_budget() -> None:
+    from frutebox_infra.stack_file import load_settings
+    from tests.factories import ROOT
+
+    prod = load_settings(ROOT / "stacks" / "Pulumi.prod.yaml")
+    fleet = plan_fleet(real_registry(), prod, stack="prod", environment=Environment())
+    assert fleet.ok and fleet.within_budget
+    # 4x RTX PRO 6000 (18.5 tok/s per stream at 16) and 8x A100 (13.4 at 8) are refused.
+    assert taken(fleet, "qwen3-235b-a22b") == ["2x H200 SXM"]
+    assert taken(fleet, "kimi-k2.6") == ["5x H200 SXM", "8x H100 SXM"]
+    assert taken(fleet, "qwen-3.6-27b") == ["1x RTX PRO 6000"]
+    refused = {(m.model_id, b.placement.label) for m in fleet.models for b in m.below_floor}
+    assert ("qwen3-235b-a22b", "4x RTX PRO 6000") in refused
+    assert ("kimi-k2.6", "8x A100 PCIe") in refused
+
+
+@pytest.mark.parametrize(
+    ("config", "placements"),
+    [
+        pytest.param({"minDecodeTokensPerSecond": "0"}, ["8x A100 PCIe", "8x A100 SXM"],
+                     id="no-floor"),
+        pytest.param({"minDecodeTokensPerSecond": "13.3"}, ["8x A100 PCIe", "8x A100 SXM"],
+                     id="just-under-13.4"),
+        pytest.param({"minDecodeTokensPerSecond": "13.5"}, ["8x A100 SXM"],
+                     id="just-over-13.4"),
+        pytest.param({}, ["5x H200 SXM", "8x H100 SXM"], id="default-20"),
+        pytest.param(
+            {"overrides": {"kimi-k2.6": {"context": 16384, "minDecodeTokensPerSecond": 13}}},
+            ["8x A100 PCIe", "8x A100 SXM"],
+            id="model-override-wins",
+        ),
+        pytest.param(
+            {"overrides": {"kimi-k2.6": {"context": 16384, "concurrency": 4}}},
+            ["8x A100 PCIe", "8x A100 SXM"],
+            id="fewer-streams-meet-it",
+        ),
+    ],
+)
+def test_placements_and_fallbacks_below_the_floor_are_refused(
+    config: dict[str, Any], placements: list[str]
+) -> None:
+    config.setdefault("overrides", KIMI)
+    fleet = real(["kimi-k2.6"], **config)
+    assert fleet.ok, fleet.problems
+    assert taken(fleet, "kimi-k2.6") == placements
+
+
+def test_no_placement_meeting_the_floor_fails_the_plan_with_the_figures_and_the_fixes() -> None:
+    fleet = real(["kimi-k2.6"], minDecodeTokensPerSecond="50", overrides=KIMI)
+    assert rules(fleet) == ["below-speed-floor"]
+    (problem,) = fleet.problems
+    assert "kimi-k2.6: no placement decodes 50 tok/s per stream" in problem.message
+    assert "8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 50" in problem.message
+    assert "frutebox-infra:minDecodeTokensPerSecond" in problem.fix
+    assert "overrides.kimi-k2.6.gpu" in problem.fix
+    m = fleet.model("kimi-k2.6")
+    assert m is not None and m.placement is None and m.below_floor
+
+
+def test_the_fix_offers_the_streams_that_meet_the_floor() -> None:
+    fleet = real(["kimi-k2.6"], minDecodeTokensPerSecond="20", overrides={
+        "kimi-k2.6": {"context": 16384, "gpu": "NVIDIA A100 80GB PCIe"}})  # fmt: skip
+    (problem,) = fleet.problems
+    assert "lower frutebox-infra:overrides.kimi-k2.6.concurrency to 4" in problem.fix
+    assert "8x A100 PCIe then decodes 22.9 tok/s per stream" in problem.fix
+
+
+def test_a_model_without_an_estimate_is_warned_about_not_refused() -> None:
+    fleet = real(["mistral-large-3"])
+    assert fleet.ok
+    (warning,) = [w for w in fleet.warnings if "speed estimate" in w]
+    assert warning.startswith("mistral-large-3: no speed estimate for 8x H200 SXM")
+    assert "hidden_size" in warning and "floor of 20 tok/s per stream is not checked" in warning
+
+
+def test_a_diffusion_model_has_no_floor() -> None:
+    fleet = real(["sdxl-1.0"], minDecodeTokensPerSecond="1000")
+    assert fleet.ok and taken(fleet, "sdxl-1.0")[0] == "1x RTX A4000"
+    m = fleet.model("sdxl-1.0")
+    assert m is not None and m.min_decode_tok_s == 0 and m.below_floor == ()
+
+
+@pytest.mark.parametrize(
+    ("rank_by", "chosen"),
+    [
+        pytest.param("usdPerHour", "1x RTX PRO 6000", id="per-hour"),  # $2.09/h, $1.48 per 1M
+        pytest.param("usdPerMillionTokens", "1x H200 SXM", id="per-token"),  # $4.59/h, $1.39
+    ],
+)
+def test_rank_by_orders_the_placements(rank_by: str, chosen: str) -> None:
+    fleet = real(["qwen-3.6-27b"], rankBy=rank_by, maxFallbackPremium="1.2")
+    assert taken(fleet, "qwen-3.6-27b")[0] == chosen
+
+
+RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+@pytest.mark.parametrize(
+    ("override", "placements", "problem"),
+    [
+        # qwen-3.6-27b on RTX PRO 6000: 24.6 tok/s per stream on one, 31.7 on two (TP 2).
+        pytest.param({"gpu": RTX_PRO}, ["2x RTX PRO 6000"], None, id="more-gpus-meet-it"),
+        pytest.param({"gpu": RTX_PRO, "gpuCount": 1}, [], "below-speed-floor",
+                     id="a-pinned-count-does-not-grow"),
+        pytest.param({"gpu": RTX_PRO, "gpuCount": 4}, ["4x RTX PRO 6000"], None,
+                     id="a-pinned-count-is-taken"),
+    ],
+)
+def test_more_gpus_of_a_type_are_taken_where_fewer_are_too_slow(
+    override: dict[str, Any], placements: list[str], problem: str | None
+) -> None:
+    fleet = real(["qwen-3.6-27b"], minDecodeTokensPerSecond="30",
+                 overrides={"qwen-3.6-27b": override})  # fmt: skip
+    assert rules(fleet) == ([problem] if problem else [])
+    assert taken(fleet, "qwen-3.6-27b") == placements
+
+
+@pytest.mark.parametrize(
+    ("override", "rule", "says"),
+    [
+        pytest.param({"engine": "vllm"}, "override-refused",
+                     "not among the runtimes registry/models.yaml gives it (sglang, llamacpp)",
+                     id="an-engine-it-does-not-declare"),
+        pytest.param({"gpuCount": 3}, "no-placement", "at 3 GPUs", id="a-count-tp-cannot-take"),
+        pytest.param({"gpuCount": 1}, "no-placement", "at 1 GPUs", id="a-count-too-small"),
+    ],
+)
+def test_a_pin_that_cannot_be_served_is_refused_with_the_reason(
+    override: dict[str, Any], rule: str, says: str
+) -> None:
+    fleet = real(["qwen3-235b-a22b"], overrides={"qwen3-235b-a22b": override})
+    (problem,) = fleet.problems
+    assert problem.rule == rule and says in problem.message
+    assert "overrides.qwen3-235b-a22b" in problem.fix
+
+
+def test_a_pinned_engine_serves_the_model() -> None:
+    pinned = {"qwen3-235b-a22b": {"engine": "llamacpp", "context": 16384}}
+    fleet = real(["qwen3-235b-a22b"], minDecodeTokensPerSecond="0", overrides=pinned)
+    m = fleet.model("qwen3-235b-a22b")
+    assert fleet.ok and m is not None and m.placement is not None
+    assert m.resolution.engine == "llamacpp" and "--parallel" in m.placement.pod.args
+
+
+@pytest.mark.parametrize(
+    ("lengths", "rule"),
+    [
+        pytest.param({"promptTokens": 30_000, "outputTokens": 2768}, None, id="fits-the-context"),
+        pytest.param({"promptTokens": 30_000, "outputTokens": 2769}, "workload-too-long",
+                     id="one-token-too-long"),
+    ],
+)
+def test_stated_lengths_must_fit_the_context(lengths: dict[str, int], rule: str | None) -> None:
+    fleet = real(["qwen-3.6-27b"], **lengths)
+    assert rules(fleet) == ([rule] if rule else [])
+    if rule:
+        assert "30000 + outputTokens 2769 is longer than the 32768 tokens" in str(fleet.problems)
+
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_models_are_planned_with_the_cycle_collector_paused_then_restored(

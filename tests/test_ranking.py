@@ -58,7 +58,7 @@ def test_the_search_finds_what_estimating_every_count_finds(model_id: str, cloud
 
 def test_placements_are_built_only_when_asked_for_and_once() -> None:
     ranking = rank_fresh("qwen3-8b")
-    assert len(ranking.ranked) > 2 and ranking.built == []
+    assert len(ranking.ranked) > 2 and ranking.built == {}
     first = ranking.placements(1)
     assert len(ranking.built) == 1
     assert ranking.placements(1)[0] is first[0]
@@ -111,3 +111,28 @@ def rank_fresh(model_id: str) -> Ranking:
     r = resolve(reg, model_id, TOKEN)
     assert r.model and r.recipe and r.image and r.serving
     return rank(reg, r.model, r.recipe, r.image, r.serving, TOKEN, Cloud.SECURE, None)
+
+
+@pytest.mark.parametrize(
+    ("start", "larger"),
+    [
+        pytest.param(1, 2, id="one-to-two"),
+        pytest.param(2, 4, id="tp-skips-three"),
+        pytest.param(8, None, id="none-above-the-most-per-pod"),
+    ],
+)
+def test_the_next_larger_count_of_a_gpu_type(start: int, larger: int | None) -> None:
+    reg = real_registry()
+    ranking = resolve(reg, "qwen-3.6-27b", gpu_id="NVIDIA H100 80GB HBM3").ranking
+    assert ranking is not None
+    (ranked,) = ranking.ranked
+    while ranked[1] < start:
+        bigger = ranking.larger(ranked)
+        assert bigger is not None
+        ranked = bigger
+    found = ranking.larger(ranked)
+    assert (found[1] if found else None) == larger
+    if found is not None:
+        p = ranking.option(found)
+        assert p.gpu.id == "NVIDIA H100 80GB HBM3" and p.usd_per_hour == round(found[1] * 3.49, 2)
+        assert p.fit.fits and p.speed_facts is reg.speed

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from frutebox_infra.errors import ConfigError
-from frutebox_infra.registry import Image, Runtime
+from frutebox_infra.registry import GgufSource, Image, Runtime
 from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
@@ -802,3 +802,24 @@ def test_a_reasoning_parser_is_per_engine_and_one_the_engine_knows(parser: str, 
 def test_parsers_the_engines_know_are_taken(parser: str) -> None:
     reg = parse_registry(files_with(models=models_with_parser(parser)))
     assert reg.model("qwen3-235b-a22b") is not None
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        pytest.param(None, True, id="one-precision"),
+        pytest.param(0.0, False, id="zero"),
+        pytest.param(1.0625, True, id="q8_0"),
+        pytest.param(4.0, True, id="fp32-at-most"),
+        pytest.param(4.01, False, id="above-fp32"),
+    ],
+)
+def test_a_gguf_quant_states_its_shared_weights_precision(value: float | None, ok: bool) -> None:
+    gguf: dict[str, object] = {"repo": "org/m-GGUF", "quant": "Q", "vram_gb": 12}
+    if value is not None:
+        gguf["non_expert_bytes_per_weight"] = value
+    if ok:
+        assert GgufSource.model_validate(gguf).non_expert_bytes_per_weight == value
+    else:
+        with pytest.raises(ValidationError):
+            GgufSource.model_validate(gguf)

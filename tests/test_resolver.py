@@ -800,3 +800,13 @@ def test_a_comfyui_file_from_its_own_unpinned_repo_is_warned_about() -> None:
     assert any("t5_base.safetensors from google-t5/t5-base" in w for w in r.warnings)
     sdxl = resolve(real_registry(), "sdxl-1.0", TOKEN)
     assert not any("source.comfyui.files" in w for w in sdxl.warnings)
+
+
+# ---- more GPUs, and pins ---------------------------------------------------------------------
+
+
+def test_a_pinned_engine_without_its_facts_is_refused_with_the_gap() -> None:
+    m = sglang_model("both", runtimes=["sglang", "llamacpp"])  # no source.gguf
+    r = resolve(registry([m]), "both", engine="llamacpp")
+    assert r.problem is not None and r.problem.rule == "no-recipe"
+    assert "no source.gguf" in r.problem.message and "overrides.both.engine" in r.problem.fix

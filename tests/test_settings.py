@@ -239,3 +239,84 @@ def test_seeding_is_on_by_default_on_two_vcpus() -> None:
     settings = parse_settings(BASE, where=WHERE)
     assert (settings.seeding, settings.seed_vcpus, settings.seed_cpu_flavor) == (True, 2, "")
     assert settings.seed_timeout_seconds is None
+
+
+# --- the speed keys ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        pytest.param({}, (20.0, "usdPerHour", None, None), id="defaults"),
+        pytest.param({"minDecodeTokensPerSecond": "0"}, (0.0, "usdPerHour", None, None),
+                     id="floor-off"),
+        pytest.param({"minDecodeTokensPerSecond": "1000"}, (1000.0, "usdPerHour", None, None),
+                     id="floor-at-most"),
+        pytest.param({"rankBy": "usdPerMillionTokens"},
+                     (20.0, "usdPerMillionTokens", None, None), id="rank-per-token"),
+        pytest.param({"promptTokens": 1024, "outputTokens": "256"},
+                     (20.0, "usdPerHour", 1024, 256), id="lengths"),
+        pytest.param({"promptTokens": 0, "outputTokens": 0}, (20.0, "usdPerHour", None, None),
+                     id="lengths-zero-means-unstated"),
+    ],
+)
+def test_the_speed_keys_and_their_defaults(
+    config: dict[str, Any], expected: tuple[Any, ...]
+) -> None:
+    s = parse_settings({**BASE, **config}, where=WHERE)
+    assert (s.min_decode_tok_s, s.rank_by, s.prompt_tokens, s.output_tokens) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        pytest.param({"minDecodeTokensPerSecond": "-0.1"}, "minDecodeTokensPerSecond",
+                     id="floor-below"),
+        pytest.param({"minDecodeTokensPerSecond": "1000.1"}, "tok/s per stream",
+                     id="floor-above"),
+        pytest.param({"rankBy": "usdPerToken"}, "usdPerHour or usdPerMillionTokens",
+                     id="rank-unknown"),
+        pytest.param({"promptTokens": 1024}, "promptTokens is set without outputTokens",
+                     id="prompt-alone"),
+        pytest.param({"outputTokens": 64}, "outputTokens is set without promptTokens",
+                     id="output-alone"),
+        pytest.param({"promptTokens": -1, "outputTokens": 1}, "promptTokens", id="prompt-below"),
+        pytest.param({"promptTokens": 1, "outputTokens": 10_485_761}, "outputTokens",
+                     id="output-above"),
+    ],
+)
+def test_bad_speed_keys_name_the_key_and_the_fix(config: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match="Fix:") as raised:
+        parse_settings({**BASE, **config}, where=WHERE)
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "ok"),
+    [
+        pytest.param({"gpuCount": 1}, True, id="count-at-least"),
+        pytest.param({"gpuCount": 0}, False, id="count-below"),
+        pytest.param({"gpuCount": 8}, True, id="count-at-most"),
+        pytest.param({"gpuCount": 9}, False, id="count-above"),
+        pytest.param({"gpuCount": "2"}, False, id="count-as-text"),
+        pytest.param({"engine": "llamacpp"}, True, id="engine"),
+        pytest.param({"engine": "llama.cpp"}, False, id="engine-misspelt"),
+        pytest.param({"minDecodeTokensPerSecond": 0}, True, id="floor-off"),
+        pytest.param({"minDecodeTokensPerSecond": 12.5}, True, id="floor-decimal"),
+        pytest.param({"minDecodeTokensPerSecond": -1}, False, id="floor-below"),
+        pytest.param({"minDecodeTokensPerSecond": 1001}, False, id="floor-above"),
+        pytest.param({"minDecodeTokensPerSecond": True}, False, id="floor-boolean"),
+    ],
+)
+def test_the_speed_overrides_have_bounds(override: dict[str, Any], ok: bool) -> None:
+    config = {**BASE, "overrides": {"m": override}}
+    if ok:
+        s = parse_settings(config, where=WHERE)
+        (key, value), = override.items()
+        field = {"gpuCount": "gpu_count", "minDecodeTokensPerSecond": "min_decode_tok_s"}
+        assert getattr(s.overrides["m"], field.get(key, key)) == value
+    else:
+        with pytest.raises(ConfigError, match=r"overrides\.m\.") as raised:
+            parse_settings(config, where=WHERE)
+        key = next(iter(override))
+        assert OVERRIDE_FIXES[key] in str(raised.value)

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.registry import Gpu, Image, Model, Runtime
+from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
@@ -40,6 +40,9 @@ class ServeOptions:
     hf_token_configured: bool = False
     spec_decode_enabled: bool = True
     eagle3_head: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    """The request lengths the speed estimate assumes (both or neither)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class Serving:
     spec_flags: tuple[str, ...] = ()
     """The engine flags of the speculative decoding that `speculative` says is on."""
     warnings: tuple[str, ...] = field(default=())
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    """The request lengths the stack states for its speed estimate (both or neither)."""
 
     @property
     def token_context(self) -> bool:
@@ -130,6 +136,19 @@ class Recipe(ABC):
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         """Bytes per cached KV element as this engine is launched on `gpu`."""
         return 2
+
+    def weight_format(self, model: Model) -> WeightFormat:
+        """The precision the engine holds the weights at: the checkpoint's own."""
+        return model.weights.format
+
+    def non_expert_bytes_per_weight(self, model: Model) -> float | None:
+        """Bytes of a MoE's shared weight where the weights served keep them at another
+        precision than the experts; None: one precision throughout."""
+        return model.weights.non_expert_bytes_per_weight
+
+    def expert_parallel(self, model: Model, count: int) -> bool:
+        """Whether `count` GPUs give each GPU whole experts rather than a slice of each."""
+        return False
 
     def image_problem(self, model: Model, image: Image) -> str | None:
         """Why the pinned image cannot run `model` (e.g. too old an engine), or None."""

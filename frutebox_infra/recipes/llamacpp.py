@@ -12,7 +12,7 @@ from frutebox_infra.recipes.base import (
     static_slots,
 )
 from frutebox_infra.recipes.speculative import join_args
-from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime
+from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
 
 
 class LlamaCpp(Recipe):
@@ -52,6 +52,13 @@ class LlamaCpp(Recipe):
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         return super().options_problem(model, options) or slots_problem(self, model, options)
+
+    def weight_format(self, model: Model) -> WeightFormat:
+        return "gguf"
+
+    def non_expert_bytes_per_weight(self, model: Model) -> float | None:
+        gguf = _gguf(model)  # the quant is served, not the checkpoint `weights` describes
+        return gguf.non_expert_bytes_per_weight if gguf else None
 
     def gated_pull(self, model: Model) -> bool:
         return False  # GGUF re-publications are open repos

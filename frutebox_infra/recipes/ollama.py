@@ -15,7 +15,7 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.registry import Gpu, Image, Model, Runtime
+from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 DEFAULT_OLLAMA_CONTEXT = 4096
 """Ollama's own default context, used only when the registry records none."""
@@ -48,6 +48,9 @@ class Ollama(Recipe):
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         return super().options_problem(model, options) or slots_problem(self, model, options)
+
+    def weight_format(self, model: Model) -> WeightFormat:
+        return "gguf"
 
     def gated_pull(self, model: Model) -> bool:
         return False  # the Ollama library serves its own copy; no Hugging Face token involved

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
-from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
@@ -28,7 +27,7 @@ class SGLang(TensorParallelRecipe):
             "--host", "0.0.0.0", "--port", str(image.port),
             "--tp-size", str(count),
         ]  # fmt: skip
-        if sharding(model, count).expert_parallel:
+        if self.expert_parallel(model, count):
             words += ["--ep-size", str(count)]
         words += ["--context-length", str(serving.context_tokens)]
         parser = model.reasoning_parser.get(self.runtime)

@@ -68,6 +68,9 @@ class TensorParallelRecipe(Recipe):
             warnings=(spec.note,) if spec.note else (),
         )
 
+    def expert_parallel(self, model: Model, count: int) -> bool:
+        return sharding(model, count).expert_parallel
+
     def count_problem(self, model: Model, count: int) -> str | None:
         return (
             super().count_problem(model, count)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
-from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
@@ -29,7 +28,7 @@ class VLLM(TensorParallelRecipe):
             "--host", "0.0.0.0", "--port", str(image.port),
             "--tensor-parallel-size", str(count),
         ]  # fmt: skip
-        if sharding(model, count).expert_parallel:
+        if self.expert_parallel(model, count):
             words += ["--enable-expert-parallel"]
         words += [
             "--max-model-len", str(serving.context_tokens),

@@ -3,71 +3,130 @@ a terminal table and as versioned data; it has no pull-request form."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import placement_data
+from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
-from frutebox_infra.resolver import Resolution
+from frutebox_infra.resolver import PlanProblem, Resolution
+from frutebox_infra.speed_floor import SpeedChoice, cheapest_at_floor, floor_problem
 
 CATALOG_VERSION = 1
 """Changes when a key of `catalog_data` does."""
 
-CATALOG_HEADERS = ("MODEL", "ENGINE", "CHEAPEST", "$/H", "N", "STATUS")
+CATALOG_HEADERS = ("MODEL", "ENGINE", "CHEAPEST", "$/H", *SPEED_HEADERS, "N", "STATUS")
 
 
 @dataclass(frozen=True)
 class CatalogView:
-    """Every registry model as resolved: servable, or why not."""
+    """Every registry model as resolved: servable, or why not; and, under the stack default
+    stream-rate floor, the placements a stack would take."""
 
     resolutions: tuple[Resolution, ...]
+    floor: float = 0.0
+    """tok/s per stream the `at_floor` choices were held to (0: no floor)."""
+    at_floor: Mapping[str, SpeedChoice] = field(default_factory=dict)
+    """Per model id; a model without one is shown at its cheapest placement."""
+
+    def cheapest(self, r: Resolution) -> PlacementOption | None:
+        """The cheapest placement that meets the floor (the cheapest of all without one)."""
+        choice = self.at_floor.get(r.model_id)
+        if choice is not None:
+            return choice.taken[0] if choice.taken else None
+        return r.placements[0] if r.placements else None
+
+    def problem(self, r: Resolution) -> PlanProblem | None:
+        """Why the model cannot be served: the resolver's reason, or the floor's."""
+        choice = self.at_floor.get(r.model_id)
+        if r.problem is None and choice is not None and not choice.taken and choice.below_floor:
+            key = "frutebox-infra:minDecodeTokensPerSecond"
+            return floor_problem(r.model_id, choice, self.floor, key)
+        return r.problem
+
+    def servable(self, r: Resolution) -> bool:
+        return r.servable and self.cheapest(r) is not None
 
 
-def catalog_row(r: Resolution) -> list[str]:
-    p = r.placements[0] if r.placements else None
+def catalog_view(resolutions: tuple[Resolution, ...], floor: float) -> CatalogView:
+    """The catalog with each model's cheapest placement that meets `floor`."""
+    at_floor = {}
+    for r in resolutions:
+        choice = cheapest_at_floor(r, floor)
+        if choice is not None:
+            at_floor[r.model_id] = choice
+    return CatalogView(resolutions, floor, at_floor)
+
+
+def catalog_row(view: CatalogView, r: Resolution) -> list[str]:
+    p = view.cheapest(r)
+    problem = view.problem(r)
     return [
         r.model_id,
         r.engine or "-",
         p.label if p else "-",
         usd(p.usd_per_hour) if p else "-",
+        *speed_cells(p.speed if p else None),
         str(len(r.placements)),
-        "servable" if r.servable else (r.problem.rule if r.problem else "no placement"),
+        "servable" if view.servable(r) else (problem.rule if problem else "no placement"),
     ]
 
 
 def catalog_table(view: CatalogView) -> str:
     resolutions = view.resolutions
-    servable = sum(r.servable for r in resolutions)
+    servable = sum(view.servable(r) for r in resolutions)
+    floor = (
+        [
+            f"CHEAPEST = the cheapest placement decoding at least {view.floor:g} tok/s per stream"
+            " (a stack's default",
+            "minDecodeTokensPerSecond); N = GPU types that fit.",
+        ]
+        if view.floor > 0
+        else ["CHEAPEST = the cheapest placement; N = GPU types that fit."]
+    )
     lines = [
-        table(CATALOG_HEADERS, [catalog_row(r) for r in resolutions]),
+        table(CATALOG_HEADERS, [catalog_row(view, r) for r in resolutions]),
         "",
         f"{servable} of {len(resolutions)} models servable.",
+        *floor,
+        "TOK/S = estimated decode tok/s per stream at the engine's default streams and the",
+        "model's full context, AGG = all streams, $/1M = $ per 1M output tokens at full load.",
     ]
-    blocked = [str(r.problem) for r in resolutions if r.problem is not None]
+    problems = (view.problem(r) for r in resolutions)
+    blocked = [str(p) for p in problems if p is not None]
     if blocked:
         lines += ["", "Why not, and the fix:", *bullets(blocked)]
     return "\n".join(lines)
 
 
-def catalog_entry(r: Resolution) -> dict[str, Any]:
+def catalog_entry(view: CatalogView, r: Resolution) -> dict[str, Any]:
     m = r.model
+    problem = view.problem(r)
+    at_floor = view.cheapest(r)
     return {
         "id": r.model_id,
         "name": m.name if m else None,
         "capability": m.capability if m else None,
         "engine": r.engine,
-        "servable": r.servable,
-        "problem": str(r.problem) if r.problem else None,
-        "problemRule": r.problem.rule if r.problem else None,
+        "servable": view.servable(r),
+        "problem": str(problem) if problem else None,
+        "problemRule": problem.rule if problem else None,
         "cheapest": placement_data(r.placements[0]) if r.placements else None,
+        "cheapestAtFloor": placement_data(at_floor) if at_floor else None,
         "placements": [placement_data(p) for p in r.placements],
         "warnings": list(r.warnings),
     }
 
 
 def catalog_data(view: CatalogView) -> dict[str, Any]:
-    return {"version": CATALOG_VERSION, "models": [catalog_entry(r) for r in view.resolutions]}
+    return {
+        "version": CATALOG_VERSION,
+        "minDecodeTokensPerSecond": view.floor,
+        "models": [catalog_entry(view, r) for r in view.resolutions],
+    }
 
 
 CATALOG = Renderers[CatalogView]("the catalog", catalog_table, catalog_data)

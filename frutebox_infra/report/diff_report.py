@@ -69,12 +69,28 @@ def _engine(s: ModelSnapshot) -> str:
     return s.engine or "-"
 
 
+def _per_stream(s: ModelSnapshot) -> str:
+    return "-" if s.decode_tok_s_per_stream is None else f"{s.decode_tok_s_per_stream:.1f}"
+
+
+def _aggregate(s: ModelSnapshot) -> str:
+    return "-" if s.decode_tok_s_aggregate is None else f"{s.decode_tok_s_aggregate:.0f}"
+
+
+def _per_million(s: ModelSnapshot) -> str:
+    usd_1m = s.usd_per_million_output_tokens
+    return "-" if usd_1m is None else usd(usd_1m)
+
+
 COLUMNS: tuple[tuple[str, Callable[[ModelSnapshot], str]], ...] = (
     ("ENGINE", _engine),
     ("GPU", _placement),
     ("FIT", fit_text),
     ("CONTEXT", _context),
     ("IMAGE", image_text),
+    ("TOK/S", _per_stream),
+    ("AGG", _aggregate),
+    ("$/1M", _per_million),
 )
 """Per-model columns shown as `before → after` when they differ."""
 
@@ -104,6 +120,8 @@ def model_cells(m: ModelChange) -> list[str]:
 
 
 HEADERS = ["CHANGE", "MODEL", *(name for name, _ in COLUMNS), "$/H", "$/H MAX"]
+TABLE_WIDTH = 160
+"""Changed cells read `before → after`: wide, but cut only when a terminal must."""
 
 
 def verdict(d: FleetDiff) -> str:
@@ -150,7 +168,7 @@ def diff_table(view: DiffView) -> str:
     if not d.base_exists:
         lines += [f"new stack: it does not exist at {base}", ""]
     rows = [model_cells(m) for m in d.changes]
-    lines.append(table(HEADERS, rows, width=120) if rows else "(no model changes)")
+    lines.append(table(HEADERS, rows, width=TABLE_WIDTH) if rows else "(no model changes)")
     if d.unchanged:
         lines += ["", "unchanged: " + ", ".join(d.unchanged)]
     lines += [
@@ -186,7 +204,7 @@ def diff_markdown(view: DiffView) -> str:
         "",
     ]
     if d.changes:
-        lines.append("| " + " | ".join(h.lower() for h in HEADERS) + " |")
+        lines.append("| " + " | ".join(h.lower().replace("1m", "1M") for h in HEADERS) + " |")
         lines.append("|" + "---|" * (len(HEADERS) - 2) + "---:|---:|")
         for m in d.changes:
             cells = model_cells(m)
@@ -228,6 +246,9 @@ SNAPSHOT_KEYS = {
     "full_context_sequences": "fullContextSequences",
     "configured_sequences": "configuredSequences",
     "problems": "problems",
+    "decode_tok_s_per_stream": "decodeTokensPerSecondPerStream",
+    "decode_tok_s_aggregate": "decodeTokensPerSecondAggregate",
+    "usd_per_million_output_tokens": "usdPerMillionOutputTokens",
 }
 """Snapshot field -> JSON key; `changedFields` uses the same keys."""
 

@@ -12,6 +12,7 @@ from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import placement_data, problem_data
+from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
 
 PLAN_VERSION = 1
@@ -19,6 +20,7 @@ PLAN_VERSION = 1
 
 IMAGE_CELL_WIDTH = 12
 PLAN_HEADERS = ("MODEL", "ENGINE", "IMAGE", "GPU", "VRAM", "FIT", "$/H", "$/H MAX", "FB")
+SPEED_TABLE_HEADERS = ("MODEL", "GPU", "STREAMS", *SPEED_HEADERS, "FLOOR")
 
 
 # --- table -------------------------------------------------------------------------------
@@ -64,6 +66,20 @@ def plan_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
     ]
 
 
+def speed_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
+    """One placed model's speed cells, in SPEED_TABLE_HEADERS order."""
+    p = m.placement
+    assert p is not None
+    tokens = p.speed is not None
+    return [
+        m.model_id,
+        p.label,
+        str(p.serving.concurrency) if tokens else empty,
+        *speed_cells(p.speed, empty),
+        f"{m.min_decode_tok_s:g}" if tokens and m.min_decode_tok_s > 0 else empty,
+    ]
+
+
 def plan_table(plan: FleetPlan) -> str:
     rows = [plan_row(m) for m in plan.models]
     s = plan.settings
@@ -95,12 +111,43 @@ def plan_table(plan: FleetPlan) -> str:
         "      full-context sequences held / configured; coarse-fit = architecture unknown,",
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
+    lines += speed_lines(plan)
     lines += shared_pod_lines(plan)
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
     )
     return "\n".join(lines)
+
+
+def speed_lines(plan: FleetPlan) -> list[str]:
+    """The placed models' estimated speed, what it assumes, and what the floor refused."""
+    placed = [m for m in plan.models if m.placement is not None]
+    if not placed:
+        return []
+    lines = ["", table(SPEED_TABLE_HEADERS, [speed_row(m) for m in placed]), *speed_legend(plan)]
+    refused = [f"{m.model_id}: {b}" for m in plan.models for b in m.below_floor]
+    if refused:
+        lines += ["", "below the speed floor (refused, cheaper than what was taken):"]
+        lines += bullets(refused)
+    return lines
+
+
+def speed_legend(plan: FleetPlan) -> list[str]:
+    s = plan.settings
+    lengths = (
+        f"requests of {s.prompt_tokens} prompt + {s.output_tokens} output tokens, prefills paid"
+        if s.prompt_tokens is not None
+        else "each stream holding its full context"
+    )
+    rank = "$ per 1M output tokens" if s.rank_by == "usdPerMillionTokens" else "$/h"
+    return [
+        "TOK/S = estimated decode tok/s per stream with STREAMS decoding at once (AGG: all of"
+        " them),",
+        f"      {lengths}; $/1M = $ per 1M output tokens at full load;",
+        "      ? = no estimate; FLOOR = least TOK/S a placement must reach",
+        f"      (minDecodeTokensPerSecond); those that meet it are ranked by {rank}.",
+    ]
 
 
 def shared_pod_lines(plan: FleetPlan) -> list[str]:
@@ -163,6 +210,7 @@ def plan_markdown(plan: FleetPlan) -> str:
         f"- **Budget:** {usd(s.budget_usd_per_hour)}/h — "
         + ("within budget" if plan.within_budget else "**over budget**"),
     ]
+    lines += speed_markdown(plan)
     shared = shared_pod_lines(plan)
     if shared:
         lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
@@ -173,6 +221,26 @@ def plan_markdown(plan: FleetPlan) -> str:
     if plan.problems:
         lines += ["", "**Problems:**", ""] + [f"- {p}" for p in plan.problems]
     return "\n".join(lines) + "\n"
+
+
+def speed_markdown(plan: FleetPlan) -> list[str]:
+    placed = [m for m in plan.models if m.placement is not None]
+    if not placed:
+        return []
+    lines = [
+        "",
+        "| model | GPU | streams | tok/s per stream | tok/s all streams | $ per 1M output |"
+        " floor |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for m in placed:
+        model, *rest = speed_row(m, empty="—")
+        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
+    lines += ["", "Speed is the speed model's estimate at the configured streams and context."]
+    refused = [f"`{m.model_id}`: {b}" for m in plan.models for b in m.below_floor]
+    if refused:
+        lines += ["", "**Below the speed floor** (refused):", ""] + [f"- {r}" for r in refused]
+    return lines
 
 
 # --- data --------------------------------------------------------------------------------
@@ -224,6 +292,10 @@ def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
         "fallbacks": [placement_data(p) for p in m.fallbacks],
         "fit": fit_data(m.placement) if m.placement else None,
         "launch": launch_data(m.placement) if m.placement else None,
+        "minDecodeTokensPerSecond": m.min_decode_tok_s,
+        "belowFloor": [
+            {**placement_data(b.placement), "text": str(b)} for b in m.below_floor
+        ],
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
         "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
         "problems": [problem_data(p, m.model_id) for p in m.problems],
@@ -285,6 +357,12 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "maxUsdPerHour": s.budget_usd_per_hour,
             "withinBudget": plan.within_budget,
             "headroomUsdPerHour": plan.budget_headroom_usd_per_hour,
+        },
+        "speed": {
+            "minDecodeTokensPerSecond": s.min_decode_tok_s,
+            "rankBy": s.rank_by,
+            "promptTokens": s.prompt_tokens,
+            "outputTokens": s.output_tokens,
         },
         "problems": [problem_data(p) for p in plan.problems],
         "warnings": list(plan.warnings),

@@ -39,6 +39,9 @@ def bullets(items: Sequence[str], *, width: int = 100) -> list[str]:
     """Each item as a `  - ` bullet wrapped at `width`; ids and flags are never split."""
     lines: list[str] = []
     for item in items:
+        if len(item) + 4 <= width and item == item.strip() and item.isprintable():
+            lines.append("  - " + item)  # what textwrap makes of it, without its cost
+            continue
         lines += textwrap.wrap(
             item,
             width=width,

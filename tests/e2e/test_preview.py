@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from typing import Any
 
@@ -69,6 +70,30 @@ def test_prod_preview_shows_fit_and_the_volume_is_protected(project: PulumiProje
     assert preview.step("weights-volume")["new"]["protect"] is True
 
 
+def test_prod_preview_shows_each_model_s_speed_and_what_the_floor_refused(
+    project: PulumiProject,
+) -> None:
+    preview = project.preview("prod")
+    assert preview.code == 0, preview.stderr
+    plan = plan_fleet(real_registry(), load_settings(project.stack_path("prod")), stack="prod")
+    shown = preview.diagnostics
+    assert plan_table(plan) in shown
+    assert re.search(r"^MODEL +GPU +STREAMS +TOK/S +AGG +\$/1M +FLOOR$", shown, re.M)
+    # The speed table's row for Kimi says what the stack output says, at its 8 streams.
+    kimi = next(m for m in preview.outputs["plan"]["models"] if m["id"] == "kimi-k2.6")
+    speed = kimi["placement"]["speed"]
+    row = re.search(r"^kimi-k2\.6 +5x H200 SXM +8 +(\S+) +(\S+) +(\S+) +20$", shown, re.M)
+    assert row is not None
+    assert row.groups() == (
+        f"{speed['decodeTokensPerSecondPerStream']:.1f}",
+        f"{speed['decodeTokensPerSecondAggregate']:.0f}",
+        f"${speed['usdPerMillionOutputTokens']:.2f}",
+    )
+    assert "kimi-k2.6: 8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 20" in shown
+    refused = "8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 20"
+    assert next(b["text"] for b in kimi["belowFloor"]) == refused
+
+
 BROKEN = [
     pytest.param({"models": ["no-such-model"]}, "not in the model registry", id="unknown-model"),
     pytest.param(
@@ -108,6 +133,16 @@ BROKEN = [
         id="fits-nowhere",
     ),
     pytest.param({"models": ["qwen3-8b"], "specDecode": "yes"}, "specDecode", id="boolean-yes"),
+    pytest.param(
+        {"models": ["kimi-k2.6"], "minDecodeTokensPerSecond": "200"},
+        "no placement decodes 200 tok/s per stream",
+        id="below-the-speed-floor",
+    ),
+    pytest.param(
+        {"models": ["qwen3-8b"], "promptTokens": 1024},
+        "promptTokens is set without outputTokens",
+        id="a-prompt-without-an-output",
+    ),
     pytest.param(
         {"models": ["qwen3-8b"], "budgetUsdPerHour": True},
         "budgetUsdPerHour",

@@ -4,6 +4,7 @@ model, and versioned JSON with every registry model, keys pinned."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,19 +15,25 @@ from frutebox_infra.report.catalog_report import (
     CatalogView,
     catalog_data,
     catalog_table,
+    catalog_view,
 )
 from frutebox_infra.resolver import resolve
 from tests.factories import real_registry
+from tests.report.test_data_fields import SPEED_KEYS
 
 ISSUE_CATALOG = {"id", "engine", "servable", "problem", "cheapest", "placements"}
-CATALOG_KEYS = ISSUE_CATALOG | {"name", "capability", "problemRule", "warnings"}
-PLACEMENT_KEYS = {"gpuId", "gpuType", "count", "vramGb", "usdPerHour"}
+CATALOG_KEYS = ISSUE_CATALOG | {
+    "name", "capability", "problemRule", "warnings", "cheapestAtFloor",
+}  # fmt: skip
+PLACEMENT_KEYS = {"gpuId", "gpuType", "count", "vramGb", "usdPerHour", "speed"}
 
 
-def view(token: bool = False) -> CatalogView:
+def view(token: bool = False, floor: float = 20.0) -> CatalogView:
+    """The catalog as `frutebox models` builds it, at the stack default floor."""
     reg = real_registry()
     options = ServeOptions(hf_token_configured=token)
-    return CatalogView(tuple(resolve(reg, m.id, options) for m in reg.models))
+    resolutions = tuple(resolve(reg, m.id, options) for m in reg.models)
+    return catalog_view(resolutions, floor)
 
 
 def catalog(token: bool = False) -> dict[str, Any]:
@@ -73,7 +80,7 @@ def test_a_catalog_with_nothing_blocked_has_no_why_not_section() -> None:
 
 def test_the_json_is_versioned_and_its_keys_are_pinned() -> None:
     data = catalog()
-    assert list(data) == ["version", "models"]
+    assert list(data) == ["version", "minDecodeTokensPerSecond", "models"]
     assert data["version"] == CATALOG_VERSION == 1
     for entry in data["models"]:
         assert entry.keys() >= ISSUE_CATALOG
@@ -81,8 +88,11 @@ def test_the_json_is_versioned_and_its_keys_are_pinned() -> None:
         if entry["cheapest"] is not None:
             assert set(entry["cheapest"]) == PLACEMENT_KEYS
             assert entry["cheapest"] == entry["placements"][0]
+        if entry["cheapestAtFloor"] is not None:
+            assert set(entry["cheapestAtFloor"]) == PLACEMENT_KEYS
         for p in entry["placements"]:
             assert set(p) == PLACEMENT_KEYS
+            assert p["speed"] is None or set(p["speed"]) == SPEED_KEYS
 
 
 def test_the_json_lists_every_registry_model_in_order() -> None:
@@ -111,3 +121,51 @@ def test_the_catalog_says_why_the_known_gaps_are_gaps() -> None:
     assert by_id["flux.1-schnell"]["problemRule"] == "no-recipe"
     assert by_id["glm-5.2"]["problemRule"] == "no-recipe"
     assert by_id["llama-3.2-1b"]["servable"] is True
+
+
+# --- the floor -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("floor", "model", "taken"),
+    [
+        # qwen3-235b-a22b: 4x RTX PRO 6000 decodes 18.5 tok/s per stream at 16, 2x H200 26.8.
+        pytest.param(0.0, "qwen3-235b-a22b", "4x RTX PRO 6000", id="no-floor-cheapest"),
+        pytest.param(18.4, "qwen3-235b-a22b", "4x RTX PRO 6000", id="just-under-its-speed"),
+        pytest.param(18.6, "qwen3-235b-a22b", "2x H200 SXM", id="just-over-its-speed"),
+        pytest.param(20.0, "sdxl-1.0", "1x RTX A4000", id="diffusion-has-no-floor"),
+    ],
+)
+def test_the_cheapest_shown_is_the_cheapest_that_meets_the_floor(
+    floor: float, model: str, taken: str
+) -> None:
+    entry = next(e for e in catalog_data(view(floor=floor))["models"] if e["id"] == model)
+    at_floor = entry["cheapestAtFloor"]
+    assert f"{at_floor['count']}x {at_floor['gpuType']}" == taken
+    assert entry["cheapest"] == entry["placements"][0]
+    row = next(line for line in catalog_table(view(floor=floor)).splitlines()
+               if line.startswith(model + " "))  # fmt: skip
+    assert taken in row
+
+
+def test_a_model_no_placement_of_which_meets_the_floor_is_not_servable_and_says_why() -> None:
+    entry = next(e for e in catalog_data(view(floor=200))["models"] if e["id"] == "kimi-k2.6")
+    assert entry["servable"] is False and entry["cheapestAtFloor"] is None
+    assert entry["problemRule"] == "below-speed-floor"
+    assert "8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 200" in entry["problem"]
+    assert "frutebox-infra:minDecodeTokensPerSecond" in entry["problem"]
+
+
+def test_the_table_shows_the_speed_of_the_placement_it_names() -> None:
+    v = view()
+    cells = (re.split(r"\s{2,}", line) for line in catalog_table(v).splitlines()[2:] if line)
+    rows = {c[0]: c for c in cells}
+    r = next(r for r in v.resolutions if r.model_id == "qwen-3.6-27b")
+    p = v.cheapest(r)
+    assert p is not None
+    speed = p.speed
+    assert speed is not None and hasattr(speed, "decode_tok_s_per_stream")
+    assert f"{speed.decode_tok_s_per_stream:.1f}" in rows["qwen-3.6-27b"]
+    assert f"${speed.usd_per_million_output_tokens:.2f}" in rows["qwen-3.6-27b"]
+    assert rows["mistral-large-3"][4:7] == ["?", "?", "?"]  # no hidden_size: no estimate
+    assert rows["sdxl-1.0"][4:7] == ["-", "-", "-"]  # a diffusion model decodes no tokens

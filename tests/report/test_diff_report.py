@@ -71,6 +71,8 @@ def test_the_json_keys_are_stable(arming_diff: tuple[FleetDiff, FleetPlan, Fleet
     assert list(data["models"][0]["after"]) == [
         "engine", "image", "gpuType", "gpuCount", "usdPerHourBest", "usdPerHourWorst",
         "fallbacks", "contextTokens", "fullContextSequences", "configuredSequences", "problems",
+        "decodeTokensPerSecondPerStream", "decodeTokensPerSecondAggregate",
+        "usdPerMillionOutputTokens",
     ]  # fmt: skip
     assert list(data["cost"]) == [
         "usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMonthWorst",

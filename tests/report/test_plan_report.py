@@ -4,6 +4,7 @@ Markdown comment, and the JSON contract (keys pinned, values true)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -11,9 +12,12 @@ import pytest
 from frutebox_infra.environment import Environment
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Runtime
+from frutebox_infra.report.data_fields import speed_data
 from frutebox_infra.report.plan_report import PLAN_VERSION, plan_data, plan_markdown, plan_table
 from frutebox_infra.report.text import usd
+from frutebox_infra.speed import SpeedEstimate
 from tests.factories import gpu, ollama_model, real_images, real_registry, registry, settings
+from tests.report.test_data_fields import SPEED_KEYS
 
 LONG_ID = "a-remarkably-long-model-identifier-that-would-push-any-table-past-its-width"
 
@@ -131,12 +135,17 @@ def test_no_shared_pod_section_when_colocation_is_off() -> None:
 # --- markdown ----------------------------------------------------------------------------
 
 
-def rows(md: str) -> list[list[str]]:
-    return [
-        [cell.strip() for cell in line.strip().strip("|").split("|")]
-        for line in md.splitlines()
-        if line.startswith("|")
-    ]
+def rows(md: str, which: int = 0) -> list[list[str]]:
+    """The cells of the `which`-th Markdown table in `md` (0: the plan's, 1: its speed)."""
+    tables: list[list[list[str]]] = []
+    previous = ""
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        previous = line
+    return tables[which]
 
 
 def test_one_row_per_model_with_consistent_columns() -> None:
@@ -210,7 +219,8 @@ ISSUE_COST = {"usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMon
 ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
-PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods"}
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods", "speed"}
+SPEED_SETTINGS_KEYS = {"minDecodeTokensPerSecond", "rankBy", "promptTokens", "outputTokens"}
 COST_KEYS = ISSUE_COST | {"colocationSavingUsdPerHour"}
 POD_KEYS = {
     "name",
@@ -235,7 +245,10 @@ MODEL_KEYS = ISSUE_MODEL | {
     "usdPerHourBest",
     "usdPerHourWorst",
     "launch",
+    "minDecodeTokensPerSecond",
+    "belowFloor",
 }
+PLACEMENT_KEYS = ISSUE_PLACEMENT | {"speed"}
 FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu", "layersOnWorstGpu"}
 LAUNCH_KEYS = {
     "image",
@@ -280,11 +293,17 @@ def test_plan_json_keys_are_pinned() -> None:
     assert set(data["volume"]) == VOLUME_KEYS
     assert set(data["cost"]) == COST_KEYS
     assert set(data["budget"]) == BUDGET_KEYS
+    assert set(data["speed"]) == SPEED_SETTINGS_KEYS
     assert data["pods"] and all(set(p) == POD_KEYS for p in data["pods"])
     for m in data["models"]:
         assert set(m) == MODEL_KEYS
+        for refused in m["belowFloor"]:
+            assert set(refused) == PLACEMENT_KEYS | {"text"}
+            assert set(refused["speed"]) == SPEED_KEYS
         if m["placement"] is not None:
-            assert set(m["placement"]) == ISSUE_PLACEMENT
+            assert set(m["placement"]) == PLACEMENT_KEYS
+            speed = m["placement"]["speed"]
+            assert speed is None or set(speed) == SPEED_KEYS
             assert set(m["fit"]) == FIT_KEYS
             assert set(m["launch"]) == LAUNCH_KEYS
         for p in m["problems"]:
@@ -315,7 +334,9 @@ def test_plan_json_values_are_the_plan() -> None:
             "count": p.count,
             "vramGb": p.gpu.vram_gb * p.count,
             "usdPerHour": p.usd_per_hour,
+            "speed": speed_data(p.speed, p.serving.concurrency),
         }
+        assert m["minDecodeTokensPerSecond"] == mp.min_decode_tok_s
         assert m["engine"] == mp.resolution.engine
         assert m["fit"]["fits"] is True
         assert isinstance(m["fit"]["exact"], bool)
@@ -381,3 +402,100 @@ def test_members_of_a_shared_pod_share_its_pod_name() -> None:
     assert data["cost"]["colocationSavingUsdPerHour"] == shared["savingUsdPerHour"] > 0
     members = [m for m in data["models"] if m["podName"] == shared["name"]]
     assert sum(m["usdPerHourBest"] for m in members) == pytest.approx(shared["usdPerHourBest"])
+
+
+# --- speed ---------------------------------------------------------------------------------
+
+PROD = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]
+
+
+def speed_table(text: str) -> dict[str, list[str]]:
+    """The speed table's rows by model: from its `MODEL  GPU  STREAMS` header to its legend."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"MODEL\s+GPU\s+STREAMS", line))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("TOK/S ="))
+    return {c[0]: c for c in (re.split(r"\s{2,}", line) for line in lines[start + 2 : end])}
+
+
+def test_the_table_shows_each_model_s_speed_at_its_streams_within_100_columns() -> None:
+    plan = real_plan(PROD)
+    text = plan_table(plan)
+    table = speed_table(text)
+    assert set(table) == set(PROD)
+    for m in plan.models:
+        assert m.placement is not None
+        row = table[m.model_id]
+        speed = m.placement.speed
+        if isinstance(speed, SpeedEstimate):
+            assert row[1] == m.placement.label and row[2] == str(m.placement.serving.concurrency)
+            assert row[3] == f"{speed.decode_tok_s_per_stream:.1f}"
+            assert row[4] == f"{speed.decode_tok_s_aggregate:.0f}"
+            assert row[5] == f"${speed.usd_per_million_output_tokens:,.2f}"
+            assert row[6] == "20"
+        else:
+            assert speed is None and row[2:] == ["-"] * 5  # diffusion: no tokens, no floor
+    assert all(len(line) <= 100 for line in text.splitlines() if "tok/s" in line.lower())
+
+
+def test_the_table_lists_what_the_floor_refused_with_its_figures() -> None:
+    text = plan_table(real_plan(PROD))
+    refused = text.split("below the speed floor", 1)[1]
+    assert "qwen3-235b-a22b: 4x RTX PRO 6000: 18.5 tok/s per stream at 16 streams < 20" in refused
+    assert "kimi-k2.6: 8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 20" in refused
+    assert "below the speed floor" not in plan_table(real_plan(PROD, minDecodeTokensPerSecond=0))
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        pytest.param({}, "each stream holding its full context", id="full-context"),
+        pytest.param(
+            {"promptTokens": 1024, "outputTokens": 512},
+            "requests of 1024 prompt + 512 output tokens, prefills paid",
+            id="stated-lengths",
+        ),
+        pytest.param({"rankBy": "usdPerMillionTokens"}, "ranked by $ per 1M output", id="rank"),
+    ],
+)
+def test_the_legend_says_what_the_estimate_assumes(config: dict[str, object], says: str) -> None:
+    text = plan_table(real_plan(["qwen3-8b"], **config))
+    assert says in " ".join(line.strip() for line in text.splitlines())
+
+
+def test_the_markdown_has_a_speed_table_and_the_refusals() -> None:
+    plan = real_plan(PROD)
+    md = plan_markdown(plan)
+    header, rule, *body = rows(md, 1)
+    assert header == ["model", "GPU", "streams", "tok/s per stream", "tok/s all streams",
+                      "$ per 1M output", "floor"]  # fmt: skip
+    assert set("".join(rule)) <= set("-:")
+    kimi = next(r for r in body if r[0] == "`kimi-k2.6`")
+    m = plan.model("kimi-k2.6")
+    assert m is not None and m.placement is not None
+    speed = m.placement.speed
+    assert isinstance(speed, SpeedEstimate)
+    assert kimi[1:4] == [m.placement.label, "8", f"{speed.decode_tok_s_per_stream:.1f}"]
+    assert "`kimi-k2.6`: 8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 20" in md
+
+
+def test_the_json_carries_each_placement_s_speed_and_the_refused() -> None:
+    plan = real_plan(PROD, promptTokens=1024, outputTokens=512, rankBy="usdPerMillionTokens")
+    data = as_json(plan_data(plan))
+    assert data["speed"] == {
+        "minDecodeTokensPerSecond": 20.0,
+        "rankBy": "usdPerMillionTokens",
+        "promptTokens": 1024,
+        "outputTokens": 512,
+    }
+    by_id = {m["id"]: m for m in data["models"]}
+    for mp in plan.models:
+        assert mp.placement is not None
+        entry = by_id[mp.model_id]
+        assert entry["placement"]["speed"] == speed_data(
+            mp.placement.speed, mp.placement.serving.concurrency
+        )
+        assert [f["speed"] for f in entry["fallbacks"]] == [
+            speed_data(f.speed, f.serving.concurrency) for f in mp.fallbacks
+        ]
+        assert [b["text"] for b in entry["belowFloor"]] == [str(b) for b in mp.below_floor]
+    assert by_id["sdxl-1.0"]["placement"]["speed"] is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from frutebox_infra.report.text import bullets, table, usd
@@ -52,3 +54,20 @@ def test_bullets_never_split_an_id_or_a_flag() -> None:
     assert "frutebox-prod-qwen3-8b" in "\n".join(wrapped)
     assert "--terminate-untracked" in "\n".join(wrapped)
     assert wrapped[0].startswith("  - ") and all(w.startswith("    ") for w in wrapped[1:])
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        pytest.param("short and plain", id="plain"),
+        pytest.param("x" * 96, id="exactly-the-width"),
+        pytest.param("x" * 97, id="one-over-the-width"),
+        pytest.param("tab\there", id="a-tab"),
+        pytest.param("two  spaces", id="two-spaces"),
+        pytest.param(" leading space", id="leading-space"),
+    ],
+)
+def test_a_bullet_is_what_textwrap_makes_of_it(item: str) -> None:
+    expected = textwrap.wrap(item, width=100, initial_indent="  - ", subsequent_indent="    ",
+                             break_on_hyphens=False, break_long_words=False)  # fmt: skip
+    assert bullets([item]) == expected

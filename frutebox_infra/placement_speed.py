@@ -1,0 +1,99 @@
+"""One placement of a recipe as the speed model's inputs, and its estimate at the stack's workload.
+
+The engine, the precision it serves the weights at, its KV precision on the GPU, whether the
+count splits experts, and the speculative decoding the launch runs are the recipe's; the
+workload is the configured streams at the configured context, or, when the stack states prompt
+and output lengths, the KV a stream holds on average (the prompt and half the output).
+"""
+
+from __future__ import annotations
+
+from frutebox_infra.fit import MemoryModel
+from frutebox_infra.recipes.base import Recipe, Serving
+from frutebox_infra.registry import Gpu, Model, SpecDecode
+from frutebox_infra.speed import (
+    ModelBasis,
+    Placement,
+    SpeedEstimate,
+    SpeedUnknown,
+    Workload,
+    estimate_speed,
+    model_basis,
+)
+from frutebox_infra.speed_facts import SpeedFacts
+
+Speed = SpeedEstimate | SpeedUnknown | None
+"""A placement's estimate; None where the model emits no tokens (a diffusion pipeline)."""
+
+
+class ModelSpeeds:
+    """One model's estimates as a recipe serves it, on any GPU type and count: what those
+    share (the recipe's precisions and speculation, the workload, the model's basis) is
+    worked out once, on the first estimate."""
+
+    def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
+        self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
+        self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
+        spec = model.speed
+        self.speculative = spec.spec_decode if serving.speculative else SpecDecode.NONE
+        self.steps = spec.K if self.speculative is not SpecDecode.NONE else 0
+        self.acceptance = spec.acceptance
+        self.precision = recipe.weight_format(model)
+        self.non_expert = recipe.non_expert_bytes_per_weight(model)
+        self.workload = workload(serving)
+        self.basis: ModelBasis | None = None
+
+    def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
+        return Placement(
+            engine=self.recipe.runtime,
+            gpu=gpu,
+            gpu_count=count,
+            weights_gb=self.serving.weights_vram_gb,
+            precision=self.precision,
+            kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
+            expert_parallel=self.recipe.expert_parallel(self.model, count),
+            speculative=self.speculative,
+            speculative_steps=self.steps,
+            speculative_acceptance=self.acceptance,
+            non_expert_bytes_per_weight=self.non_expert,
+            usd_per_hour=usd_per_hour,
+        )
+
+    def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
+        """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
+        if not self.tokens:
+            return None
+        placement = self.placement(gpu, count, usd_per_hour)
+        if self.basis is None:
+            self.basis = model_basis(self.model, placement, self.facts)
+        return estimate_speed(self.model, placement, self.workload, self.facts, self.basis)
+
+
+def speed_inputs(
+    recipe: Recipe, model: Model, serving: Serving, gpu: Gpu, count: int, usd_per_hour: float
+) -> tuple[Placement, Workload]:
+    """What the speed model is asked for `count` x `gpu` serving `model` as `recipe` runs it."""
+    speeds = ModelSpeeds(recipe, model, serving, None)
+    return speeds.placement(gpu, count, usd_per_hour), speeds.workload
+
+
+def workload(serving: Serving) -> Workload:
+    """The configured streams; each holds the full context unless the stack states lengths."""
+    prompt, output = serving.prompt_tokens, serving.output_tokens
+    context = serving.context_tokens
+    if prompt is not None and output is not None:
+        context = min(context, prompt + output // 2)
+    return Workload(serving.concurrency, context, prompt, output)
+
+
+def placement_speed(
+    recipe: Recipe,
+    model: Model,
+    serving: Serving,
+    gpu: Gpu,
+    count: int,
+    usd_per_hour: float,
+    facts: SpeedFacts | None,
+) -> Speed:
+    """The estimate for one placement, or None for a model that decodes no tokens."""
+    return ModelSpeeds(recipe, model, serving, facts).at(gpu, count, usd_per_hour)

@@ -1,0 +1,216 @@
+"""The owner's stream-rate floor: which of a model's placements decode fast enough per stream,
+in what order they are taken, and the figures of those refused.
+
+Per GPU type the resolver ranks the smallest count that fits. Where that count decodes below
+the floor and more GPUs add bandwidth to a stream (tensor parallelism; not llama.cpp's layer
+split, where the GPUs take turns), the next larger count that fits is tried at its own price.
+The placements that meet the floor are ranked by $/h (the default) or by $ per 1M output tokens
+at full load, and the fallbacks are those within the stack's premium of the chosen one on that
+same measure. A placement without an estimate (a fact is missing) is taken unchecked, and the
+plan says so; a diffusion pipeline has no token rate and no floor.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from frutebox_infra.placement_speed import speed_inputs
+from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.resolver import PlanProblem, Resolution
+from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
+from frutebox_infra.speed import (
+    LAYER_SPLIT_ENGINES,
+    SpeedEstimate,
+    SpeedUnknown,
+    Workload,
+    estimate_speed,
+)
+
+
+@dataclass(frozen=True)
+class BelowFloor:
+    """A placement refused for its speed, with the figures that refused it."""
+
+    ranked: Ranked
+    estimate: SpeedEstimate
+    floor: float
+    ranking: Ranking = field(compare=False, repr=False)
+
+    @property
+    def placement(self) -> PlacementOption:
+        """Built when a report asks: most refusals are only counted."""
+        return self.ranking.option(self.ranked)
+
+    def __str__(self) -> str:
+        gpu_index, count, _ = self.ranked
+        return (
+            f"{count}x {self.ranking.registry.gpus[gpu_index].name}:"
+            f" {self.estimate.decode_tok_s_per_stream:.1f} tok/s per stream at"
+            f" {self.ranking.serving.concurrency} streams < {self.floor:g}"
+        )
+
+
+@dataclass(frozen=True)
+class SpeedChoice:
+    """A model's placements after the floor: taken (chosen first), refused, and unchecked."""
+
+    taken: tuple[PlacementOption, ...]
+    below_floor: tuple[BelowFloor, ...] = ()
+    """Refused placements the walk reached before it stopped, cheapest first."""
+    unchecked: tuple[PlacementOption, ...] = field(default=())
+    """Taken placements without an estimate: the floor was not checked there."""
+
+
+def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -> SpeedChoice:
+    """The placements to take from `ranking` under `floor` tok/s per stream, ranked by
+    `rank_by`, fallbacks within `premium` times the chosen one. Only the placements the walk
+    reaches are built and estimated."""
+    if floor <= 0 and rank_by == "usdPerHour":
+        # Nothing to estimate: the cheapest and everything within the premium, as ranked.
+        return SpeedChoice(ranking.within(premium))
+    walk = _Walk(ranking, floor)
+    if rank_by == "usdPerHour":
+        taken = walk.by_usd_per_hour(premium)
+    else:
+        taken = _by_usd_per_million(walk.everything(), premium)
+    unchecked = tuple(p for p in taken if isinstance(p.speed, SpeedUnknown))
+    return SpeedChoice(taken, tuple(walk.below), unchecked)
+
+
+class _Walk:
+    """Placements cheapest per hour first, each refused one followed by its next count where
+    more GPUs speed a stream (not llama.cpp's layer split, where they take turns)."""
+
+    def __init__(self, ranking: Ranking, floor: float):
+        self.ranking = ranking
+        self.floor = floor
+        self.more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
+        self.below: list[BelowFloor] = []
+        gpus = ranking.registry.gpus
+        self.heap = [(r[2], gpus[r[0]].vram_gb * r[1], i, r) for i, r in enumerate(ranking.ranked)]
+        self.pushed = len(self.heap)
+
+    def by_usd_per_hour(self, premium: float) -> tuple[PlacementOption, ...]:
+        taken: list[PlacementOption] = []
+        ceiling = math.inf
+        while self.heap and self.heap[0][0] <= ceiling:
+            p = self._next()
+            if p is not None:
+                taken.append(p)
+                ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
+        return tuple(taken)
+
+    def everything(self) -> list[PlacementOption]:
+        out = []
+        while self.heap:
+            p = self._next()
+            if p is not None:
+                out.append(p)
+        return out
+
+    def _next(self) -> PlacementOption | None:
+        """The cheapest placement left if it meets the floor; else None, and its next count
+        joins the walk."""
+        *_, ranked = heapq.heappop(self.heap)
+        speed = self.ranking.speed(ranked)
+        if not isinstance(speed, SpeedEstimate) or meets(speed, self.floor):
+            return self.ranking.option(ranked)
+        self.below.append(BelowFloor(ranked, speed, self.floor, self.ranking))
+        more = self.ranking.larger(ranked) if self.more_gpus_help else None
+        if more is not None:
+            self._push(more)
+        return None
+
+    def _push(self, ranked: Ranked) -> None:
+        vram = self.ranking.registry.gpus[ranked[0]].vram_gb * ranked[1]
+        heapq.heappush(self.heap, (ranked[2], vram, self.pushed, ranked))
+        self.pushed += 1
+
+
+def meets(speed: SpeedEstimate, floor: float) -> bool:
+    return speed.decode_tok_s_per_stream >= floor
+
+
+def _by_usd_per_million(
+    placements: list[PlacementOption], premium: float
+) -> tuple[PlacementOption, ...]:
+    """Cheapest per output token first (unknown last, by $/h); fallbacks within the premium of
+    the chosen one's $ per 1M, or of its $/h where no placement has an estimate."""
+    if not placements:
+        return ()
+    order = sorted(placements, key=lambda p: (_per_million(p), p.usd_per_hour, p.total_vram_gb))
+    best = _per_million(order[0])
+    if math.isinf(best):
+        ceiling = order[0].usd_per_hour * premium + 1e-9
+        return tuple(p for p in order if p.usd_per_hour <= ceiling)
+    return tuple(p for p in order if _per_million(p) <= best * premium + 1e-9)
+
+
+def _per_million(p: PlacementOption) -> float:
+    speed = p.speed
+    if isinstance(speed, SpeedEstimate) and speed.usd_per_million_output_tokens is not None:
+        return speed.usd_per_million_output_tokens
+    return math.inf
+
+
+def streams_meeting(p: PlacementOption, floor: float) -> tuple[int, SpeedEstimate] | None:
+    """The most streams, fewer than configured, at which `p` meets `floor`, with its figures."""
+    placement, load = speed_inputs(p.recipe, p.model, p.serving, p.gpu, p.count, p.usd_per_hour)
+    for streams in range(load.concurrency - 1, 0, -1):
+        fewer = Workload(streams, load.context_tokens, load.prompt_tokens, load.output_tokens)
+        speed = estimate_speed(p.model, placement, fewer, p.speed_facts)
+        if isinstance(speed, SpeedEstimate) and meets(speed, floor):
+            return streams, speed
+    return None
+
+
+def floor_problem(model_id: str, choice: SpeedChoice, floor: float, key: str) -> PlanProblem:
+    """Why no placement of `model_id` is taken: every one decodes below `floor`, with the figures,
+    and the fixes: fewer streams on the cheapest, or a lower floor at `key`."""
+    below = choice.below_floor
+    fastest = max(below, key=lambda b: b.estimate.decode_tok_s_per_stream)
+    shown = "; ".join(str(b) for b in below[:4])
+    more = f"; {len(below) - 4} more, the fastest {fastest}" if len(below) > 4 else ""
+    cheapest = below[0].placement
+    fewer = streams_meeting(cheapest, floor)
+    lower = f"frutebox-infra:overrides.{model_id}.concurrency"
+    streams = (
+        f"lower {lower} to {fewer[0]} ({cheapest.label} then decodes"
+        f" {fewer[1].decode_tok_s_per_stream:.1f} tok/s per stream), "
+        if fewer is not None
+        else ""
+    )
+    return PlanProblem(
+        "below-speed-floor",
+        f"{model_id}: no placement decodes {floor:g} tok/s per stream by the speed model's"
+        f" estimate: {shown}{more}",
+        f"{streams}pin a faster GPU (overrides.{model_id}.gpu), or lower {key} (to"
+        f" {math.floor(fastest.estimate.decode_tok_s_per_stream * 10) / 10:g} or less to take"
+        f" {fastest.placement.label})",
+    )
+
+
+def speed_floor(
+    settings: StackSettings, override: ModelOverride | None, model_id: str
+) -> tuple[float, str]:
+    """The floor a model's placements are held to, and the key that sets it."""
+    if override is not None and override.min_decode_tok_s is not None:
+        return override.min_decode_tok_s, (
+            f"frutebox-infra:overrides.{model_id}.minDecodeTokensPerSecond"
+        )
+    return settings.min_decode_tok_s, (
+        f"frutebox-infra:minDecodeTokensPerSecond (or overrides.{model_id}"
+        ".minDecodeTokensPerSecond)"
+    )
+
+
+def cheapest_at_floor(resolution: Resolution, floor: float) -> SpeedChoice | None:
+    """The cheapest placement per hour of `resolution` that decodes `floor` tok/s per stream
+    (the catalog's view of what a stack with that floor takes); None where nothing fits."""
+    if resolution.ranking is None:
+        return None
+    token = resolution.serving is not None and resolution.serving.token_context
+    return choose(resolution.ranking, floor=floor if token else 0.0, rank_by="usdPerHour",
+                  premium=1.0)  # fmt: skip

@@ -347,6 +347,7 @@ def _plan_model(
         return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
                          min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
     chosen, *fallbacks = choice.taken
+    warnings += chosen.pod.notes
     return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
                      min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
 

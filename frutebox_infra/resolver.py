@@ -40,7 +40,12 @@ class Resolution:
     serving: Serving | None = None
     problem: PlanProblem | None = None
     warnings: tuple[str, ...] = ()
+    """The model's own: its source, its serving; a pod's notes come with `warnings_with`."""
     ranking: Ranking | None = None
+
+    def warnings_with(self, placement: PlacementOption | None) -> tuple[str, ...]:
+        """The warnings of serving on `placement`: the pod taken, not one a floor refused."""
+        return self.warnings + (placement.pod.notes if placement else ())
 
     @property
     def placements(self) -> tuple[PlacementOption, ...]:
@@ -119,9 +124,7 @@ def resolve(
     warnings += _source_warnings(model, recipe, image)
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
-    if ranking.ranked:
-        warnings += ranking.placements(1)[0].pod.notes
-    else:
+    if not ranking.ranked:
         problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
     return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
 

@@ -15,6 +15,7 @@ from frutebox_infra.resolver import PlanProblem
 from tests.factories import (
     flag,
     gpu,
+    model,
     ollama_model,
     real_registry,
     registry,
@@ -566,3 +567,18 @@ def test_models_are_planned_with_the_cycle_collector_paused_then_restored(
         (gc.enable if was else gc.disable)()
     assert fleet.ok and during == [False, False]
     assert after is enabled
+
+
+def test_a_pods_notes_are_warnings_of_the_placement_taken() -> None:
+    pinned = model(
+        "pinned-gguf",
+        runtimes=["llamacpp"],
+        source={"gguf": {"repo": "org/m-GGUF", "quant": "Q4_K_M", "revision": "b" * 40,
+                         "vram_gb": 5, "context": 4096}},
+    )  # fmt: skip
+    fleet = plan([pinned])
+    chosen = fleet.model("pinned-gguf").placement
+    assert chosen is not None and chosen.pod.notes
+    assert [w for w in fleet.warnings if "b" * 40 in w] == [
+        f"pinned-gguf: {note}" for note in chosen.pod.notes
+    ]

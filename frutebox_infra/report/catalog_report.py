@@ -117,7 +117,7 @@ def catalog_entry(view: CatalogView, r: Resolution) -> dict[str, Any]:
         "cheapest": placement_data(r.placements[0]) if r.placements else None,
         "cheapestAtFloor": placement_data(at_floor) if at_floor else None,
         "placements": [placement_data(p) for p in r.placements],
-        "warnings": list(r.warnings),
+        "warnings": list(r.warnings_with(at_floor)),
     }
 
 

@@ -54,11 +54,14 @@ class PlacementOption:
     model: Model = field(compare=False, repr=False)
     image: Image = field(compare=False, repr=False)
     serving: Serving = field(compare=False, repr=False)
+    seeded: bool = False
+    """A CPU pod puts the weights on the volume first: the pod reads them offline."""
 
     @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
-        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+        pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+        return self.recipe.seeded_pod(pod) if self.seeded else pod
 
     @property
     def total_vram_gb(self) -> int:

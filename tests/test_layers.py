@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recipes",),
     ("resolver", "settings", "seeding", "environment"),
     ("registry_files", "stack_file", "endpoints"),
-    ("colocate", "launches"),
+    ("colocate", "launches", "seeding_plan"),
     ("plan",),
     ("deploy_requests",),
     ("diff", "drift"),

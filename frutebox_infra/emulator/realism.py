@@ -3,7 +3,8 @@
 `Realism.realistic()` is the default: quotas per minute and per hour with RateLimit headers,
 a listing that lags creates, names that collide with pods and volumes the account already
 holds, per-GPU host CUDA versions, restarts that lag a PATCH, servers that load for a while
-after RUNNING. `Realism.fast()` is the instant, forgiving account unit tests use.
+after RUNNING (as long as the plan's bring-up assumptions say, where the emulator knows what
+the server reads: transfers.py). `Realism.fast()` is the instant, forgiving account unit tests use.
 
 Every duration here is in emulated seconds; `time_scale` emulated seconds pass per real
 second of the account's clock (clock.py), and every duration the API reports (Retry-After,
@@ -19,6 +20,7 @@ from enum import StrEnum
 
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.transfers import Transfers
 
 
 class Kind(StrEnum):
@@ -58,6 +60,8 @@ class Realism:
     """Image references a registry holds; None accepts any (fast)."""
     api_key: str | None = None
     require_gpu_count: bool = False
+    transfers: Transfers = field(default_factory=Transfers)
+    """Pod starts, downloads and volume reads of pods whose weights the emulator knows."""
 
     @classmethod
     def fast(cls) -> Realism:
@@ -73,6 +77,7 @@ class Realism:
             # ~0.5 GB/s onto the volume and into GPU memory
             "load_s_per_gb": 2.0,
             "require_gpu_count": True,
+            "transfers": Transfers.realistic(),
         }
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]

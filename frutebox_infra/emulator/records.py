@@ -63,6 +63,10 @@ class PodRecord:
     foreign: bool = False
     load_s: float = 0.0
     logs: list[str] = field(default_factory=list)
+    transfer: dict[str, Any] | None = None
+    """What the pod moves onto its volume after it starts (volume_files.py), as JSON."""
+    seeding: dict[str, Any] | None = None
+    """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
 
     @property
     def gpu(self) -> tuple[str, int] | None:
@@ -155,6 +159,10 @@ class VolumeRecord:
     deleted: bool = False
     created_wall: float = 0.0
     foreign: bool = False
+    files: dict[str, list[int]] = field(default_factory=dict)
+    """Path below the mount -> [size, bytes present]: what pods wrote there (volume_files.py)."""
+    refs: dict[str, str] = field(default_factory=dict)
+    """Small text files (a Hugging Face cache's refs/<branch>) by path."""
 
     def view(self) -> dict[str, Any]:
         return {

@@ -28,6 +28,7 @@ from frutebox_infra.emulator.records import (
     VolumeRecord,
     timestamp,
 )
+from frutebox_infra.emulator.storage import Storage
 
 HAND_EDITABLE = frozenset({"image", "args", "env", "ports", "disk", "name"})
 """What a person can change on a pod in the console."""
@@ -45,8 +46,11 @@ class Account:
         stock: Stock | None = None,
         realism: Realism | None = None,
         clock: Clock | None = None,
+        storage: Storage | None = None,
     ) -> None:
         self.catalog = catalog
+        self.storage = storage or Storage()
+        """The weights side: the emulated hub, and what pods find on and bring to volumes."""
         self.initial_catalog = catalog
         self.volume_types: dict[str, list[str]] = {}
         """Out-of-band overrides of the data centres' volume tiers."""
@@ -66,6 +70,7 @@ class Account:
         self.pods = {}
         self.volumes = {}
         self.requests = []
+        self.storage.reset()
         self._seed_foreign()
 
     def _seed_foreign(self) -> None:
@@ -105,10 +110,15 @@ class Account:
     # Pods
 
     def _release(self, pod: PodRecord) -> None:
-        if pod.gpu and pod.status in HOLDS_GPUS:
-            key = (pod.gpu[0], pod.data_center_id)
-            self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
+        if pod.status in HOLDS_GPUS:
+            if pod.gpu:
+                key = (pod.gpu[0], pod.data_center_id)
+                self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
             close_interval(pod, self.clock.utc())
+        self.storage.on_stop(pod, self._volume_of(pod), self.clock.now())
+
+    def _volume_of(self, pod: PodRecord) -> VolumeRecord | None:
+        return self.volumes.get(pod.volume_id) if pod.volume_id else None
 
     def create_pod(self, request: Mapping[str, Any]) -> PodRecord:
         """Admit the create (admission.py), then place the pod, PROVISIONING and billing."""
@@ -133,7 +143,9 @@ class Account:
             load_s=admitted.load_s,
             logs=[f"pulling image {body.get('image', '')}"],
         )
+        others = list(self.pods.values())
         self.pods[pod.id] = pod
+        self.storage.on_create(pod, self._volume_of(pod), self.realism, others, now)
         open_interval(pod, self.clock.utc())
         return pod
 
@@ -182,7 +194,7 @@ class Account:
         if pod.status == "RUNNING" and pod.started_wall is not None:
             if pod.fault == "never-healthy":
                 pod.logs.append("torch.OutOfMemoryError: CUDA out of memory")
-            elif not pod.loading(self.clock.now()):
+            elif pod.fault is None and not pod.loading(self.clock.now()):
                 pod.logs.append("server is listening")
         lines = pod.logs[-tail:] if tail else []
         return lines
@@ -233,8 +245,10 @@ class Account:
             self._release(pod)
             pod.status = "EXITED"
         elif action == "start":
-            if pod.status == "EXITED" and pod.gpu:
-                take_gpus(self.stock, self.catalog, pod.gpu[0], pod.gpu[1], [pod.data_center_id])
+            if pod.status == "EXITED":
+                if pod.gpu:
+                    gpu_id, count = pod.gpu
+                    take_gpus(self.stock, self.catalog, gpu_id, count, [pod.data_center_id])
                 open_interval(pod, self.clock.utc())
             pod.status = "PROVISIONING"
         else:
@@ -305,7 +319,13 @@ class Account:
         pod = self.pods.get(pod_id)
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
-        return serve_port(pod, port, method, path, body, now=self.clock.now())
+        now, volume = self.clock.now(), self._volume_of(pod)
+        answered = self.storage.answer(pod, volume, port, method, path, now)
+        if answered is not None:
+            return answered
+        status, payload = serve_port(pod, port, method, path, body, now=now)
+        self.storage.after_proxy(pod, volume, method, path, body, status)
+        return status, payload
 
     # Out-of-band changes, as a person in the RunPod console or RunPod itself makes them
 

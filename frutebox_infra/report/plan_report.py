@@ -10,6 +10,12 @@ from frutebox_infra.colocate import PodGroup
 from frutebox_infra.deploy_requests import pod_name
 from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.report import Renderers
+from frutebox_infra.report.bringup_report import (
+    bringup_lines,
+    bringup_markdown,
+    model_bringup_data,
+    seeding_data,
+)
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.text import bullets, table, usd
 from frutebox_infra.resolver import PlacementOption
@@ -96,6 +102,7 @@ def plan_table(plan: FleetPlan) -> str:
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
     lines += shared_pod_lines(plan)
+    lines += bringup_lines(plan)
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
@@ -166,6 +173,7 @@ def plan_markdown(plan: FleetPlan) -> str:
     shared = shared_pod_lines(plan)
     if shared:
         lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
+    lines += bringup_markdown(plan)
     if plan.warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {w}" for w in plan.warnings]
@@ -209,8 +217,11 @@ def launch_data(p: PlacementOption) -> dict[str, Any]:
     }
 
 
-def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
+def model_plan_data(
+    m: ModelPlan, pod: str | None = None, plan: FleetPlan | None = None
+) -> dict[str, Any]:
     """`pod`: the name of the pod serving it (members of a shared pod have the same)."""
+    seeding = plan.seeding if plan is not None else None
     r = m.resolution
     serving = r.serving
     return {
@@ -226,6 +237,7 @@ def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
         "launch": launch_data(m.placement) if m.placement else None,
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
         "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
+        "bringup": model_bringup_data(seeding.of(m.model_id) if seeding else None),
         "problems": [problem_data(p, m.model_id) for p in m.problems],
         "warnings": list(m.warnings),
     }
@@ -264,7 +276,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
-        "models": [model_plan_data(m, pod_names.get(m.model_id)) for m in plan.models],
+        "models": [model_plan_data(m, pod_names.get(m.model_id), plan) for m in plan.models],
         "pods": [pod_data(p, plan.stack) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,
@@ -286,6 +298,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "withinBudget": plan.within_budget,
             "headroomUsdPerHour": plan.budget_headroom_usd_per_hour,
         },
+        "seeding": seeding_data(plan),
         "problems": [problem_data(p) for p in plan.problems],
         "warnings": list(plan.warnings),
     }

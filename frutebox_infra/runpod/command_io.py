@@ -17,7 +17,9 @@ from frutebox_infra.deploy_contract import (
     GrowRequest,
     PodRequest,
     PreviousPod,
+    PreviousSeed,
     PreviousVolume,
+    SeedRequest,
     VolumeRequest,
 )
 from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
@@ -31,7 +33,9 @@ __all__ = [
     "GrowRequest",
     "PodRequest",
     "PreviousPod",
+    "PreviousSeed",
     "PreviousVolume",
+    "SeedRequest",
     "Session",
     "Settings",
     "VolumeRequest",
@@ -94,6 +98,7 @@ class Settings(BaseSettings):
         default=None, alias="FRUTEBOX_RUNNING_TIMEOUT_S"
     )
     healthy_timeout_s: PositiveFloat | None = Field(default=None, alias="FRUTEBOX_HEALTH_TIMEOUT_S")
+    seed_timeout_s: PositiveFloat | None = Field(default=None, alias="FRUTEBOX_SEED_TIMEOUT_S")
     poll_interval_s: NonNegativeFloat = Field(
         default=Timeouts.poll_interval_s, alias="FRUTEBOX_POLL_INTERVAL_S"
     )
@@ -205,12 +210,13 @@ class Session:
     def prov(self) -> Provisioner:
         return Provisioner(self.api, self.proxy, log=self.log)
 
-    def timeouts(self, request: PodRequest) -> Timeouts:
+    def timeouts(self, request: PodRequest | None = None) -> Timeouts:
         """The environment wins over the request; what neither sets keeps Timeouts' default."""
         s = self.settings
+        asked = request.timeouts if request is not None else None
         bounds = {
-            "running_s": s.running_timeout_s or request.timeouts.runningSeconds,
-            "healthy_s": s.healthy_timeout_s or request.timeouts.healthySeconds,
+            "running_s": s.running_timeout_s or (asked.runningSeconds if asked else None),
+            "healthy_s": s.healthy_timeout_s or (asked.healthySeconds if asked else None),
         }
         return Timeouts(
             **{k: v for k, v in bounds.items() if v is not None},

@@ -288,11 +288,22 @@ class Provisioner:
         pod = self.wait_running(pod_id, timeouts)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts)
-        for tag in ollama_tags:
+        for tag in self._unlisted_tags(pod_id, health, ollama_tags):
             self.pull(pod_id, health, tag, timeouts)
         self.check_listed(pod_id, health, ollama_tags)
         self._log(f"pod {pod_id} is serving")
         return pod
+
+    def _unlisted_tags(self, pod_id: str, health: Health, tags: Sequence[str]) -> list[str]:
+        """The tags a new pod must pull: those its model store (seeded, or kept from an
+        earlier pod) does not list; every tag when the server gives no listing."""
+        if not tags:
+            return []
+        absent = ollama.missing(self.proxy, self.proxy.url(pod_id, health.port), tags)
+        listed = [t for t in tags if absent is not None and t not in absent]
+        if listed:
+            self._log(f"pod {pod_id}: {', '.join(listed)} already in its store; not pulled")
+        return list(tags) if absent is None else absent
 
     def check_listed(self, pod_id: str, health: Health, tags: Sequence[str]) -> None:
         """Every member's model is on the server: a shared pod serving some of its members
@@ -347,9 +358,7 @@ class Provisioner:
         """Wait for a PATCHed pod to restart and serve; on failure report, never terminate."""
         try:
             self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
-            return self.serve(
-                before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts
-            )
+            return self.serve(before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts)
         except RunPodError as exc:
             raise left_running(exc, before.id, "was updated in place but does not serve") from exc
 
@@ -390,6 +399,16 @@ class Provisioner:
 
     def clock(self) -> float:
         return self._clock()
+
+    # The same reads and pauses for another resource's wait (a seeding pod's status).
+
+    def read_pod(self, pod_id: str, phase: str) -> tuple[Pod | None, BaseException | None]:
+        """The pod, or (None, why) while the API cannot answer; a 404 raises."""
+        return self._read(pod_id, phase)
+
+    def pause(self, deadline: float, interval: float, failure: BaseException | None = None) -> None:
+        """Sleep `interval` (longer when the quota or a Retry-After asks), never past `deadline`."""
+        self._pause(deadline, interval, failure)
 
     def terminate(self, pod_id: str, *, within_s: float = Timeouts.delete_s) -> bool:
         """Delete the pod; False when it was already gone. Transient failures are retried

@@ -132,11 +132,14 @@ def test_no_shared_pod_section_when_colocation_is_off() -> None:
 
 
 def rows(md: str) -> list[list[str]]:
-    return [
-        [cell.strip() for cell in line.strip().strip("|").split("|")]
-        for line in md.splitlines()
-        if line.startswith("|")
-    ]
+    """The cells of the first table (the models'; the bring-up table follows it)."""
+    found: list[list[str]] = []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            found.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif found:
+            break
+    return found
 
 
 def test_one_row_per_model_with_consistent_columns() -> None:
@@ -210,7 +213,7 @@ ISSUE_COST = {"usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMon
 ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
-PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods"}
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods", "seeding"}
 COST_KEYS = ISSUE_COST | {"colocationSavingUsdPerHour"}
 POD_KEYS = {
     "name",
@@ -235,6 +238,7 @@ MODEL_KEYS = ISSUE_MODEL | {
     "usdPerHourBest",
     "usdPerHourWorst",
     "launch",
+    "bringup",
 }
 FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu", "layersOnWorstGpu"}
 LAUNCH_KEYS = {

@@ -111,7 +111,8 @@ def admit_pod(
     check_image(realism, body.get("image"))
     load_s = _load_s(body, volumes, realism)
     if "cpu" in body:
-        dc, cpu_cost = admit_cpu(body, catalog, data_centers)
+        dc, cpu_cost, memory_gb = admit_cpu(body, catalog, data_centers)
+        body["cpu"]["memory"] = memory_gb  # the API derives it from the flavor
         return Admitted(body, dc, cpu_cost, None, 0.0)
     gpu = body["gpu"]
     if gpu.get("allowedCudaVersions") and "minCudaVersion" in gpu:

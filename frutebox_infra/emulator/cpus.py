@@ -47,8 +47,9 @@ def cpu_type(catalog: Catalog, flavor_id: str, query: Mapping[str, list[str]]) -
 
 def admit_cpu(
     body: Mapping[str, Any], catalog: Catalog, data_centers: Sequence[str]
-) -> tuple[str, float]:
-    """Where a CPU pod lands and its $/h; raises as RunPod answers a create it refuses."""
+) -> tuple[str, float, int]:
+    """Where a CPU pod lands, its $/h and its memory (GB, the flavor's per vCPU); raises as
+    RunPod answers a create it refuses."""
     cpu = body["cpu"]
     flavor = catalog.cpus.get(cpu["id"])
     if flavor is None:
@@ -74,7 +75,7 @@ def admit_cpu(
     placed = [dc for dc in wanted if dc in offered]
     if not placed:
         raise ApiProblem(400, CAPACITY_DETAIL)
-    return placed[0], flavor.usd_per_hour(vcpus)
+    return placed[0], flavor.usd_per_hour(vcpus), round(flavor.ram_gb_per_vcpu * vcpus)
 
 
 def _vcpu_filter(values: list[str] | None, with_stock: bool) -> int | None:

@@ -143,7 +143,8 @@ class PodRecord:
         if self.gpu:
             pod["gpu"] = {"id": self.gpu[0], "count": self.gpu[1]}
         else:
-            pod["cpu"] = {**b["cpu"], "memory": 4 * b["cpu"]["vcpuCount"]}
+            cpu = b["cpu"]
+            pod["cpu"] = {**cpu, "memory": cpu.get("memory", 4 * cpu["vcpuCount"])}
         return pod
 
 

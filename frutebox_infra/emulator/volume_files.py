@@ -107,7 +107,7 @@ def progress(pod: PodRecord, now: float) -> list[int]:
         need = size - start
         moved = min(need, budget)
         budget -= moved
-        out.append(int(start + moved))
+        out.append(round(start + moved))
     return out
 
 

@@ -188,7 +188,7 @@ def _timed_out(
             continue
         where = f" ({_gb(job.bytesDone)} of {_gb(job.bytesTotal)} GB in place)" if job else ""
         failures[model_id] = (
-            f"seeding did not finish within {waited_s:.0f}s{where}",
+            f"seeding did not finish within {waited_s:g}s{where}",
             f"check the source and the pod's network, or {TIMEOUT_HINT}",
         )
     return SeedFailedError(_failure_text(failures, pod_id), failures=failures)

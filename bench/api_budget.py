@@ -3,10 +3,12 @@
 The deploy step (`python -m frutebox_infra.runpod`, run in-process, one thread per resource as
 Pulumi runs them in parallel) deploys against the realistic emulator with its clock sped up
 `SCALE` times; the step's own waits are shortened by the same factor, so every figure below is
-in emulated time: what the same `up` would send to RunPod. Two deploys:
+in emulated time: what the same `up` would send to RunPod. Three deploys:
 
 - the prod stack's `up`: its volume, then every armed model's pod, with the default waits
   (poll 5 s, API check every 60 s while the proxy probe waits for health);
+- the same with every LLM's launch crash-looping: once a restart is seen the pod is read every
+  15 s and its system log counted, until the loop fails the step;
 - a 20-pod fleet: 20 Ollama pods created at once on one volume.
 
 RunPod's quotas (docs "Rate limits"; the OpenAPI RateLimit-Policy example): 60 requests a
@@ -17,67 +19,35 @@ Run: .venv/bin/python bench/api_budget.py
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from _common import heading, print_table
+from _deploy import command, step_env
+from _deploy import in_parallel as run_in_parallel
 
 from frutebox_infra.deploy_requests import pod_request, volume_request
+from frutebox_infra.emulator.faults import FaultAction, parse_faults
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.runpod.__main__ import main
-from frutebox_infra.runpod.command_io import scaled_waits
-from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.stack_file import load_settings, stack_file
 
 SCALE = 100.0
 QUOTA_PER_MINUTE, QUOTA_PER_HOUR = 60, 3000
 FLEET_PODS = 20
+CRASHING = ("qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6")
+"""The prod models whose launch crash-loops in the third deploy: the pods read once a restart
+is seen (`restart_check_s`) must stay inside the quota too."""
 
 
-def step_env(emulator: RunningEmulator) -> dict[str, str]:
-    """The deploy step's environment with its default waits on the emulator's clock."""
-    return {
-        "RUNPOD_API_URL": emulator.url,
-        "RUNPOD_API_KEY": "bench-key",
-        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
-        **scaled_waits(SCALE),
-        "FRUTEBOX_RUNNING_TIMEOUT_S": str(Timeouts.running_s / SCALE),
-        "FRUTEBOX_HEALTH_TIMEOUT_S": str(4 * 3600 / SCALE),
-    }
-
-
-def command(args: str, request: Any, env: dict[str, str]) -> dict[str, Any]:
-    out, err = io.StringIO(), io.StringIO()
-    stdin = io.StringIO(request if isinstance(request, str) else json.dumps(request))
-    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env)
-    if code != 0:
-        raise SystemExit(f"{args} failed: {err.getvalue()[-2000:]}")
-    result: dict[str, Any] = json.loads(out.getvalue())
-    return result
-
-
-def in_parallel(requests: Sequence[str], env: dict[str, str]) -> None:
-    failures: list[BaseException] = []
-
-    def one(request: str) -> None:
-        try:
-            command("pod create", request, env)
-        except BaseException as exc:  # reported after every thread ended
-            failures.append(exc)
-
-    threads = [threading.Thread(target=one, args=(r,)) for r in requests]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise SystemExit(str(failures[0]))
+def in_parallel(requests: Sequence[str], env: dict[str, str], *, fail_ok: bool = False) -> None:
+    steps = run_in_parallel("pod create", requests, [env] * len(requests))
+    failed = [s for s in steps if s.code != 0]
+    if failed and not fail_ok:
+        raise SystemExit(f"pod create failed: {failed[0].err[-2000:]}")
 
 
 def budget(emulator: RunningEmulator) -> dict[str, Any]:
@@ -103,22 +73,26 @@ def budget(emulator: RunningEmulator) -> dict[str, Any]:
     }
 
 
-def prod_up() -> dict[str, Any]:
+def prod_up(*, crash_looping: bool = False) -> dict[str, Any]:
     registry = load_registry()
     settings = load_settings(stack_file("prod"))
     plan = plan_fleet(registry, settings, stack="prod")
     emulator = start(realism=realistic_for(registry, time_scale=SCALE))
     try:
-        env = step_env(emulator)
+        env = step_env(emulator, SCALE)
         volume = command("volume create", volume_request(plan).to_json(), env)
         ids = {"volume_id": volume["volumeId"], "owner": volume["owner"]}
-        requests = [
-            pod_request(m, settings, stack="prod", **ids).to_json()
-            for m in plan.models
-            if m.placement is not None
-        ]
-        in_parallel(requests, env)
-        return {"what": f"prod stack up ({len(requests)} pods)", **budget(emulator)}
+        models = [m for m in plan.models if m.placement is not None]
+        if crash_looping:
+            models = [m for m in models if m.model_id in CRASHING]
+            crash = [{"op": "pods.create", "action": FaultAction.CRASH_LOOP.value}] * len(models)
+            emulator.app.faults.add(parse_faults(crash))
+        requests = [pod_request(m, settings, stack="prod", **ids).to_json() for m in models]
+        in_parallel(requests, env, fail_ok=crash_looping)
+        what = f"prod stack up ({len(requests)} pods)"
+        if crash_looping:
+            what = f"prod up, {len(requests)} LLMs crash-looping"
+        return {"what": what, **budget(emulator)}
     finally:
         emulator.stop()
 
@@ -130,7 +104,7 @@ def fleet_up(pods: int) -> dict[str, Any]:
     model = next(m for m in plan.models if m.model_id == "qwen3-8b")
     emulator = start(realism=realistic_for(registry, time_scale=SCALE))
     try:
-        env = step_env(emulator)
+        env = step_env(emulator, SCALE)
         volume = command(
             "volume create", {"name": "frutebox-bench-weights", "size": 500,
                               "dataCenter": settings.data_center}, env)  # fmt: skip
@@ -157,7 +131,7 @@ def main_() -> int:
         f" {QUOTA_PER_MINUTE}/min, {QUOTA_PER_HOUR}/h"
     )
     rows = []
-    for figures in (prod_up(), fleet_up(FLEET_PODS)):
+    for figures in (prod_up(), prod_up(crash_looping=True), fleet_up(FLEET_PODS)):
         rows.append(
             [
                 figures["what"],

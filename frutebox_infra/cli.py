@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
-from frutebox_infra.drift import StatusView
+from frutebox_infra.drift import HEALTH_PROBES, HEALTH_WINDOW_S, StatusView
 from frutebox_infra.environment import Environment
 from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
@@ -68,6 +68,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_HEALTH_WINDOW_S = 300.0
+
+
+def _health_window(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_HEALTH_WINDOW_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds from 0 to {MAX_HEALTH_WINDOW_S:g}"
+        )
+    return seconds
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from frutebox_infra.status_read import collect, read_recorded, stack_endpoint
     from frutebox_infra.status_read import terminate_untracked as terminate
@@ -80,10 +95,13 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  - {problem}", file=sys.stderr)
     recorded = read_recorded(args.stack, project_dir, os.environ)
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
-    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked)
+    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked,
+                   health_window_s=args.health_window)  # fmt: skip
     if args.terminate_untracked:
-        for pod_id in terminate(view, endpoint):
-            print(f"terminated untracked pod {pod_id}", file=sys.stderr)
+        volumes = {v.id for v in view.untracked_volumes}
+        for removed in terminate(view, endpoint):
+            what = "deleted untracked volume" if removed in volumes else "terminated untracked pod"
+            print(f"{what} {removed}", file=sys.stderr)
         return EXIT_OK
     print(render(view, Format(args.format)))
     return EXIT_DRIFT if view.drifted else EXIT_OK
@@ -140,7 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument(
         "--terminate-untracked",
         action="store_true",
-        help="terminate the pods carrying this stack's mark that the state does not record",
+        help="terminate the pods and delete the volumes carrying this stack's mark that the"
+        " state does not record (needs a key with write access)",
+    )
+    status.add_argument(
+        "--health-window",
+        type=_health_window,
+        default=HEALTH_WINDOW_S,
+        metavar="SECONDS",
+        help=f"how long a RUNNING pod's health path may fail ({HEALTH_PROBES} probes) before it"
+        f" is `unhealthy` (default {HEALTH_WINDOW_S:g}, 0 to {MAX_HEALTH_WINDOW_S:g})",
     )
     status.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     status.set_defaults(run=cmd_status)

@@ -129,6 +129,10 @@ class PreviousPod(_Result):
     """The Ollama tags the pod served last time: a member no longer listed is deleted."""
     candidateIndex: int | None = None
     candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
+    applied: dict[str, Any] | None = None
+    """What the pod was last set to (image, args, env without secrets, ports, disk) and the
+    env names the step fills with secrets (`secretEnv`): an update whose new container does
+    not serve is rolled back to it."""
 
 
 class PreviousSeed(_Result):
@@ -145,3 +149,5 @@ class PreviousSeed(_Result):
 class PreviousVolume(_Result):
     volumeId: str
     owner: str | None = None
+    name: str | None = None
+    """The volume's name (`<base>-<owner token>`): a destroy removes any other volume of ours."""

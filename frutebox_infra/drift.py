@@ -1,142 +1,66 @@
 """Recorded (stack outputs) vs live (RunPod) vs planned: per model, what drifted and how to heal.
 
-Pure: the shell (`status_read.py`) reads the outputs and the API and hands plain values in.
+Pure: the shell (`status_read.py`) reads the outputs and the API and hands plain values in;
+the values and the view are `drift_view.py`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
 
 from frutebox_infra.deploy_contract import OWNER_ENV
-from frutebox_infra.deploy_requests import pod_name
+from frutebox_infra.deploy_requests import pod_name, volume_name
+from frutebox_infra.drift_view import (
+    DriftKind,
+    LivePod,
+    LiveVolume,
+    ModelStatus,
+    Probe,
+    Recorded,
+    RecordedPod,
+    Spend,
+    StatusView,
+    VolumeStatus,
+    heal_command,
+)
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.settings import PROJECT
+
+__all__ = [
+    "HEALTH_PROBES",
+    "HEALTH_WINDOW_S",
+    "DriftKind",
+    "LivePod",
+    "LiveVolume",
+    "ModelStatus",
+    "Probe",
+    "Recorded",
+    "RecordedPod",
+    "Spend",
+    "StatusView",
+    "VolumeStatus",
+    "changes",
+    "compute_status",
+    "heal_command",
+    "is_ours",
+    "other_volumes",
+    "pod_urn",
+    "with_health",
+]
 
 STOPPED_STATUSES = frozenset({"EXITED", "ERROR"})
 """A pod in these states bills its disk but serves nothing: `stopped`."""
 
+HEALTH_PROBES = 3
+"""Probes of a RUNNING pod's health path before it counts as `unhealthy`, spread over the
+window: one slow answer or a proxy hiccup is no drift; a host that died answers none."""
+HEALTH_WINDOW_S = 20.0
+"""The window those probes span by default (`frutebox status --health-window` sets it)."""
+
 OWNERSHIP_ENV_PREFIX = "FRUTEBOX_"
 """Env keys the deploy step adds (the ownership token); never a hand edit."""
-
-
-class DriftKind(StrEnum):
-    MISSING = "missing"
-    """Recorded in the state but gone from RunPod (or planned and never created)."""
-    STOPPED = "stopped"
-    """The recorded pod exists but is not running (stopped, zero balance, crashed)."""
-    CHANGED = "changed"
-    """The live pod's image, args, env, GPU or data centre differ from the plan."""
-    UNTRACKED = "untracked"
-    """A pod provably this stack's (its token, its volume) that the state does not record."""
-
-
-@dataclass(frozen=True)
-class RecordedPod:
-    """One entry of the stack's `pods` output."""
-
-    model_id: str
-    name: str
-    pod_id: str
-    gpu_id: str
-    gpu_count: int
-    usd_per_hour: float
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What the last `pulumi up` recorded: its `pods` and `volume` outputs."""
-
-    pods: Mapping[str, RecordedPod] = field(default_factory=dict)
-    volume_id: str | None = None
-    volume_size_gb: int | None = None
-    owner: str | None = None
-    """The stack's ownership token, when the state records one."""
-
-
-@dataclass(frozen=True)
-class LivePod:
-    """A pod as `GET /v2/pods` shows it now; `usd_per_hour` is its billed rate."""
-
-    id: str
-    name: str
-    status: str
-    image: str = ""
-    args: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)
-    gpu_id: str | None = None
-    gpu_count: int = 0
-    usd_per_hour: float = 0.0
-    data_center_id: str | None = None
-    volume_id: str | None = None
-    started_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class LiveVolume:
-    id: str
-    name: str
-    size_gb: int
-    data_center: str
-    type: str | None = None
-
-
-@dataclass(frozen=True)
-class Spend:
-    """Pod spend billed over the last `hours` next to what the plan costs for as long."""
-
-    hours: int
-    billed_usd: float
-    planned_usd: float
-
-
-@dataclass(frozen=True)
-class ModelStatus:
-    model_id: str
-    pod_name: str
-    recorded_pod_id: str | None
-    live: LivePod | None
-    planned: PlacementOption | None
-    drift: DriftKind | None
-    details: tuple[str, ...]
-    urn: str
-    healthy: bool | None = None
-    uptime_s: float | None = None
-
-
-@dataclass(frozen=True)
-class VolumeStatus:
-    recorded_id: str | None
-    live: LiveVolume | None
-    planned_size_gb: int
-    planned_data_center: str
-
-    @property
-    def missing(self) -> bool:
-        return self.recorded_id is not None and self.live is None
-
-
-@dataclass(frozen=True)
-class StatusView:
-    stack: str
-    models: tuple[ModelStatus, ...]
-    untracked: tuple[LivePod, ...]
-    foreign: tuple[LivePod, ...]
-    """Same-named pods that are not this stack's: shown, never touched."""
-    volume: VolumeStatus
-    spend: tuple[Spend, ...]
-
-    @property
-    def drifted(self) -> bool:
-        return bool(self.untracked or self.volume.missing) or any(m.drift for m in self.models)
-
-    @property
-    def heal(self) -> str | None:
-        """The one command line that brings `status` back to in sync, or None."""
-        return heal_command(self)
 
 
 def pod_urn(stack: str, model_id: str) -> str:
@@ -261,7 +185,8 @@ def compute_status(
             untracked.append(pod)
         elif pod.name in names:
             foreign.append(pod)
-    live_volume = next((v for v in live_volumes if v.id == recorded.volume_id), None)
+    volumes = list(live_volumes)
+    live_volume = next((v for v in volumes if v.id == recorded.volume_id), None)
     volume = VolumeStatus(
         recorded.volume_id, live_volume, plan.volume.size_gb, plan.settings.data_center
     )
@@ -269,24 +194,59 @@ def compute_status(
         Spend(hours, round(usd, 4), round(plan.usd_per_hour_best * hours, 4))
         for hours, usd in sorted((billed_usd or {}).items())
     )
-    return StatusView(plan.stack, models, tuple(untracked), tuple(foreign), volume, spend)
+    ours, theirs = other_volumes(plan.stack, recorded, volumes)
+    facts = plan.volume.facts
+    storage = sum(facts.usd_per_month(v.size_gb, v.type or "STANDARD") for v in ours)
+    return StatusView(
+        plan.stack,
+        models,
+        tuple(untracked),
+        tuple(foreign),
+        volume,
+        spend,
+        ours,
+        theirs,
+        round(storage, 2),
+    )
 
 
-def heal_command(view: StatusView) -> str | None:
-    """One shell line: terminate untracked pods, then `pulumi up` replacing drifted pods."""
-    if not view.drifted:
-        return None
-    parts: list[str] = []
-    if view.untracked:
-        parts.append(f"frutebox status --stack {view.stack} --terminate-untracked")
-    replace = [
-        f"--replace '{m.urn}'"
-        for m in view.models
-        if m.drift in (DriftKind.MISSING, DriftKind.STOPPED, DriftKind.CHANGED)
-        and m.recorded_pod_id
-        and m.planned is not None
-    ]
-    if any(m.drift for m in view.models):
-        parts.append(" ".join([f"pulumi up --stack {view.stack} --yes", *replace]))
-    # A missing volume alone has no one-line heal: it is protected (see the status notes).
-    return " && ".join(parts) or None
+def other_volumes(
+    stack: str, recorded: Recorded, volumes: Iterable[LiveVolume]
+) -> tuple[tuple[LiveVolume, ...], tuple[LiveVolume, ...]]:
+    """(untracked, foreign): volumes named like the stack's that the state does not record.
+
+    Ours is named `<base>-<the stack's token>`: only the token, kept in our state, proves it;
+    one named `<base>` or `<base>-<another token>` is someone else's.
+    """
+    base = volume_name(stack)
+    ours = f"{base}-{recorded.owner}" if recorded.owner else None
+    untracked: list[LiveVolume] = []
+    foreign: list[LiveVolume] = []
+    for v in volumes:
+        if v.id == recorded.volume_id or not (v.name == base or v.name.startswith(f"{base}-")):
+            continue
+        (untracked if v.name == ours else foreign).append(v)
+    return tuple(untracked), tuple(foreign)
+
+
+def with_health(view: StatusView, probes: Mapping[str, Probe]) -> StatusView:
+    """The view with each probed model's health; a RUNNING pod whose probes all failed, and
+    that has no other drift, is `unhealthy`."""
+    models = []
+    for m in view.models:
+        probe = probes.get(m.model_id)
+        if probe is None:
+            models.append(m)
+            continue
+        m = replace(m, healthy=probe.ok)
+        if not probe.ok and m.drift is None and m.live is not None:
+            answer = f"HTTP {probe.last}" if probe.last is not None else "no answer"
+            detail = (
+                f"pod {m.live.id} is {m.live.status} but {probe.path} failed all {probe.probes}"
+                f" probes over {probe.window_s:g}s (last: {answer}): it bills and serves nothing"
+            )
+            m = replace(m, drift=DriftKind.UNHEALTHY, details=(detail,))
+        models.append(m)
+    return replace(view, models=tuple(models))
+
+

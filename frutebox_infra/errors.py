@@ -42,3 +42,9 @@ def shown(value: Any) -> str:
     else:
         text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def printable(text: str) -> str:
+    """A name from a file as a one-line message quotes it: control characters escaped, so an
+    error stays one paragraph whatever a key holds."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")

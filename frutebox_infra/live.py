@@ -19,7 +19,13 @@ BOUND_S = 4.0
 """The most a preview waits for RunPod, all calls included."""
 
 
-def fetch_catalog(endpoint: Endpoint, timeout_s: float) -> LiveCatalog:
+LIVE_LOOK = "preview's live look"
+
+
+def fetch_catalog(endpoint: Endpoint, timeout_s: float, command: str = LIVE_LOOK) -> LiveCatalog:
+    """The catalog, data centres, pods and volumes; a refused key names its source and that
+    `command` needs read access."""
+    from frutebox_infra.runpod.access import KeyUse, Need
     from frutebox_infra.runpod.client import RunPodClient
     from frutebox_infra.runpod.retrying import RetryPolicy
     from frutebox_infra.status_read import live_pod, live_volume
@@ -31,6 +37,7 @@ def fetch_catalog(endpoint: Endpoint, timeout_s: float) -> LiveCatalog:
         timeout_s=timeout_s,
         connect_timeout_s=timeout_s,
         retry=RetryPolicy(max_attempts=1),
+        key_use=KeyUse(endpoint.key_source, command, Need.READ),
     )
     try:
         gpus = {
@@ -70,11 +77,15 @@ def live_lines(
     catalog = result.get("catalog")
     if not isinstance(catalog, LiveCatalog):
         error = result.get("error")
-        reason = (
-            f"RunPod did not answer within {bound_s:.0f} s"
-            if error is None
-            else f"RunPod could not be read ({type(error).__name__})"
-        )
+        if error is None:
+            reason = f"RunPod did not answer within {bound_s:.0f} s"
+        elif (status := getattr(error, "status", None)) in (401, 403):
+            reason = (
+                f"RunPod refused the key from {endpoint.key_source} ({status}); {LIVE_LOOK}"
+                " needs read access (a Read Only key is enough)"
+            )
+        else:
+            reason = f"RunPod could not be read ({type(error).__name__})"
         return registry_line(registry, reason), []
     warnings = live_warnings(plan, catalog)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -65,7 +65,7 @@ def run_prices(
         endpoint = stack_endpoint(stack, project_dir, os.environ, settings.runpod_api_url)
     registry = load_registry(registry_dir)
     try:
-        live = fetch_catalog(endpoint, 30.0)
+        live = fetch_catalog(endpoint, 30.0, command="`frutebox prices`")
     except RunPodError as exc:
         raise FruteboxError(f"RunPod's catalog could not be read: {exc}") from exc
     comparison = compare_prices(registry, live)

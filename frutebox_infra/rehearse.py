@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from frutebox_infra.emulator.server import realistic_for, start
+from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.endpoints import API_KEY_ENV, API_URL_ENV, PROXY_TEMPLATE_ENV
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.command_io import scaled_waits
@@ -22,6 +24,23 @@ TIME_SCALE = 10.0
 rather than an hour. The deploy step's polling is sped up by the same factor."""
 
 
+def rehearsal_env(emulator: RunningEmulator, backend: Path) -> dict[str, str]:
+    """The environment of the rehearsal's pulumi: a throwaway backend, the emulator (loopback)
+    as RunPod, and the deploy step's waits on the emulator's faster clock."""
+    env = hermetic_env(backend_dir=backend)
+    env.update(
+        {
+            API_URL_ENV: emulator.url,
+            API_KEY_ENV: REHEARSAL_KEY,
+            PROXY_TEMPLATE_ENV: emulator.app.proxy_url_template,
+            **scaled_waits(TIME_SCALE),
+            "FRUTEBOX_RUNNING_TIMEOUT_S": "60",
+            "FRUTEBOX_HEALTH_TIMEOUT_S": "120",
+        }
+    )
+    return env
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools/dev rehearse", description=__doc__)
     parser.add_argument("--stack", default="dev")
@@ -32,15 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every rehearsal starts from nothing: a fresh emulator account and a fresh backend.
     shutil.rmtree(backend, ignore_errors=True)
     emulator = start(realism=realistic_for(load_registry(), time_scale=TIME_SCALE))
-    env = hermetic_env(backend_dir=backend)
-    env.update(
-        RUNPOD_API_URL=emulator.url,
-        RUNPOD_API_KEY=REHEARSAL_KEY,
-        RUNPOD_PROXY_URL_TEMPLATE=emulator.app.proxy_url_template,
-        **scaled_waits(TIME_SCALE),
-        FRUTEBOX_RUNNING_TIMEOUT_S="60",
-        FRUTEBOX_HEALTH_TIMEOUT_S="120",
-    )
+    env = rehearsal_env(emulator, backend)
 
     def pulumi(*words: str) -> int:
         print(f"$ pulumi {' '.join(words)}", file=sys.stderr, flush=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.errors import ConfigError, UsageError, shown
+from frutebox_infra.errors import ConfigError, UsageError, printable, shown
 from frutebox_infra.paths import STACKS_DIR
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
@@ -227,7 +227,7 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
     lines = []
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
-        path = ".".join(loc)
+        path = ".".join(printable(p) for p in loc)
         key = STACK_KEYS.get(loc[0]) if loc else None
         if key is not None and key.name == "overrides" and len(loc) >= 2:
             if len(loc) == 2:

@@ -1,8 +1,8 @@
 """`frutebox status`'s shell: reads the stack's outputs and RunPod, then has them compared.
 
 The comparison is `drift.py` (pure), the rendering `report/status_report.py`; this module only
-does I/O: `pulumi stack output` in the project's environment, and read-only RunPod calls (plus
-terminating untracked pods on request).
+does I/O: `pulumi stack output` in the project's environment, read-only RunPod calls, health
+probes through the RunPod proxy (plus removing untracked pods and volumes on request).
 """
 
 from __future__ import annotations
@@ -10,19 +10,25 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-from collections.abc import Mapping
-from dataclasses import replace
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.drift import (
+    HEALTH_PROBES,
+    HEALTH_WINDOW_S,
     LivePod,
     LiveVolume,
+    ModelStatus,
+    Probe,
     Recorded,
     RecordedPod,
     StatusView,
     compute_status,
+    with_health,
 )
 from frutebox_infra.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.errors import FruteboxError, UsageError
@@ -32,10 +38,17 @@ from frutebox_infra.toolchain import hermetic_env
 
 if TYPE_CHECKING:
     from frutebox_infra.runpod.client import RunPodClient
+    from frutebox_infra.runpod.proxy import ProxyClient
     from frutebox_infra.runpod.wire import NetworkVolume, Pod
 
 SPEND_WINDOWS = {24: ("hour", 24), 168: ("day", 7)}
 """Window in hours -> the billing query (bucket size, last N buckets) that covers it."""
+
+PROBE_TIMEOUT_S = 5.0
+"""Each probe's bound: pods are probed in parallel, so `status` waits at most about
+HEALTH_WINDOW_S + PROBE_TIMEOUT_S for them, and a healthy fleet answers the first probe."""
+MAX_PROBING_PODS = 16
+"""Pods probed at once; the proxy is not the API, so no quota is spent."""
 
 
 class StatusError(FruteboxError):
@@ -151,16 +164,28 @@ def live_volume(volume: NetworkVolume) -> LiveVolume:
     return LiveVolume(volume.id, volume.name, volume.size, volume.data_center, volume.type)
 
 
-def _client(endpoint: Endpoint, timeout_s: float = 30.0) -> RunPodClient:
+def _client(endpoint: Endpoint, *, writes: bool = False) -> RunPodClient:
+    """A client whose refusals name the key's source and what `status` needs of it."""
+    from frutebox_infra.runpod.access import KeyUse, Need
     from frutebox_infra.runpod.client import RunPodClient
 
+    use = (
+        KeyUse(endpoint.key_source, "`frutebox status --terminate-untracked`", Need.WRITE)
+        if writes
+        else KeyUse(endpoint.key_source, "`frutebox status`", Need.READ)
+    )
     return RunPodClient(
-        api_key=endpoint.api_key or "", base_url=endpoint.api_url, timeout_s=timeout_s
+        api_key=endpoint.api_key or "", base_url=endpoint.api_url, timeout_s=30.0, key_use=use
     )
 
 
 def collect(
-    plan: FleetPlan, recorded: Recorded, endpoint: Endpoint, *, probe: bool = True
+    plan: FleetPlan,
+    recorded: Recorded,
+    endpoint: Endpoint,
+    *,
+    probe: bool = True,
+    health_window_s: float = HEALTH_WINDOW_S,
 ) -> StatusView:
     """Read RunPod (pods, volumes, billing), compare, then probe each running pod's health."""
     from frutebox_infra.runpod.errors import RunPodError
@@ -178,7 +203,9 @@ def collect(
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
     view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
-    return _with_health(view, endpoint) if probe else view
+    if not probe:
+        return view
+    return with_health(view, probe_health(view, endpoint, window_s=health_window_s))
 
 
 def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> list[LivePod]:
@@ -195,33 +222,68 @@ def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> 
     return found
 
 
-def _with_health(view: StatusView, endpoint: Endpoint) -> StatusView:
-    """GET each running pod's health path through the RunPod proxy (never with the API key)."""
+def probe_health(
+    view: StatusView,
+    endpoint: Endpoint,
+    *,
+    window_s: float = HEALTH_WINDOW_S,
+    probes: int = HEALTH_PROBES,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Probe]:
+    """Each RUNNING pod's health path through the RunPod proxy (never with the API key), up to
+    `probes` times over `window_s` until one answers 2xx; the pods in parallel."""
     from frutebox_infra.runpod.proxy import ProxyClient
 
-    proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=5.0)
+    targets = [m for m in view.models if m.live is not None and m.live.status == "RUNNING"
+               and m.planned is not None]  # fmt: skip
+    if not targets:
+        return {}
+    proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=PROBE_TIMEOUT_S)
     try:
-        models = []
-        for m in view.models:
-            if m.live is None or m.live.status != "RUNNING" or m.planned is None:
-                models.append(m)
-                continue
-            spec = m.planned.pod
-            code = proxy.probe(proxy.url(m.live.id, spec.port) + spec.health_path)
-            models.append(replace(m, healthy=code is not None and 200 <= code < 300))
+        with ThreadPoolExecutor(max_workers=min(MAX_PROBING_PODS, len(targets))) as pool:
+            found = pool.map(lambda m: _probe(proxy, m, window_s, probes, sleep), targets)
+            return {m.model_id: result for m, result in zip(targets, found, strict=True)}
     finally:
         proxy.close()
-    return replace(view, models=tuple(models))
+
+
+def _probe(
+    proxy: ProxyClient,
+    model: ModelStatus,
+    window_s: float,
+    probes: int,
+    sleep: Callable[[float], None],
+) -> Probe:
+    assert model.live is not None and model.planned is not None
+    spec = model.planned.pod
+    url = proxy.url(model.live.id, spec.port) + spec.health_path
+    pause = window_s / (probes - 1) if probes > 1 else 0.0
+    last: int | None = None
+    for attempt in range(probes):
+        if attempt:
+            sleep(pause)
+        last = proxy.probe(url)
+        if last is not None and 200 <= last < 300:
+            return Probe(True, attempt + 1, window_s, last, spec.health_path)
+    return Probe(False, probes, window_s, last, spec.health_path)
 
 
 def terminate_untracked(view: StatusView, endpoint: Endpoint) -> list[str]:
-    """Terminate the pods that carry this stack's mark but no state records; their ids."""
-    from frutebox_infra.runpod.errors import RunPodError
+    """Terminate the pods and delete the volumes that carry this stack's mark but no state
+    records; their ids. Foreign ones (named like ours, without our token) are never touched."""
+    from frutebox_infra.runpod.errors import NotFoundError, RunPodError
 
+    removed = []
     try:
-        with contextlib.closing(_client(endpoint)) as client:
+        with contextlib.closing(_client(endpoint, writes=True)) as client:
             for pod in view.untracked:
-                client.delete_pod(pod.id)
+                with contextlib.suppress(NotFoundError):
+                    client.delete_pod(pod.id)
+                removed.append(pod.id)
+            for volume in view.untracked_volumes:
+                with contextlib.suppress(NotFoundError):
+                    client.delete_volume(volume.id)
+                removed.append(volume.id)
     except RunPodError as exc:
         raise StatusError(str(exc)) from exc
-    return [p.id for p in view.untracked]
+    return removed

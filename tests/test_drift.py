@@ -13,13 +13,16 @@ from frutebox_infra.drift import (
     DriftKind,
     LivePod,
     LiveVolume,
+    Probe,
     Recorded,
     RecordedPod,
     StatusView,
     compute_status,
     heal_command,
     is_ours,
+    other_volumes,
     pod_urn,
+    with_health,
 )
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from tests.factories import real_registry, settings
@@ -247,3 +250,96 @@ def test_uptime_spend_and_volume() -> None:
     assert view.volume.live is not None and not view.volume.missing
     gone = compute_status(plan(), recorded(BOTH), IN_SYNC, [], now=NOW)
     assert gone.volume.missing and gone.drifted
+
+
+FAILED = Probe(ok=False, probes=3, window_s=20.0, last=502, path="/api/version")
+ANSWERED = Probe(ok=True, probes=2, window_s=20.0, last=200, path="/api/version")
+
+
+@pytest.mark.parametrize(
+    ("pods", "probe", "expected"),
+    [
+        pytest.param(IN_SYNC, ANSWERED, None, id="answered-within-the-window"),
+        pytest.param(IN_SYNC, FAILED, DriftKind.UNHEALTHY, id="failed-the-whole-window"),
+        pytest.param([live_of("qwen3-8b", "p1", image="x:1"), IN_SYNC[1]], FAILED,
+                     DriftKind.CHANGED, id="another-drift-says-more"),
+    ],
+)  # fmt: skip
+def test_a_running_pod_whose_health_fails_the_window_is_unhealthy(
+    pods: list[LivePod], probe: Probe, expected: DriftKind | None
+) -> None:
+    view = with_health(status(pods), {"qwen3-8b": probe})
+    [qwen] = [m for m in view.models if m.model_id == "qwen3-8b"]
+    assert qwen.drift is expected and qwen.healthy is probe.ok
+    assert view.drifted is (expected is not None)
+    if expected is DriftKind.UNHEALTHY:
+        assert qwen.details == (
+            "pod p1 is RUNNING but /api/version failed all 3 probes over 20s (last: HTTP 502):"
+            " it bills and serves nothing",
+        )
+        assert view.heal == f"pulumi up --stack s --yes --replace '{pod_urn(STACK, 'qwen3-8b')}'"
+    # An unprobed model keeps what it had.
+    [llama] = [m for m in view.models if m.model_id == "llama-3.2-1b"]
+    assert llama.healthy is None and llama.drift is None
+
+
+WEIGHTS = "frutebox-s-weights"
+
+
+def volumes_status(*extra: LiveVolume, owner: str | None = TOKEN) -> StatusView:
+    volumes = [LiveVolume(VOLUME, f"{WEIGHTS}-{TOKEN}", 20, "EU-RO-1", "STANDARD"), *extra]
+    rec = replace(recorded(BOTH), owner=owner)
+    return compute_status(plan(), rec, IN_SYNC, volumes, now=NOW)
+
+
+def test_a_volume_named_with_our_token_that_the_state_does_not_record_is_untracked() -> None:
+    duplicate = LiveVolume("vol999", f"{WEIGHTS}-{TOKEN}", 1001, "EU-RO-1", "STANDARD")
+    view = volumes_status(duplicate)
+    assert view.untracked_volumes == (duplicate,) and view.drifted
+    assert view.untracked_volumes_usd_per_month == pytest.approx(1000 * 0.07 + 1 * 0.05)
+    assert view.heal == "frutebox status --stack s --terminate-untracked"
+
+
+@pytest.mark.parametrize(
+    "volume",
+    [
+        pytest.param(LiveVolume("v1", WEIGHTS, 500, "EU-RO-1"), id="our-name-without-a-token"),
+        pytest.param(LiveVolume("v2", f"{WEIGHTS}-0123456789abcdef", 500, "EU-RO-1"),
+                     id="another-stacks-token"),
+    ],
+)
+def test_a_volume_named_like_ours_without_our_token_is_foreign_and_no_drift(
+    volume: LiveVolume,
+) -> None:
+    view = volumes_status(volume)
+    assert view.foreign_volumes == (volume,) and view.untracked_volumes == ()
+    assert not view.drifted
+
+
+def test_without_a_recorded_token_no_volume_is_provably_ours() -> None:
+    duplicate = LiveVolume("vol999", f"{WEIGHTS}-{TOKEN}", 100, "EU-RO-1")
+    view = volumes_status(duplicate, owner=None)
+    assert view.untracked_volumes == () and view.foreign_volumes == (duplicate,)
+
+
+def test_other_volumes_leave_volumes_of_other_names_out() -> None:
+    rec = recorded(BOTH)
+    elsewhere = [LiveVolume("x", "frutebox-s-weightsfoo", 10, "EU-RO-1"),
+                 LiveVolume("y", "frutebox-prod-weights", 10, "EU-RO-1")]  # fmt: skip
+    assert other_volumes(STACK, rec, elsewhere) == ((), ())
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(DriftKind.MISSING, id="missing"),
+        pytest.param(DriftKind.STOPPED, id="stopped"),
+        pytest.param(DriftKind.CHANGED, id="changed"),
+        pytest.param(DriftKind.UNHEALTHY, id="unhealthy"),
+    ],
+)
+def test_each_drift_of_a_recorded_planned_pod_heals_by_replacing_it(kind: DriftKind) -> None:
+    view = status(IN_SYNC)
+    first = replace(view.models[0], drift=kind)
+    drifted = replace(view, models=(first, *view.models[1:]))
+    assert heal_command(drifted) == f"pulumi up --stack s --yes --replace '{first.urn}'"

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("colocate", "launches", "seeding_plan"),
     ("plan",),
     ("deploy_requests",),
-    ("diff", "drift"),
+    ("diff", "drift", "drift_view"),
     ("live_warnings", "price_compare"),
     ("report",),
     (

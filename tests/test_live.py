@@ -65,3 +65,13 @@ def test_refused_connection_names_the_failure_not_the_key() -> None:
         plan(), real_registry(), endpoint=at("http://127.0.0.1:1", "secret-key-123")
     )
     assert "could not be read (TransportError)" in line and "secret-key-123" not in line
+
+
+def test_a_revoked_key_is_named_by_its_source_and_the_read_it_needs(
+    emulator: RunningEmulator,
+) -> None:
+    httpx.post(f"{emulator.url}/_emulator/keys", json={"key": "k", "scope": "revoked"})
+    line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
+    assert warnings == []
+    assert "RunPod refused the key from environment variable RUNPOD_API_KEY (401)" in line
+    assert "preview's live look needs read access" in line and "dated" in line

@@ -65,3 +65,15 @@ def test_prices_json_is_the_comparison_on_stdout_and_notes_on_stderr(
     assert by_id[A4000]["liveSecureUsdPerHour"] == 0.21 and by_id[A4000]["differs"] is True
     assert [g["id"] for g in data["gpus"] if g["differs"]] == [A4000]
     assert "1 price(s) differ" in out.err
+
+
+def test_a_revoked_key_names_its_source_and_that_prices_reads(
+    emulator: RunningEmulator, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RUNPOD_API_KEY", "k-revoked")
+    monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
+    httpx.post(f"{emulator.url}/_emulator/keys", json={"key": "k-revoked", "scope": "revoked"})
+    assert main(["prices", "--registry-dir", str(REGISTRY_DIR)]) == 1
+    err = capsys.readouterr().err
+    assert "does not accept the API key from environment variable RUNPOD_API_KEY" in err
+    assert "For `frutebox prices` the key needs read access" in err and "k-revoked" not in err

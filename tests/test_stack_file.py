@@ -141,3 +141,12 @@ def test_config_from_elsewhere_than_the_file_is_refused() -> None:
             where=WHERE,
         )
     assert "frutebox-infra:budgetUsdPerHour" in str(err.value) and "Fix" in str(err.value)
+
+
+def test_a_key_with_a_control_character_is_named_on_one_line() -> None:
+    # A raw "\r" in a model id would split the one-paragraph error in two.
+    config = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": "1", "overrides": {"\r": None}}
+    with pytest.raises(ConfigError) as err:
+        parse_settings(config, where="Pulumi.s.yaml")
+    text = str(err.value)
+    assert "overrides.\\r" in text and len(text.splitlines()) == 1 and "Fix:" in text

@@ -1,11 +1,12 @@
 """The `/_emulator/` routes of out-of-band changes, parsed into the account's own methods.
 
-`POST /_emulator/pods/{id}/terminate|stop`, `PATCH /_emulator/pods/{id}` (a hand edit),
-`POST /_emulator/prices {gpuId, secure}`, `POST /_emulator/stock {gpuId, available,
-dataCenterId?}`, `POST /_emulator/volume-types {dataCenterId, types}` and `POST
-/_emulator/hub {repo, remove?, removeFile?, gated?}` or `{ollamaTag}` (a model's source gone
-or gated on the emulated Hugging Face Hub or Ollama library). None of them is part of the
-RunPod API: tests use them to make the live account drift from the state.
+`POST /_emulator/pods/{id}/terminate|stop|kill-host`, `PATCH /_emulator/pods/{id}` (a hand
+edit), `POST /_emulator/prices {gpuId, secure}`, `POST /_emulator/stock {gpuId, available,
+dataCenterId?}`, `POST /_emulator/volume-types {dataCenterId, types}`, `POST /_emulator/keys
+{key, scope}` (a key created, restricted or revoked in the console) and `POST /_emulator/hub
+{repo, remove?, removeFile?, gated?}` or `{ollamaTag}` (a model's source gone or gated on the
+emulated Hugging Face Hub or Ollama library). None of them is part of the RunPod API: tests use
+them to make the live account drift from the state.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.state import Account
 
-POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop))?$")
+POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop|kill-host))?$")
 
 
 def _require(body: Any, key: str) -> Any:
@@ -34,6 +35,8 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
             return 200, {}
         if method == "POST" and verb == "stop":
             return 200, account.stop_by_hand(pod_id).view(account.clock.now())
+        if method == "POST" and verb == "kill-host":
+            return 200, account.kill_host(pod_id).view(account.clock.now())
         if method == "PATCH" and verb is None:
             patch = body if isinstance(body, dict) else {}
             return 200, account.edit_by_hand(pod_id, patch).view(account.clock.now())
@@ -53,4 +56,7 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
         dc = account.known_data_center(_require(body, "dataCenterId"))
         types = account.set_volume_types(dc, _require(body, "types"))
         return 200, {"dataCenterId": dc, "types": types}
+    if (method, path) == ("POST", "/_emulator/keys"):
+        scope = account.set_key(_require(body, "key"), _require(body, "scope"))
+        return 200, {"scope": scope.value}
     return None

@@ -41,12 +41,22 @@ class FaultAction(StrEnum):
     POD_ERROR = "pod-error"
     NEVER_HEALTHY = "never-healthy"
     PULL_FAILS = "pull-fails"
+    CRASH_LOOP = "crash-loop"
 
 
 # The create happens, but the answer says otherwise (503) or cannot be read (201, not JSON).
 AFTER_CREATE = frozenset({FaultAction.RETURN_503_AFTER_CREATE, FaultAction.RETURN_201_MALFORMED})
 # What the next created pod does instead of serving; the create itself succeeds.
-POD_ACTIONS = frozenset({FaultAction.POD_ERROR, FaultAction.NEVER_HEALTHY, FaultAction.PULL_FAILS})
+POD_ACTIONS = frozenset(
+    {
+        FaultAction.POD_ERROR,
+        FaultAction.NEVER_HEALTHY,
+        FaultAction.PULL_FAILS,
+        FaultAction.CRASH_LOOP,
+    }
+)
+# Pod faults that also apply to the container a PATCH restarts.
+UPDATE_POD_ACTIONS = frozenset({FaultAction.CRASH_LOOP})
 STATUS = {
     FaultAction.RETURN_400_CAPACITY: 400,
     FaultAction.RETURN_402: 402,
@@ -112,7 +122,8 @@ def parse_faults(data: Any) -> list[Fault]:
             raise FaultError(f"{where}: unknown action {action!r}; known: {known}") from None
         if kind in AFTER_CREATE and not str(op).endswith(".create"):
             raise FaultError(f"{where}: {kind} only applies to a create operation")
-        if kind in POD_ACTIONS and op != "pods.create":
+        patched = kind in UPDATE_POD_ACTIONS and op == "pods.update"
+        if kind in POD_ACTIONS and op != "pods.create" and not patched:
             raise FaultError(f"{where}: {kind} only applies to pods.create")
         retry_after, times = item.get("retryAfter", 0), item.get("times", 1)
         if not isinstance(retry_after, int) or retry_after < 0:

@@ -15,6 +15,9 @@ def serve_port(
     """The answer of `pod`'s server on `port` at `now`; a server still loading does not answer."""
     if f"{port}/http" not in (pod.body.get("ports") or []):
         return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
+    if pod.host_dead or pod.crash_looping:
+        # The proxy finds no server behind the port: the host is gone, or the process exits.
+        return 502, {"error": "the pod's server is not answering"}
     loading = pod.loading(now)
     if pod.status == "RUNNING" and loading and "comfyui" in str(pod.body.get("image")):
         # ComfyUI-like images put a placeholder page on the port while the server starts.

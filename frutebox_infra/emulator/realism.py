@@ -4,7 +4,9 @@
 a listing that lags creates, names that collide with pods and volumes the account already
 holds, per-GPU host CUDA versions, restarts that lag a PATCH, servers that load for a while
 after RUNNING (as long as the plan's bring-up assumptions say, where the emulator knows what
-the server reads: transfers.py). `Realism.fast()` is the instant, forgiving account unit tests use.
+the server reads: transfers.py), and containers that exit at start restarted again and again
+(a launch its image cannot run; the `crash-loop` fault). `Realism.fast()` is the instant,
+forgiving account unit tests use.
 
 Every duration here is in emulated seconds; `time_scale` emulated seconds pass per real
 second of the account's clock (clock.py), and every duration the API reports (Retry-After,
@@ -20,6 +22,7 @@ from enum import StrEnum
 
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
+from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.transfers import Transfers
 
 
@@ -58,8 +61,18 @@ class Realism:
     """Tiers per data centre; the first is the centre's default. Unnamed centres: STANDARD."""
     known_images: frozenset[str] | None = None
     """Image references a registry holds; None accepts any (fast)."""
-    api_key: str | None = None
+    entrypoints: Mapping[str, str] = field(default_factory=dict)
+    """Image reference -> how `args` reaches its process (registry `entrypoint`): a launch
+    the image cannot run crash-loops (launch.py)."""
+    api_keys: Mapping[str, Scope] = field(default_factory=dict)
+    """The account's keys and their scopes (keys.py)."""
+    any_key: bool = True
+    """Accept a key not in `api_keys` with the scope All; False once keys are given."""
     require_gpu_count: bool = False
+    crash_up_s: float = 0.05
+    """How long a crash-looping container runs before it exits."""
+    crash_gap_s: float = 0.05
+    """How long RunPod leaves an exited container down before it starts it again."""
     transfers: Transfers = field(default_factory=Transfers)
     """Pod starts, downloads and volume reads of pods whose weights the emulator knows."""
 
@@ -77,6 +90,10 @@ class Realism:
             # ~0.5 GB/s onto the volume and into GPU memory
             "load_s_per_gb": 2.0,
             "require_gpu_count": True,
+            # An engine that rejects its flags exits within seconds of starting (its imports,
+            # then argparse); RunPod starts the container again a few seconds later.
+            "crash_up_s": 6.0,
+            "crash_gap_s": 4.0,
             "transfers": Transfers.realistic(),
         }
         base.update(overrides)

@@ -62,11 +62,42 @@ class PodRecord:
     cuda: str | None = None
     foreign: bool = False
     load_s: float = 0.0
-    logs: list[str] = field(default_factory=list)
+    logs: list[list[str]] = field(default_factory=list)
+    """[source, line] in order: `container` (the process's output) or `system` (RunPod's own
+    lines, e.g. `start container` each time it starts the container)."""
+    # A container that exits at start (containers.py): the line it prints as it exits, when
+    # its current crash loop began, and how many exits and restarts the log shows so far.
+    crash: str | None = None
+    crash_epoch: float | None = None
+    exits: int = 0
+    restarts: int = 0
+    container_up: bool = True
+    """False between a crash and RunPod's restart: the pod is RUNNING, its runtime gone."""
+    host_dead: bool = False
+    """The machine under the pod died: RUNNING still, no runtime, the proxy answers 502."""
     transfer: dict[str, Any] | None = None
     """What the pod moves onto its volume after it starts (volume_files.py), as JSON."""
     seeding: dict[str, Any] | None = None
     """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
+
+    def log(self, line: str, source: str = "container") -> None:
+        self.logs.append([source, line])
+
+    def entries(self, source: str | None = None) -> list[tuple[str, str]]:
+        """The log's (source, line) of one source (both when None), oldest first."""
+        return [(e[0], e[1]) for e in self.logs if source is None or e[0] == source]
+
+    def lines(self, source: str | None = None) -> list[str]:
+        return [line for _, line in self.entries(source)]
+
+    @property
+    def crash_looping(self) -> bool:
+        return self.crash is not None and self.crash_epoch is not None
+
+    @property
+    def serving_process(self) -> bool:
+        """A container of this pod runs its process now (RUNNING, up, on a live host)."""
+        return self.status == "RUNNING" and self.container_up and not self.host_dead
 
     @property
     def gpu(self) -> tuple[str, int] | None:
@@ -93,7 +124,7 @@ class PodRecord:
     def view(self, now: float) -> dict[str, Any]:
         """The pod as GET /v2/pods/{id} shows it at `now` (schema `Pod`)."""
         b = self.body
-        running = self.status == "RUNNING"
+        running = self.serving_process
         ports = list(b.get("ports") or [])
         pod: dict[str, Any] = {
             "id": self.id,

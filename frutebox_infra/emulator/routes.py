@@ -23,6 +23,7 @@ from frutebox_infra.emulator.faults import (
     FaultQueue,
     parse_faults,
 )
+from frutebox_infra.emulator.keys import authenticate, permit
 from frutebox_infra.emulator.openapi import OpenApi
 from frutebox_infra.emulator.realism import RateLimiter, number
 from frutebox_infra.emulator.records import RawBody
@@ -33,7 +34,9 @@ PROXY = re.compile(r"^/proxy/(?P<pod>[A-Za-z0-9]+)-(?P<port>\d{1,5})(?P<rest>/.*
 FAULT_DETAIL = {
     400: CAPACITY_DETAIL,
     402: "Insufficient balance to create this pod. Add funds and try again.",
-    403: "access denied for the requested pool",
+    # The createPod table of the OpenAPI document: "Your account cannot access the requested
+    # pool"; a key without access to the action answers keys.NO_ACCESS_DETAIL instead.
+    403: "your account cannot access the requested pool",
     404: "resource not found",
     429: "rate limit exceeded for the minute window",
     500: "internal server error",
@@ -147,10 +150,16 @@ class App:
         entry["at"] = self.account.clock.now()  # what a quota window counts
         quota: dict[str, str] = {}
         try:
-            self._authenticate(headers)
+            # A key RunPod does not accept is refused before the quota counts; a valid key
+            # without access to the action is answered within it.
+            account = self.account
+            scope = authenticate(
+                account.keys, headers.get("authorization", ""), any_key=account.realism.any_key
+            )
             quota, limited = self.limiter.admit()
             if limited is not None:
                 raise limited
+            permit(scope, method)
             response = self._run(route, match.groupdict(), query, headers, raw, entry)
         except ApiProblem as problem:
             response = Response.problem(problem)
@@ -160,14 +169,6 @@ class App:
         self.account.requests.append(entry)
         # Authenticated answers carry the quota state, successes as well as 429s.
         return Response(response.status, response.body, {**quota, **response.headers})
-
-    def _authenticate(self, headers: Mapping[str, str]) -> None:
-        token = headers.get("authorization", "")
-        if not token.startswith("Bearer ") or not token[7:].strip():
-            raise ApiProblem(401, "missing bearer token")
-        expected = self.account.realism.api_key
-        if expected is not None and token[7:].strip() != expected:
-            raise ApiProblem(401, "invalid API key")
 
     def _run(
         self,
@@ -196,7 +197,7 @@ class App:
             extra = {"Retry-After": wait} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
         response = route.handler(self, params, body, query)
-        if route.op == "pods.create" and response.status == 201:
+        if route.op in ("pods.create", "pods.update") and response.status in (200, 201):
             pod_fault = self.faults.take_pod_fault(route.op)
             if pod_fault is not None:
                 self.account.mark(response.body["id"], pod_fault.action.value)
@@ -280,10 +281,14 @@ class App:
     def pod_logs(self, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
         """Server-Sent Events, one `data:` per line; this emulator ends the stream at once."""
         tail = int((query.get("tail") or ["100"])[0])
+        source = query["source"][-1] if query.get("source") else None
+        if source not in (None, "container", "system"):
+            raise ApiProblem(400, f"source must be container or system, got {source!r}")
         events = []
-        for index, line in enumerate(self.account.logs(params["id"], min(max(tail, 0), 5000))):
+        entries = self.account.logs(params["id"], min(max(tail, 0), 5000), source)
+        for index, (origin, line) in enumerate(entries):
             ts = f"2026-01-01T00:00:00Z/{index:012d}"
-            data = json.dumps({"ts": ts, "source": "container", "line": line})
+            data = json.dumps({"ts": ts, "source": origin, "line": line})
             events.append(f"id: {ts}\ndata: {data}\n\n")
         return Response.of(200, RawBody("text/event-stream", "".join(events).encode()))
 

@@ -57,7 +57,7 @@ def start(
         plan = SeedPlan.model_validate_json(str(env.get(PLAN_ENV, "")))
     except ValidationError as exc:
         pod.seeding = {"error": f"the seed plan ({PLAN_ENV}) is unreadable: {exc!r}", "jobs": []}
-        pod.logs.append(f"seeder: {pod.seeding['error']}; serving that until terminated")
+        pod.log(f"seeder: {pod.seeding['error']}; serving that until terminated")
         return
     jobs: list[dict[str, Any]] = []
     pieces: list[Piece] = []
@@ -71,7 +71,7 @@ def start(
                 raise seeder.no_room(job.modelId, free, need)
         except seeder.Failed as failed:
             record["failure"] = [failed.reason, failed.fix]
-            pod.logs.append(f"seeder: {job.modelId}: failed: {failed.reason} Fix: {failed.fix}")
+            pod.log(f"seeder: {job.modelId}: failed: {failed.reason} Fix: {failed.fix}")
         else:
             free -= need
             record.update(count=len(wanted), commit=commit, refs=refs)
@@ -80,7 +80,7 @@ def start(
     pod.seeding = {"jobs": jobs, "port": plan.port}
     if volume is not None:
         volume_files.start_transfer(pod, volume, pieces, after_s=after_s, bytes_per_s=bytes_per_s)
-    pod.logs.append(f"seeder: {len(plan.jobs)} job(s); status on port {plan.port}")
+    pod.log(f"seeder: {len(plan.jobs)} job(s); status on port {plan.port}")
 
 
 def status(pod: PodRecord, volume: VolumeRecord | None, now: float) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.hub import Hub
+from frutebox_infra.emulator.keys import parse_key
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.snapshot import restore, snapshot
@@ -28,7 +29,7 @@ from frutebox_infra.emulator.state import Account
 from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import Image, Registry, ToolImage
 from frutebox_infra.registry_files import load_registry
 
 # Stacks whose names the realistic account already holds someone else's pods and volume under.
@@ -40,7 +41,10 @@ HPS_CENTRES = ("EU-RO-1", "US-TX-3", "US-KS-2", "CA-MTL-1")
 
 def realistic_for(registry: Registry, **overrides: Any) -> Realism:
     """The default account: RunPod's documented behaviour, with name collisions for the
-    registry's models in the stacks everyone starts from, and only the registry's images."""
+    registry's models in the stacks everyone starts from, and only the registry's images (the
+    engines' and the seeder's)."""
+    tools: list[Image | ToolImage] = [*registry.images.values()]
+    tools += [registry.seeder_image] if registry.seeder_image else []
     options: dict[str, Any] = {
         "foreign_pod_names": tuple(
             name(stack, m.id)
@@ -49,10 +53,8 @@ def realistic_for(registry: Registry, **overrides: Any) -> Realism:
             for name in (pod_name, seed_pod_name)
         ),
         "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
-        "known_images": frozenset(
-            [i.reference for i in registry.images.values()]
-            + ([registry.seeder_image.reference] if registry.seeder_image else [])
-        ),
+        "known_images": frozenset(i.reference for i in tools),
+        "entrypoints": {i.reference: i.entrypoint for i in tools},
         "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
     }
     options.update(overrides)
@@ -206,7 +208,14 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         help="emulated seconds per real second (quota windows, delays and loads shrink)",
     )
-    parser.add_argument("--api-key", help="the only API key accepted (default: any)")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        metavar="KEY[:SCOPE]",
+        help="an API key the account accepts, with its scope: all (default), read-only (403 on"
+        " writes) or revoked (401); once one is given, only these are accepted (default: any)",
+    )
     parser.add_argument(
         "--cuda",
         action="append",
@@ -231,13 +240,18 @@ def _realism(args: argparse.Namespace) -> Realism:
         if not sep or not gpu_id:
             raise UsageError(f"--cuda {spec!r}: expected GPU_ID=12.4,12.8")
         cuda[gpu_id] = tuple(v.strip() for v in versions.split(",") if v.strip())
+    try:
+        keys = dict(parse_key(spec) for spec in args.api_key)
+    except ValueError as exc:
+        raise UsageError(f"--api-key {exc}") from None
+    access: dict[str, Any] = {"api_keys": keys, "any_key": not keys}
     if args.kind == Kind.FAST:
-        return Realism(kind=Kind.FAST, quotas=(), time_scale=args.time_scale)
+        return Realism(kind=Kind.FAST, quotas=(), time_scale=args.time_scale, **access)
     return realistic_for(
         load_registry(Path(args.registry)),
         time_scale=args.time_scale,
-        api_key=args.api_key,
         cuda_versions=cuda,
+        **access,
     )
 
 
@@ -266,8 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     url = url_of(server)
     print(url, flush=True)
+    key = "anything" if realism.any_key else "<an --api-key given>"
     print(
-        f"export RUNPOD_API_URL={url} RUNPOD_API_KEY=anything"
+        f"export RUNPOD_API_URL={url} RUNPOD_API_KEY={key}"
         f" RUNPOD_PROXY_URL_TEMPLATE='{server.app.proxy_url_template}'",
         file=sys.stderr,
         flush=True,

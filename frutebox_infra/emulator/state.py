@@ -16,7 +16,10 @@ from frutebox_infra.emulator.admission import (
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
+from frutebox_infra.emulator.containers import log_progress, settle, step
 from frutebox_infra.emulator.errors import ApiProblem
+from frutebox_infra.emulator.keys import Scope
+from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
 from frutebox_infra.emulator.ports import serve_port
 from frutebox_infra.emulator.realism import STANDARD, Realism
 from frutebox_infra.emulator.records import (
@@ -61,9 +64,12 @@ class Account:
         self.pods: dict[str, PodRecord] = {}
         self.volumes: dict[str, VolumeRecord] = {}
         self.requests: list[dict[str, Any]] = []
+        self.keys: dict[str, Scope] = {}
+        """The API keys and their scopes now (keys.py); the console can change them."""
         self.reset()
 
     def reset(self) -> None:
+        self.keys = dict(self.realism.api_keys)
         self.stock = dict(self.initial_stock)
         self.catalog = self.initial_catalog
         self.volume_types = {}
@@ -141,7 +147,8 @@ class Account:
             created_wall=now,
             cuda=admitted.cuda,
             load_s=admitted.load_s,
-            logs=[f"pulling image {body.get('image', '')}"],
+            logs=[["container", f"pulling image {body.get('image', '')}"]],
+            crash=launch_failure(self.realism.entrypoints, body),
         )
         others = list(self.pods.values())
         self.pods[pod.id] = pod
@@ -150,8 +157,19 @@ class Account:
         return pod
 
     def mark(self, pod_id: str, fault: str) -> None:
-        """Make a created pod misbehave: pod-error, never-healthy or pull-fails."""
-        self.pods[pod_id].fault = fault
+        """Make a created (or just PATCHed) pod misbehave: pod-error, never-healthy,
+        pull-fails, or crash-loop (its container exits at start, again and again)."""
+        pod = self.pods[pod_id]
+        if fault == "crash-loop":
+            pod.crash = CRASH_FAULT_LINE
+            return
+        pod.fault = fault
+
+    def _settle(self, pod: PodRecord) -> PodRecord:
+        """The pod's container brought to now (a crash loop moves on between reads)."""
+        r = self.realism
+        settle(pod, self.clock.now(), up_s=r.real_s(r.crash_up_s), gap_s=r.real_s(r.crash_gap_s))
+        return pod
 
     def pod(self, pod_id: str) -> PodRecord:
         """A pod the API still shows; terminated pods are gone from it."""
@@ -163,41 +181,27 @@ class Account:
     def read_pod(self, pod_id: str) -> PodRecord:
         """GET: each read moves a starting pod one step, so polling is really exercised."""
         pod = self.pod(pod_id)
-        if pod.restart_at_wall is not None and self.clock.now() >= pod.restart_at_wall:
-            pod.restart_at_wall = None
-            pod.status, pod.started_at, pod.started_wall = "STARTING", None, None
-            pod.logs.append("restarting the container with the new settings")
-        elif pod.status == "PROVISIONING":
-            pod.status = "STARTING"
-        elif pod.status == "STARTING":
-            pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
-            if pod.status == "RUNNING":
-                now = self.clock.now()
-                pod.started_at, pod.started_wall = timestamp(now), now
-                pod.logs.append("container started; loading weights")
-            else:
-                pod.logs.append("container exited with code 1: RuntimeError: CUDA error")
-        return pod
+        step(pod, self.clock.now())
+        return self._settle(pod)
 
     def list_pods(self) -> list[PodRecord]:
         """Eventually consistent: a pod shows up only some time after its create."""
         shown_after = self.clock.now() - self.realism.real_s(self.realism.listing_delay_s)
         return [
-            p
+            self._settle(p)
             for p in self.pods.values()
             if p.status != "TERMINATED" and (p.foreign or p.created_wall <= shown_after)
         ]
 
-    def logs(self, pod_id: str, tail: int) -> list[str]:
-        """The container's log lines, as GET /v2/pods/{id}/logs streams them."""
-        pod = self.pod(pod_id)
-        if pod.status == "RUNNING" and pod.started_wall is not None:
-            if pod.fault == "never-healthy":
-                pod.logs.append("torch.OutOfMemoryError: CUDA out of memory")
-            elif pod.fault is None and not pod.loading(self.clock.now()):
-                pod.logs.append("server is listening")
-        lines = pod.logs[-tail:] if tail else []
-        return lines
+    def logs(
+        self, pod_id: str, tail: int, source: str | None = "container"
+    ) -> list[tuple[str, str]]:
+        """The pod's (source, line) of `source` (both when None), as GET /v2/pods/{id}/logs
+        streams them."""
+        pod = self._settle(self.pod(pod_id))
+        log_progress(pod, self.clock.now())
+        entries = pod.entries(source)
+        return entries[-tail:] if tail else []
 
     def update_pod(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
         pod = self.pod(pod_id)
@@ -220,6 +224,9 @@ class Account:
             pod.body[key] = copy.deepcopy(value)
         pod.name = pod.body["name"]
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
+            # The new container runs the new settings: whether it can start is decided anew.
+            pod.crash = launch_failure(self.realism.entrypoints, pod.body)
+            pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:
                 # RunPod keeps showing the old container, RUNNING with its old startedAt, for
@@ -320,6 +327,7 @@ class Account:
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
         now, volume = self.clock.now(), self._volume_of(pod)
+        pod = self._settle(pod)
         answered = self.storage.answer(pod, volume, port, method, path, now)
         if answered is not None:
             return answered
@@ -344,6 +352,24 @@ class Account:
         pod = self.pod(pod_id)
         self.pod_action(pod_id, "stop")
         return pod
+
+    def kill_host(self, pod_id: str) -> PodRecord:
+        """The machine under the pod dies: RunPod still shows it RUNNING (and bills it), with
+        no runtime, and its proxy answers 502; only a new pod elsewhere serves again."""
+        pod = self.pod(pod_id)
+        pod.host_dead = True
+        return pod
+
+    def set_key(self, key: object, scope: object) -> Scope:
+        """The console creates a key, changes its permission, or disables it (`revoked`)."""
+        if not isinstance(key, str) or not key.strip():
+            raise ApiProblem(400, "key must be a non-empty string")
+        try:
+            chosen = Scope(str(scope))
+        except ValueError:
+            raise ApiProblem(400, f"scope must be one of {', '.join(Scope)}") from None
+        self.keys[key.strip()] = chosen
+        return chosen
 
     def edit_by_hand(self, pod_id: str, patch: Mapping[str, Any]) -> PodRecord:
         """The console's Edit Pod: only what the console offers, with a PATCH's restart."""

@@ -3,8 +3,9 @@ then takes to serve (start, download what is missing, read what it loads), what 
 pod fetches and answers, and Ollama's model store across pods.
 
 A seeded model loads at the volume's read speed; an unseeded one downloads first at the
-account's download speed, or, launched offline, never serves (its engine exits for want of
-files, as the real one does). The account calls these hooks; it stays the one home of pods.
+account's download speed, or, launched offline without its files, never serves: its engine
+exits for want of them at every start, a crash loop (containers.py) as the real one's. The
+account calls these hooks; it stays the one home of pods.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from frutebox_infra.emulator.launch_reads import Reads, reads_of
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord
 from frutebox_infra.registry import Runtime
-
-NO_WEIGHTS = "no-weights"
-"""A pod's fault when its engine cannot find or fetch its weights: it never answers."""
 
 
 class Storage:
@@ -77,11 +75,11 @@ class Storage:
             volume_files.start_transfer(
                 pod, volume, absent, after_s=started, bytes_per_s=rate, refs=reads.refs
             )
-            pod.logs.append(
+            pod.log(
                 f"downloading {need / 1e9:.1f} GB of weights ({len(absent)} files) onto the volume"
             )
         else:
-            pod.logs.append("weights found on the volume; loading")
+            pod.log("weights found on the volume; loading")
         total = sum(p.size for p in reads.pieces)
         read_s = speeds.read_s(total, volume.type) if reads.loads_at_start else 0.0
         pod.load_s = realism.real_s(speeds.gpu_start_s + speeds.download_s(need) + read_s)
@@ -101,14 +99,12 @@ class Storage:
         path: str,
         now: float,
     ) -> tuple[int, Any] | None:
-        """A seeding pod's status port, or a pod whose engine gave up; None: not ours to say."""
-        if pod.fault == NO_WEIGHTS:
-            return 502, {"error": "the pod's server is not answering"}
+        """A seeding pod's status port; None: the pod's own server answers (ports.py)."""
         if pod.seeding is None:
             return None
         if f"{port}/http" not in (pod.body.get("ports") or []):
             return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
-        if pod.status != "RUNNING" or pod.loading(now):
+        if not pod.serving_process or pod.crash_looping or pod.loading(now):
             return 502, {"error": "the pod's server is not answering"}
         if method == "GET" and path.split("?", 1)[0] == "/status":
             return 200, seeder_pod.status(pod, volume, now)
@@ -145,9 +141,9 @@ class Storage:
 
     @staticmethod
     def _broken(pod: PodRecord, why: str, started: float) -> None:
-        pod.fault = NO_WEIGHTS
+        """The engine exits at start, printing `why`, and RunPod restarts it again and again."""
+        pod.crash = pod.crash or why
         pod.load_s = started
-        pod.logs.append(why)
 
 
 def _offline_line(reads: Reads, absent: int) -> str:

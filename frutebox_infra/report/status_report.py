@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.drift import LivePod, ModelStatus, StatusView
+from frutebox_infra.drift import LivePod, LiveVolume, ModelStatus, StatusView
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table, usd
 
 STATUS_VERSION = 1
-"""Changes when a key of `status_data` does."""
+"""Changes when a key of `status_data` changes or goes; a key added beside them keeps it."""
 STATUS_HEADERS = (
     "MODEL",
     "POD",
@@ -58,10 +58,29 @@ def _pod_line(pod: LivePod) -> str:
     return f"{pod.name} ({pod.id}, {pod.status}, {pod.gpu_count}x {pod.gpu_id})"
 
 
+def _volume_of(volume: LiveVolume) -> str:
+    tier = volume.type or "default tier"
+    return f"{volume.name} ({volume.id}, {volume.size_gb} GB {tier} in {volume.data_center})"
+
+
 def _notes(view: StatusView) -> list[str]:
     notes = [f"{m.model_id}: {m.drift}: {'; '.join(m.details)}" for m in view.models if m.drift]
     notes += [f"untracked (carries this stack's mark): {_pod_line(p)}" for p in view.untracked]
+    if view.untracked_volumes:
+        notes += [
+            f"untracked volume (named with this stack's token, not in the state):"
+            f" {_volume_of(v)}"
+            for v in view.untracked_volumes
+        ]
+        notes.append(
+            f"untracked volumes bill {usd(view.untracked_volumes_usd_per_month)}/month for"
+            " nothing; `--terminate-untracked` deletes them"
+        )
     notes += [f"foreign, same name, not touched: {_pod_line(p)}" for p in view.foreign]
+    notes += [
+        f"foreign volume, named like ours without our token, not touched: {_volume_of(v)}"
+        for v in view.foreign_volumes
+    ]
     if view.volume.missing:
         notes.append(
             f"volume {view.volume.recorded_id} is missing from RunPod: the weights are gone and"
@@ -146,6 +165,16 @@ def _pod_data(pod: LivePod | None) -> dict[str, Any] | None:
     }
 
 
+def _volume_data(volume: LiveVolume) -> dict[str, Any]:
+    return {
+        "id": volume.id,
+        "name": volume.name,
+        "sizeGb": volume.size_gb,
+        "type": volume.type,
+        "dataCenter": volume.data_center,
+    }
+
+
 def status_data(view: StatusView) -> dict[str, Any]:
     v = view.volume
     return {
@@ -175,6 +204,8 @@ def status_data(view: StatusView) -> dict[str, Any]:
         ],
         "untracked": [_pod_data(p) for p in view.untracked],
         "foreign": [_pod_data(p) for p in view.foreign],
+        "untrackedVolumes": [_volume_data(v) for v in view.untracked_volumes],
+        "foreignVolumes": [_volume_data(v) for v in view.foreign_volumes],
         "volume": {
             "recordedId": v.recorded_id,
             "missing": v.missing,

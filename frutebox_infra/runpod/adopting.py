@@ -1,12 +1,15 @@
 """Create without leaving a second billing resource, and believe a 404 only when the listing does.
 
-Both rules hold for pods and volumes alike: a create whose answer is ambiguous may still have
-made the resource, so it is looked for and adopted before any retry; a 404 on a delete may
-mean a wrong URL rather than a resource already gone.
+The rules hold for pods and volumes alike: a create whose answer is ambiguous may still have
+made the resource, so it is looked for and adopted before any retry, and the listing, which
+may show a create late, is swept for extras until it has caught up; a 404 on a delete may mean
+a wrong URL rather than a resource already gone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -24,7 +27,7 @@ from frutebox_infra.runpod.errors import (
     TransportError,
     api_error,
 )
-from frutebox_infra.runpod.retrying import AMBIGUOUS, RetryPolicy
+from frutebox_infra.runpod.retrying import AMBIGUOUS, TRANSIENT, RetryPolicy
 
 Log = Callable[[str], None]
 Sleep = Callable[[float], None]
@@ -135,3 +138,99 @@ def ensure_gone(kind: str, resource_id: str, listing: Callable[[], Sequence[Any]
             kind=kind,
             ids=(resource_id,),
         )
+
+
+FIRST_LOOK_SHARE = 1 / 64
+"""The sweep's first look comes after this share of its bound; each later one after twice the
+wait before (30 s: looks after 0.5, 1.4, 3.3, 7, 15, 29.5 and 30 s)."""
+
+
+class DuplicateSweep(Generic[_T]):
+    """After an ambiguous create: remove every extra resource of ours made by its attempts.
+
+    RunPod's listing may show a create late, so one look is not enough: `catch_up` looks with
+    backoff until the listing shows the kept resource (whatever was created before it shows
+    by then), `keep_looking` looks again at each check of a later wait (a create a gateway
+    answered for while it was still running shows later still), and `final` before the step
+    returns. `listing` returns the resources of ours the create may have made, kept included.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        kept_id: str,
+        listing: Callable[[], Sequence[_T]],
+        remove: Callable[[str], object],
+        *,
+        log: Log,
+        sleep: Sleep = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.kind, self.name, self.kept_id = kind, name, kept_id
+        self.caught_up = False
+        self.removed: list[str] = []
+        self._listing, self._remove = listing, remove
+        self._log, self._sleep, self._clock = log, sleep, clock
+
+    def look(self) -> None:
+        """One listing; every extra is removed. A failing listing raises its RunPodError."""
+        listed = [str(getattr(r, "id", "")) for r in self._listing()]
+        self.caught_up = self.caught_up or self.kept_id in listed
+        for extra in listed:
+            if extra == self.kept_id or extra in self.removed:
+                continue
+            self._log(
+                f"{self.kind} {extra} is a duplicate of {self.kept_id} ({self.name}) made by a"
+                " retried create; removing it so that it does not bill"
+            )
+            with contextlib.suppress(NotFoundError):
+                self._remove(extra)
+            self.removed.append(extra)
+
+    def catch_up(self, bound_s: float) -> None:
+        """Look with backoff until the listing shows the kept resource, or `bound_s` passed."""
+        self._log(
+            f"{self.kind} {self.kept_id}: an earlier create answer was ambiguous; looking for a"
+            f" duplicate until the listing shows {self.kept_id} (at most {bound_s:g}s)"
+        )
+        deadline = self._clock() + bound_s
+        wait = bound_s * FIRST_LOOK_SHARE
+        while True:
+            self._sleep(max(0.0, min(wait, deadline - self._clock())))
+            self._must_look()
+            if self.caught_up:
+                return
+            if self._clock() >= deadline:
+                self._log(
+                    f"{self.kind} {self.kept_id}: the listing did not show it within"
+                    f" {bound_s:g}s; looking again later"
+                )
+                return
+            wait *= 2
+
+    def keep_looking(self) -> None:
+        """A look in passing: a listing that does not answer now is only logged."""
+        try:
+            self.look()
+        except TRANSIENT as exc:
+            self._log(f"{self.kind} {self.kept_id}: looking for a duplicate failed ({exc})")
+
+    def final(self) -> None:
+        """The last look before the step returns; a failing listing may leave one billing."""
+        self._must_look()
+
+    def _must_look(self) -> None:
+        try:
+            self.look()
+        except Cancelled:
+            raise
+        except RunPodError as exc:
+            raise MayStillBillError(
+                f"{self.kind.capitalize()} {self.kept_id} exists, but checking for a duplicate"
+                f" made by an earlier, ambiguous create failed ({exc}). Look for"
+                f" {self.kind}s named {self.name} in the RunPod console and delete any but"
+                f" {self.kept_id}.",
+                kind=self.kind,
+                name=self.name,
+            ) from exc

@@ -13,6 +13,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from frutebox_infra.endpoints import DEFAULT_API_URL
+from frutebox_infra.runpod.access import KeyUse, refusal_hint
 from frutebox_infra.runpod.errors import (
     HTTPX_FAILURES,
     ConfigurationError,
@@ -20,6 +21,7 @@ from frutebox_infra.runpod.errors import (
     ProtocolError,
     TransportError,
     api_error,
+    is_key_scope,
 )
 from frutebox_infra.runpod.quota import Quota
 from frutebox_infra.runpod.retrying import RetryPolicy
@@ -114,7 +116,8 @@ def _log_line(data: str) -> str:
 class RunPodClient:
     """RunPod REST v2 over httpx. Idempotent calls retry 429/5xx; creates never do here.
 
-    Every answer's RateLimit header is kept (`quota`), so callers can pace their polling.
+    Every answer's RateLimit header is kept (`quota`), so callers can pace their polling. A 401,
+    or a 403 about the key's scope, names the key's source and what `key_use`'s command needs.
     """
 
     def __init__(
@@ -127,7 +130,9 @@ class RunPodClient:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Sleep = time.sleep,
+        key_use: KeyUse | None = None,
     ) -> None:
+        self.key_use = key_use
         if not api_key:
             raise ConfigurationError(
                 "No RunPod API key. Set the stack secret frutebox-infra:runpodApiKey"
@@ -196,7 +201,8 @@ class RunPodClient:
             response = self._send_once(method, path, body, timeout_s=timeout_s)
             if response.is_success:
                 return response
-            raise api_error(problem_of(response), operation=operation)
+            problem = problem_of(response)
+            raise api_error(problem, operation=operation, hint=self._refusal(problem, method))
 
         return self.retry.run(once, sleep=self._sleep) if retry else once()
 
@@ -214,6 +220,11 @@ class RunPodClient:
         response = self._call(method, path, body, retry=retry, timeout_s=timeout_s)
         return _parse(model, response, f"{method} {path}")
 
+    def _refusal(self, problem: Problem, method: str) -> str:
+        if self.key_use is None or not (problem.status == 401 or is_key_scope(problem)):
+            return ""
+        return refusal_hint(problem.status, method, self.key_use)
+
     # Pods
 
     def create_pod_once(self, body: Mapping[str, Any]) -> Pod:
@@ -227,24 +238,31 @@ class RunPodClient:
         """`retry=False` inside waits: they treat a transient failure as "unknown, poll on"."""
         return self._json(Pod, "GET", f"/v2/pods/{pod_id}", retry=retry)
 
-    def pod_logs(self, pod_id: str, *, tail: int = 20) -> list[str]:
-        """The last `tail` lines of the container's log (Server-Sent Events), best effort:
-        an error explains itself better with them, but never fails for want of them."""
+    def pod_logs(self, pod_id: str, *, tail: int = 20, source: str = "container") -> list[str]:
+        """The last `tail` lines of the pod's `container` (or `system`) log, best effort: an
+        error explains itself better with them, but never fails for want of them."""
+        return self.read_pod_logs(pod_id, tail=tail, source=source) or []
+
+    def read_pod_logs(self, pod_id: str, *, tail: int, source: str) -> list[str] | None:
+        """The last `tail` lines of one log source, read as Server-Sent Events; None when the
+        log could not be read at all (what arrived before a silence is kept)."""
         lines: list[str] = []
         path = f"/v2/pods/{pod_id}/logs"
-        params = {"tail": str(tail), "source": "container"}
+        params = {"tail": str(tail), "source": source}
         timeout = httpx.Timeout(LOG_READ_TIMEOUT_S, connect=LOG_READ_TIMEOUT_S)
         try:
             with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+                self.quota = self.quota.updated(response.headers)
                 if not response.is_success:
-                    return []
+                    return None
                 for raw in response.iter_lines():
                     if raw.startswith("data:"):
                         lines.append(_log_line(raw[5:].strip()))
                     if len(lines) >= tail:
                         break
         except HTTPX_FAILURES:
-            pass  # a silence after the backfill ends the read; what arrived is kept
+            if not lines:
+                return None  # nothing arrived: no answer, not an empty log
         return lines[-tail:]
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, TextIO, TypeVar
 
@@ -23,6 +24,7 @@ from frutebox_infra.deploy_contract import (
     VolumeRequest,
 )
 from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import ConfigurationError, RunPodError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
@@ -104,6 +106,14 @@ class Settings(BaseSettings):
     )
     api_check_s: NonNegativeFloat = Field(
         default=Timeouts.api_check_s, alias="FRUTEBOX_API_CHECK_S"
+    )
+    restart_check_s: NonNegativeFloat = Field(
+        default=Timeouts.restart_check_s, alias="FRUTEBOX_RESTART_CHECK_S"
+    )
+    restart_limit: int = Field(default=Timeouts.restart_limit, ge=1, le=100,
+                               alias="FRUTEBOX_RESTART_LIMIT")  # fmt: skip
+    crash_window_s: PositiveFloat = Field(
+        default=Timeouts.crash_window_s, alias="FRUTEBOX_CRASH_WINDOW_S"
     )
     duplicate_check_s: NonNegativeFloat = Field(
         default=Timeouts.duplicate_check_s, alias="FRUTEBOX_DUPLICATE_CHECK_S"
@@ -194,6 +204,7 @@ class Session:
             base_url=self.endpoint.api_url,
             retry=self.settings.retry,
             transport=self._transport,
+            key_use=KeyUse(self.endpoint.key_source, DEPLOY, Need.WRITE),
         )
         proxy = ProxyClient(template=self.endpoint.proxy_template, transport=self._transport)
         return api, proxy
@@ -214,16 +225,21 @@ class Session:
         """The environment wins over the request; what neither sets keeps Timeouts' default."""
         s = self.settings
         asked = request.timeouts if request is not None else None
-        bounds = {
-            "running_s": s.running_timeout_s or (asked.runningSeconds if asked else None),
-            "healthy_s": s.healthy_timeout_s or (asked.healthySeconds if asked else None),
-        }
-        return Timeouts(
-            **{k: v for k, v in bounds.items() if v is not None},
+        running = s.running_timeout_s or (asked.runningSeconds if asked else None)
+        healthy = s.healthy_timeout_s or (asked.healthySeconds if asked else None)
+        timeouts = Timeouts(
             poll_interval_s=s.poll_interval_s,
             api_check_s=s.api_check_s,
+            restart_check_s=s.restart_check_s,
+            restart_limit=s.restart_limit,
+            crash_window_s=s.crash_window_s,
             duplicate_check_s=s.duplicate_check_s,
             pull_s=s.pull_timeout_s,
+        )
+        return replace(
+            timeouts,
+            running_s=timeouts.running_s if running is None else running,
+            healthy_s=timeouts.healthy_s if healthy is None else healthy,
         )
 
     def close(self) -> None:
@@ -303,6 +319,7 @@ def scaled_waits(time_scale: float) -> dict[str, str]:
     pauses = {
         "poll_interval_s": timeouts.poll_interval_s,
         "api_check_s": timeouts.api_check_s,
+        "restart_check_s": timeouts.restart_check_s,
         "duplicate_check_s": timeouts.duplicate_check_s,
         "retry_backoff_s": retry.backoff_s,
     }

@@ -6,8 +6,10 @@
     ├── ProtocolError               the API answered something that is not its documented JSON
     ├── ApiError                    the API answered with an RFC 9457 problem
     │   ├── BadRequestError         400: a rule was broken, or no capacity for this candidate
-    │   ├── AuthenticationError     401: the API key was refused
-    │   ├── ForbiddenError          403: the key may not use this pool or resource
+    │   ├── AuthenticationError     401: the API key was refused (wrong, expired, disabled)
+    │   ├── KeyNotPermittedError    403 "access denied": the key's scope does not cover the
+    │   │                           action (a Read Only key writing); no candidate can succeed
+    │   ├── ForbiddenError          403 otherwise: the account may not use this pool
     │   ├── InsufficientBalanceError  402: no candidate can succeed
     │   ├── NotFoundError           404
     │   ├── ConflictError           409: action not valid for the pod's status
@@ -16,7 +18,8 @@
     │   └── ServerError             5xx after the bounded retries
     ├── PlacementError              every candidate was refused; lists what each answered
     ├── PodFailedError              the pod never served (error state, timeout, failed pull);
-    │                               a pod this run created has been terminated
+    │   │                           a pod this run created has been terminated
+    │   └── CrashLoopError          its container exited and was restarted, again and again
     ├── SeedFailedError             a seeding pod did not place every model's weights; each
     │                               failed model's reason and fix; the pod was terminated
     ├── MayStillBillError           a pod or volume of ours may still exist and bill: it could
@@ -98,7 +101,21 @@ class AuthenticationError(ApiError):
 
 
 class ForbiddenError(ApiError):
-    """403: the key may not use this pool or resource."""
+    """403: the account may not use this pool (the next candidate may place)."""
+
+
+class KeyNotPermittedError(ApiError):
+    """403 with RunPod's generic `access denied`: the key is valid but its scope does not
+    cover the action (a Read Only key, or a Restricted one without it), whatever the pool."""
+
+
+NO_ACCESS_DETAIL = "access denied"
+"""RunPod's 403 detail for a valid key without access to the action (the OpenAPI document's
+`insufficientAccess` example); a pool the account may not use answers another detail."""
+
+
+def is_key_scope(problem: Problem) -> bool:
+    return problem.status == 403 and problem.detail.strip().rstrip(".").lower() == NO_ACCESS_DETAIL
 
 
 class InsufficientBalanceError(ApiError):
@@ -138,8 +155,10 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def api_error(problem: Problem, *, operation: str, hint: str = "") -> ApiError:
-    """The most specific ApiError subclass for the problem's status."""
+    """The most specific ApiError subclass for the problem's status (and, for a 403, detail)."""
     kind = ServerError if problem.status >= 500 else _BY_STATUS.get(problem.status, ApiError)
+    if is_key_scope(problem):
+        kind = KeyNotPermittedError
     return kind(problem, operation=operation, hint=hint)
 
 
@@ -170,6 +189,15 @@ class PodFailedError(RunPodError):
         self.pod_id = pod_id
         self.last_status = last_status
         super().__init__(message)
+
+
+class CrashLoopError(PodFailedError):
+    """The pod stayed RUNNING while its container exited and RunPod restarted it again and
+    again: it bills without ever serving. `restarts` is how many restarts were seen."""
+
+    def __init__(self, message: str, *, pod_id: str, restarts: int) -> None:
+        self.restarts = restarts
+        super().__init__(message, pod_id=pod_id, last_status="RUNNING (crash loop)")
 
 
 class SeedFailedError(RunPodError):

@@ -1,100 +1,36 @@
-"""Pod and volume lifecycles: place, wait for RUNNING and healthy, pull, or tear down.
+"""A pod's lifecycle over the waits (waits.py): place, serve, pull, roll back, or tear down.
 
-Who may terminate a pod on failure: only the run that created it (`bring_up`). A pod that
-an update patched is recorded in the stack, so a failed update reports and leaves it
-(`settle_update`): the user decides, and nothing is orphaned either way.
+Who may terminate a pod on failure: the run that created it (`bring_up`), always. A pod that
+an update patched is recorded in the stack: when its new container does not serve, the update
+rolls it back to the settings it served with (`settle_update`), and only a pod that does not
+serve with those either is terminated (the next `up` creates it anew).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frutebox_infra.runpod import ollama
-from frutebox_infra.runpod.adopting import ensure_gone
-from frutebox_infra.runpod.client import RunPodClient
+from frutebox_infra.runpod.adopting import DuplicateSweep, ensure_gone
 from frutebox_infra.runpod.errors import (
+    Cancelled,
     MayStillBillError,
     NotFoundError,
     PodFailedError,
-    ProtocolError,
     RunPodError,
 )
-from frutebox_infra.runpod.listing import missing_files
 from frutebox_infra.runpod.placement import Ownership, Placement, place
-from frutebox_infra.runpod.proxy import ProxyClient
-from frutebox_infra.runpod.retrying import TRANSIENT, retry_after_s
+from frutebox_infra.runpod.restarts import RestartWatch
+from frutebox_infra.runpod.timeouts import Timeouts
+from frutebox_infra.runpod.waits import DEAD, LIVE, UNKNOWN, Health, Log, Waits
 from frutebox_infra.runpod.wire import Pod
 
-# Inside a wait these mean "the API cannot say right now", never "the pod failed".
-UNKNOWN: tuple[type[Exception], ...] = (*TRANSIENT, ProtocolError)
-LOG_LINES = 15
-
-LIVE = frozenset({"PROVISIONING", "STARTING", "RUNNING"})
-DEAD = frozenset({"ERROR", "EXITED", "TERMINATED"})
-
-Log = Callable[[str], None]
+__all__ = ["DEAD", "LIVE", "Health", "Log", "Provisioner", "Timeouts", "left_running"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Timeouts:
-    """Bounds of one bring-up, in seconds; these defaults are the only home of the numbers."""
-
-    running_s: float = 900.0
-    healthy_s: float = 1800.0
-    poll_interval_s: float = 5.0
-    api_check_s: float = 60.0
-    """While waiting for health the proxy probe is the signal; the API is asked this rarely
-    whether the pod died, so a fleet's waits stay far inside RunPod's quotas."""
-    duplicate_check_s: float = 30.0
-    """After an ambiguous create, how long to let RunPod's listing catch up before looking
-    for a second pod the first request may have made."""
-    delete_s: float = 300.0
-    pull_s: float = 3600.0
-
-
-# What users can change: the running bound only from the environment; the health bound is a
-# stack key the program sends (the environment variable, when set, wins over it).
-RUNNING_HINT = (
-    f"set FRUTEBOX_RUNNING_TIMEOUT_S (seconds, default {Timeouts.running_s:g}) in the"
-    " environment of `pulumi up`"
-)
-HEALTH_HINT = (
-    "raise the stack key frutebox-infra:healthTimeoutSeconds (`pulumi config set"
-    " frutebox-infra:healthTimeoutSeconds 3600`), or set FRUTEBOX_HEALTH_TIMEOUT_S, which"
-    " overrides it"
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Health:
-    """Where a pod answers when its server is ready."""
-
-    port: int
-    path: str
-    expected_files: tuple[str, ...] = ()
-    """Files the server must list (ComfyUI /models/<kind>) before it counts as healthy."""
-
-
-class Provisioner:
+class Provisioner(Waits):
     """Runs a pod's create/wait/teardown rules against one account."""
-
-    def __init__(
-        self,
-        api: RunPodClient,
-        proxy: ProxyClient,
-        *,
-        log: Log,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.api = api
-        self.proxy = proxy
-        self._log = log
-        self._sleep = sleep
-        self._clock = clock
 
     def place(
         self,
@@ -112,154 +48,8 @@ class Provisioner:
             sleep=self._sleep,
             log=self._log,
             duplicate_check_s=timeouts.duplicate_check_s,
+            clock=self._clock,
         )
-
-    # Waiting: every wait reads 429, 5xx and no answer as "unknown" and keeps going until its
-    # own deadline, honouring Retry-After and the quota the API reports.
-
-    def _pause(self, deadline: float, interval: float, failure: BaseException | None) -> None:
-        wait = max(interval, self.api.quota.pace_s())
-        asked = retry_after_s(failure) if failure is not None else None
-        if asked is not None:
-            wait = max(wait, asked)
-        self._sleep(max(0.0, min(wait, deadline - self._clock())) or 0.001)
-
-    def _read(self, pod_id: str, phase: str) -> tuple[Pod | None, BaseException | None]:
-        """The pod, or (None, why) while the API cannot answer."""
-        try:
-            return self.api.get_pod(pod_id, retry=False), None
-        except UNKNOWN as exc:
-            self._log(f"pod {pod_id}: {phase}: the API did not answer ({exc}); still waiting")
-            return None, exc
-
-    def log_tail(self, pod_id: str) -> str:
-        """The last lines of the pod's log, for an error to show what the server said."""
-        try:
-            lines = self.api.pod_logs(pod_id, tail=LOG_LINES)
-        except RunPodError:
-            lines = []
-        if not lines:
-            return ""
-        return " Last log lines: " + " | ".join(line.strip() for line in lines) + "."
-
-    def wait_running(self, pod_id: str, timeouts: Timeouts) -> Pod:
-        deadline = self._clock() + timeouts.running_s
-        status = "unknown"
-        while True:
-            try:
-                pod, failure = self._read(pod_id, "waiting for RUNNING")
-            except NotFoundError as exc:
-                raise PodFailedError(
-                    f"Pod {pod_id} vanished while we waited for RUNNING (404). Run the command"
-                    " again to create a new one.",
-                    pod_id=pod_id,
-                    last_status="NOT FOUND",
-                ) from exc
-            if pod is not None:
-                status = pod.status
-                if pod.status == "RUNNING":
-                    return pod
-                if pod.status in DEAD:
-                    raise PodFailedError(
-                        f"Pod {pod_id} went to {pod.status} instead of RUNNING. Check the image"
-                        " and args, fix them, then run `pulumi up`." + self.log_tail(pod_id),
-                        pod_id=pod_id,
-                        last_status=pod.status,
-                    )
-            if self._clock() >= deadline:
-                raise PodFailedError(
-                    f"Pod {pod_id} was still {status} after {timeouts.running_s:g}s of waiting"
-                    f" for RUNNING. Large images can take long to pull: {RUNNING_HINT}, or"
-                    " retry later." + self.log_tail(pod_id),
-                    pod_id=pod_id,
-                    last_status=status,
-                )
-            self._pause(deadline, timeouts.poll_interval_s, failure)
-
-    def wait_healthy(self, pod_id: str, health: Health, timeouts: Timeouts) -> None:
-        """Probe the health URL through the proxy; ask the API only every `api_check_s`."""
-        url = self.proxy.url(pod_id, health.port) + health.path
-        deadline = self._clock() + timeouts.healthy_s
-        last: int | None = None
-        status = "RUNNING"
-        missing: list[str] = []
-        next_check = self._clock() + timeouts.api_check_s
-        while True:
-            last = self.proxy.probe(url)
-            if last is not None and 200 <= last < 300:
-                missing = self._unlisted(pod_id, health)
-                if not missing:
-                    return
-            failure: BaseException | None = None
-            if self._clock() >= next_check or self._clock() >= deadline:
-                next_check = self._clock() + timeouts.api_check_s
-                pod, failure = self._read(pod_id, "waiting for health")
-                status = pod.status if pod is not None else status
-                if status in DEAD:
-                    raise PodFailedError(
-                        f"Pod {pod_id} went to {status} while we waited for {url} to answer."
-                        " Fix the recipe, then `pulumi up`." + self.log_tail(pod_id),
-                        pod_id=pod_id,
-                        last_status=status,
-                    )
-            if self._clock() >= deadline:
-                answer = f"HTTP {last}" if last is not None else "no answer"
-                if missing:
-                    answer += f" but the server never listed {', '.join(missing)}"
-                raise PodFailedError(
-                    f"Pod {pod_id} ({status}) never became healthy: {url} gave {answer} for"
-                    f" {timeouts.healthy_s:g}s. A large model may need longer: {HEALTH_HINT}."
-                    + self.log_tail(pod_id),
-                    pod_id=pod_id,
-                    last_status=status,
-                )
-            # The probe costs no API quota, so it keeps its own pace; only a 429 slows it.
-            self._sleep(
-                max(0.001, min(timeouts.poll_interval_s, max(0.0, deadline - self._clock())))
-            )
-            if failure is not None and retry_after_s(failure):
-                self._pause(deadline, 0.0, failure)
-
-    def _unlisted(self, pod_id: str, health: Health) -> list[str]:
-        if not health.expected_files:
-            return []
-        base = self.proxy.url(pod_id, health.port)
-        return missing_files(self.proxy.get_json, base, health.expected_files)
-
-    def wait_restarted(
-        self, before: Pod, patched: Pod, timeouts: Timeouts, *, patched_at: float
-    ) -> None:
-        """Return once the PATCHed pod shows a restart, so health is not read off the old process.
-
-        RunPod keeps showing the old container, RUNNING with its old `startedAt`, for a while
-        after a PATCH. A restart shows as a status other than RUNNING, a new `startedAt`, or a
-        `runtime.uptime` shorter than the time since the PATCH (`patched_at`, on our clock).
-        """
-
-        def restarted(pod: Pod) -> bool:
-            if pod.status != "RUNNING" or pod.started_at != before.started_at:
-                return True
-            uptime = pod.uptime_s
-            return uptime is not None and uptime < self._clock() - patched_at
-
-        deadline = self._clock() + timeouts.running_s
-        pod: Pod | None = patched
-        last = patched
-        while pod is None or not restarted(pod):
-            if self._clock() >= deadline:
-                raise PodFailedError(
-                    f"Pod {before.id} was updated but RunPod showed no restart within"
-                    f" {timeouts.running_s:g}s (still {last.status}, up"
-                    f" {last.uptime_s}s), so its server may still run the old settings;"
-                    f" restart it from the RunPod console, or {RUNNING_HINT}.",
-                    pod_id=before.id,
-                    last_status=last.status,
-                )
-            self._pause(deadline, timeouts.poll_interval_s, None)
-            pod, failure = self._read(before.id, "waiting for the restart")
-            last = pod or last
-            if failure is not None:
-                self._pause(deadline, 0.0, failure)
 
     def pull(self, pod_id: str, health: Health, tag: str, timeouts: Timeouts) -> None:
         """Ask the pod's Ollama server to pull `tag`; its image cannot do it from args."""
@@ -282,12 +72,20 @@ class Provisioner:
         )
 
     def serve(
-        self, pod_id: str, *, health: Health, ollama_tags: Sequence[str], timeouts: Timeouts
+        self,
+        pod_id: str,
+        *,
+        health: Health,
+        ollama_tags: Sequence[str],
+        timeouts: Timeouts,
+        watch: RestartWatch | None = None,
+        sweep: DuplicateSweep[Pod] | None = None,
     ) -> Pod:
-        """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is."""
-        pod = self.wait_running(pod_id, timeouts)
+        """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is. `watch`
+        fails a crash loop early; `sweep` goes on looking for a duplicate at each API check."""
+        pod = self.wait_running(pod_id, timeouts, watch=watch)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
-        self.wait_healthy(pod_id, health, timeouts)
+        self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
         for tag in self._unlisted_tags(pod_id, health, ollama_tags):
             self.pull(pod_id, health, tag, timeouts)
         self.check_listed(pod_id, health, ollama_tags)
@@ -336,11 +134,24 @@ class Provisioner:
             )
 
     def bring_up(
-        self, pod_id: str, *, health: Health, ollama_tags: Sequence[str], timeouts: Timeouts
+        self,
+        pod_id: str,
+        *,
+        health: Health,
+        ollama_tags: Sequence[str],
+        timeouts: Timeouts,
+        sweep: DuplicateSweep[Pod] | None = None,
     ) -> Pod:
         """`serve` a pod this run created; any failure (or cancellation) terminates it."""
         try:
-            return self.serve(pod_id, health=health, ollama_tags=ollama_tags, timeouts=timeouts)
+            return self.serve(
+                pod_id,
+                health=health,
+                ollama_tags=ollama_tags,
+                timeouts=timeouts,
+                watch=RestartWatch(logged_before=0),
+                sweep=sweep,
+            )
         except BaseException as exc:
             self._tear_down_after(pod_id, exc)
             raise
@@ -354,13 +165,98 @@ class Provisioner:
         ollama_tags: Sequence[str],
         timeouts: Timeouts,
         patched_at: float,
+        logged_before: int | None = None,
+        rollback: Mapping[str, Any] | None = None,
+        rollback_tags: Sequence[str] = (),
     ) -> Pod:
-        """Wait for a PATCHed pod to restart and serve; on failure report, never terminate."""
+        """Wait for a PATCHed pod to restart and serve.
+
+        Its new container not serving (a crash loop, a timeout, a dead status, a failed
+        pull) rolls the pod back with the PATCH `rollback` and fails the update; a pod that
+        shows no restart, or an API that refuses, is reported and left as it is.
+        """
+        does_not_serve = "was updated in place but does not serve"
         try:
             self.wait_restarted(before, patched, timeouts, patched_at=patched_at)
-            return self.serve(before.id, health=health, ollama_tags=ollama_tags, timeouts=timeouts)
         except RunPodError as exc:
-            raise left_running(exc, before.id, "was updated in place but does not serve") from exc
+            raise left_running(exc, before.id, does_not_serve) from exc
+        try:
+            return self.serve(
+                before.id,
+                health=health,
+                ollama_tags=ollama_tags,
+                timeouts=timeouts,
+                watch=RestartWatch(logged_before=logged_before),
+            )
+        except PodFailedError as exc:
+            if rollback is None:
+                raise left_running(exc, before.id, does_not_serve) from exc
+            failure = exc
+        except Cancelled as exc:
+            raise left_running(exc, before.id, "was being updated in place") from exc
+        except RunPodError as exc:
+            raise left_running(exc, before.id, does_not_serve) from exc
+        raise self._roll_back(before, failure, rollback, rollback_tags, health, timeouts)
+
+    def _roll_back(
+        self,
+        before: Pod,
+        failure: PodFailedError,
+        rollback: Mapping[str, Any],
+        tags: Sequence[str],
+        health: Health,
+        timeouts: Timeouts,
+    ) -> RunPodError:
+        """Patch the pod back to the settings it served with; the error the update ends in."""
+        pod_id = before.id
+        self._log(
+            f"pod {pod_id}: the new settings do not serve; rolling back"
+            f" {', '.join(sorted(rollback))} to the previous ones"
+        )
+        try:
+            # The restart to wait for is the rollback's, not the failed container's own.
+            current = self._current(before)
+            patched_at = self._clock()
+            patched = self.api.update_pod(pod_id, rollback)
+            self.wait_restarted(current, patched, timeouts, patched_at=patched_at)
+            # No crash watch: these settings served, and the container they replace may
+            # still be restarting on its own for a while; the health deadline bounds it.
+            self.serve(pod_id, health=health, ollama_tags=tags, timeouts=timeouts)
+        except Cancelled as exc:
+            return left_running(exc, pod_id, "was being rolled back after a failed update")
+        except RunPodError as exc:
+            self._log(f"pod {pod_id}: rolling back did not make it serve ({exc})")
+            try:
+                self.terminate(pod_id)
+            except RunPodError as gone:
+                return MayStillBillError(
+                    f"{failure} Rolling pod {pod_id} back to its previous settings did not make"
+                    f" it serve either ({exc}), and terminating it failed ({gone}): it may"
+                    " still bill — delete it in the RunPod console, then run `pulumi up`.",
+                    kind="pod",
+                    ids=(pod_id,),
+                )
+            return PodFailedError(
+                f"{failure} Rolling pod {pod_id} back to its previous settings did not make it"
+                f" serve either ({exc}), so it was terminated so that it does not bill; the"
+                " next `pulumi up` creates a new pod.",
+                pod_id=pod_id,
+                last_status="TERMINATED",
+            )
+        self._log(f"pod {pod_id} serves its previous settings again")
+        return PodFailedError(
+            f"{failure} The change was rolled back: pod {pod_id} serves its previous settings"
+            " again, and the stack still records them. Fix the change, then run `pulumi up`.",
+            pod_id=pod_id,
+            last_status="RUNNING",
+        )
+
+    def _current(self, known: Pod) -> Pod:
+        """The pod as it is now; `known` when the API cannot say."""
+        try:
+            return self.api.get_pod(known.id)
+        except RunPodError:
+            return known
 
     def refresh_pull(
         self, pod: Pod, *, health: Health, tags: Sequence[str], timeouts: Timeouts
@@ -396,19 +292,6 @@ class Provisioner:
                 pod_id=pod_id,
                 last_status=getattr(failure, "last_status", "unknown"),
             ) from failure
-
-    def clock(self) -> float:
-        return self._clock()
-
-    # The same reads and pauses for another resource's wait (a seeding pod's status).
-
-    def read_pod(self, pod_id: str, phase: str) -> tuple[Pod | None, BaseException | None]:
-        """The pod, or (None, why) while the API cannot answer; a 404 raises."""
-        return self._read(pod_id, phase)
-
-    def pause(self, deadline: float, interval: float, failure: BaseException | None = None) -> None:
-        """Sleep `interval` (longer when the quota or a Retry-After asks), never past `deadline`."""
-        self._pause(deadline, interval, failure)
 
     def terminate(self, pod_id: str, *, within_s: float = Timeouts.delete_s) -> bool:
         """Delete the pod; False when it was already gone. Transient failures are retried

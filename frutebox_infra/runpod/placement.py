@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 from frutebox_infra.deploy_contract import OWNER_ENV
-from frutebox_infra.runpod.adopting import Log, Sleep, create_adopting
+from frutebox_infra.runpod.access import KeyUse
+from frutebox_infra.runpod.adopting import DuplicateSweep, Log, Sleep, create_adopting
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (
     ApiError,
@@ -20,6 +22,7 @@ from frutebox_infra.runpod.errors import (
     ContractError,
     ForbiddenError,
     InsufficientBalanceError,
+    KeyNotPermittedError,
     MayStillBillError,
     NotFoundError,
     PlacementError,
@@ -35,12 +38,14 @@ CAPACITY_MARK = "no longer any instances available"
 
 @dataclass(frozen=True)
 class Placement:
-    """The pod a create produced, which candidate it came from, and what each candidate said."""
+    """The pod a create produced, which candidate it came from, and what each candidate said;
+    after an ambiguous create, the sweep that keeps looking for a duplicate."""
 
     pod: Pod
     candidate_index: int
     attempts: tuple[Attempt, ...]
     ambiguous: bool = False
+    sweep: DuplicateSweep[Pod] | None = None
 
 
 def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
@@ -82,14 +87,16 @@ def place(
     sleep: Sleep,
     log: Log,
     duplicate_check_s: float,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Placement:
     """Create pod `name` from the first candidate that places, in the order given.
 
     We only create when the stack records no pod, so a pod of ours already named `name` is an
     orphan of an earlier run that failed before Pulumi recorded it: it is terminated first.
     Pods that merely share the name are someone else's and are left alone. A cancellation
-    mid-create terminates whatever the create made; after an ambiguous create, a second
-    look (once the listing has caught up) terminates any extra pod of ours.
+    mid-create terminates whatever the create made; after an ambiguous create, a sweep looks
+    again until the listing has caught up and terminates any extra pod of ours, and goes on
+    looking while the pod comes up (`Placement.sweep`).
     """
     before = _clear_orphans(api, name, owner, log)
 
@@ -114,39 +121,21 @@ def place(
     except (Cancelled, KeyboardInterrupt):
         _terminate_made(api, fresh, log)
         raise
-    if placement.ambiguous:
-        _sweep_duplicates(api, placement.pod, fresh, duplicate_check_s, sleep=sleep, log=log)
-    return placement
-
-
-def _sweep_duplicates(
-    api: RunPodClient,
-    kept: Pod,
-    fresh: Callable[[], list[Pod]],
-    delay_s: float,
-    *,
-    sleep: Sleep,
-    log: Log,
-) -> None:
-    """A create that failed ambiguously may have made a pod that the listing showed only
-    later: look again once it has caught up, and terminate every extra pod of ours."""
-    log(f"pod {kept.id}: an earlier create answer was ambiguous; looking for a duplicate in"
-        f" {delay_s:g}s")  # fmt: skip
-    sleep(delay_s)
+    if not placement.ambiguous:
+        return placement
+    sweep = DuplicateSweep(
+        "pod", name, placement.pod.id, fresh, api.delete_pod, log=log, sleep=sleep, clock=clock
+    )
     try:
-        extras = [p for p in fresh() if p.id != kept.id]
-        for extra in extras:
-            log(f"terminating pod {extra.id}: a late duplicate of {kept.id} from a retried create")
-            with contextlib.suppress(NotFoundError):
-                api.delete_pod(extra.id)
-    except RunPodError as exc:
-        raise MayStillBillError(
-            f"Pod {kept.id} is up, but checking for a duplicate made by an earlier, ambiguous"
-            f" create failed ({exc}). Look for pods named {kept.name} in the RunPod console and"
-            " delete any but this one.",
-            kind="pod",
-            name=kept.name,
-        ) from exc
+        sweep.catch_up(duplicate_check_s)
+    except BaseException:
+        # The step fails, so Pulumi will not record the pod: it must not bill either.
+        with contextlib.suppress(RunPodError):
+            api.delete_pod(placement.pod.id)
+            log(f"pod {placement.pod.id} terminated: this run fails before recording it")
+        _terminate_made(api, fresh, log)
+        raise
+    return replace(placement, sweep=sweep)
 
 
 def _clear_orphans(api: RunPodClient, name: str, owner: Ownership, log: Log) -> set[str]:
@@ -226,8 +215,9 @@ def _walk(
                 log=log,
             )
         except (BadRequestError, ForbiddenError) as exc:
-            # No capacity (a CUDA floor no free host meets included), or a pool this key may
-            # not use: the next candidate may still place.
+            # No capacity (a CUDA floor no free host meets included), or a pool this account
+            # may not use: the next candidate may still place. A key that may not create
+            # (KeyNotPermittedError) stops the walk below: no candidate can succeed.
             attempts.append(Attempt(gpu_id, count, outcome_of(exc)))
             last_detail = exc.problem.detail
             log(f"{label}: {outcome_of(exc)} ({exc.problem.detail}); trying the next one")
@@ -239,12 +229,13 @@ def _walk(
         attempts.append(Attempt(gpu_id, count, made.outcome))
         log(f"pod {made.resource.id} {made.outcome} on {label}")
         return Placement(made.resource, index, tuple(attempts), ambiguous)
-    raise _exhausted(name, attempts, last_detail)
+    raise _exhausted(name, attempts, last_detail, api.key_use)
 
 
 _OUTCOMES: tuple[tuple[type[ApiError], str], ...] = (
     (InsufficientBalanceError, "insufficient-balance"),
     (ForbiddenError, "forbidden"),
+    (KeyNotPermittedError, "key-not-permitted"),
     (ContractError, "invalid-request"),
     (RateLimitedError, "rate-limited"),
     (ServerError, "server-error"),
@@ -260,9 +251,9 @@ def outcome_of(exc: ApiError) -> str:
 
 def _stopped(exc: ApiError) -> ApiError:
     """The error that ends the walk, with what to do next."""
-    if isinstance(exc, AuthenticationError):
-        hint = "Check the key in frutebox-infra:runpodApiKey / RUNPOD_API_KEY."
-    elif isinstance(exc, InsufficientBalanceError):
+    if isinstance(exc, AuthenticationError | KeyNotPermittedError):
+        return exc  # the client named the key's source and what the command needs
+    if isinstance(exc, InsufficientBalanceError):
         hint = "No candidate can succeed: add funds to the RunPod account, then run `pulumi up`."
     elif isinstance(exc, ContractError) and exc.problem.errors:
         hint = (
@@ -280,7 +271,9 @@ def _stopped(exc: ApiError) -> ApiError:
     return api_error(exc.problem, operation=exc.operation, hint=hint)
 
 
-def _exhausted(name: str, attempts: Sequence[Attempt], last_detail: str) -> PlacementError:
+def _exhausted(
+    name: str, attempts: Sequence[Attempt], last_detail: str, key: KeyUse | None
+) -> PlacementError:
     tried = ", ".join(f"{a.count}x {a.gpu_id}: {a.outcome}" for a in attempts) or "none"
     outcomes = {a.outcome for a in attempts}
     if outcomes == {"no-capacity"}:
@@ -296,9 +289,10 @@ def _exhausted(name: str, attempts: Sequence[Attempt], last_detail: str) -> Plac
             f" {last_detail!r}. Fix the recipe or the stack config."
         )
     else:
+        source = key.source if key is not None and key.source else "the RunPod key"
         message = (
             f"No candidate for pod {name} could be placed ({tried}); last detail:"
             f" {last_detail!r}. Allow more GPU types or data centres, or check which pools"
-            " the API key may use."
+            f" the account of the API key from {source} may use."
         )
     return PlacementError(message, attempts=attempts)

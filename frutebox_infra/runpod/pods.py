@@ -1,15 +1,17 @@
 """`pod create|update|delete`: what each action does to RunPod, and the result it prints.
 
 Who may terminate what: a pod this run created is terminated when it fails (nothing may
-bill for a failed `up`); a pod the stack already records is only patched, and a failed
-update is reported with the pod left as it is. The exception is a pod whose GPU no
-candidate names any more: it cannot be patched into shape, so it is replaced.
+bill for a failed `up`); a pod the stack already records is patched, and when its new
+container does not serve it is patched back to what it served with (the result records that,
+secrets left out), so the model keeps serving and the update fails. Only a pod that does not
+serve with those settings either is terminated. A pod whose GPU no candidate names any more
+cannot be patched into shape, so it is replaced.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frutebox_infra.deploy_contract import OWNER_ENV
@@ -73,8 +75,47 @@ def _health(request: PodRequest) -> Health:
     )
 
 
+def applied_of(body: Mapping[str, Any], secret_env: Sequence[str]) -> dict[str, Any]:
+    """The in-place settings a candidate body sets, its secret env values left out (their
+    names kept, so a rollback fills them again at the last moment)."""
+    applied = {key: copy.deepcopy(body[key]) for key in IN_PLACE_FIELDS if key in body}
+    env = applied.get("env")
+    if isinstance(env, dict):
+        applied["env"] = {k: v for k, v in env.items() if k not in secret_env}
+    applied["secretEnv"] = list(secret_env)
+    return applied
+
+
+def rollback_patch(
+    patch: Mapping[str, Any],
+    previous: PreviousPod,
+    current: Pod,
+    hf_token: str,
+) -> dict[str, Any] | None:
+    """The PATCH that undoes `patch`: the settings the result recorded last time, else (a
+    result from before results recorded them) the live pod's as read before the PATCH."""
+    if previous.applied:
+        source, secrets = previous.applied, list(previous.applied.get("secretEnv") or [])
+    else:
+        source, secrets = {k: getattr(current, k) for k in IN_PLACE_FIELDS}, []
+    undo = {k: copy.deepcopy(source[k]) for k in patch if source.get(k) is not None}
+    env = undo.get("env")
+    if isinstance(env, dict) and secrets:
+        for var in secrets:
+            if hf_token:
+                env[var] = hf_token
+            else:
+                env.pop(var, None)
+    return undo or None
+
+
 def _pod_result(
-    session: Session, request: PodRequest, pod: Pod, index: int, attempts: Sequence[Attempt]
+    session: Session,
+    request: PodRequest,
+    pod: Pod,
+    index: int,
+    attempts: Sequence[Attempt],
+    body: Mapping[str, Any],
 ) -> dict[str, Any]:
     return {
         "podId": pod.id,
@@ -92,6 +133,7 @@ def _pod_result(
         "status": pod.status,
         "volumeId": pod.volume_id,
         "ollamaModels": list(request.ollamaPull),
+        "applied": applied_of(body, request.hfTokenEnv),
         "meta": request.meta,
     }
 
@@ -102,13 +144,23 @@ def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
     timeouts = session.timeouts(request)
     owner = Ownership(request.owner, request.volumeId)
     placement = session.prov.place(request.name, bodies, owner, timeouts)
-    pod = session.prov.bring_up(
-        placement.pod.id,
-        health=_health(request),
-        ollama_tags=request.ollamaPull,
-        timeouts=timeouts,
-    )
-    return _pod_result(session, request, pod, placement.candidate_index, placement.attempts)
+    sweep = placement.sweep
+    try:
+        pod = session.prov.bring_up(
+            placement.pod.id,
+            health=_health(request),
+            ollama_tags=request.ollamaPull,
+            timeouts=timeouts,
+            sweep=sweep,
+        )
+    except BaseException:
+        if sweep is not None:
+            sweep.keep_looking()  # the failure is what this run reports
+        raise
+    if sweep is not None:
+        sweep.final()
+    index = placement.candidate_index
+    return _pod_result(session, request, pod, index, placement.attempts, bodies[index])
 
 
 def matching_candidate(bodies: Sequence[dict[str, Any]], pod: Pod) -> int | None:
@@ -164,15 +216,25 @@ def pod_update(
         if tags:
             prov.refresh_pull(current, health=health, tags=tags, timeouts=timeouts)
         prov.forget(current, health=health, tags=gone)
-        return _pod_result(session, request, current, index, tried)
+        return _pod_result(session, request, current, index, tried, body)
     session.log(f"pod {current.id}: updating {', '.join(sorted(patch))} in place")
+    # The starts the system log shows before the PATCH: the restarts after it count from here.
+    logged = prov.logged_starts(current.id)
     patched_at = prov.clock()
     patched = prov.api.update_pod(current.id, patch)
     pod = prov.settle_update(
-        current, patched, health=health, ollama_tags=tags, timeouts=timeouts, patched_at=patched_at
+        current,
+        patched,
+        health=health,
+        ollama_tags=tags,
+        timeouts=timeouts,
+        patched_at=patched_at,
+        logged_before=logged,
+        rollback=rollback_patch(patch, previous, current, session.settings.hf_token),
+        rollback_tags=previous.ollamaModels,
     )
     prov.forget(pod, health=health, tags=gone)
-    return _pod_result(session, request, pod, index, tried)
+    return _pod_result(session, request, pod, index, tried, body)
 
 
 def pod_delete(session: Session, previous: PreviousPod | None) -> dict[str, Any]:

@@ -18,9 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from frutebox_infra.deploy_contract import OWNER_ENV
+from frutebox_infra.runpod.adopting import DuplicateSweep
 from frutebox_infra.runpod.command_io import PreviousSeed, SeedRequest, Session
 from frutebox_infra.runpod.errors import (
     ConfigurationError,
+    CrashLoopError,
     MayStillBillError,
     PodFailedError,
     RunPodError,
@@ -28,12 +30,11 @@ from frutebox_infra.runpod.errors import (
 )
 from frutebox_infra.runpod.lifecycle import DEAD, Timeouts
 from frutebox_infra.runpod.placement import Ownership, Placement
+from frutebox_infra.runpod.restarts import RestartWatch
+from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.seeding.delivery import pod_args, pod_env
 from frutebox_infra.seeding.protocol import JobState, JobStatus, SeedPlan, SeedState, SeedStatus
 
-RESTARTS_WITHOUT_PROGRESS = 3
-"""The seeder never exits, so a container RunPod restarts has crashed: after this many restarts
-without a new byte in place the pod is failing, not seeding."""
 PROGRESS_EVERY_S = 60.0
 """How often the log says how far each model is, besides when a model finishes."""
 TIMEOUT_HINT = (
@@ -81,17 +82,19 @@ def seed_create(session: Session, request: SeedRequest) -> dict[str, Any]:
     deadline = started + (session.settings.seed_timeout_s or request.timeoutSeconds)
     owner = Ownership(request.owner, request.volumeId)
     placement = prov.place(request.name, bodies, owner, timeouts)
-    pod_id = placement.pod.id
+    pod_id, sweep = placement.pod.id, placement.sweep
     models = ", ".join(_model_ids(request))
     session.log(f"seeding pod {pod_id} is seeding {models}")
     failure: BaseException | None = None
     try:
-        status = _follow(session, pod_id, request, timeouts, deadline)
+        status = _follow(session, pod_id, request, timeouts, deadline, sweep)
     except BaseException as exc:
         failure = exc
         raise
     finally:
         _terminate(session, pod_id, failure)
+        if sweep is not None:
+            sweep.final() if failure is None else sweep.keep_looking()
     return _outcome(session, request, placement, status, prov.clock() - started)
 
 
@@ -119,12 +122,21 @@ def seed_delete(session: Session, previous: PreviousSeed | None) -> dict[str, An
 
 
 def _follow(
-    session: Session, pod_id: str, request: SeedRequest, timeouts: Timeouts, deadline: float
+    session: Session,
+    pod_id: str,
+    request: SeedRequest,
+    timeouts: Timeouts,
+    deadline: float,
+    sweep: DuplicateSweep[Pod] | None,
 ) -> SeedStatus:
+    """Read the status until every job ended. The seeder never exits, so a container RunPod
+    restarts has crashed: restarts that bring no new byte in place are a crash loop (the
+    GPU pods' own watch), while a restart after progress starts the count again."""
     prov = session.prov
-    running = prov.wait_running(pod_id, timeouts)
+    watch = RestartWatch()
+    prov.wait_running(pod_id, timeouts, watch=watch)
     url = session.proxy.url(pod_id, request.status.port) + request.status.path
-    started_at, restarts, best = running.started_at, 0, -1
+    best = -1
     next_check = prov.clock() + timeouts.api_check_s
     progress = _Progress(session.log, prov.clock)
     status: SeedStatus | None = None
@@ -136,11 +148,12 @@ def _follow(
                 return status
             done = sum(j.bytesDone for j in status.jobs)
             if done > best:
-                best, restarts = done, 0
+                best, watch = done, RestartWatch(logged_before=None)
         now = prov.clock()
         if now >= next_check or now >= deadline:
-            next_check = now + timeouts.api_check_s
-            pod, _ = prov.read_pod(pod_id, "seeding")
+            interval = timeouts.restart_check_s if watch.restarts else timeouts.api_check_s
+            next_check = now + interval
+            pod = _checked(session, pod_id, request, watch, timeouts)
             if pod is not None and pod.status in DEAD:
                 raise PodFailedError(
                     f"Seeding pod {pod_id} went to {pod.status} while seeding"
@@ -148,19 +161,27 @@ def _follow(
                     pod_id=pod_id,
                     last_status=pod.status,
                 )
-            if pod is not None and pod.started_at != started_at:
-                restarts, started_at = restarts + 1, pod.started_at
-                if restarts >= RESTARTS_WITHOUT_PROGRESS:
-                    raise PodFailedError(
-                        f"Seeding pod {pod_id} restarted {restarts} times without a new byte in"
-                        " place: the seeder crashes. Check its log in the RunPod console."
-                        + prov.log_tail(pod_id),
-                        pod_id=pod_id,
-                        last_status=pod.status,
-                    )
+            if sweep is not None:
+                sweep.keep_looking()
         if now >= deadline:
             raise _timed_out(request, pod_id, status, _budget(session, request))
         prov.pause(deadline, timeouts.poll_interval_s)
+
+
+def _checked(
+    session: Session, pod_id: str, request: SeedRequest, watch: RestartWatch, timeouts: Timeouts
+) -> Pod | None:
+    try:
+        pod, _ = session.prov.watched_read(pod_id, "seeding", watch, timeouts)
+    except CrashLoopError as exc:
+        raise CrashLoopError(
+            f"Seeding pod {pod_id} crash-loops: RunPod restarted its container {exc.restarts}"
+            " time(s) without a new byte in place, so the seeder crashes. Check its log in the"
+            " RunPod console." + session.prov.log_tail(pod_id),
+            pod_id=pod_id,
+            restarts=exc.restarts,
+        ) from exc
+    return pod
 
 
 def _budget(session: Session, request: SeedRequest) -> float:

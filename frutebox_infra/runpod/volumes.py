@@ -1,19 +1,34 @@
 """The stack's network volume: named with the stack's token, grown but never shrunk, never moved.
 
 `Volumes` holds the rules over the API client; `volume_create|update|grow|delete` are the
-command's actions and the result each prints.
+command's actions and the result each prints. Volumes take no idempotency key, so a create
+answered ambiguously may have made a volume the listing shows late: the create sweeps for it,
+and a delete removes every volume named with the stack's token, so none of ours is left.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
-from frutebox_infra.runpod.adopting import Log, Sleep, create_adopting, ensure_gone
+from frutebox_infra.runpod.adopting import (
+    DuplicateSweep,
+    Log,
+    Sleep,
+    create_adopting,
+    ensure_gone,
+)
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.command_io import GrowRequest, PreviousVolume, Session, VolumeRequest
-from frutebox_infra.runpod.errors import ConfigurationError, NotFoundError
+from frutebox_infra.runpod.errors import (
+    ConfigurationError,
+    MayStillBillError,
+    NotFoundError,
+    RunPodError,
+)
+from frutebox_infra.runpod.timeouts import Timeouts
 from frutebox_infra.runpod.wire import NetworkVolume
 
 
@@ -27,10 +42,28 @@ def new_owner_token() -> str:
 class Volumes:
     """Create (or adopt), grow and delete the stack's network volume."""
 
-    def __init__(self, api: RunPodClient, *, log: Log, sleep: Sleep = time.sleep) -> None:
+    def __init__(
+        self,
+        api: RunPodClient,
+        *,
+        log: Log,
+        sleep: Sleep = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        duplicate_check_s: float = Timeouts.duplicate_check_s,
+    ) -> None:
         self.api = api
         self._log = log
         self._sleep = sleep
+        self._clock = clock
+        self._duplicate_check_s = duplicate_check_s
+
+    def named(self, name: str, data_center: str | None = None) -> list[NetworkVolume]:
+        """Volumes named `name` (in `data_center`): with our token in the name, ours."""
+        return [
+            v
+            for v in self.api.list_volumes()
+            if v.name == name and (data_center is None or v.data_center == data_center)
+        ]
 
     def create(
         self, base_name: str, size: int, data_center: str, tier: str, owner: str | None = None
@@ -39,19 +72,14 @@ class Volumes:
 
         RunPod names are not unique, so a volume is never adopted by a name anyone could
         have chosen; the token (minted here unless the stack already has one) makes ours.
+        After an ambiguous answer the listing is swept until it shows the volume kept, and
+        every other volume with our name is deleted: an extra bills for ever.
         """
         owner = owner or new_owner_token()
         name = f"{base_name}-{owner}"
 
         def find_new() -> NetworkVolume | None:
-            return next(
-                (
-                    v
-                    for v in self.api.list_volumes()
-                    if v.name == name and v.data_center == data_center
-                ),
-                None,
-            )
+            return next(iter(self.named(name, data_center)), None)
 
         body = {"name": name, "size": size, "dataCenter": data_center, "type": tier}
         made = create_adopting(
@@ -63,7 +91,35 @@ class Volumes:
             sleep=self._sleep,
             log=self._log,
         )
+        if made.ambiguous:
+            self._sweep(made.resource, name, data_center)
         return made.resource, made.outcome, owner
+
+    def _sweep(self, kept: NetworkVolume, name: str, data_center: str) -> None:
+        sweep = DuplicateSweep(
+            "volume",
+            name,
+            kept.id,
+            lambda: self.named(name, data_center),
+            self.api.delete_volume,
+            log=self._log,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+        try:
+            sweep.catch_up(self._duplicate_check_s)
+        except BaseException:
+            # This run fails, so Pulumi will not record the volume: it must not bill either.
+            try:
+                self.api.delete_volume(kept.id)
+            except RunPodError as exc:
+                self._log(f"volume {kept.id}: deleting it after the failed sweep failed ({exc})")
+            raise
+        if not sweep.caught_up:
+            self._log(
+                f"volume {kept.id}: a duplicate listed later still would bill; `frutebox status`"
+                " lists any volume named with this stack's token that the state does not record"
+            )
 
     def grow(self, volume: NetworkVolume, size: int) -> NetworkVolume:
         """Grow to `size` GB; a smaller size keeps the current one (volumes never shrink)."""
@@ -77,18 +133,45 @@ class Volumes:
             )
         return volume
 
-    def delete(self, volume_id: str) -> bool:
-        """Delete the volume; False when it was already gone."""
+    def delete(self, volume_id: str, name: str | None = None) -> bool:
+        """Delete the volume, then every other volume named `name` (ours by its token): no
+        volume of ours is left. False when the recorded one was already gone."""
         try:
             self.api.delete_volume(volume_id)
+            deleted = True
         except NotFoundError:
             ensure_gone("volume", volume_id, self.api.list_volumes)
-            return False
-        return True
+            deleted = False
+        if name:
+            self._delete_others(volume_id, name)
+        return deleted
+
+    def _delete_others(self, volume_id: str, name: str) -> None:
+        try:
+            for extra in self.named(name):
+                if extra.id == volume_id:
+                    continue
+                self._log(
+                    f"volume {extra.id} is also named {name} (this stack's token) but the state"
+                    " never recorded it: a duplicate of an ambiguous create; deleting it"
+                )
+                try:
+                    self.api.delete_volume(extra.id)
+                except NotFoundError:
+                    continue
+        except RunPodError as exc:
+            raise MayStillBillError(
+                f"Volume {volume_id} is deleted, but removing the other volumes named {name}"
+                f" (this stack's token) failed ({exc}); delete them in the RunPod console.",
+                kind="volume",
+                name=name,
+            ) from exc
 
 
 def _volumes(session: Session) -> Volumes:
-    return Volumes(session.api, log=session.log)
+    return Volumes(
+        session.api, log=session.log, duplicate_check_s=session.settings.duplicate_check_s
+    )
 
 
 def _volume_result(volume: NetworkVolume, owner: str | None) -> dict[str, Any]:
@@ -149,6 +232,10 @@ def volume_grow(session: Session, request: GrowRequest) -> dict[str, Any]:
 
 def volume_delete(session: Session, previous: PreviousVolume | None) -> dict[str, Any]:
     volume_id = previous.volumeId if previous else None
+    # Only a name that carries a token proves ours; results without one delete the id only.
+    name = previous.name if previous and previous.owner and previous.name else None
+    if name is not None and previous is not None and not name.endswith(f"-{previous.owner}"):
+        name = None
     return session.delete_recorded(
-        "volume", volume_id, lambda i: _volumes(session).delete(i), "deleted"
+        "volume", volume_id, lambda i: _volumes(session).delete(i, name), "deleted"
     )

@@ -99,7 +99,7 @@ def test_a_late_appearing_duplicate_of_an_ambiguous_create_is_cleaned(
     assert sorted(p["status"] for p in ours) == ["RUNNING", "TERMINATED"]
     [live] = deployment.live_pods()
     assert deployment.project.outputs("small")["pods"]["qwen3-8b"]["podId"] == live["id"]
-    assert "late duplicate" in up.stdout + up.stderr
+    assert "a duplicate of" in up.stdout + up.stderr
 
 
 def test_a_429_is_retried_after_retry_after(deployment: Deployment) -> None:

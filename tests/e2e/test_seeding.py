@@ -49,12 +49,12 @@ def test_up_seeds_from_cpu_pods_and_the_gpu_pods_find_their_weights(
         assert pods[seed]["status"] == "TERMINATED" and "cpu" in pods[seed]
         assert pods[seed]["mounts"] == pods[gpu]["mounts"]
         assert pods[gpu]["status"] == "RUNNING"
-        logs = pods[gpu]["emulator"]["logs"]
+        logs = _lines(pods[gpu])
         assert not any(line.startswith("downloading") for line in logs), logs
     # SGLang loads offline and gets no token; Ollama finds its tag in its store, no pull.
     sglang = pods[pod_name("small", "qwen-3.6-27b")]
     assert sglang["env"]["HF_HUB_OFFLINE"] == "1" and "HF_TOKEN" not in sglang["env"]
-    assert "weights found on the volume; loading" in sglang["emulator"]["logs"]
+    assert "weights found on the volume; loading" in _lines(sglang)
     pulls = [r for r in requests(deployment.emulator, "proxy") if r["path"] == "/api/pull"]
     assert pulls == []
     # What the weights are on: the volume, which the emulator keeps across pods.
@@ -90,7 +90,7 @@ def test_a_second_up_after_disarming_and_rearming_seeds_nothing(deployment: Depl
     assert pieces and all(start == size for _, size, start in pieces)
     sdxl = _pods(deployment)[pod_name("small", "sdxl-1.0")]
     assert sdxl["status"] == "RUNNING"
-    assert "weights found on the volume; loading" in sdxl["emulator"]["logs"]
+    assert "weights found on the volume; loading" in _lines(sdxl)
 
 
 def test_a_missing_file_fails_its_model_before_any_gpu_pod_and_nothing_bills(
@@ -180,7 +180,7 @@ def test_with_seeding_off_preview_shows_no_seed_and_gpu_pods_download(
     project.up("small")
     assert deployment.seed_bodies() == []
     sdxl = _pods(deployment)[pod_name("small", "sdxl-1.0")]
-    assert any(line.startswith("downloading") for line in sdxl["emulator"]["logs"])
+    assert any(line.startswith("downloading") for line in _lines(sdxl))
 
 
 def test_a_gated_model_seeds_with_the_token_that_never_reaches_state_or_logs(
@@ -200,6 +200,11 @@ def test_a_gated_model_seeds_with_the_token_that_never_reaches_state_or_logs(
     assert {c["urn"].rsplit("::", 1)[1] for c in commands} >= {"stable-audio-open-1.0-seed"}
     for command in commands:
         assert command["outputs"]["stderr"].get(SECRET_SIG) == SECRET_SIG_VALUE
+
+
+def _lines(pod: dict[str, Any]) -> list[str]:
+    """The pod's container log, as the emulator keeps it ([source, line] entries)."""
+    return [line for source, line in pod["emulator"]["logs"] if source == "container"]
 
 
 def _slow() -> Transfers:

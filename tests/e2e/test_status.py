@@ -29,11 +29,13 @@ def deployment(project: PulumiProject) -> Iterator[Deployment]:
     running.stop()
 
 
-def status(project: PulumiProject, **env: str) -> tuple[int, dict[str, Any], str]:
+def status(
+    project: PulumiProject, *extra: str, stack: str = STACK, **env: str
+) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
         [
-            *(sys.executable, "-m", "frutebox_infra", "status", "--stack", STACK),
-            *("--format", "json", "--project-dir", str(project.root)),
+            *(sys.executable, "-m", "frutebox_infra", "status", "--stack", stack),
+            *("--format", "json", "--project-dir", str(project.root), *extra),
         ],
         env={**project.env, **env},
         capture_output=True,
@@ -148,3 +150,24 @@ def test_status_reads_the_api_the_stack_points_at(deployment: Deployment) -> Non
     # The environment still wins over the stack: an exported URL is the one read.
     code, _, err = status(project, RUNPOD_API_URL="http://127.0.0.1:1")
     assert code == 1 and "127.0.0.1:1" in err and "Traceback" not in err
+
+
+def test_a_pod_whose_host_died_is_unhealthy_and_the_printed_heal_makes_it_healthy(
+    deployment: Deployment,
+) -> None:
+    project = deployment.project
+    _, data, _ = status(project)
+    dead = pod_id(data, "qwen3-8b")
+    control(deployment, "POST", f"pods/{dead}/kill-host")
+    # RunPod still says RUNNING, and bills: only the health probes see it serves nothing.
+    code, data, _ = status(project, "--health-window", "0.5")
+    assert code == 3
+    assert drift(data) == {"qwen3-8b": "unhealthy", "llama-3.2-1b": None}
+    qwen = next(m for m in data["models"] if m["model"] == "qwen3-8b")
+    assert qwen["live"]["status"] == "RUNNING" and qwen["healthy"] is False
+    assert "failed all 3 probes" in qwen["details"][0]
+    assert "--replace" in data["heal"] and "qwen3-8b-pod" in data["heal"]
+    heal(project, data["heal"])
+    code, data, err = status(project, "--health-window", "0.5")
+    assert code == 0, err
+    assert pod_id(data, "qwen3-8b") != dead and all(m["healthy"] for m in data["models"])

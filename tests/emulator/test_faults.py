@@ -42,6 +42,16 @@ def test_parses_a_list_or_a_single_instruction() -> None:
             id="pod-fault-elsewhere",
         ),
         pytest.param(
+            {"op": "pods.update", "action": "never-healthy"},
+            "only applies to pods.create",
+            id="only-a-crash-loop-follows-a-patch",
+        ),
+        pytest.param(
+            {"op": "pods.get", "action": "crash-loop"},
+            "only applies to pods.create",
+            id="crash-loop-elsewhere",
+        ),
+        pytest.param(
             {"op": "pods.get", "action": "return-503-after-create"},
             "create operation",
             id="after-create-elsewhere",
@@ -63,6 +73,15 @@ def test_parses_a_list_or_a_single_instruction() -> None:
 def test_unknown_or_misplaced_instructions_are_rejected(item: Any, message: str) -> None:
     with pytest.raises(FaultError, match=message):
         parse_faults([item])
+
+
+@pytest.mark.parametrize("op", ["pods.create", "pods.update"])
+def test_a_crash_loop_applies_to_a_created_or_a_patched_container(op: str) -> None:
+    [fault] = parse_faults({"op": op, "action": "crash-loop"})
+    queue = FaultQueue()
+    queue.add([fault])
+    assert fault.affects_pod and queue.take_response(op) is None
+    assert queue.take_pod_fault(op) == Fault(op, FaultAction.CRASH_LOOP)
 
 
 def test_each_operation_has_its_own_fifo() -> None:

@@ -10,6 +10,7 @@ import pytest
 from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
+from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Realism
 from frutebox_infra.emulator.routes import App, Response
 from frutebox_infra.emulator.server import COLLIDING_STACKS, realistic_for
@@ -90,7 +91,7 @@ def test_the_hour_window_is_counted_apart_from_the_minute(clock: ManualClock) ->
 
 
 def test_a_wrong_key_is_401_when_the_account_has_one(clock: ManualClock) -> None:
-    app = app_with(clock, api_key="rpa_right")
+    app = app_with(clock, api_keys={"rpa_right": Scope.ALL}, any_key=False)
     assert send(app, "GET", "/v2/pods", key="rpa_wrong").status == 401
     assert send(app, "GET", "/v2/pods", key="rpa_right").status == 200
 
@@ -205,7 +206,7 @@ def test_health_waits_for_a_load_that_grows_with_the_weights_and_logs_say_why(
         return app.handle("GET", f"/proxy/{pod_id}-8080/health", {}, b"").status
 
     def log_lines() -> list[str]:
-        logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2")
+        logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2&source=container")
         assert logs.headers["Content-Type"] == "text/event-stream"
         return [json.loads(x[6:])["line"] for x in logs.payload().decode().splitlines()
                 if x.startswith("data: ")]  # fmt: skip
@@ -238,3 +239,111 @@ def test_fast_keeps_the_forgiving_account() -> None:
     app = App(Account(Catalog.builtin(), realism=Realism.fast()), openapi=OPENAPI)
     assert send(app, "GET", "/v2/pods").body == {"pods": []}
     assert "RateLimit" not in send(app, "GET", "/v2/pods").headers
+
+
+def proxy_status(app: App, pod_id: str, port: int = 8080) -> int:
+    return app.handle("GET", f"/proxy/{pod_id}-{port}/health", {}, b"").status
+
+
+def log_text(app: App, pod_id: str) -> str:
+    return send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=100").payload().decode()
+
+
+def test_a_launch_its_image_cannot_run_crash_loops_while_the_pod_stays_running(
+    clock: ManualClock,
+) -> None:
+    # The SGLang image has no ENTRYPOINT and no server CMD: args that are only flags run
+    # nothing, so the container exits at once and RunPod starts it again and again.
+    app = app_with(clock)
+    flags_only = "--model-path Qwen/Qwen3-8B"
+    pod_id = our_pod(app, image="lmsysorg/sglang:v0.5.21", args=flags_only)["id"]
+    first = running(app, pod_id)
+    realism = app.account.realism
+    up, gap = realism.real_s(realism.crash_up_s), realism.real_s(realism.crash_gap_s)
+    assert (up, gap) == (6.0 / SCALE, 4.0 / SCALE)
+    uptimes = [first["runtime"]["uptime"]]
+    clock.advance(up / 2)  # mid-way through each container's life from here on
+    for _ in range(3):
+        clock.advance(up + gap)
+        pod = send(app, "GET", f"/v2/pods/{pod_id}").body
+        assert pod["status"] == "RUNNING"
+        uptimes.append(pod["runtime"]["uptime"])
+        assert proxy_status(app, pod_id) == 502
+    assert all(u < up for u in uptimes)  # each container lives less than a cycle
+    clock.advance(up / 2)  # the fourth container has just exited: RUNNING, no runtime
+    down = send(app, "GET", f"/v2/pods/{pod_id}").body
+    assert (down["status"], down["runtime"]) == ("RUNNING", None)
+    assert log_text(app, pod_id).count("executable file not found") == 4
+    system = send(app, "GET", f"/v2/pods/{pod_id}/logs?source=system").payload().decode()
+    assert system.count('"source": "system", "line": "start container"') == 4  # 1 + 3 restarts
+    assert "executable file not found" not in system
+    assert send(app, "GET", f"/v2/pods/{pod_id}/logs?source=kernel").status == 400
+    assert app.account.pods[pod_id].billed[-1][1] is None  # it bills all along
+    # startedAt has whole seconds: on a real clock each cycle shows a new one.
+    real = app_with(clock, time_scale=1.0)
+    real_id = our_pod(real, image="lmsysorg/sglang:v0.5.21", args="")["id"]
+    starts = set()
+    for _ in range(3):
+        starts.add(running(real, real_id)["startedAt"])
+        clock.advance(10.0)
+    assert len(starts) == 3
+
+
+def test_the_crash_loop_fault_applies_to_a_create_or_to_the_container_a_patch_restarts(
+    clock: ManualClock,
+) -> None:
+    app = app_with(clock)
+    send(app, "POST", "/_emulator/faults", {"op": "pods.update", "action": "crash-loop"})
+    pod_id = our_pod(app)["id"]
+    running(app, pod_id)
+    clock.advance(app.account.pods[pod_id].load_s)
+    assert proxy_status(app, pod_id) == 200  # the create was not affected
+    send(app, "PATCH", f"/v2/pods/{pod_id}", {"args": "serve --broken"})
+    clock.advance(app.account.realism.real_s(app.account.realism.restart_delay_s))
+    running(app, pod_id)
+    clock.advance(app.account.realism.real_s(10.0))
+    assert proxy_status(app, pod_id) == 502
+    assert "the server exited during start-up" in log_text(app, pod_id)
+    # Patching back restarts a container that starts: the loop is over.
+    send(app, "PATCH", f"/v2/pods/{pod_id}", {"args": "serve"})
+    clock.advance(app.account.realism.real_s(app.account.realism.restart_delay_s))
+    running(app, pod_id)
+    clock.advance(app.account.pods[pod_id].load_s)
+    assert proxy_status(app, pod_id) == 200
+
+
+def test_a_dead_host_keeps_the_pod_running_and_billing_with_no_runtime_and_a_502(
+    clock: ManualClock,
+) -> None:
+    app = app_with(clock)
+    pod_id = our_pod(app)["id"]
+    running(app, pod_id)
+    clock.advance(app.account.pods[pod_id].load_s)
+    assert proxy_status(app, pod_id) == 200
+    killed = app.handle("POST", f"/_emulator/pods/{pod_id}/kill-host", {}, b"")
+    assert killed.status == 200
+    clock.advance(3600 / SCALE)
+    pod = send(app, "GET", f"/v2/pods/{pod_id}").body
+    assert (pod["status"], pod["runtime"]) == ("RUNNING", None) and pod["cost"] > 0
+    assert proxy_status(app, pod_id) == 502
+    assert app.account.pods[pod_id].billed[-1][1] is None
+
+
+def test_a_volume_create_answering_503_after_creating_shows_in_the_listing_late(
+    clock: ManualClock,
+) -> None:
+    app = app_with(clock)
+    send(app, "POST", "/_emulator/faults",
+         {"op": "volumes.create", "action": "return-503-after-create"})  # fmt: skip
+    body = {"name": "frutebox-x-weights-0011223344556677", "size": 50, "dataCenter": "EU-RO-1",
+            "type": STANDARD}  # fmt: skip
+    assert send(app, "POST", "/v2/network-volumes", body).status == 503
+    [made] = [v for v in app.account.volumes.values() if v.name == body["name"]]
+
+    def listed() -> bool:
+        volumes = send(app, "GET", "/v2/network-volumes").body["networkVolumes"]
+        return made.id in {v["id"] for v in volumes}
+
+    assert not listed()
+    clock.advance(app.account.realism.real_s(app.account.realism.listing_delay_s))
+    assert listed()

@@ -97,7 +97,7 @@ def test_the_request_log_keeps_bodies_and_statuses_but_no_credentials(call: Call
     [
         pytest.param("return-400-capacity", 400, CAPACITY_DETAIL, id="400"),
         pytest.param("return-402", 402, "Insufficient balance", id="402"),
-        pytest.param("return-403", 403, "access denied", id="403"),
+        pytest.param("return-403", 403, "cannot access the requested pool", id="403"),
         pytest.param("return-500", 500, "internal", id="500"),
         pytest.param("return-503", 503, "unavailable", id="503"),
     ],

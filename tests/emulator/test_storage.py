@@ -1,6 +1,6 @@
 """GPU pods and the weights on their volume: a seeded model loads at the read speed, an unseeded
 one downloads first (and leaves the files for the next pod), one launched offline without its
-files never serves; Ollama's store lists what earlier pods pulled."""
+files crash-loops; Ollama's store lists what earlier pods pulled."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.realism import Kind, Realism
 from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.emulator.storage import NO_WEIGHTS, Storage
+from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.emulator.transfers import Transfers
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.seeding.bringup import GPU_POD_START_S, VOLUME_READ_MB_PER_S
@@ -62,7 +62,7 @@ def test_a_seeded_model_loads_at_the_volumes_read_speed(
     pod = acct.create_pod(gpu_body(acct, "qwen-3.6-27b", seeding=True))
     read = weights_bytes(pod, acct) / (VOLUME_READ_MB_PER_S["STANDARD"] * 1e6)
     assert pod.load_s == pytest.approx((GPU_POD_START_S + read) / time_scale)
-    assert "weights found on the volume; loading" in pod.logs and pod.transfer is None
+    assert "weights found on the volume; loading" in pod.lines() and pod.transfer is None
 
 
 def test_an_unseeded_model_downloads_first_and_leaves_the_files_for_the_next_pod(
@@ -74,7 +74,7 @@ def test_an_unseeded_model_downloads_first_and_leaves_the_files_for_the_next_pod
     total = sum(size for _, size, _ in (pod.transfer or {})["pieces"])
     download, read = total / 100e6, total / 237e6
     assert pod.load_s == pytest.approx(GPU_POD_START_S + download + read)
-    assert any(line.startswith("downloading 31.0 GB") for line in pod.logs)
+    assert any(line.startswith("downloading 31.0 GB") for line in pod.lines())
     clock.advance(GPU_POD_START_S + download + 1)
     acct.terminate_pod(pod.id)
     again = acct.create_pod(gpu_body(acct, "qwen-3.6-27b", seeding=False))
@@ -82,15 +82,16 @@ def test_an_unseeded_model_downloads_first_and_leaves_the_files_for_the_next_pod
     assert vol.files
 
 
-def test_offline_without_its_files_the_engine_never_serves(clock: ManualClock) -> None:
+def test_offline_without_its_files_the_engine_exits_at_every_start(clock: ManualClock) -> None:
     acct = account(clock)
     acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
     pod = running(acct, gpu_body(acct, "qwen-3.6-27b", seeding=True))
     clock.advance(10_000)
-    assert pod.fault == NO_WEIGHTS
+    assert pod.crash is not None and pod.crash.startswith("offline mode (HF_HUB_OFFLINE=1)")
     assert acct.proxy(pod.id, 8080, "GET", "/health", None)[0] == 502
-    assert any("offline mode (HF_HUB_OFFLINE=1)" in line for line in acct.logs(pod.id, 50))
-    assert "server is listening" not in acct.logs(pod.id, 50)
+    lines = [line for _, line in acct.logs(pod.id, 200, None)]
+    assert lines.count(pod.crash) > 1 and lines.count("start container") > 1  # a crash loop
+    assert "server is listening" not in lines
 
 
 def test_ollama_lists_what_its_store_holds_and_a_pull_fills_the_store(

@@ -1,12 +1,70 @@
-"""What every recipe shares: here, the pod that reads weights a CPU pod seeded."""
+"""What every recipe shares: slot floors, the volume caches, versions and powers of two, and the
+pod that reads weights a CPU pod seeded."""
 
 from __future__ import annotations
 
 import pytest
 
 from frutebox_infra.recipes import RECIPES
+from frutebox_infra.recipes.base import (
+    VOLUME_PATH,
+    ServeOptions,
+    env_with_cache,
+    is_power_of_two,
+    slots_problem,
+    static_slots,
+    version_tuple,
+)
 from frutebox_infra.registry import Runtime
+from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod
+
+
+@pytest.mark.parametrize(
+    ("n", "power"),
+    [pytest.param(n, n in (1, 2, 4, 8, 16), id=str(n)) for n in (0, 1, 2, 3, 4, 6, 8, 12, 16)],
+)
+def test_is_power_of_two_on_both_sides(n: int, power: bool) -> None:
+    assert is_power_of_two(n) is power
+
+
+def test_versions_compare_numerically() -> None:
+    assert version_tuple("0.3.46") > version_tuple("0.3.9")
+    assert version_tuple("0.8.0") == (0, 8, 0)
+
+
+def test_every_cache_is_on_the_volume_and_extra_variables_win() -> None:
+    for image in real_registry().images.values():
+        env = env_with_cache(image)
+        assert all(v.startswith(VOLUME_PATH) for v in env.values()), image.reference
+    ollama = real_registry().images[Runtime.OLLAMA]
+    assert env_with_cache(ollama, {"OLLAMA_MODELS": "/elsewhere"})["OLLAMA_MODELS"] == "/elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("options", "slots"),
+    [
+        pytest.param(ServeOptions(), 8, id="engine-default"),
+        pytest.param(ServeOptions(min_sequences=12), 12, id="raised-to-the-floor"),
+        pytest.param(ServeOptions(concurrency=2, min_sequences=12), 2, id="a-pin-wins"),
+    ],
+)
+def test_static_slots(options: ServeOptions, slots: int) -> None:
+    assert static_slots(RECIPES[Runtime.LLAMACPP], options) == slots
+
+
+def test_a_floor_above_a_pinned_slot_count_is_refused_naming_the_key() -> None:
+    recipe = RECIPES[Runtime.OLLAMA]
+    model = real_registry().model("qwen3-8b")
+    assert model is not None
+    assert slots_problem(recipe, model, ServeOptions(concurrency=4, min_sequences=4)) is None
+    stack_wide = slots_problem(recipe, model, ServeOptions(concurrency=4, min_sequences=5))
+    assert stack_wide is not None and stack_wide[0].startswith("minConcurrentSequences asks for 5")
+    pinned = slots_problem(
+        recipe, model, ServeOptions(concurrency=4, min_sequences=5, min_sequences_pinned=True)
+    )
+    assert pinned is not None and "overrides.qwen3-8b.minConcurrentSequences" in pinned[0]
+    assert "raise frutebox-infra:overrides.qwen3-8b.concurrency to 5" in pinned[1]
 
 
 @pytest.mark.parametrize(

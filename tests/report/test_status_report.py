@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+from frutebox_infra.drift import LiveVolume, Probe, compute_status, with_health
 from frutebox_infra.report.status_report import (
     STATUS_VERSION,
     status_data,
     status_markdown,
     status_table,
 )
-from tests.test_drift import IN_SYNC, live_of, status
+from tests.test_drift import BOTH, IN_SYNC, NOW, live_of, plan, recorded, status
 
 
 def test_in_sync_says_so_and_offers_no_heal() -> None:
@@ -46,7 +47,8 @@ def test_the_json_is_versioned_and_its_keys_are_pinned() -> None:
     foreign = live_of("qwen3-8b", "theirs", volume_id="elsewhere")
     data = json.loads(json.dumps(status_data(status([IN_SYNC[1], foreign])), allow_nan=False))
     assert list(data) == [
-        "version", "stack", "inSync", "models", "untracked", "foreign", "volume", "spend", "heal",
+        "version", "stack", "inSync", "models", "untracked", "foreign", "untrackedVolumes",
+        "foreignVolumes", "volume", "spend", "heal",
     ]  # fmt: skip
     assert data["version"] == STATUS_VERSION == 1 and data["inSync"] is False
     assert [list(m) for m in data["models"]] == [[
@@ -63,3 +65,38 @@ def test_the_json_is_versioned_and_its_keys_are_pinned() -> None:
         "recordedId", "missing", "sizeGb", "type", "dataCenter", "plannedSizeGb",
     ]  # fmt: skip
     assert [list(s) for s in data["spend"]] == [["hours", "billedUsd", "plannedUsd"]]
+
+
+def test_an_unhealthy_pod_in_every_format() -> None:
+    probe = Probe(ok=False, probes=3, window_s=20.0, last=502, path="/api/version")
+    view = with_health(status(IN_SYNC), {"qwen3-8b": probe})
+    table = status_table(view)
+    [row] = [line for line in table.splitlines() if line.startswith("qwen3-8b")]
+    assert "RUNNING" in row and "failing" in row and row.rstrip().endswith("unhealthy")
+    assert "qwen3-8b: unhealthy: pod p1 is RUNNING but /api/version failed all 3 probes" in table
+    assert table.endswith(f"heal with:\n  {view.heal}") and "--replace" in (view.heal or "")
+    markdown = status_markdown(view)
+    assert "| `qwen3-8b` |" in markdown and "| failing |" in markdown
+    assert "| unhealthy |" in markdown and "❌ drift" in markdown
+    data = json.loads(json.dumps(status_data(view)))
+    [qwen] = [m for m in data["models"] if m["model"] == "qwen3-8b"]
+    assert (qwen["drift"], qwen["healthy"], data["inSync"]) == ("unhealthy", False, False)
+
+
+def test_untracked_and_foreign_volumes_in_every_format() -> None:
+    duplicate = LiveVolume("vol999", "frutebox-s-weights-tok12345", 1001, "EU-RO-1", "STANDARD")
+    theirs = LiveVolume("forvol", "frutebox-s-weights", 500, "EU-RO-1", "STANDARD")
+    volumes = [LiveVolume("vol123", "frutebox-s-weights-tok12345", 20, "EU-RO-1"), duplicate,
+               theirs]  # fmt: skip
+    view = compute_status(plan(), recorded(BOTH), IN_SYNC, volumes, now=NOW)
+    table = status_table(view)
+    assert "untracked volume (named with this stack's token, not in the state):" in table
+    assert "frutebox-s-weights-tok12345 (vol999, 1001 GB STANDARD in EU-RO-1)" in table
+    assert "untracked volumes bill $70.05/month for nothing" in table
+    assert "foreign volume, named like ours without our token, not touched:" in table
+    assert "heal with:\n  frutebox status --stack s --terminate-untracked" in table
+    assert "vol999" in status_markdown(view) and "forvol" in status_markdown(view)
+    data = status_data(view)
+    assert [v["id"] for v in data["untrackedVolumes"]] == ["vol999"]
+    assert [v["id"] for v in data["foreignVolumes"]] == ["forvol"]
+    assert list(data["untrackedVolumes"][0]) == ["id", "name", "sizeGb", "type", "dataCenter"]

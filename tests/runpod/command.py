@@ -21,10 +21,10 @@ from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
 
 POD_NAME = "frutebox-dev-qwen3-8b"
 DUPLICATE_CHECK_S = "0.01"
-"""The wait before the second look after an ambiguous create: the fast account's listing never
-lags, so Timeouts' default (the real listing's catch-up) would only idle the test."""
-SECOND_LOOK = f"looking for a duplicate in {DUPLICATE_CHECK_S}s"
-"""What the step logs when it makes that second look."""
+"""The bound of the looks for a duplicate after an ambiguous create: the fast account's listing
+never lags, so Timeouts' default (the real listing's catch-up) would only idle the test."""
+SECOND_LOOK = "looking for a duplicate until the listing shows"
+"""What the step logs when it starts those looks."""
 
 
 @dataclass

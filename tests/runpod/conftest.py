@@ -16,6 +16,7 @@ from frutebox_infra.runpod.lifecycle import Provisioner
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
 from frutebox_infra.runpod.volumes import Volumes
+from frutebox_infra.runpod.waits import Waits
 
 API = "https://api.test"
 PROXY = "https://{podId}-{port}.proxy.test"
@@ -165,5 +166,11 @@ def provisioner(client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[st
 
 
 @pytest.fixture
+def waits(client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]) -> Waits:
+    proxy = ProxyClient(template=PROXY, transport=httpx.MockTransport(fake))
+    return Waits(client, proxy, log=logs.append, sleep=clock.sleep, clock=clock)
+
+
+@pytest.fixture
 def volumes(client: RunPodClient, clock: Clock, logs: list[str]) -> Volumes:
-    return Volumes(client, log=logs.append, sleep=clock.sleep)
+    return Volumes(client, log=logs.append, sleep=clock.sleep, clock=clock)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.adopting import Created, create_adopting, ensure_gone
+from frutebox_infra.runpod.adopting import Created, DuplicateSweep, create_adopting, ensure_gone
 from frutebox_infra.runpod.retrying import RetryPolicy
 
 
@@ -174,3 +174,78 @@ def test_a_404_the_listing_contradicts_may_still_bill(
     with pytest.raises(errors.MayStillBillError, match=expected) as caught:
         ensure_gone("pod", "t1", listed)
     assert (caught.value.kind, caught.value.ids) == ("pod", ("t1",))
+
+
+@dataclass
+class Listing:
+    """What the listing answers, look after look (the last repeats), and what was removed."""
+
+    answers: list[list[Thing] | Exception]
+    removed: list[str]
+    now: float = 0.0
+    slept: list[float] | None = None
+
+    def __call__(self) -> list[Thing]:
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return [t for t in answer if t.id not in self.removed]
+
+    def sleep(self, seconds: float) -> None:
+        (self.slept if self.slept is not None else []).append(seconds)
+        self.now += seconds
+
+    def sweep(self, said: list[str]) -> DuplicateSweep[Thing]:
+        remove = self.removed.append
+        return DuplicateSweep(
+            "thing", "t-1", "kept", self, remove, log=said.append, sleep=self.sleep,
+            clock=lambda: self.now,
+        )  # fmt: skip
+
+
+KEPT, EXTRA = Thing("kept"), Thing("extra")
+
+
+def test_the_sweep_removes_a_duplicate_as_soon_as_it_lists_and_stops_once_caught_up() -> None:
+    listing = Listing([[], [EXTRA], [EXTRA, KEPT]], [], slept=[])
+    said: list[str] = []
+    sweep = listing.sweep(said)
+    sweep.catch_up(32.0)
+    assert listing.removed == ["extra"] and sweep.caught_up
+    assert listing.slept == [0.5, 1.0, 2.0]  # a look after 0.5 s, 1.5 s, 3.5 s: then done
+    assert any("duplicate of kept" in line for line in said)
+
+
+def test_the_sweep_gives_up_catching_up_at_its_bound_and_keeps_looking_later() -> None:
+    listing = Listing([[]], [], slept=[])
+    sweep = listing.sweep([])
+    sweep.catch_up(32.0)
+    assert not sweep.caught_up and listing.now == pytest.approx(32.0)
+    listing.answers = [[EXTRA, KEPT]]
+    sweep.keep_looking()  # at the bring-up's next API check
+    assert listing.removed == ["extra"] and sweep.caught_up
+
+
+@pytest.mark.parametrize(
+    ("failure", "raises"),
+    [
+        pytest.param(problem(503), False, id="transient-in-passing-is-logged"),
+        pytest.param(problem(401), True, id="a-refusal-still-raises"),
+    ],
+)
+def test_a_look_in_passing_only_logs_what_may_pass(failure: Exception, raises: bool) -> None:
+    said: list[str] = []
+    sweep = Listing([failure], []).sweep(said)
+    if raises:
+        with pytest.raises(errors.AuthenticationError):
+            sweep.keep_looking()
+    else:
+        sweep.keep_looking()
+        assert any("looking for a duplicate failed" in line for line in said)
+
+
+def test_a_final_look_that_fails_may_leave_one_billing() -> None:
+    sweep = Listing([problem(503)], []).sweep([])
+    with pytest.raises(errors.MayStillBillError, match="delete any but kept") as caught:
+        sweep.final()
+    assert (caught.value.kind, caught.value.name) == ("thing", "t-1")

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
 from frutebox_infra.runpod.client import CREATE_TIMEOUT_S, RunPodClient, problem_of
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
@@ -231,7 +232,7 @@ CALLS: list[Callable[[RunPodClient], Any]] = [
 def test_every_public_client_call_is_exercised_below() -> None:
     public = {
         n for n, f in inspect.getmembers(RunPodClient, inspect.isfunction) if not n.startswith("_")
-    } - {"close", "pod_logs"}  # pod_logs is best effort: tested above, never raises
+    } - {"close", "pod_logs", "read_pod_logs"}  # logs are best effort: never raise
     assert len(public) == len(CALLS)
 
 
@@ -284,3 +285,38 @@ def test_a_create_waits_longer_than_the_proxys_100_s_cap(fake: FakeApi) -> None:
     api.create_pod_once({"name": "x"})
     api.list_pods()
     assert seen[0] > 100 and seen[0] == CREATE_TIMEOUT_S and seen[1] < 100
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [
+        pytest.param(problem(401, "invalid API key"), True, id="401"),
+        pytest.param(problem(403, "access denied"), True, id="403-the-key"),
+        pytest.param(problem(403, "your account cannot access the requested pool"), False,
+                     id="403-a-pool"),
+        pytest.param(problem(404, "not found"), False, id="404"),
+    ],
+)
+def test_a_refusal_of_the_key_names_its_source_never_its_value(
+    fake: FakeApi, answer: httpx.Response, named: bool
+) -> None:
+    fake.on("POST", "/v2/network-volumes", answer)
+    use = KeyUse("environment variable RUNPOD_API_KEY", DEPLOY, Need.WRITE)
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake),
+                       key_use=use)  # fmt: skip
+    with pytest.raises(errors.ApiError) as caught:
+        api.create_volume_once({"name": "v", "size": 10, "dataCenter": "EU-RO-1"})
+    message = str(caught.value)
+    assert ("environment variable RUNPOD_API_KEY" in message) is named
+    assert ("write access" in message) is named
+    assert API_KEY not in message
+
+
+def test_a_log_that_cannot_be_read_is_none_not_empty(client: RunPodClient, fake: FakeApi) -> None:
+    fake.on("GET", "/v2/pods/pod1/logs", problem(503, "down"))
+    fake.on("GET", "/v2/pods/pod2/logs", httpx.Response(200, text=""))
+    assert client.read_pod_logs("pod1", tail=5, source="system") is None
+    assert client.read_pod_logs("pod2", tail=5, source="system") == []
+    assert client.pod_logs("pod1") == []
+    [sent] = [r for r in fake.requests if r.url.path == "/v2/pods/pod2/logs"]
+    assert dict(sent.url.params) == {"tail": "5", "source": "system"}

@@ -41,7 +41,7 @@ def test_the_drawn_tree_is_the_defined_one() -> None:
         pytest.param(400, errors.BadRequestError, id="400"),
         pytest.param(401, errors.AuthenticationError, id="401"),
         pytest.param(402, errors.InsufficientBalanceError, id="402"),
-        pytest.param(403, errors.ForbiddenError, id="403"),
+        pytest.param(403, errors.ForbiddenError, id="403-a-pool"),
         pytest.param(404, errors.NotFoundError, id="404"),
         pytest.param(409, errors.ConflictError, id="409"),
         pytest.param(422, errors.ContractError, id="422"),
@@ -57,6 +57,24 @@ def test_each_status_has_its_most_specific_error(status: int, kind: type[errors.
     error = errors.api_error(problem, operation="GET /v2/pods", hint="Do this.")
     assert type(error) is kind and error.status == status
     assert str(error) == f"GET /v2/pods failed: {status} T: d [$.x: bad]. Do this."
+
+
+@pytest.mark.parametrize(
+    ("detail", "kind"),
+    [
+        pytest.param("access denied", errors.KeyNotPermittedError, id="runpods-no-access"),
+        pytest.param("Access denied.", errors.KeyNotPermittedError, id="any-case-and-a-period"),
+        pytest.param("your account cannot access the requested pool", errors.ForbiddenError,
+                     id="a-pool"),
+        pytest.param("access denied for the requested pool", errors.ForbiddenError,
+                     id="more-than-no-access"),
+    ],
+)
+def test_a_403_is_about_the_key_only_with_runpods_generic_detail(
+    detail: str, kind: type[errors.ApiError]
+) -> None:
+    problem = errors.Problem(status=403, title="Forbidden", detail=detail)
+    assert type(errors.api_error(problem, operation="POST /v2/pods")) is kind
 
 
 def test_httpx_failures_name_every_exception_an_exchange_can_raise() -> None:

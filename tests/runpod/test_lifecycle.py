@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
+from frutebox_infra.runpod.lifecycle import Provisioner
 from frutebox_infra.runpod.wire import Pod
 from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TAGS_URL, TIMEOUTS
 from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
@@ -17,76 +17,6 @@ from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pull
 
 def states(*statuses: str) -> list[httpx.Response]:
     return [ok(200, pod(status=s)) for s in statuses]
-
-
-def test_wait_running_polls_until_running(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("PROVISIONING", "STARTING", "RUNNING"))
-    assert provisioner.wait_running("pod1", TIMEOUTS).status == "RUNNING"
-    assert clock.sleeps == [2, 2]
-
-
-@pytest.mark.parametrize("dead", ["ERROR", "EXITED", "TERMINATED"])
-def test_wait_running_fails_on_a_dead_status(
-    provisioner: Provisioner, fake: FakeApi, dead: str
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("STARTING", dead))
-    with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.wait_running("pod1", TIMEOUTS)
-    assert caught.value.last_status == dead
-    assert "pod1" in str(caught.value)
-
-
-def test_wait_running_times_out_naming_status_and_timeout(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("STARTING"))
-    with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.wait_running("pod1", TIMEOUTS)
-    message = str(caught.value)
-    assert "still STARTING after 30s" in message and "FRUTEBOX_RUNNING_TIMEOUT_S" in message
-    assert "timeouts." not in message  # a request field users cannot set
-    assert 30 <= clock.now <= 32
-
-
-def test_wait_healthy_polls_the_proxy_until_2xx(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
-    fake.on("GET", HEALTH_URL, ok(502, {}), ok(404, {}), ok(204))
-    provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
-    assert len(fake.calls("GET", "/health")) == 3
-    assert all("authorization" not in r.headers for r in fake.calls("GET", "/health"))
-
-
-def test_wait_healthy_gives_up_after_its_timeout(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
-    fake.on("GET", HEALTH_URL, ok(502, {}))
-    with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
-    message = str(caught.value)
-    assert "never became healthy" in message and HEALTH_URL in message
-    assert "HTTP 502" in message and "60s" in message
-    assert "frutebox-infra:healthTimeoutSeconds" in message
-    assert "FRUTEBOX_HEALTH_TIMEOUT_S" in message and "timeouts." not in message
-
-
-def test_the_timeout_defaults_live_in_timeouts() -> None:
-    assert (Timeouts().running_s, Timeouts().healthy_s) == (900, 1800)
-
-
-def test_wait_healthy_stops_early_when_the_pod_dies(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", *states("RUNNING", "ERROR"))
-    fake.on("GET", HEALTH_URL, ok(502, {}))
-    with pytest.raises(errors.PodFailedError) as caught:
-        provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
-    assert caught.value.last_status == "ERROR"
-    assert clock.now < 10
 
 
 def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: FakeApi) -> None:
@@ -227,70 +157,6 @@ def test_terminate_rides_out_5xx_and_429_until_its_deadline(
     assert 40 in clock.sleeps
 
 
-def test_waits_ride_out_5xx_429_and_silence_until_their_own_deadline(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock, logs: list[str]
-) -> None:
-    def silence(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("no route", request=request)
-
-    fake.on(
-        "GET",
-        "/v2/pods/pod1",
-        *[problem(503, "down")] * 5,
-        problem(429, "slow down", headers={"Retry-After": "7"}),
-        silence,
-        ok(200, pod(status="RUNNING")),
-    )
-    assert provisioner.wait_running("pod1", TIMEOUTS).status == "RUNNING"
-    assert 7 in clock.sleeps  # Retry-After honoured
-    assert not fake.calls("DELETE")
-    assert sum("did not answer" in line for line in logs) == 7
-
-
-def test_a_wait_still_ends_at_its_deadline_when_the_api_never_answers(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", problem(503, "down"))
-    with pytest.raises(errors.PodFailedError, match="after 30s"):
-        provisioner.wait_running("pod1", TIMEOUTS)
-    assert 30 <= clock.now <= 31
-
-
-def test_health_is_probed_through_the_proxy_and_the_api_asked_rarely(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="RUNNING")))
-    fake.on("GET", HEALTH_URL, *[ok(502, {})] * 20, ok(200, {}))
-    provisioner.wait_healthy("pod1", HEALTH, TIMEOUTS)
-    probes, api_reads = len(fake.calls("GET", "/health")), len(fake.calls("GET", "/v2/pods/pod1"))
-    # A probe every poll interval, the API only once per api_check_s.
-    assert probes == 21 and 0 < api_reads <= clock.now / TIMEOUTS.api_check_s
-
-
-def test_polling_slows_down_when_the_quota_runs_low(
-    provisioner: Provisioner, fake: FakeApi, clock: Clock
-) -> None:
-    low = {"RateLimit": '"minute";r=3;t=40, "hour";r=2000;t=3000'}
-    fake.on(
-        "GET",
-        "/v2/pods/pod1",
-        httpx.Response(200, json=pod(status="STARTING"), headers=low),
-        ok(200, pod(status="RUNNING")),
-    )
-    provisioner.wait_running("pod1", TIMEOUTS)
-    assert clock.sleeps == [20.0]  # 2 spendable requests in 40 s, not the 2 s poll interval
-
-
-def test_a_failure_carries_the_last_lines_of_the_pods_log(
-    provisioner: Provisioner, fake: FakeApi
-) -> None:
-    fake.on("GET", "/v2/pods/pod1", ok(200, pod(status="ERROR")))
-    stream = 'data: {"line": "RuntimeError: no kernel image is available"}\n\n'
-    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
-    with pytest.raises(errors.PodFailedError, match="no kernel image is available"):
-        provisioner.wait_running("pod1", TIMEOUTS)
-
-
 # An update: the PATCHed pod must show a restart before its health means anything.
 
 BEFORE = Pod.model_validate(pod(status="RUNNING") | {"startedAt": "2026-01-01T00:00:00Z"})
@@ -390,3 +256,40 @@ def test_a_patched_pod_that_does_not_serve_is_reported_not_terminated(
         settle(provisioner, at("STARTING", None))
     assert "left running because the stack records it" in str(caught.value)
     assert not fake.calls("DELETE")
+
+
+def test_a_crash_looping_pod_this_run_created_is_terminated_with_its_log(
+    provisioner: Provisioner, fake: FakeApi, clock: Clock
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", ok(200, at("RUNNING") | {"runtime": {"uptime": 0}}))
+    fake.on("GET", HEALTH_URL, ok(502, {}))
+    stream = 'data: {"line": "error: unrecognized arguments: --bogus"}\n\n'
+    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, text=stream))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError) as caught:
+        provisioner.bring_up("pod1", health=HEALTH, ollama_tags=(), timeouts=TIMEOUTS)
+    message = str(caught.value)
+    assert "crash-loops" in message and "unrecognized arguments: --bogus" in message
+    assert "terminated so that it does not bill" in message
+    assert len(fake.calls("DELETE", "/v2/pods/pod1")) == 1
+    assert clock.now < TIMEOUTS.healthy_s  # long before the health deadline
+
+
+def test_a_cancelled_update_is_left_as_it_is_and_never_rolled_back(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    def cancel(request: httpx.Request) -> httpx.Response:
+        raise errors.Cancelled("Cancelled by SIGTERM before finishing.")
+
+    fake.on("GET", "/v2/pods/pod1", cancel)
+    with pytest.raises(errors.PodFailedError, match="was being updated in place"):
+        provisioner.settle_update(
+            BEFORE,
+            Pod.model_validate(at("STARTING", None)),
+            health=HEALTH,
+            ollama_tags=[],
+            timeouts=TIMEOUTS,
+            patched_at=provisioner.clock(),
+            rollback={"image": "img:1"},
+        )
+    assert not fake.calls("PATCH") and not fake.calls("DELETE")

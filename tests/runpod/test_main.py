@@ -23,6 +23,7 @@ from tests.runpod.command import (
 from tests.runpod.conftest import API_KEY, HF_TOKEN
 
 RESULT_KEYS = {
+    "applied",
     "podId",
     "name",
     "gpuId",
@@ -57,6 +58,15 @@ def test_create_prints_exactly_the_result_contract(emulator: RunningEmulator) ->
         "{podId}", result["podId"]
     ).replace("{port}", "8080")
     assert result["meta"] == {"model": "qwen3-8b", "stack": "dev"}
+    # What an update rolls back to: the settings sent, the secret's value left out.
+    assert result["applied"] == {
+        "image": "img:1",
+        "args": "--port 8080",
+        "env": {"A": "1", "FRUTEBOX_OWNER": OWNER},
+        "ports": ["8080/http"],
+        "disk": 20,
+        "secretEnv": ["HF_TOKEN"],
+    }
     assert done.out.count("\n") == 1
 
 

@@ -8,10 +8,21 @@ import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.placement import Ownership, gpu_of, hardware_of, place
-from tests.runpod.conftest import OWNER, VOLUME_ID, Clock, FakeApi, ok, pod, problem
+from tests.runpod.conftest import (
+    API,
+    API_KEY,
+    OWNER,
+    VOLUME_ID,
+    Clock,
+    FakeApi,
+    ok,
+    pod,
+    problem,
+)
 
 OURS = Ownership(OWNER, VOLUME_ID)
 NAME = "frutebox-dev-m"
@@ -51,7 +62,12 @@ def run(
         sleep=clock.sleep,
         log=logs.append,
         duplicate_check_s=Timeouts.duplicate_check_s,
+        clock=clock,
     )
+
+
+FIRST_LOOK_S = Timeouts.duplicate_check_s / 64
+"""When the sweep after an ambiguous create first looks for a duplicate."""
 
 
 def listings(fake: FakeApi, *pod_lists: list[dict[str, Any]]) -> None:
@@ -92,12 +108,42 @@ def test_400_no_capacity_moves_to_the_next_candidate(
     assert clock.sleeps == []
 
 
-def test_403_skips_the_candidate(
+def test_a_403_for_the_pool_skips_the_candidate(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
-    fake.on("POST", "/v2/pods", problem(403, "access denied"), created("NVIDIA RTX A5000"))
+    pool = problem(403, "your account cannot access the requested pool")
+    fake.on("POST", "/v2/pods", pool, created("NVIDIA RTX A5000"))
     placement = run(client, clock, logs)
     assert [a.outcome for a in placement.attempts] == ["forbidden", "created"]
+
+
+def test_a_403_for_the_key_stops_at_once_naming_its_source_and_the_permission(
+    fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    # RunPod's 403 for a valid key without access to the action: no candidate can succeed.
+    fake.on("POST", "/v2/pods", problem(403, "access denied"))
+    use = KeyUse("stack secret frutebox-infra:runpodApiKey", DEPLOY, Need.WRITE)
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake),
+                       sleep=clock.sleep, key_use=use)  # fmt: skip
+    with pytest.raises(errors.KeyNotPermittedError) as caught:
+        run(api, clock, logs)
+    message = str(caught.value)
+    assert "stack secret frutebox-infra:runpodApiKey" in message and "may not write" in message
+    assert "For `pulumi up` and `pulumi destroy` the key needs write access" in message
+    assert API_KEY not in message
+    assert len(fake.calls("POST")) == 1
+
+
+def test_every_candidate_refused_for_its_pool_names_the_keys_source(
+    fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(403, "your account cannot access the requested pool"))
+    use = KeyUse("environment variable RUNPOD_API_KEY", DEPLOY, Need.WRITE)
+    api = RunPodClient(api_key=API_KEY, base_url=API, transport=httpx.MockTransport(fake),
+                       sleep=clock.sleep, key_use=use)  # fmt: skip
+    with pytest.raises(errors.PlacementError, match="environment variable RUNPOD_API_KEY"):
+        run(api, clock, logs)
+    assert len(fake.calls("POST")) == len(CANDIDATES)
 
 
 def test_every_candidate_out_of_capacity_fails_naming_the_last_detail(
@@ -195,14 +241,16 @@ def test_a_5xx_that_created_the_pod_is_adopted_not_created_twice(
 def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
+    listings(fake, [], [], [pod("new1", name=NAME)])
     fake.on("POST", "/v2/pods", problem(500, "oops"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert placement.attempts[0].outcome == "created"
     assert fake.trail() == [
         "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
     ]  # fmt: skip
-    # the backoff, then the wait before the second look
-    assert clock.sleeps == [0.5, Timeouts.duplicate_check_s]
+    # the backoff, then the sweep's first look, which shows the pod kept: caught up
+    assert clock.sleeps == [0.5, FIRST_LOOK_S]
+    assert placement.sweep is not None and placement.sweep.caught_up
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -245,6 +293,7 @@ def test_a_201_with_an_unreadable_body_is_looked_up_and_adopted(
 def test_a_201_with_an_unreadable_body_and_no_pod_is_retried(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
+    listings(fake, [], [], [pod("new1", name=NAME)])
     fake.on("POST", "/v2/pods", httpx.Response(201, json={"no": "id"}), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("new1", "created")
@@ -328,7 +377,7 @@ def test_when_the_second_look_for_a_duplicate_fails_the_error_warns_of_a_billing
         run(client, clock, logs)
     assert (caught.value.kind, caught.value.name) == ("pod", NAME)
     assert f"pods named {NAME} in the RunPod console" in str(caught.value)
-    assert clock.sleeps == [Timeouts.duplicate_check_s]  # the look came after the wait
+    assert clock.sleeps == [FIRST_LOOK_S]  # the look came after the wait
 
 
 @pytest.mark.parametrize(
@@ -377,18 +426,34 @@ def test_a_pod_that_only_shares_our_name_is_left_alone_and_never_adopted(
     assert sum("leaving it alone" in line for line in logs) == 2
 
 
-def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_on_the_second_look(
+def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_as_soon_as_it_lists(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
     # The first create's pod is not listed yet when we look right after its 503 ...
-    listings(fake, [], [], [pod("late", name=NAME), pod("new1", name=NAME)])
+    late, kept = pod("late", name=NAME), pod("new1", name=NAME)
+    listings(fake, [], [], [], [late], [late, kept])
     fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
     fake.on("DELETE", "/v2/pods/late", ok(204))
     placement = run(client, clock, logs)
-    # ... so the retry creates a second; the look after the delay finds and removes the first.
+    # ... so the retry creates a second; the sweep looks with backoff until the listing shows
+    # the one kept, and removes the first as soon as it is listed (the second look).
     assert placement.pod.id == "new1"
     assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/late"]
-    assert Timeouts.duplicate_check_s in clock.sleeps
+    sweep_sleeps = clock.sleeps[1:]
+    assert sweep_sleeps == [FIRST_LOOK_S, 2 * FIRST_LOOK_S, 4 * FIRST_LOOK_S]
+    assert placement.sweep is not None and placement.sweep.caught_up
+
+
+def test_a_sweep_whose_listing_never_shows_the_kept_pod_stops_at_its_bound(
+    client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
+    placement = run(client, clock, logs)
+    assert placement.sweep is not None and not placement.sweep.caught_up
+    # looks with doubling waits fill the bound, then the bring-up's checks take over
+    assert clock.sleeps[1:4] == [FIRST_LOOK_S, 2 * FIRST_LOOK_S, 4 * FIRST_LOOK_S]
+    assert sum(clock.sleeps[1:]) == pytest.approx(Timeouts.duplicate_check_s, abs=0.01)
+    assert any("did not show it within 30s" in line for line in logs)
 
 
 def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(

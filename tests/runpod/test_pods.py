@@ -1,5 +1,6 @@
 """`pod create|update|delete`: candidates as sent, the running GPU's candidate, and the update
-rules (patch the recorded pod in place, never kill it; replace a GPU no candidate names)."""
+rules (patch the recorded pod in place; roll back a patch that does not serve; replace a GPU no
+candidate names)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_contract import PodRequest
+from frutebox_infra.deploy_contract import PodRequest, PreviousPod
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.pods import matching_candidate, prepare_candidates
+from frutebox_infra.runpod.pods import (
+    applied_of,
+    matching_candidate,
+    prepare_candidates,
+    rollback_patch,
+)
 from frutebox_infra.runpod.wire import Pod
 from tests.emulator_client import fault, live_pods, requests
 from tests.runpod.command import env_for, pod_request, run, volume
@@ -155,19 +161,55 @@ def test_update_with_nothing_to_patch_pulls_a_changed_ollama_tag(
     assert pulls == ["qwen3:8b", "qwen3:14b"] and not requests(emulator, "pods.update")
 
 
-def test_a_patched_pod_that_stops_serving_fails_the_update_but_is_kept(
+def test_a_patch_whose_container_crash_loops_is_rolled_back_and_the_pod_serves_again(
+    emulator: RunningEmulator,
+) -> None:
+    env = env_for(emulator, FRUTEBOX_API_CHECK_S="0.02", FRUTEBOX_RESTART_CHECK_S="0.02")
+    request = pod_request(volume(emulator))
+    first = run("pod create", request, env=env).result
+    fault(emulator, {"op": "pods.update", "action": "crash-loop"})
+    request["candidates"][0]["args"] = "--port 8080 --broken"
+    done = run("pod update", request, env=env, previous=first)
+    assert done.code == 1 and done.out == ""
+    assert "crash-loops" in done.err and "the server exited during start-up" in done.err
+    assert "The change was rolled back" in done.err and "serves its previous settings" in done.err
+    [live] = live_pods(emulator)
+    assert live["id"] == first["podId"] and live["args"] == "--port 8080"
+    patches = [r["body"] for r in requests(emulator, "pods.update")]
+    assert patches == [{"args": "--port 8080 --broken"}, {"args": "--port 8080"}]
+    # The rolled-back pod answers its health path again: it serves.
+    proxy = [r for r in requests(emulator, "proxy") if r["pod"] == live["id"]]
+    assert proxy[-1]["status"] == 200
+
+
+def test_a_rollback_refills_the_secret_the_result_left_out(emulator: RunningEmulator) -> None:
+    env = env_for(emulator, FRUTEBOX_API_CHECK_S="0.02", FRUTEBOX_RESTART_CHECK_S="0.02")
+    request = pod_request(volume(emulator))
+    first = run("pod create", request, env=env).result
+    assert "HF_TOKEN" not in first["applied"]["env"]
+    fault(emulator, {"op": "pods.update", "action": "crash-loop"})
+    request["candidates"][0]["env"]["A"] = "2"
+    done = run("pod update", request, env=env, previous=first)
+    assert done.code == 1 and "rolled back" in done.err
+    undo = [r["body"] for r in requests(emulator, "pods.update")][-1]
+    assert undo == {"env": {"A": "1", "FRUTEBOX_OWNER": OWNER, "HF_TOKEN": HF_TOKEN}}
+
+
+def test_a_pod_that_does_not_serve_after_its_rollback_either_is_terminated(
     emulator: RunningEmulator,
 ) -> None:
     env = env_for(emulator, FRUTEBOX_HEALTH_TIMEOUT_S="0.2")
     request = pod_request(volume(emulator))
     first = run("pod create", request, env=env).result
-    emulator.app.account.mark(first["podId"], "never-healthy")
-    request["candidates"][0]["image"] = "img:broken"
+    emulator.app.account.mark(first["podId"], "never-healthy")  # the pod, whatever it runs
+    request["candidates"][0]["image"] = "img:2"
     done = run("pod update", request, env=env, previous=first)
     assert done.code == 1 and done.out == ""
-    assert "never became healthy" in done.err and "left running" in done.err
-    assert [p["id"] for p in live_pods(emulator)] == [first["podId"]]
-    assert [r["body"] for r in requests(emulator, "pods.update")] == [{"image": "img:broken"}]
+    assert "never became healthy" in done.err
+    assert "did not make it serve either" in done.err and "terminated" in done.err
+    assert live_pods(emulator) == []
+    patches = [r["body"] for r in requests(emulator, "pods.update")]
+    assert patches == [{"image": "img:2"}, {"image": "img:1"}]
 
 
 def test_update_replaces_a_pod_whose_gpu_no_candidate_names(emulator: RunningEmulator) -> None:
@@ -197,3 +239,42 @@ def test_a_replacement_made_by_update_is_terminated_when_it_fails(
     done = run("pod update", moved, env=env, previous=first)
     assert done.code == 1 and "terminated so that it does not bill" in done.err
     assert live_pods(emulator) == []
+
+
+def test_applied_keeps_the_in_place_settings_and_drops_the_secrets_values() -> None:
+    body = {"image": "img:1", "args": "a", "env": {"A": "1", "HF_TOKEN": HF_TOKEN},
+            "ports": ["8080/http"], "gpu": {"id": "NVIDIA A40"}}  # fmt: skip
+    assert applied_of(body, ["HF_TOKEN"]) == {
+        "image": "img:1",
+        "args": "a",
+        "env": {"A": "1"},
+        "ports": ["8080/http"],
+        "secretEnv": ["HF_TOKEN"],
+    }
+
+
+LIVE_POD = Pod.model_validate(pod() | {"env": {"A": "live", "FRUTEBOX_OWNER": OWNER}})
+
+
+@pytest.mark.parametrize(
+    ("applied", "token", "expected"),
+    [
+        pytest.param({"env": {"A": "1"}, "args": "x", "secretEnv": ["HF_TOKEN"]}, HF_TOKEN,
+                     {"env": {"A": "1", "HF_TOKEN": HF_TOKEN}}, id="recorded-secret-refilled"),
+        pytest.param({"env": {"A": "1"}, "secretEnv": ["HF_TOKEN"]}, "", {"env": {"A": "1"}},
+                     id="recorded-no-token"),
+        pytest.param(None, HF_TOKEN, {"env": {"A": "live", "FRUTEBOX_OWNER": OWNER}},
+                     id="nothing-recorded-the-live-pod"),
+    ],
+)  # fmt: skip
+def test_a_rollback_undoes_exactly_what_the_patch_changed(
+    applied: dict[str, Any] | None, token: str, expected: dict[str, Any]
+) -> None:
+    previous = PreviousPod(podId="pod1", applied=applied)
+    assert rollback_patch({"env": {"A": "2"}}, previous, LIVE_POD, token) == expected
+
+
+def test_a_patch_nothing_recorded_can_undo_has_no_rollback() -> None:
+    previous = PreviousPod(podId="pod1", applied={"args": "x", "secretEnv": []})
+    assert rollback_patch({"image": "img:2"}, previous, LIVE_POD.model_copy(
+        update={"image": None}), "") is None  # fmt: skip

@@ -204,11 +204,17 @@ def scripted(fake: FakeApi, *reads: dict[str, Any]) -> dict[str, str]:
 def test_a_seeder_that_keeps_restarting_without_progress_fails_and_is_terminated(
     fake: FakeApi,
 ) -> None:
-    reads = [cpu_pod("RUNNING", f"2026-11-30T12:0{i}:00Z") for i in range(6)]
+    # Each read shows a container started anew (RunPod's startedAt and runtime.uptime).
+    reads = [
+        {**cpu_pod("RUNNING", f"2026-11-30T12:0{i}:00Z"), "runtime": {"uptime": 2}}
+        for i in range(6)
+    ]
     env = scripted(fake, *reads)
     fake.on("GET", STATUS_URL, running_status(0))
+    fake.on("GET", "/v2/pods/pod1/logs", httpx.Response(200, content=b""))
     done = run("seed create", request_for("vol-1"), env=env, transport=httpx.MockTransport(fake))
-    assert done.code == 1 and "restarted 3 times without a new byte in place" in done.err
+    assert done.code == 1 and "crash-loops" in done.err
+    assert "restarted its container 3 time(s) without a new byte in place" in done.err
     assert fake.calls("DELETE", "/v2/pods/pod1")
 
 

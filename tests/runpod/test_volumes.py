@@ -14,7 +14,7 @@ from frutebox_infra.runpod.volumes import Volumes, new_owner_token
 from frutebox_infra.runpod.wire import NetworkVolume
 from tests.emulator_client import requests, state
 from tests.runpod.command import env_for, pod_request, run, volume
-from tests.runpod.conftest import FakeApi, ok, problem
+from tests.runpod.conftest import Clock, FakeApi, ok, problem
 
 VOL = {"id": "v1", "name": "w", "size": 100, "dataCenter": "EU-RO-1", "type": "STANDARD"}
 
@@ -123,6 +123,46 @@ def test_a_404_on_delete_that_the_listing_contradicts_may_still_bill(
     assert (caught.value.kind, caught.value.ids) == ("volume", ("v1",))
 
 
+def test_a_volume_the_listing_shows_late_after_a_5xx_is_deleted_and_one_is_kept(
+    volumes: Volumes, fake: FakeApi, clock: Clock, logs: list[str]
+) -> None:
+    # The 503'd create made v1, which the listing shows only later: the look right after it
+    # sees nothing, so the retry makes v2; the sweep deletes v1 once it is listed.
+    first, second = {**OWNED, "id": "v1"}, {**OWNED, "id": "v2"}
+    listings = [[], [], [first], [first, second]]
+    fake.on("GET", "/v2/network-volumes", *(ok(200, {"networkVolumes": [VOL, *vs]})
+                                            for vs in listings))  # fmt: skip
+    fake.on("POST", "/v2/network-volumes", problem(503, "down"), ok(201, second))
+    fake.on("DELETE", "/v2/network-volumes/v1", ok(204))
+    volume, outcome, _ = volumes.create("w", 100, "EU-RO-1", "STANDARD", "tok12345")
+    assert (volume.id, outcome) == ("v2", "created")
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/network-volumes/v1"]
+    assert clock.now < 5  # deleted within seconds, not a month of storage later
+    assert any("duplicate of v2" in line for line in logs)
+
+
+def test_a_failed_sweep_deletes_the_volume_it_kept_and_may_still_bill(
+    volumes: Volumes, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": []}),
+            problem(401, "invalid API key"))  # fmt: skip
+    fake.on("POST", "/v2/network-volumes", problem(503, "down"), ok(201, OWNED))
+    fake.on("DELETE", "/v2/network-volumes/v1", ok(204))
+    with pytest.raises(errors.MayStillBillError, match="checking for a duplicate"):
+        volumes.create("w", 100, "EU-RO-1", "STANDARD", "tok12345")
+    assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/network-volumes/v1"]
+
+
+def test_a_delete_leaves_no_volume_named_with_our_token(volumes: Volumes, fake: FakeApi) -> None:
+    extra, theirs = {**OWNED, "id": "v7"}, {**VOL, "id": "foreign"}
+    fake.on("DELETE", "/v2/network-volumes/v1", ok(204))
+    fake.on("DELETE", "/v2/network-volumes/v7", ok(204))
+    fake.on("GET", "/v2/network-volumes", ok(200, {"networkVolumes": [extra, theirs]}))
+    assert volumes.delete("v1", "w-tok12345") is True
+    deleted = [r.url.path for r in fake.calls("DELETE")]
+    assert deleted == ["/v2/network-volumes/v1", "/v2/network-volumes/v7"]  # never "foreign"
+
+
 def test_owner_tokens_are_fresh_each_time() -> None:
     tokens = {new_owner_token() for _ in range(50)}
     assert len(tokens) == 50 and all(len(t) == 16 and int(t, 16) >= 0 for t in tokens)
@@ -152,6 +192,20 @@ def test_volume_create_update_and_delete(emulator: RunningEmulator) -> None:
     assert moved.code == 1 and "cannot move" in moved.err
     assert run("volume delete", env=env, previous=created).code == 0
     assert run("volume delete", env=env, previous=created).code == 0
+
+
+def test_destroying_the_volume_leaves_no_volume_of_ours(emulator: RunningEmulator) -> None:
+    env = env_for(emulator)
+    created = run("volume create", REQUEST, env=env).result
+    account = emulator.app.account
+    # A duplicate a retried create left, named with our token; and someone else's volume.
+    late = account.create_volume({"name": created["name"], "size": 100, "dataCenter": "EU-RO-1"})
+    theirs = account.create_volume({"name": REQUEST["name"], "size": 100, "dataCenter": "EU-RO-1"})
+    done = run("volume delete", env=env, previous=created)
+    assert done.code == 0, done.err
+    left = {v["id"] for v in state(emulator)["volumes"] if not v["deleted"]}
+    assert created["volumeId"] not in left and late.id not in left and theirs.id in left
+    assert "never recorded it" in done.err
 
 
 def test_a_volume_in_use_is_not_deleted(emulator: RunningEmulator) -> None:

@@ -1,0 +1,91 @@
+"""The deploy step run in-process against an emulator on a scaled clock, for the benches.
+
+Why a module of its own: the API-budget and idle-spend benches drive the same command
+(`python -m frutebox_infra.runpod`, one thread per resource as Pulumi runs them) with the
+same environment: RunPod's default waits shrunk by the clock's scale, so every figure they
+read off the emulator is in emulated time, what the same run would take against RunPod.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.runpod.__main__ import main
+from frutebox_infra.runpod.command_io import scaled_waits
+from frutebox_infra.runpod.timeouts import Timeouts
+
+
+def step_env(emulator: RunningEmulator, scale: float, **bounds_s: float) -> dict[str, str]:
+    """The step's environment with its default waits on the emulator's clock; `bounds_s`
+    (running_s, healthy_s, crash_window_s) in emulated seconds, scaled too."""
+    bounds = {"running_s": Timeouts.running_s, "healthy_s": 4 * 3600.0,
+              "crash_window_s": Timeouts.crash_window_s, **bounds_s}  # fmt: skip
+    names = {
+        "running_s": "FRUTEBOX_RUNNING_TIMEOUT_S",
+        "healthy_s": "FRUTEBOX_HEALTH_TIMEOUT_S",
+        "crash_window_s": "FRUTEBOX_CRASH_WINDOW_S",
+    }
+    return {
+        "RUNPOD_API_URL": emulator.url,
+        "RUNPOD_API_KEY": "bench-key",
+        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        **scaled_waits(scale),
+        **{names[k]: str(v / scale) for k, v in bounds.items()},
+    }
+
+
+@dataclass(frozen=True)
+class Step:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def result(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_step(args: str, request: Any, env: Mapping[str, str]) -> Step:
+    """One run of the deploy step; its exit code, result and log."""
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.StringIO(request if isinstance(request, str) else json.dumps(request))
+    code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=dict(env))
+    return Step(code, out.getvalue(), err.getvalue())
+
+
+def command(args: str, request: Any, env: Mapping[str, str]) -> dict[str, Any]:
+    """The step's result; a failure ends the bench with the step's last words."""
+    step = run_step(args, request, env)
+    if step.code != 0:
+        raise SystemExit(f"{args} failed: {step.err[-2000:]}")
+    result: dict[str, Any] = step.result
+    return result
+
+
+def in_parallel(
+    args: str, requests: Sequence[str], envs: Sequence[Mapping[str, str]]
+) -> list[Step]:
+    """Each request run by its own thread, as Pulumi runs independent resources."""
+    steps: list[Step | None] = [None] * len(requests)
+    failures: list[BaseException] = []
+
+    def one(index: int) -> None:
+        try:
+            steps[index] = run_step(args, requests[index], envs[index])
+        except BaseException as exc:  # reported after every thread ended
+            failures.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SystemExit(f"{args} crashed: {failures[0]!r}")
+    return [s for s in steps if s is not None]

@@ -1,0 +1,45 @@
+"""The deploy step's bounds and paces, in one place, and what a user can change of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """Bounds of one bring-up, in seconds; these defaults are the only home of the numbers."""
+
+    running_s: float = 900.0
+    healthy_s: float = 1800.0
+    poll_interval_s: float = 5.0
+    api_check_s: float = 60.0
+    """While waiting for health the proxy probe is the signal; the API is asked this rarely
+    whether the pod died, so a fleet's waits stay far inside RunPod's quotas."""
+    restart_check_s: float = 15.0
+    """The API check once a container restart was seen: four reads a minute for the pod
+    that may crash-loop, so its loop is confirmed in seconds rather than minutes."""
+    restart_limit: int = 3
+    """Container restarts seen before a bring-up counts as a crash loop and fails."""
+    crash_window_s: float = 180.0
+    """After the first restart, how long the pod may take to serve before it counts as a
+    crash loop even with fewer restarts (a slow loop: a long load, then a crash)."""
+    duplicate_check_s: float = 30.0
+    """After an ambiguous create, how long to keep looking for a second pod or volume the
+    first request may have made: looks with backoff (the first after 1/64 of this) until
+    the listing shows the one kept, then at each API check of the bring-up and once more
+    before the step returns."""
+    delete_s: float = 300.0
+    pull_s: float = 3600.0
+
+
+# What users can change: the running bound only from the environment; the health bound is a
+# stack key the program sends (the environment variable, when set, wins over it).
+RUNNING_HINT = (
+    f"set FRUTEBOX_RUNNING_TIMEOUT_S (seconds, default {Timeouts.running_s:g}) in the"
+    " environment of `pulumi up`"
+)
+HEALTH_HINT = (
+    "raise the stack key frutebox-infra:healthTimeoutSeconds (`pulumi config set"
+    " frutebox-infra:healthTimeoutSeconds 3600`), or set FRUTEBOX_HEALTH_TIMEOUT_S, which"
+    " overrides it"
+)

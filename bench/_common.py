@@ -22,10 +22,10 @@ import yaml
 
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.paths import REPO_ROOT
+from frutebox_infra.ranking import fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 from frutebox_infra.report.text import table
-from frutebox_infra.resolver import fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.toolchain import (
     copy_project,
     hermetic_env,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
+from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import ServeOptions, Sharing
 from frutebox_infra.registry import Gpu, Registry
-from frutebox_infra.resolver import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.settings import StackSettings
 
 EXACT_LIMIT = 10
@@ -442,9 +442,8 @@ def build_pod(
     GPU, the member's own fit there, and its share of the pod's $/h (in proportion to the
     memory it needs, in cents that add up to the pod's price)."""
     alone = sum(m.alone[0].usd_per_hour for m in members)
-    ordered = sorted(members, key=lambda m: (-m.weight_gb, m.model_id))
-    if len(ordered) == 1:
-        only = ordered[0]
+    if len(members) == 1:
+        only = members[0]
         placements = tuple(
             GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,), round(p.fit.needed_gb, 2),
                            round(p.fit.available_gb, 2))
@@ -453,6 +452,7 @@ def build_pod(
         pod = PodGroup(str(only.alone[0].recipe.runtime), (only.model_id,), placements,
                        round(alone, 2), only.sharing)  # fmt: skip
         return pod, {only.model_id: only.alone}
+    ordered = sorted(members, key=lambda m: (-m.weight_gb, m.model_id))
     placements = group_placements(registry, settings, ordered)
     assert placements, "choose_groups only returns groups that fit"
     views: dict[str, list[PlacementOption]] = {m.model_id: [] for m in ordered}

@@ -23,9 +23,12 @@ VolumeType = Annotated[str, Field(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
 
 
 class _Strict(BaseModel):
-    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on."""
+    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Schemas are built on first use: a preview renders only the volume's request, the deploy
+    step reads only the one it is given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_none=False)
@@ -120,7 +123,7 @@ class GrowRequest(_Strict):
 class _Result(BaseModel):
     """A result printed earlier and read back (PULUMI_COMMAND_STDOUT): newer keys are fine."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class PreviousPod(_Result):

@@ -19,8 +19,8 @@ from frutebox_infra.deploy_contract import (
 )
 from frutebox_infra.launches import pod_specs
 from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
-from frutebox_infra.resolver import PlacementOption
 from frutebox_infra.seeding.bringup import download_seconds, read_seconds
 from frutebox_infra.seeding.manifest import needs_token, seed_plan
 from frutebox_infra.seeding.protocol import STATUS_PATH, TOKEN_ENV

@@ -14,7 +14,7 @@ class Generated(BaseModel):
     its per-field check for hand-typed booleans, which over thousands of flags costs preview
     time and guards against a typo no person makes in a generated file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 ValueKind = Literal["flag", "int", "float", "str", "json"]

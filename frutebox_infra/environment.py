@@ -48,7 +48,9 @@ class Environment:
             min_sequences_pinned=min_sequences_pinned,
             hf_token_configured=hf_token or self.hf_token,
             spec_decode_enabled=spec_decode and self.spec_decode,
-            eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id)),
+            eagle3_head=self.eagle3_heads.get(eagle3_env_name(model_id))
+            if self.eagle3_heads
+            else None,
         )
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 from frutebox_infra.registry import Architecture, Gpu
 
@@ -62,6 +62,20 @@ class FitRequest:
     static_allocation: bool = False
     """True when the engine allocates every configured slot at start (llama.cpp, Ollama)."""
     speculative: bool = False
+
+    @cached_property
+    def required_sequences(self) -> int:
+        """Full-context sequences a placement must hold: every configured slot where the
+        engine allocates them all at start, else the floor."""
+        return self.configured_sequences if self.static_allocation else self.min_sequences
+
+    @cached_property
+    def unsharded_cache_bytes(self) -> tuple[int, int]:
+        """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
+        a layer split divides by layers, the same for every GPU type and count."""
+        assert self.architecture is not None
+        arch = self.architecture
+        return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
 
 
 @dataclass(frozen=True)
@@ -162,14 +176,55 @@ def estimate(request: FitRequest, gpu: Gpu, count: int) -> Fit:
     """The fit of `request` on `count` x `gpu`; pure arithmetic, no I/O."""
     if request.engine is MemoryModel.DIFFUSION:
         return _diffusion(request, gpu, count)
-    if request.architecture is None:
+    arch = request.architecture
+    if arch is None:
         return _coarse(request, gpu, count)
     if request.engine is MemoryModel.LLAMACPP:
-        return _layer_split(request, request.architecture, gpu, count)
-    return _tensor_parallel(request, request.architecture, gpu, count)
+        return _layer_split(request, arch, gpu, count)
+    return _verdict(request, count, _tensor_parallel(request, arch, gpu, count))
 
 
-def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> Fit:
+def fewest_gpus(request: FitRequest, gpu: Gpu) -> int:
+    """A count of this GPU type below which nothing fits, whatever the engine: every engine
+    keeps within the card's memory and every GPU holds at least 1/count of the weights (a
+    layer split's most loaded one more), so the weights over the card's memory is a floor.
+    Rounded down, so that float rounding never excludes a count that fits."""
+    return max(1, math.floor(request.weights_gb * GB / (gpu.memory_mib * MIB)))
+
+
+def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
+    """`estimate(request, gpu, count).fits`, without building the estimate or its reason:
+    what a search over GPU counts asks of every count it passes."""
+    arch = request.architecture
+    if request.engine is MemoryModel.DIFFUSION:
+        needed, available = _diffusion_sizes(request, gpu)
+        return count == 1 and needed <= available
+    if arch is None:
+        needed, available = _coarse_sizes(request, gpu, count)
+        return needed <= available
+    if request.engine is MemoryModel.LLAMACPP:
+        sizes = _layer_sizes(request, arch, gpu, count)[0]
+    else:
+        sizes = _tensor_parallel(request, arch, gpu, count)
+    return max(sizes.pool, 0.0) / sizes.per_sequence >= request.required_sequences
+
+
+@dataclass(slots=True)
+class _Sizes:
+    """Per GPU, in bytes: what an exact estimate weighs before its verdict. Made for every
+    GPU count a search passes and never changed, so not frozen (freezing costs a call per
+    field at construction)."""
+
+    weights_per_gpu: float
+    budget: float
+    per_token: int
+    pool: float
+    per_sequence: float
+    """Pool bytes one full-context sequence uses up (KV, state, or their share)."""
+    kv_pool: float
+
+
+def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> _Sizes:
     weights_per_gpu = req.weights_gb * GB / tp
     pool = engine_cap_bytes(req, gpu, tp) - weights_per_gpu
     # The budget shown is what the engine sizes from: SGLang's fraction of free memory,
@@ -190,55 +245,58 @@ def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> 
     else:
         per_sequence = kv_sequence + state
         kv_pool = pool
-    return _verdict(req, tp, weights_per_gpu, budget, per_token, pool, per_sequence, kv_pool)
+    return _Sizes(weights_per_gpu, budget, per_token, pool, per_sequence, kv_pool)
 
 
-def _layer_split(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> Fit:
+def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> tuple[_Sizes, int]:
     """llama.cpp and Ollama place whole layers per GPU, each layer's KV with it.
 
     The most loaded GPU holds ceil(layers / count) layers; it alone decides the fit, since
-    nothing spills to another card.
+    nothing spills to another card. Returns its sizes and its number of layers.
     """
     worst_layers = math.ceil(arch.layers / count)
     share = worst_layers / arch.layers
     weights = req.weights_gb * GB * share
     budget = engine_cap_bytes(req, gpu, count)
-    per_token_all = kv_bytes_per_token(arch, 1, req.kv_dtype_bytes)
+    per_token_all, state_all = req.unsharded_cache_bytes
     per_token = math.ceil(per_token_all * share)
-    per_sequence = per_token * req.context_tokens + math.ceil(_state_per_rank(arch, 1) * share)
+    per_sequence = per_token * req.context_tokens + math.ceil(state_all * share)
     pool = budget - weights
-    fit = _verdict(req, count, weights, budget, per_token, pool, per_sequence, pool)
-    if fit.fits:
-        return dataclasses.replace(fit, layers_on_worst_gpu=worst_layers)
-    required = req.configured_sequences if req.static_allocation else req.min_sequences
+    return _Sizes(weights, budget, per_token, pool, per_sequence, pool), worst_layers
+
+
+def _layer_split(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> Fit:
+    sizes, worst_layers = _layer_sizes(req, arch, gpu, count)
+    sequences = max(sizes.pool, 0.0) / sizes.per_sequence
+    if sequences >= req.required_sequences:
+        return _verdict(req, count, sizes, layers_on_worst_gpu=worst_layers)
+    needed = (sizes.budget - sizes.pool) + req.required_sequences * sizes.per_sequence
     reason = (
         f"the most loaded of {count} GPUs holds {worst_layers} of {arch.layers} layers"
-        f" ({weights / GB:.1f} GB of weights) and room for"
-        f" {fit.full_context_sequences or 0.0:.2f} of the {required} full-context sequences"
-        f" it needs: {fit.needed_gb:.1f} GB needed vs {budget / GB:.1f} GB on that GPU"
+        f" ({sizes.weights_per_gpu / GB:.1f} GB of weights) and room for"
+        f" {sequences or 0.0:.2f} of the {req.required_sequences} full-context sequences"
+        f" it needs: {needed / GB:.1f} GB needed vs {sizes.budget / GB:.1f} GB on that GPU"
     )
-    return dataclasses.replace(fit, layers_on_worst_gpu=worst_layers, reason=reason)
+    return _verdict(req, count, sizes, layers_on_worst_gpu=worst_layers, reason=reason)
 
 
 def _verdict(
     req: FitRequest,
     gpu_count: int,
-    weights_per_gpu: float,
-    budget: float,
-    per_token: int,
-    pool: float,
-    per_sequence: float,
-    kv_pool: float,
+    sizes: _Sizes,
+    *,
+    layers_on_worst_gpu: int | None = None,
+    reason: str | None = None,
 ) -> Fit:
-    """`per_sequence`: pool bytes one full-context sequence uses up (KV, state, or their share)."""
+    """The estimate from its sizes; `reason` replaces the generic one when it does not fit."""
+    budget, pool, per_sequence = sizes.budget, sizes.pool, sizes.per_sequence
     sequences = max(pool, 0.0) / per_sequence
-    required = req.configured_sequences if req.static_allocation else req.min_sequences
+    required = req.required_sequences
     fits = sequences >= required
     # Whatever the engine keeps outside its KV pool (weights, and for vLLM activations) plus
     # the pool the required sequences take: the same test `fits` applies, stated in GB.
     needed = (budget - pool) + required * per_sequence
-    reason = None
-    if not fits:
+    if not fits and reason is None:
         reason = (
             f"holds {sequences:.2f} full-context sequences of {req.context_tokens} tokens, "
             f"needs {required}: {needed / GB:.1f} GB needed vs {budget / GB:.1f} GB available"
@@ -248,15 +306,16 @@ def _verdict(
         fits=fits,
         exact=True,
         gpu_count=gpu_count,
-        weights_gb_per_gpu=weights_per_gpu / GB,
+        weights_gb_per_gpu=sizes.weights_per_gpu / GB,
         memory_budget_gb_per_gpu=budget / GB,
-        kv_bytes_per_token=per_token,
-        kv_tokens=max(0, int(kv_pool // per_token)),
+        kv_bytes_per_token=sizes.per_token,
+        kv_tokens=max(0, int(sizes.kv_pool // sizes.per_token)),
         full_context_sequences=sequences,
         configured_sequences=req.configured_sequences,
         needed_gb=needed / GB,
         available_gb=budget / GB,
-        reason=reason,
+        reason=None if fits else reason,
+        layers_on_worst_gpu=layers_on_worst_gpu,
     )
 
 
@@ -266,10 +325,14 @@ def _state_per_rank(arch: Architecture, tp: int) -> int:
     return math.ceil(arch.state_bytes_per_sequence / tp)
 
 
+def _coarse_sizes(req: FitRequest, gpu: Gpu, count: int) -> tuple[float, float]:
+    """Bytes per GPU: weights x 1.15 needed, and what the engine uses of the card."""
+    return req.weights_gb * GB / count * HEADROOM, engine_cap_bytes(req, gpu, count)
+
+
 def _coarse(req: FitRequest, gpu: Gpu, count: int) -> Fit:
     """Architecture unknown: weights per GPU x 1.15 against the engine's own cap, said coarse."""
-    available = engine_cap_bytes(req, gpu, count)
-    needed = req.weights_gb * GB / count * HEADROOM
+    needed, available = _coarse_sizes(req, gpu, count)
     fits = needed <= available
     return Fit(
         fits=fits,
@@ -290,10 +353,14 @@ def _coarse(req: FitRequest, gpu: Gpu, count: int) -> Fit:
     )
 
 
+def _diffusion_sizes(req: FitRequest, gpu: Gpu) -> tuple[float, float]:
+    """Bytes on the one GPU: the weights (working memory included), and the card."""
+    return req.weights_gb * GB, gpu.memory_mib * MIB
+
+
 def _diffusion(req: FitRequest, gpu: Gpu, count: int) -> Fit:
     """Diffusion pipelines run on one GPU; the registry's VRAM figure includes working memory."""
-    available = gpu.memory_mib * MIB
-    needed = req.weights_gb * GB
+    needed, available = _diffusion_sizes(req, gpu)
     fits = count == 1 and needed <= available
     return Fit(
         fits=fits,

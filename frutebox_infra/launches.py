@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from frutebox_infra.launch_check import FACTS_FILE, Launch, check_launch
+from frutebox_infra.launch_check import FACTS_FILE, Launch, Refusal, check_launch
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.registry import Registry
-from frutebox_infra.resolver import PlacementOption, PlanProblem, Resolution
+from frutebox_infra.resolver import PlanProblem, Resolution
 
 
 def pod_specs(
@@ -67,9 +68,15 @@ def launch_problems(
             )
         who = ", ".join(pod.model_ids)
         specs = pod_specs(pod.candidates, pod.members)
+        # A pod's candidates often launch alike (only a count or the KV precision differs
+        # between GPU types, if anything): each distinct launch is checked once.
+        checked: dict[tuple[object, ...], tuple[Refusal, ...]] = {}
         for placement, spec in zip(pod.candidates, specs, strict=True):
-            launch = Launch(spec.args, spec.env, spec.health_path, spec.secret_env)
-            for refusal in check_launch(launch, facts, entrypoint=image.entrypoint):
+            key = (spec.args, tuple(spec.env.items()), spec.health_path, spec.secret_env)
+            if key not in checked:
+                launch = Launch(spec.args, spec.env, spec.health_path, spec.secret_env)
+                checked[key] = check_launch(launch, facts, entrypoint=image.entrypoint)
+            for refusal in checked[key]:
                 problems.setdefault(
                     (who, refusal.what),
                     PlanProblem(

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Registry
-from frutebox_infra.resolver import PlacementOption
 
 if TYPE_CHECKING:  # drift.py is imported only when live pods were read: keyless previews skip it
     from frutebox_infra.drift import LivePod, LiveVolume

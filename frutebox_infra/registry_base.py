@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 class Frozen(BaseModel):
     """Registry records are facts: immutable, and unknown keys are typos."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod

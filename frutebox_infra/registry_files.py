@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
+from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
 
 
@@ -62,8 +63,25 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
     return RegistryFiles(texts)
 
 
-def parse_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
-    """Validate the YAML texts into a Registry; errors name the file, the entry and the field."""
+def parse_registry(
+    files: RegistryFiles, *, label: str = "registry", cache: Path | None = CACHE_DIR
+) -> Registry:
+    """Validate the YAML texts into a Registry; errors name the file, the entry and the field.
+
+    A registry that validated before, from the same texts and the same code, is read back from
+    `cache` (registry_cache.py) instead; None validates every time."""
+    if cache is None:
+        return validate_registry(files, label=label)
+    key = cache_key(files.texts)
+    registry = load(cache, key)
+    if registry is None:
+        registry = validate_registry(files, label=label)
+        store(cache, key, registry)
+    return registry
+
+
+def validate_registry(files: RegistryFiles, *, label: str = "registry") -> Registry:
+    """parse_registry without the cache: the YAML parsed and every schema run."""
     missing = [name for name in FILES if name not in files.texts and name not in OPTIONAL_FILES]
     if missing:
         raise ConfigError(

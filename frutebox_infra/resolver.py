@@ -7,13 +7,12 @@ reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 
-from frutebox_infra.fit import Fit, FitRequest, estimate
-from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, PodSpec, Recipe
+from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
+from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
+from frutebox_infra.registry import Cloud, Image, Model, Registry
 
 DEFAULT_OPTIONS = ServeOptions()
 
@@ -31,48 +30,6 @@ class PlanProblem:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One GPU type as considered: the smallest count that fits, or why none does."""
-
-    gpu: Gpu
-    count: int | None
-    usd_per_hour: float | None
-    fit: Fit | None
-    rejected: str | None
-
-
-@dataclass(frozen=True)
-class PlacementOption:
-    """A placement that can run the model, with the exact pod it would run."""
-
-    gpu: Gpu
-    count: int
-    usd_per_hour: float
-    """USD per hour for the whole pod (price per GPU x count) in the stack's cloud."""
-    fit: Fit
-    recipe: Recipe = field(compare=False, repr=False)
-    model: Model = field(compare=False, repr=False)
-    image: Image = field(compare=False, repr=False)
-    serving: Serving = field(compare=False, repr=False)
-    seeded: bool = False
-    """A CPU pod puts the weights on the volume first: the pod reads them offline."""
-
-    @cached_property
-    def pod(self) -> PodSpec:
-        """Rendered on first use: most fitting placements are ranked, never deployed."""
-        pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
-        return self.recipe.seeded_pod(pod) if self.seeded else pod
-
-    @property
-    def total_vram_gb(self) -> int:
-        return self.gpu.vram_gb * self.count
-
-    @property
-    def label(self) -> str:
-        return f"{self.count}x {self.gpu.name}"
-
-
-@dataclass(frozen=True)
 class Resolution:
     """Everything the planner and reports need about one model, derived once."""
 
@@ -83,12 +40,25 @@ class Resolution:
     serving: Serving | None = None
     problem: PlanProblem | None = None
     warnings: tuple[str, ...] = ()
-    considered: tuple[Candidate, ...] = ()
-    placements: tuple[PlacementOption, ...] = field(default=())
+    ranking: Ranking | None = None
+
+    @property
+    def placements(self) -> tuple[PlacementOption, ...]:
+        """Per fitting GPU type its smallest count, cheapest first (then less VRAM)."""
+        return self.ranking.placements() if self.ranking else ()
+
+    @property
+    def considered(self) -> tuple[Candidate, ...]:
+        """Every GPU type considered: the refused ones with why, then each placement's."""
+        if self.ranking is None:
+            return ()
+        return self.ranking.refused + tuple(
+            Candidate(p.gpu, p.count, p.usd_per_hour, p.fit, None) for p in self.placements
+        )
 
     @property
     def servable(self) -> bool:
-        return self.problem is None and bool(self.placements)
+        return self.problem is None and self.ranking is not None and bool(self.ranking.ranked)
 
     @property
     def engine(self) -> str | None:
@@ -137,13 +107,13 @@ def resolve(
     serving = recipe.serving(model, options)
     warnings = _renamed(model, model_id) + list(serving.warnings)
     warnings += _source_warnings(model, recipe, image)
-    considered, placements = _rank(registry, model, recipe, image, serving, options, cloud, gpu_id)
-    problem = None if placements else _no_placement(model, recipe, serving, considered, gpu_id)
-    if placements:
-        warnings += placements[0].pod.notes
-    return Resolution(
-        model_id, model, recipe, image, serving, problem, tuple(warnings), considered, placements
-    )
+    ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id)
+    problem = None
+    if ranking.ranked:
+        warnings += ranking.placements(1)[0].pod.notes
+    else:
+        problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id)
+    return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
@@ -196,77 +166,6 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     ), None
 
 
-def _rank(
-    registry: Registry,
-    model: Model,
-    recipe: Recipe,
-    image: Image,
-    serving: Serving,
-    options: ServeOptions,
-    cloud: Cloud,
-    gpu_id: str | None,
-) -> tuple[tuple[Candidate, ...], tuple[PlacementOption, ...]]:
-    """Per GPU type, the smallest count that fits; then cheapest first (then less VRAM)."""
-    considered: list[Candidate] = []
-    placements: list[PlacementOption] = []
-    for gpu in registry.gpus:
-        if gpu_id is not None and gpu.id != gpu_id:
-            continue
-        candidate, placement = _smallest_fitting(
-            registry, model, recipe, image, serving, gpu, options, cloud
-        )
-        considered.append(candidate)
-        if placement is not None:
-            placements.append(placement)
-    placements.sort(key=lambda p: (p.usd_per_hour, p.total_vram_gb))
-    return tuple(considered), tuple(placements)
-
-
-def _smallest_fitting(
-    registry: Registry,
-    model: Model,
-    recipe: Recipe,
-    image: Image,
-    serving: Serving,
-    gpu: Gpu,
-    options: ServeOptions,
-    cloud: Cloud,
-) -> tuple[Candidate, PlacementOption | None]:
-    price = gpu_price(gpu, cloud)
-    if price is None:
-        return Candidate(gpu, None, None, None, f"no {cloud} price recorded"), None
-    if serving.require_fp8 and not gpu.fp8:
-        return Candidate(gpu, None, None, None, "FP8 checkpoint needs a native-FP8 GPU"), None
-    cannot_drive = image_gpu_problem(image, gpu)
-    if cannot_drive is not None:
-        return Candidate(gpu, None, None, None, cannot_drive), None
-    request = fit_request(model, recipe, serving, options, gpu)
-    last: Candidate = Candidate(gpu, None, None, None, "no GPU count allowed")
-    for count in range(1, min(gpu.max_count, registry.max_gpus_per_pod) + 1):
-        reason = recipe.count_problem(model, count)
-        if reason is not None:
-            if last.fit is None:
-                last = Candidate(gpu, count, round(price * count, 2), None, reason)
-            continue
-        fit = estimate(request, gpu, count)
-        cost = round(price * count, 2)
-        if fit.fits:
-            placement = PlacementOption(gpu, count, cost, fit, recipe, model, image, serving)
-            return Candidate(gpu, count, cost, fit, None), placement
-        last = Candidate(gpu, count, cost, fit, fit.reason)
-    return last, None
-
-
-def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
-    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
-    if image.drives(gpu):
-        return None
-    return (
-        f"image {image.reference} has no kernels for {gpu.architecture}"
-        f" (it runs on {', '.join(image.gpu_architectures)})"
-    )
-
-
 def _renamed(model: Model, armed_id: str) -> list[str]:
     if model.id == armed_id:
         return []
@@ -275,29 +174,6 @@ def _renamed(model: Model, armed_id: str) -> list[str]:
         f" still works, but arm {model.id} instead: replace the id in the stack's models"
         " (and overrides) list"
     ]
-
-
-def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
-    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
-    prices = gpu.price_usd_per_hour
-    return prices.secure if cloud is Cloud.SECURE else prices.community
-
-
-def fit_request(
-    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
-) -> FitRequest:
-    """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
-    return FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
-    )
 
 
 def _unknown(model_id: str) -> PlanProblem:

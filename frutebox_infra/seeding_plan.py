@@ -8,8 +8,9 @@ from dataclasses import dataclass, replace
 
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import pod_specs
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Registry, ToolImage
-from frutebox_infra.resolver import PlacementOption, PlanProblem
+from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
     Bringup,
     CpuChoice,

@@ -7,6 +7,8 @@ import re
 _WORD = re.compile(r"""(?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""", re.DOTALL)
 _PART = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
 _SPACE = re.compile(r"\s*")
+_QUOTING = re.compile(r"""['"\\]""")
+"""A word without quotes or backslashes is its own text: most flags and values."""
 
 
 def split_words(text: str) -> list[str]:
@@ -18,7 +20,10 @@ def split_words(text: str) -> list[str]:
         found = _WORD.match(text, at)
         if found is None:
             raise ValueError(f"no closing quotation at character {at}")
-        words.append("".join(_unquote(part) for part in _PART.finditer(found.group())))
+        word = found.group()
+        if _QUOTING.search(word) is not None:
+            word = "".join(_unquote(part) for part in _PART.finditer(word))
+        words.append(word)
         at = _SPACE.match(text, found.end()).end()  # type: ignore[union-attr]
     return words
 

@@ -12,9 +12,9 @@ from frutebox_infra.colocate import all_partitions, group_placements, members_of
 from frutebox_infra.environment import Environment
 from frutebox_infra.fit import estimate
 from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.ranking import fit_request
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Model, Registry
-from frutebox_infra.resolver import fit_request
 from tests.factories import gpu, gqa, ollama_model, real_registry, registry, settings
 
 SMALL = gpu("SMALL 16", vram_gb=16, secure=0.17, fp8=False)

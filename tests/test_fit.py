@@ -1,4 +1,4 @@
-"""The fit model (SPEC §4): KV bytes per token, engine memory pools, and the worked checks."""
+"""The fit model: KV bytes per token, engine memory pools, and the worked checks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from frutebox_infra.fit import (
     FitRequest,
     MemoryModel,
     estimate,
+    fewest_gpus,
+    fits,
     kv_bytes_per_token,
     sglang_static_fraction,
 )
@@ -228,7 +230,7 @@ def test_vllm_reserves_more_activation_memory_for_moe() -> None:
     assert lost == pytest.approx(2.5 * GIB, rel=1e-3)
 
 
-# ---- the SPEC's worked checks ---------------------------------------------------------------
+# ---- the brief's worked checks --------------------------------------------------------------
 
 
 def test_qwen3_32b_bf16_on_one_h100_with_vllm_does_not_hold_one_sequence() -> None:
@@ -427,3 +429,54 @@ def test_needed_versus_available_tells_the_same_story_as_fits(
         1,
     )
     assert fit.fits is (fit.needed_gb <= fit.available_gb + 1e-9)
+
+
+# ---- the search's shortcuts agree with the estimate -------------------------------------------
+
+ENGINES = [MemoryModel.SGLANG, MemoryModel.VLLM, MemoryModel.LLAMACPP, MemoryModel.DIFFUSION]
+SHORTCUT_REQUESTS = [
+    pytest.param(
+        request(engine, weights_gb=w, arch=arch, static=static), id=f"{engine}-{w:g}gb-{name}"
+    )
+    for engine in ENGINES
+    for w in (1.0, 15.0, 15.99, 16.0, 40.0, 79.9, 150.0, 600.0)
+    for name, arch, static in (
+        ("gqa", QWEN3_8B, False),
+        ("mla-static", KIMI_K2, True),
+        ("hybrid", QWEN36_27B, False),
+        ("coarse", None, False),
+    )
+]  # fmt: skip
+SHORTCUT_GPUS = [gpu("G16", vram_gb=16), gpu("G80", vram_gb=80), real_gpu(H200)]
+
+
+@pytest.mark.parametrize("req", SHORTCUT_REQUESTS)
+def test_fits_says_what_the_estimate_says_at_every_count(req: FitRequest) -> None:
+    for card in SHORTCUT_GPUS:
+        verdicts = [(fits(req, card, n), estimate(req, card, n).fits) for n in range(1, 9)]
+        assert all(a is b for a, b in verdicts), (card.id, verdicts)
+
+
+@pytest.mark.parametrize("req", SHORTCUT_REQUESTS)
+def test_nothing_fits_below_the_fewest_gpus_the_weights_allow(req: FitRequest) -> None:
+    for card in SHORTCUT_GPUS:
+        floor = fewest_gpus(req, card)
+        assert floor >= 1
+        assert not [n for n in range(1, floor) if estimate(req, card, n).fits], card.id
+
+
+@pytest.mark.parametrize(
+    ("weights_gb", "floor"),
+    [
+        pytest.param(1.0, 1, id="well-under-one-card"),
+        pytest.param(16.0, 1, id="one-card-exactly-is-not-excluded"),
+        pytest.param(34.0, 1, id="just-over-two-cards-rounds-down"),
+        pytest.param(35.0, 2, id="past-two-cards"),
+        pytest.param(600.0, 34, id="many-cards"),
+    ],
+)
+def test_the_fewest_gpus_is_the_weights_over_the_card_rounded_down(
+    weights_gb: float, floor: int
+) -> None:
+    card = gpu("G16", vram_gb=16)  # 16 GiB: 17.18 GB
+    assert fewest_gpus(request(weights_gb=weights_gb), card) == floor

@@ -24,8 +24,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit", "launch_check"),
     ("speed",),
     ("recipes",),
+    ("ranking",),
     ("resolver", "settings", "seeding", "environment"),
-    ("registry_files", "stack_file", "endpoints"),
+    ("registry_cache", "registry_files", "stack_file", "endpoints"),
     ("colocate", "launches", "seeding_plan"),
     ("plan",),
     ("deploy_requests",),
@@ -314,3 +315,45 @@ def test_exit_codes_have_one_home() -> None:
     """errors.py defines every exit code a command returns; everyone else imports them."""
     definers = {n: names for n in modules() if (names := _exit_constants(n))}
     assert definers == {"errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}
+
+
+def _numbers_passed_to(tree: ast.AST, callee: str) -> list[int]:
+    """Lines where `callee(...)` is given a number literal: a bound spelt again."""
+    lines = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id != callee:
+            continue
+        values = [*node.args, *(k.value for k in node.keywords)]
+        if any(isinstance(v, ast.Constant) and isinstance(v.value, int | float) for v in values):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_deploy_steps_bounds_have_one_home() -> None:
+    """runpod/timeouts.py holds the numbers; a module may pass settings through, never new ones."""
+    spelt = {}
+    for name, path in modules().items():
+        if lines := _numbers_passed_to(ast.parse(path.read_text(encoding="utf-8")), "Timeouts"):
+            spelt[name] = lines
+    assert spelt == {}
+
+
+def test_the_bounds_check_sees_a_number_passed() -> None:
+    tree = ast.parse("t = Timeouts(running_s=900.0)\nu = Timeouts(healthy_s=s.healthy)")
+    assert _numbers_passed_to(tree, "Timeouts") == [1]
+
+
+def test_every_module_has_its_same_named_test_module() -> None:
+    """frutebox_infra/x/y.py is tested in tests/x/test_y.py, so a module's tests are found."""
+    package = ROOT / PACKAGE
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        relative = path.relative_to(package)
+        test = ROOT / "tests" / relative.parent / f"test_{path.name}"
+        if not test.is_file():
+            missing.append(str(test.relative_to(ROOT)))
+    assert missing == []

@@ -363,3 +363,31 @@ def test_an_engine_installed_onto_the_volume_is_sized_once(
     comfy_gb = next(i for i in real.images.values() if i.volume_install_gb).volume_install_gb
     assert fleet.volume.engines_gb == pytest.approx(installs * comfy_gb)
     assert fleet.volume.size_gb >= math.ceil(fleet.volume.weights_gb + installs * comfy_gb)
+
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_models_are_planned_with_the_cycle_collector_paused_then_restored(
+    enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from frutebox_infra import plan as planner
+
+    during: list[bool] = []
+    real = planner._plan_model
+
+    def spy(*args: Any) -> Any:
+        during.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(planner, "_plan_model", spy)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        fleet = plan_fleet(real_registry(), settings(models=["qwen3-8b", "sdxl-1.0"]), stack="t")
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert fleet.ok and during == [False, False]
+    assert after is enabled

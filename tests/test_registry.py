@@ -1,4 +1,4 @@
-"""The registry: the catalog holds the SPEC's facts; a bad file names file, entry and field."""
+"""The registry: the catalog holds the brief's facts; a bad file names file, entry and field."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from frutebox_infra.registry import Image, Runtime
 from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
 from tests.factories import files_with, real_files, real_registry
 
-SPEC_MODELS = (
+BRIEF_MODELS = (
     "qwen3-235b-a22b",
     "qwen-3.6-27b",
     "qwen3-coder",
@@ -36,13 +36,13 @@ SPEC_MODELS = (
 )
 
 
-@pytest.mark.parametrize("model_id", SPEC_MODELS)
+@pytest.mark.parametrize("model_id", BRIEF_MODELS)
 def test_every_named_model_is_in_the_catalog(model_id: str) -> None:
     assert real_registry().model(model_id) is not None
 
 
-# (RunPod GPU type id, VRAM GB, native FP8) from SPEC §3.
-SPEC_GPUS = (
+# (RunPod GPU type id, VRAM GB, native FP8) as the owner's brief states them.
+BRIEF_GPUS = (
     ("NVIDIA RTX A4000", 16, False),
     ("NVIDIA RTX A5000", 24, False),
     ("NVIDIA A40", 48, False),
@@ -56,11 +56,11 @@ SPEC_GPUS = (
 
 
 def test_gpu_ids_are_exactly_the_runpod_ids() -> None:
-    assert {g.id for g in real_registry().gpus} == {gpu_id for gpu_id, _, _ in SPEC_GPUS}
+    assert {g.id for g in real_registry().gpus} == {gpu_id for gpu_id, _, _ in BRIEF_GPUS}
 
 
 @pytest.mark.parametrize(
-    ("gpu_id", "vram_gb", "fp8"), [pytest.param(*g, id=g[0]) for g in SPEC_GPUS]
+    ("gpu_id", "vram_gb", "fp8"), [pytest.param(*g, id=g[0]) for g in BRIEF_GPUS]
 )
 def test_gpu_memory_and_fp8_are_the_spec_facts(gpu_id: str, vram_gb: int, fp8: bool) -> None:
     gpu = real_registry().gpu(gpu_id)
@@ -84,9 +84,9 @@ def test_gpu_memory_and_fp8_are_the_spec_facts(gpu_id: str, vram_gb: int, fp8: b
         pytest.param("NVIDIA H200", 4.59, id="h200"),
     ],
 )
-def test_the_observed_spec_price_is_recorded(gpu_id: str, usd: float) -> None:
+def test_the_price_the_brief_observed_is_recorded(gpu_id: str, usd: float) -> None:
     # The registry corrects the brief's H100 figure (it is the COMMUNITY rate, with a dated
-    # source); every SPEC price must still be on record in one of the two clouds.
+    # source); every price the brief states must still be on record in one of the two clouds.
     price = real_registry().gpu(gpu_id).price_usd_per_hour  # type: ignore[union-attr]
     assert usd in (price.secure, price.community)
     assert price.secure is not None and price.secure >= usd
@@ -181,7 +181,8 @@ def test_eu_models_declare_only_vllm(model_id: str) -> None:
     assert m.runtimes == (Runtime.VLLM,)
 
 
-# SPEC §3 ComfyUI recipes: (id, repo or None for the pinned original, revision, files, VRAM, disk)
+# The brief's ComfyUI recipes: (id, repo or None for the pinned original, revision, files, VRAM,
+# disk)
 COMFY = (
     (
         "sdxl-1.0",

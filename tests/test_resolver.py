@@ -1,4 +1,4 @@
-"""The resolver: why a model cannot be served, in the SPEC's order, and how it is placed."""
+"""The resolver: why a model cannot be served, in its rules' order, and how it is placed."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pydantic import ValidationError
 
 import frutebox_infra.recipes as recipes_pkg
 from frutebox_infra.fit import estimate
+from frutebox_infra.ranking import fit_request, image_gpu_problem
 from frutebox_infra.recipes import ENGINE_PREFERENCE, SERVABLE_RUNTIMES, Recipe, ServeOptions
 from frutebox_infra.registry import Cloud, Image, Model, Runtime
-from frutebox_infra.resolver import Resolution, fit_request, image_gpu_problem, resolve
+from frutebox_infra.resolver import Resolution, resolve
 from tests.factories import (
     GB,
     GIB,
@@ -154,7 +155,7 @@ def test_an_id_not_in_the_registry_is_a_problem() -> None:
     assert "frutebox models" in r.problem.fix
 
 
-# A model breaking two rules reports the earlier one (SPEC §3 order).
+# A model breaking two rules reports the earlier one (the rules' order).
 ORDER = (
     pytest.param(
         model("a", runtimes=["sglang"], source_unavailable="closed"),
@@ -666,7 +667,7 @@ def test_an_image_whose_entrypoint_the_recipe_does_not_build_for_is_refused(runt
     assert resolve(registry([candidate]), candidate.id).servable
 
 
-# ---- issue 14: the bounds the real engines enforce, on the real catalog ----------------------
+# ---- the bounds the real engines enforce, on the real catalog ---------------------------
 
 H200_ID = "NVIDIA H200"
 RTX_PRO_ID = "NVIDIA RTX PRO 6000 Blackwell Server Edition"

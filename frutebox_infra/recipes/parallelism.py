@@ -23,16 +23,20 @@ class Sharding:
     problem: str | None = None
 
 
+PLAIN = Sharding()
+"""Plain tensor parallelism: what most models and counts get."""
+
+
 def sharding(model: Model, tp: int) -> Sharding:
     """The split `tp` GPUs need for `model`'s weights, from the facts its config.json gives."""
     block = model.weights.fp8_block_size
     arch = model.architecture
     if tp == 1 or block is None or model.weights.format != "fp8" or arch is None:
-        return Sharding()
+        return PLAIN
     if arch.moe and arch.moe_intermediate_size is not None:
         width = arch.moe_intermediate_size
         if _whole_blocks(width, tp, block):
-            return Sharding()
+            return PLAIN
         if arch.experts is None:
             return Sharding(
                 problem=f"expert width {width} / TP {tp} is not a multiple of the FP8 block"
@@ -51,7 +55,7 @@ def sharding(model: Model, tp: int) -> Sharding:
             return Sharding(
                 problem=f"MLP width {width} / TP {tp} is not a multiple of the FP8 block {block}"
             )
-    return Sharding()
+    return PLAIN
 
 
 def _whole_blocks(width: int, tp: int, block: int) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.resolver import PlacementOption, PlanProblem
+from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.resolver import PlanProblem
 
 
 def placement_data(p: PlacementOption) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.deploy_requests import pod_name
 from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
+from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.bringup_report import (
     bringup_lines,
@@ -18,7 +19,6 @@ from frutebox_infra.report.bringup_report import (
 )
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.text import bullets, table, usd
-from frutebox_infra.resolver import PlacementOption
 
 PLAN_VERSION = 1
 """Changes when a key of `plan_data` does."""

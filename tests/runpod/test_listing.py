@@ -1,4 +1,4 @@
-"""A ComfyUI pod is healthy only when it lists every weights file it needs (issue 14)."""
+"""A ComfyUI pod is healthy only when it lists every weights file it needs."""
 
 from __future__ import annotations
 

@@ -1,0 +1,246 @@
+"""Where one model fits: per GPU type the smallest count that fits, ranked cheapest first.
+
+The search asks every GPU type and count only whether the model fits; the placements it
+ranks (the fit estimated in full, the pod rendered) are built when asked for, since most
+are ranked and never taken, and the reasons the other GPU types refuse it only when a
+problem or a report needs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
+from frutebox_infra.recipes import PodSpec, Recipe
+from frutebox_infra.recipes.base import ServeOptions, Serving
+from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One GPU type as considered: the smallest count that fits, or why none does."""
+
+    gpu: Gpu
+    count: int | None
+    usd_per_hour: float | None
+    fit: Fit | None
+    rejected: str | None
+
+
+@dataclass(frozen=True)
+class PlacementOption:
+    """A placement that can run the model, with the exact pod it would run."""
+
+    gpu: Gpu
+    count: int
+    usd_per_hour: float
+    """USD per hour for the whole pod (price per GPU x count) in the stack's cloud."""
+    fit: Fit
+    recipe: Recipe = field(compare=False, repr=False)
+    model: Model = field(compare=False, repr=False)
+    image: Image = field(compare=False, repr=False)
+    serving: Serving = field(compare=False, repr=False)
+    seeded: bool = False
+    """A CPU pod puts the weights on the volume first: the pod reads them offline."""
+
+    @cached_property
+    def pod(self) -> PodSpec:
+        """Rendered on first use: most fitting placements are ranked, never deployed."""
+        pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+        return self.recipe.seeded_pod(pod) if self.seeded else pod
+
+    @property
+    def total_vram_gb(self) -> int:
+        return self.gpu.vram_gb * self.count
+
+    @property
+    def label(self) -> str:
+        return f"{self.count}x {self.gpu.name}"
+
+
+Ranked = tuple[int, int, float]
+"""A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
+count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One model's ranked placements and the GPU types that refuse it, built on demand.
+
+    Equal rankings rank the same GPU types, counts and prices: what the rest is built from.
+    `built` and `requests` are caches, filled as placements are asked for; nothing else
+    changes after the search.
+    """
+
+    ranked: tuple[Ranked, ...]
+    """Cheapest first, then less VRAM."""
+    cloud: Cloud
+    gpu_id: str | None
+    registry: Registry = field(compare=False, repr=False)
+    model: Model = field(compare=False, repr=False)
+    recipe: Recipe = field(compare=False, repr=False)
+    image: Image = field(compare=False, repr=False)
+    serving: Serving = field(compare=False, repr=False)
+    options: ServeOptions = field(compare=False, repr=False)
+    allowed_counts: tuple[int, ...] = field(compare=False, repr=False)
+    """GPU counts without a problem of their own (TP degree, FP8 sharding), ascending."""
+    requests: dict[int, FitRequest] = field(compare=False, repr=False)
+    """The fit request per KV precision, as the search made them."""
+    built: list[PlacementOption] = field(default_factory=list, compare=False, repr=False)
+    """The placements built so far: always the cheapest ones."""
+
+    def placements(self, n: int | None = None) -> tuple[PlacementOption, ...]:
+        """The `n` cheapest placements (all by default), each built once."""
+        wanted = self.ranked[:n]
+        for gpu_index, count, usd in wanted[len(self.built) :]:
+            gpu = self.registry.gpus[gpu_index]
+            fit = estimate(self._request(gpu), gpu, count)
+            self.built.append(
+                PlacementOption(gpu, count, usd, fit, self.recipe, self.model, self.image,
+                                self.serving)
+            )  # fmt: skip
+        return tuple(self.built[: len(wanted)])
+
+    def within(self, premium: float) -> tuple[PlacementOption, ...]:
+        """The cheapest placement and every other costing at most `premium` times it."""
+        if not self.ranked:
+            return ()
+        ceiling = self.ranked[0][2] * premium + 1e-9
+        return self.placements(sum(1 for r in self.ranked if r[2] <= ceiling))
+
+    @property
+    def refused(self) -> tuple[Candidate, ...]:
+        """The GPU types considered that fit at no count, in the registry's order, each with
+        why (at its largest count estimated, else its last count refused)."""
+        placed = {i for i, _, _ in self.ranked}
+        return tuple(
+            self._refusal(gpu)
+            for i, gpu in enumerate(self.registry.gpus)
+            if i not in placed and (self.gpu_id is None or gpu.id == self.gpu_id)
+        )
+
+    def _refusal(self, gpu: Gpu) -> Candidate:
+        price = gpu_price(gpu, self.cloud)
+        if price is None:
+            return Candidate(gpu, None, None, None, f"no {self.cloud} price recorded")
+        refused = _gpu_refusal(self.serving, self.image, gpu)
+        if refused is not None:
+            return Candidate(gpu, None, None, None, refused)
+        top = _top_count(self.registry, gpu)  # >= 1: both caps are at least 1
+        allowed = [c for c in self.allowed_counts if c <= top]
+        if allowed:
+            fit = estimate(self._request(gpu), gpu, allowed[-1])
+            return Candidate(gpu, allowed[-1], round(price * allowed[-1], 2), fit, fit.reason)
+        problem = self.recipe.count_problem(self.model, top)
+        return Candidate(gpu, top, round(price * top, 2), None, problem)
+
+    def _request(self, gpu: Gpu) -> FitRequest:
+        return _request(self.requests, self.model, self.recipe, self.serving, self.options, gpu)
+
+
+def rank(
+    registry: Registry,
+    model: Model,
+    recipe: Recipe,
+    image: Image,
+    serving: Serving,
+    options: ServeOptions,
+    cloud: Cloud,
+    gpu_id: str | None,
+) -> Ranking:
+    """Per GPU type (only `gpu_id` when set) the smallest count that fits, cheapest first."""
+    # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
+    # is the same on every GPU type: worked out once per model, not per GPU type.
+    allowed = tuple(
+        c for c in range(1, registry.max_gpus_per_pod + 1) if recipe.count_problem(model, c) is None
+    )
+    requests: dict[int, FitRequest] = {}
+    ranked: list[Ranked] = []
+    for index, gpu in enumerate(registry.gpus):
+        if gpu_id is not None and gpu.id != gpu_id:
+            continue
+        price = gpu_price(gpu, cloud)
+        if price is None or _gpu_refusal(serving, image, gpu) is not None:
+            continue
+        request = _request(requests, model, recipe, serving, options, gpu)
+        count = _smallest_count(request, gpu, allowed, _top_count(registry, gpu))
+        if count is not None:
+            ranked.append((index, count, round(price * count, 2)))
+    gpus = registry.gpus
+    ranked.sort(key=lambda r: (r[2], gpus[r[0]].vram_gb * r[1]))
+    return Ranking(tuple(ranked), cloud, gpu_id, registry, model, recipe, image, serving,
+                   options, allowed, requests)  # fmt: skip
+
+
+def _smallest_count(
+    request: FitRequest, gpu: Gpu, allowed: tuple[int, ...], top: int
+) -> int | None:
+    """The smallest allowed count up to `top` that fits, asking each only whether it fits."""
+    fewest = fewest_gpus(request, gpu)
+    for count in allowed:
+        if count > top:
+            return None
+        if count >= fewest and fits(request, gpu, count):
+            return count
+    return None
+
+
+def _top_count(registry: Registry, gpu: Gpu) -> int:
+    return min(gpu.max_count, registry.max_gpus_per_pod)
+
+
+def _gpu_refusal(serving: Serving, image: Image, gpu: Gpu) -> str | None:
+    """Why no count of `gpu` can serve, before any fit: FP8 weights, the image's kernels."""
+    if serving.require_fp8 and not gpu.fp8:
+        return "FP8 checkpoint needs a native-FP8 GPU"
+    return None if image.drives(gpu) else image_gpu_problem(image, gpu)
+
+
+def _request(
+    requests: dict[int, FitRequest],
+    model: Model,
+    recipe: Recipe,
+    serving: Serving,
+    options: ServeOptions,
+    gpu: Gpu,
+) -> FitRequest:
+    """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
+    dtype = recipe.kv_dtype_bytes(gpu)
+    request = requests.get(dtype)
+    if request is None:
+        request = requests[dtype] = fit_request(model, recipe, serving, options, gpu)
+    return request
+
+
+def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
+    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
+    if image.drives(gpu):
+        return None
+    return (
+        f"image {image.reference} has no kernels for {gpu.architecture}"
+        f" (it runs on {', '.join(image.gpu_architectures)})"
+    )
+
+
+def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
+    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
+    prices = gpu.price_usd_per_hour
+    return prices.secure if cloud is Cloud.SECURE else prices.community
+
+
+def fit_request(
+    model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
+) -> FitRequest:
+    """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
+    return FitRequest(
+        engine=serving.memory_model,
+        weights_gb=serving.weights_vram_gb,
+        context_tokens=serving.context_tokens,
+        configured_sequences=serving.concurrency,
+        min_sequences=options.min_sequences,
+        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
+        architecture=model.architecture,
+        static_allocation=serving.static_allocation,
+        speculative=serving.speculative,
+    )

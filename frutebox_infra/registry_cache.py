@@ -1,0 +1,124 @@
+"""Validated registries kept on disk, keyed by everything their validation depends on.
+
+Validating registry/*.yaml (YAML parsing, then pydantic building and running the schemas) is
+most of what loading the registry costs, and it gives the same answer until a registry file
+or our code changes. So a registry that validated is pickled under a key hashed from every
+registry file's text, every source file of this package and the Python and pydantic
+versions; a changed byte anywhere is another key, hence a fresh validation. Only registries
+that passed are kept, so every error is still found and explained by the validation itself.
+The cache is a convenience: an entry that cannot be read or written is ignored.
+
+Entries are pickles in a git-ignored directory of the checkout, which only someone who can
+already edit this package's source can write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
+from pathlib import Path
+
+import pydantic
+import pydantic_core
+
+from frutebox_infra.paths import REPO_ROOT
+from frutebox_infra.registry import Registry
+
+CACHE_DIR = REPO_ROOT / ".cache" / "registry"
+"""Git-ignored (.gitignore's `.cache/`)."""
+KEEP = 8
+"""Entries kept after a write, newest first: the work tree's registry, a few git refs' ones
+and the test suite's variants, without the directory growing with every edit."""
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def cache_key(texts: Mapping[str, str]) -> str:
+    """What a registry's validation depends on: its files' names and texts, and our code."""
+    digest = hashlib.sha256(_code_fingerprint().encode())
+    for name in sorted(texts):
+        _feed(digest.update, name.encode())
+        _feed(digest.update, texts[name].encode())
+    return digest.hexdigest()
+
+
+def load(directory: Path, key: str) -> Registry | None:
+    """The registry validated under `key`, or None when there is none or it cannot be read."""
+    try:
+        data = (directory / f"{key}.pickle").read_bytes()
+    except OSError:
+        return None
+    try:
+        found = pickle.loads(data)
+    # A truncated or foreign file raises whatever its bytes lead pickle into; any of it
+    # means only that this entry is unusable.
+    except Exception:
+        return None
+    return found if isinstance(found, Registry) else None
+
+
+def store(directory: Path, key: str, registry: Registry) -> None:
+    """Keep `registry` under `key`, atomically (a reader sees the old entry or the whole new
+    one), then drop all but the KEEP newest entries. A failure leaves the cache as it was."""
+    tmp: str | None = None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            pickle.dump(registry, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, directory / f"{key}.pickle")
+        tmp = None
+        _prune(directory)
+    except (OSError, pickle.PicklingError, TypeError):
+        pass  # unwritable, full, or an object pickle refuses: validated again next time
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _prune(directory: Path) -> None:
+    entries = sorted(directory.glob("*.pickle"), key=_mtime, reverse=True)
+    for old in entries[KEEP:]:
+        old.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0  # removed meanwhile by another process's prune
+
+
+@cache
+def _code_fingerprint() -> str:
+    """Python, pydantic and every source file of this package (any of them may change what
+    validation accepts or builds), read once per process."""
+    digest = hashlib.sha256()
+    for part in (sys.version, pydantic.VERSION, pydantic_core.__version__):
+        _feed(digest.update, part.encode())
+    for path in sorted(_sources(_PACKAGE)):
+        _feed(digest.update, os.path.relpath(path, _PACKAGE).encode())
+        with open(path, "rb") as source:
+            _feed(digest.update, source.read())
+    return digest.hexdigest()
+
+
+def _sources(directory: Path | str) -> Iterator[str]:
+    # os.scandir rather than Path.rglob: a third of the time, on the start-up path.
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    yield from _sources(entry.path)
+            elif entry.name.endswith(".py"):
+                yield entry.path
+
+
+def _feed(update: Callable[[bytes], object], part: bytes) -> None:
+    """Length-prefixed, so no two different sequences of parts hash alike."""
+    update(len(part).to_bytes(8, "big"))
+    update(part)

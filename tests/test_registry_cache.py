@@ -1,0 +1,126 @@
+"""The validated-registry cache: keyed by every input, read back whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from frutebox_infra import registry_cache
+from frutebox_infra.errors import ConfigError
+from frutebox_infra.registry import Registry
+from frutebox_infra.registry_cache import KEEP, cache_key, load, store
+from frutebox_infra.registry_files import RegistryFiles, parse_registry
+from tests.factories import files_with, real_files, real_registry
+
+TEXTS = {"models.yaml": "models: []\n", "gpus.yaml": "gpus: []\n"}
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param({**TEXTS, "models.yaml": "models: [] \n"}, id="one-byte-of-a-text"),
+        pytest.param({"models.yaml": TEXTS["models.yaml"]}, id="a-file-fewer"),
+        pytest.param({**TEXTS, "speed.yaml": ""}, id="an-empty-file-more"),
+        pytest.param(
+            {"models.yaml": "", "gpus.yaml": "models: []\ngpus: []\n"}, id="text-moved-across"
+        ),
+        pytest.param(
+            {"models.yam": "lmodels: []\n", "gpus.yaml": TEXTS["gpus.yaml"]}, id="name-vs-text"
+        ),
+    ],
+)
+def test_any_change_to_the_files_is_another_key(other: dict[str, str]) -> None:
+    assert cache_key(other) != cache_key(TEXTS)
+
+
+def test_the_same_texts_in_any_order_are_the_same_key() -> None:
+    assert cache_key(dict(reversed(TEXTS.items()))) == cache_key(dict(TEXTS))
+
+
+def test_a_change_to_our_code_is_another_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = cache_key(TEXTS)
+    monkeypatch.setattr(registry_cache, "_code_fingerprint", lambda: "edited source")
+    assert cache_key(TEXTS) != before
+
+
+def test_the_code_fingerprint_reads_every_source_file_of_the_package() -> None:
+    package = Path(registry_cache.__file__).parent
+    sources = {os.path.relpath(p, package) for p in registry_cache._sources(package)}
+    assert {"registry.py", "registry_base.py", "speed_facts.py", "registry_files.py"} <= sources
+    assert {"runpod/__main__.py", "recipes/base.py"} <= sources
+    assert not any("__pycache__" in s or not s.endswith(".py") for s in sources)
+
+
+def test_a_stored_registry_is_read_back_equal(tmp_path: Path) -> None:
+    registry = real_registry()
+    store(tmp_path, "k", registry)
+    found = load(tmp_path, "k")
+    assert found == registry and found is not registry
+    assert load(tmp_path, "other") is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"not a pickle", id="garbage"),
+        pytest.param(pickle.dumps(real_registry())[:-50], id="truncated"),
+        pytest.param(pickle.dumps({"models": ()}), id="not-a-registry"),
+        pytest.param(b"\x80\x05c" + b"no_such_module\nThing\n.", id="names-a-missing-module"),
+    ],
+)
+def test_an_unreadable_entry_is_ignored(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "k.pickle").write_bytes(content)
+    assert load(tmp_path, "k") is None
+
+
+def test_an_unwritable_cache_is_ignored_and_leaves_nothing(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    store(blocked, "k", real_registry())  # mkdir fails: no error, nothing written
+    store(blocked / "below", "k", real_registry())
+    assert blocked.read_text() == "" and list(tmp_path.iterdir()) == [blocked]
+
+
+def test_a_write_leaves_no_temporary_file_and_keeps_the_newest_entries(tmp_path: Path) -> None:
+    registry = real_registry()
+    for i in range(KEEP + 3):
+        store(tmp_path, f"k{i}", registry)
+        os.utime(tmp_path / f"k{i}.pickle", (1000 + i, 1000 + i))
+    store(tmp_path, "last", registry)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == KEEP and "last.pickle" in names
+    assert f"k{KEEP + 2}.pickle" in names and "k0.pickle" not in names
+    assert all(n.endswith(".pickle") and not n.startswith(".") for n in names)
+
+
+def test_parse_registry_reads_a_cached_registry_instead_of_validating(tmp_path: Path) -> None:
+    files = real_files()
+    validated = parse_registry(files, cache=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(files.texts)}.pickle"]
+    # What the cache holds under the key is what comes back: the YAML is not read again.
+    fewer = validated.model_copy(update={"models": validated.models[:1]})
+    store(tmp_path, cache_key(files.texts), fewer)
+    assert parse_registry(files, cache=tmp_path).models == validated.models[:1]
+    assert parse_registry(files, cache=None) == validated
+
+
+def test_a_registry_that_fails_validation_is_never_cached(tmp_path: Path) -> None:
+    bad = files_with(gpus="gpus: [{id: x}]\nmax_gpus_per_pod: 8\n")
+    for _ in range(2):  # the second time validates again and gives the same error
+        with pytest.raises(ConfigError, match=r"gpus\.yaml: gpu 'x' field 'name'"):
+            parse_registry(bad, cache=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_back_registry_behaves_as_the_validated_one(tmp_path: Path) -> None:
+    files = RegistryFiles(dict(real_files().texts))
+    parse_registry(files, cache=tmp_path)
+    cached = parse_registry(files, cache=tmp_path)
+    assert isinstance(cached, Registry)
+    first = cached.models[0]
+    assert cached.model(first.id) is not None and cached.model(first.id) == first
+    assert cached.engine_options == real_registry().engine_options

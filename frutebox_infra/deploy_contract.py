@@ -1,5 +1,5 @@
 """The one request contract between the planner (which writes it) and the deploy step (which reads
-it): what `python -m frutebox_infra.runpod pod|volume ACTION` gets on stdin and prints back.
+it): what `python -m frutebox_infra.runpod pod|volume|seed ACTION` gets on stdin and prints back.
 
 Plain pydantic, no pulumi and no httpx: `deploy_requests.py` renders a plan as these models,
 `runpod/command_io` parses them, and the tests build them; a field added here exists on both
@@ -63,7 +63,6 @@ class PodRequest(_Strict):
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     meta: Any = None
 
-
     @field_validator("ollamaPull", mode="before")
     @classmethod
     def _one_tag(cls, value: Any) -> Any:
@@ -71,6 +70,38 @@ class PodRequest(_Strict):
         if value is None:
             return []
         return [value] if isinstance(value, str) else value
+
+
+class CpuSpec(_Strict):
+    """The `cpu` block of a CPU pod's create: a flavor of GET /v2/catalog/cpus and its vCPUs."""
+
+    id: str = Field(min_length=1)
+    vcpuCount: int = Field(ge=2)
+
+
+class SeedRequest(_Strict):
+    """stdin of `seed create|update`: a CPU pod on the stack's volume runs the seeder on
+    `plan`, its status is followed until every job ends, and the pod is terminated.
+
+    `pod` is the create body without `cpu`, `env` and `args`: the step adds the CPU flavor it
+    walks to (`cpus`, cheapest first), the seeder with its plan (seeding/delivery.py), the
+    ownership token and, for `hfTokenEnv`, the Hugging Face token.
+    """
+
+    name: str = Field(min_length=1)
+    owner: str = Field(min_length=8, description="the stack's ownership token")
+    volumeId: str = Field(min_length=1)
+    dataCenter: str = Field(min_length=1)
+    pod: dict[str, Any]
+    cpus: list[CpuSpec] = Field(min_length=1)
+    plan: dict[str, Any]
+    """A SeedPlan (seeding/protocol.py), read by the step with that model."""
+    status: HealthSpec
+    """Where the seeder serves GET /status."""
+    timeoutSeconds: float = Field(gt=0)
+    """The whole seeding, from the create to the last job's end."""
+    hfTokenEnv: list[str] = Field(default_factory=list)
+    meta: Any = None
 
 
 class VolumeRequest(_Strict):
@@ -105,6 +136,17 @@ class PreviousPod(_Result):
     """What the pod was last set to (image, args, env without secrets, ports, disk) and the
     env names the step fills with secrets (`secretEnv`): an update whose new container does
     not serve is rolled back to it."""
+
+
+class PreviousSeed(_Result):
+    """What a seed printed: the volume it filled and how each model ended; kept whole, since
+    an update that finds nothing to do prints it again."""
+
+    model_config = ConfigDict(extra="allow")
+
+    volumeId: str
+    state: str
+    models: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class PreviousVolume(_Result):

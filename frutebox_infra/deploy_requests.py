@@ -1,15 +1,19 @@
-"""A plan rendered as what the deploy step reads: RunPod pod bodies, pod and volume requests."""
+"""A plan rendered as what the deploy step reads: RunPod pod bodies, pod, seed and volume
+requests."""
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from frutebox_infra.deploy_contract import (
     OWNER_ENV,
+    CpuSpec,
     HealthSpec,
     PodRequest,
+    SeedRequest,
     TimeoutSpec,
     VolumeRequest,
 )
@@ -17,26 +21,37 @@ from frutebox_infra.launches import pod_specs
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.seeding.bringup import download_seconds, read_seconds
+from frutebox_infra.seeding.manifest import needs_token, seed_plan
+from frutebox_infra.seeding.protocol import STATUS_PATH, TOKEN_ENV
 from frutebox_infra.settings import StackSettings
 
 HEALTH_BASE_S = 900
-"""Seconds a server needs besides downloading: image start, loading onto the GPUs, warm-up."""
+"""Seconds a server needs besides moving its weights: image start, CUDA graphs, warm-up."""
 
 
 def health_deadline_s(
-    plan: ModelPlan, settings: StackSettings, members: Sequence[ModelPlan] = ()
+    plan: ModelPlan,
+    settings: StackSettings,
+    members: Sequence[ModelPlan] = (),
+    *,
+    seeded: Collection[str] = (),
 ) -> int:
-    """How long a new pod may take to answer health: a first bring-up downloads the model's
-    weights (every member's, on a shared pod) onto the volume before the server can answer,
-    so the deadline grows with them at the assumed `downloadMBps`; the stack's
+    """How long a new pod may take to answer health: HEALTH_BASE_S, plus reading every
+    member's weights off the volume where its engine loads them at start, plus downloading
+    those that no CPU pod seeded first (`seeded`), at the assumed `downloadMBps`; the stack's
     `healthTimeoutSeconds` overrides it."""
     if settings.health_timeout_seconds is not None:
         return settings.health_timeout_seconds
-    weights_gb = 0.0
+    seconds = 0.0
     for m in (plan, *members):
-        serving = m.resolution.serving
-        weights_gb += serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
-    return HEALTH_BASE_S + math.ceil(weights_gb * 1000 / settings.download_mb_per_s)
+        serving, recipe = m.resolution.serving, m.resolution.recipe
+        weights_gb = serving.weights_disk_gb if serving and serving.weights_disk_gb else 0.0
+        if recipe is not None and recipe.loads_weights_at_start:
+            seconds += read_seconds(weights_gb, settings.volume_type)
+        if m.model_id not in seeded:
+            seconds += download_seconds(weights_gb, settings.download_mb_per_s)
+    return HEALTH_BASE_S + math.ceil(seconds)
 
 
 def volume_name(stack: str) -> str:
@@ -49,6 +64,17 @@ def pod_name(stack: str, model_id: str) -> str:
     pod is named after its anchor (largest member), so the name survives smaller members
     coming and going."""
     return f"frutebox-{stack}-{model_id}"
+
+
+def seed_pod_name(stack: str, model_id: str) -> str:
+    """The CPU pod that seeds `model_id`'s weights; like a pod's, not unique on RunPod."""
+    return f"frutebox-{stack}-{model_id}-seed"
+
+
+def seeded_ids(plan: FleetPlan) -> frozenset[str]:
+    """The models a CPU pod seeds before their GPU pod starts."""
+    seeding = plan.seeding
+    return frozenset(m.model_id for m in seeding.models if m.seeded) if seeding else frozenset()
 
 
 def pod_name_of(plan: FleetPlan, model_id: str) -> str | None:
@@ -104,10 +130,12 @@ def pod_request(
     volume_id: str,
     owner: str,
     members: Sequence[ModelPlan] = (),
+    seeded: Collection[str] = (),
 ) -> PodRequest:
     """What the deploy step reads on stdin: candidates cheapest-first plus how to check health.
 
-    `plan` is the pod's anchor; `members` the other models sharing its pod, if any.
+    `plan` is the pod's anchor; `members` the other models sharing its pod, if any; `seeded`
+    the models whose weights a CPU pod put on the volume first.
     """
     assert plan.placement is not None
     specs = shared_specs(plan, members)
@@ -125,10 +153,52 @@ def pod_request(
         ),
         ollamaPull=list(pod.ollama_pulls),
         hfTokenEnv=list(pod.secret_env),
-        timeouts=TimeoutSpec(healthySeconds=health_deadline_s(plan, settings, members)),
+        timeouts=TimeoutSpec(
+            healthySeconds=health_deadline_s(plan, settings, members, seeded=seeded)
+        ),
         meta={"models": [plan.model_id, *(m.model_id for m in members)], "stack": stack}
         if members
         else {"model": plan.model_id, "stack": stack},
+    )
+
+
+def seed_fingerprint(plan: FleetPlan, model_id: str) -> str:
+    """What replaces a model's seed resource: its job (source, revision, where it goes) as
+    sent; anything else about the seed (flavor, deadline, key) moves no byte."""
+    decision = plan.seeding.of(model_id) if plan.seeding else None
+    assert decision is not None and decision.job is not None
+    return hashlib.sha256(decision.job.model_dump_json().encode()).hexdigest()[:16]
+
+
+def seed_request(plan: FleetPlan, model_id: str, *, volume_id: str, owner: str) -> SeedRequest:
+    """What `seed create|update` reads: the model's job and the CPU flavors to walk."""
+    seeding = plan.seeding
+    decision = seeding.of(model_id) if seeding else None
+    assert seeding is not None and decision is not None and decision.job is not None
+    assert seeding.image is not None and seeding.cpu is not None
+    settings, image = plan.settings, seeding.image
+    name = seed_pod_name(plan.stack, model_id)
+    return SeedRequest(
+        name=name,
+        owner=owner,
+        volumeId=volume_id,
+        dataCenter=settings.data_center,
+        pod={
+            "name": name,
+            "image": image.reference,
+            "ports": [f"{image.port}/http"],
+            "disk": seeding.cpu.disk_gb,
+            # CPU pods run on Secure cloud only, which is also the only one volumes mount on.
+            "cloud": "SECURE",
+            "dataCenterIds": [settings.data_center],
+            "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
+        },
+        cpus=[CpuSpec(id=c.flavor.id, vcpuCount=c.vcpus) for c in seeding.cpus],
+        plan=seed_plan([decision.job], port=image.port).model_dump(mode="json"),
+        status=HealthSpec(port=image.port, path=STATUS_PATH),
+        timeoutSeconds=decision.timeout_s,
+        hfTokenEnv=[TOKEN_ENV] if needs_token(decision.job) else [],
+        meta={"model": model_id, "stack": plan.stack},
     )
 
 

@@ -119,6 +119,10 @@ class FleetDiff:
     problems: tuple[PlanProblem, ...]
     """Problems of the after side: each one fails `pulumi preview`."""
     warnings: tuple[str, ...]
+    first_deploy_usd: Amount = Amount(0.0, 0.0)
+    """Bringing the whole stack up from nothing: seeding plus GPU time before serving."""
+    added_bringup_usd: float = 0.0
+    """Bringing up what the change arms, once: its seeds and GPU time before it serves."""
 
     @property
     def ok(self) -> bool:
@@ -206,6 +210,22 @@ def diff_plans(before: FleetPlan | None, after: FleetPlan | None) -> FleetDiff:
         budget_headroom_usd_per_hour=after.budget_headroom_usd_per_hour if after else None,
         problems=after.problems if after else (),
         warnings=after.warnings if after else (),
+        first_deploy_usd=side(_first_deploy_usd),
+        added_bringup_usd=_added_bringup_usd(after, models),
+    )
+
+
+def _first_deploy_usd(plan: FleetPlan) -> float:
+    return plan.seeding.first_deploy.total_usd if plan.seeding else 0.0
+
+
+def _added_bringup_usd(after: FleetPlan | None, models: tuple[ModelChange, ...]) -> float:
+    seeding = after.seeding if after else None
+    if seeding is None:
+        return 0.0
+    added = [seeding.of(m.model_id) for m in models if m.change is Change.ADDED]
+    return round(
+        sum(d.bringup.seed_usd + d.bringup.gpu_before_serving_usd for d in added if d), 2
     )
 
 

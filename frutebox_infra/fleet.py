@@ -1,4 +1,5 @@
-"""The Pulumi shell: declares the weights volume and one pod per armed model from a FleetPlan.
+"""The Pulumi shell: declares the weights volume, one pod per armed model (or shared pod) and,
+before each pod, a seed per model that a CPU pod seeds, from a FleetPlan.
 
 The only module that imports pulumi. Nothing here talks to RunPod: each resource is a
 `pulumi_command.local.Command` whose create/update/delete run `python -m frutebox_infra.runpod`,
@@ -16,7 +17,14 @@ import pulumi
 from pulumi_command import local
 
 from frutebox_infra.deploy_contract import VolumeRequest
-from frutebox_infra.deploy_requests import pod_name, pod_request, volume_request
+from frutebox_infra.deploy_requests import (
+    pod_name,
+    pod_request,
+    seed_fingerprint,
+    seed_request,
+    seeded_ids,
+    volume_request,
+)
 from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.report.plan_report import plan_data
@@ -136,11 +144,19 @@ class ModelServerArgs:
     credentials: Credentials
     members: tuple[ModelPlan, ...] = ()
     """The other models sharing this pod (co-location); `plan` is its anchor."""
+    fleet: FleetPlan | None = None
+    """The whole plan: which of the pod's models a CPU pod seeds first, and their jobs."""
 
 
 class ModelServer(pulumi.ComponentResource):
     """One pod: an armed model's, or the anchor's shared with `members`. Created on the first
-    placement RunPod has in stock; members coming and going update it in place."""
+    placement RunPod has in stock; members coming and going update it in place.
+
+    Each of its models that a CPU pod seeds has a seed resource (`<model>-seed`) the pod
+    depends on, so the GPU pod is created only once its weights are on the volume, and a
+    failed seed stops only what depends on it. A seed is replaced when its job changes
+    (source, revision, destination); its delete moves nothing: the weights stay on the
+    volume."""
 
     pod_id: pulumi.Output[str]
     gpu_id: pulumi.Output[str]
@@ -153,9 +169,21 @@ class ModelServer(pulumi.ComponentResource):
     ) -> None:
         super().__init__("frutebox:index:ModelServer", name, None, opts)
         plan, settings, stack = args.plan, args.settings, args.stack
+        seeded = seeded_ids(args.fleet) if args.fleet else frozenset()
+        seeds = [
+            self._seed(model_id, args)
+            for model_id in (plan.model_id, *(m.model_id for m in args.members))
+            if model_id in seeded
+        ]
         stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
             lambda ids: pod_request(
-                plan, settings, stack=stack, volume_id=ids[0], owner=ids[1], members=args.members
+                plan,
+                settings,
+                stack=stack,
+                volume_id=ids[0],
+                owner=ids[1],
+                members=args.members,
+                seeded=seeded,
             ).to_json()
         )
         # What RunPod cannot change on a live pod is a replace: the placement the plan picks,
@@ -178,7 +206,7 @@ class ModelServer(pulumi.ComponentResource):
             environment=args.credentials.environment(),
             triggers=triggers,
             logging=local.Logging.STDERR,
-            opts=_options(parent=self, delete_before_replace=True),
+            opts=_options(parent=self, delete_before_replace=True, depends_on=seeds),
         )
         result = _result(command.stdout)
         self.pod_id = result.apply(lambda r: str(r.get("podId", "")))
@@ -187,6 +215,30 @@ class ModelServer(pulumi.ComponentResource):
         self.usd_per_hour = result.apply(lambda r: float(r.get("costPerHour") or 0.0))
         self.url = result.apply(lambda r: str(r.get("url", "")))
         self.register_outputs({"podId": self.pod_id, "gpuId": self.gpu_id, "url": self.url})
+
+    def _seed(self, model_id: str, args: ModelServerArgs) -> local.Command:
+        fleet = args.fleet
+        assert fleet is not None
+        stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
+            lambda ids: seed_request(fleet, model_id, volume_id=ids[0], owner=ids[1]).to_json()
+        )
+        settings = args.settings
+        return local.Command(
+            f"{model_id}-seed",
+            create=_command("seed", "create"),
+            update=_command("seed", "update"),
+            delete=_command("seed", "delete"),
+            stdin=stdin,
+            environment=args.credentials.environment(),
+            # A new volume (its data centre or tier) holds none of the weights: seed again.
+            triggers=[
+                seed_fingerprint(fleet, model_id),
+                settings.data_center,
+                settings.volume_type,
+            ],
+            logging=local.Logging.STDERR,
+            opts=_options(parent=self),
+        )
 
 
 @dataclass(frozen=True)
@@ -215,6 +267,7 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
                 request.name,
                 credentials,
                 members,
+                plan,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )

@@ -15,6 +15,7 @@ from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
+from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.speed_floor import BelowFloor, choose, floor_problem, speed_floor
 
@@ -97,6 +98,8 @@ class FleetPlan:
     warnings: tuple[str, ...]
     pods: tuple[PodGroup, ...] = ()
     """Every pod, in the order of its first member in `models`; a model in none has no pod."""
+    seeding: Seeding | None = None
+    """Which models a CPU pod seeds first, and the bring-up; None in a plan made without."""
 
     @property
     def ok(self) -> bool:
@@ -198,6 +201,9 @@ def plan_fleet(
     with _cycle_collector_paused():
         models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
         models, pods = _pods(registry, settings, models)
+        models, seeding = _seeding(registry, settings, models, pods)
+    problems.extend(seeding.problems)
+    warnings.extend(seeding.warnings)
     for plan in models:
         problems.extend(plan.problems)
     launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
@@ -216,7 +222,7 @@ def plan_fleet(
                 " across stacks",
             )
         )
-    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods)
+    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods, seeding)
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
@@ -229,7 +235,9 @@ def plan_fleet(
             )
         )
     all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods)
+    return FleetPlan(
+        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods, seeding
+    )
 
 
 @contextmanager
@@ -284,6 +292,29 @@ def _pods(
         for m in models
     )
     return replanned, pods
+
+
+def _seeding(
+    registry: Registry,
+    settings: StackSettings,
+    models: tuple[ModelPlan, ...],
+    pods: tuple[PodGroup, ...],
+) -> tuple[tuple[ModelPlan, ...], Seeding]:
+    """Which models seed first; theirs then launch pods that read the volume only, and are
+    checked against their engine as such."""
+    placed = {m.model_id: m.candidates for m in models if m.placement and not m.problems}
+    seeding = plan_seeding(registry, settings, pods, placed)
+    seeded = tuple(
+        replace(
+            m,
+            placement=reading_seeded(m.candidates)[0],
+            fallbacks=reading_seeded(m.fallbacks),
+        )
+        if seeding.seeds(m.model_id)
+        else m
+        for m in models
+    )
+    return seeded, seeding
 
 
 def _plan_model(

@@ -45,11 +45,14 @@ class PlacementOption:
     serving: Serving = field(compare=False, repr=False)
     speed_facts: SpeedFacts | None = field(default=None, compare=False, repr=False)
     """registry/speed.yaml's calibration; None gives no speed estimate."""
+    seeded: bool = False
+    """A CPU pod puts the weights on the volume first: the pod reads them offline."""
 
     @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
-        return self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+        pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
+        return self.recipe.seeded_pod(pod) if self.seeded else pod
 
     @cached_property
     def speed(self) -> Speed:

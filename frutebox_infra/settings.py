@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic.fields import FieldInfo
 
 from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
+from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
@@ -227,7 +228,8 @@ class StackSettings(BaseModel):
     health_timeout_seconds: int | None = _key(
         "healthTimeoutSeconds",
         "How long a new pod may take to answer its health check before it is terminated; 0"
-        " scales it with the weights to download at downloadMBps.",
+        " scales it with the weights to read off the volume (and to download at downloadMBps"
+        " unless seeded).",
         pulumi="integer",
         unit="seconds",
         example="1800",
@@ -240,11 +242,12 @@ class StackSettings(BaseModel):
     )
     download_mb_per_s: int = _key(
         "downloadMBps",
-        "Download speed (MB/s) assumed when sizing each pod's health deadline to its weights.",
+        "Download speed (MB/s) assumed for seed times, bring-up costs and deadlines scaled to"
+        " the weights.",
         pulumi="integer",
         unit="MB/s",
         example="100",
-        default=100,
+        default=DOWNLOAD_MB_PER_S,
         ge=1,
         le=100_000,
     )

@@ -25,6 +25,14 @@ def fault(emulator: RunningEmulator, *faults: dict[str, Any]) -> None:
     httpx.post(url, json=list(faults), timeout=TIMEOUT_S).raise_for_status()
 
 
+def hub(emulator: RunningEmulator, change: dict[str, Any]) -> dict[str, Any]:
+    """Change the emulated Hub or Ollama library (`/_emulator/hub`): a source gone or gated."""
+    response = httpx.post(f"{emulator.url}/_emulator/hub", json=change, timeout=TIMEOUT_S)
+    response.raise_for_status()
+    result: dict[str, Any] = response.json()
+    return result
+
+
 def live_pods(emulator: RunningEmulator) -> list[dict[str, Any]]:
     """Our live pods: the realistic account's foreign pods (colliding names) are left out."""
     return [

@@ -6,6 +6,7 @@ import json
 import math
 import re
 from functools import cache
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -20,12 +21,17 @@ from frutebox_infra.deploy_requests import (
     pod_name,
     pod_name_of,
     pod_request,
+    seed_fingerprint,
+    seed_pod_name,
+    seed_request,
+    seeded_ids,
     volume_name,
     volume_request,
 )
 from frutebox_infra.environment import Environment
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Registry
+from frutebox_infra.seeding.protocol import SeedPlan
 from tests.factories import flag, openapi_path, real_registry, settings
 
 OWNER = "0123456789abcdef"
@@ -134,9 +140,34 @@ def test_health_deadlines_scale_with_the_weights_and_a_stack_key_overrides() -> 
     small_s, big_s = (health_deadline_s(m, fleet.settings) for m in (small, big))
     assert HEALTH_BASE_S < small_s < big_s
     weights_gb = big.resolution.serving.weights_disk_gb if big.resolution.serving else 0
-    assert big_s == HEALTH_BASE_S + math.ceil((weights_gb or 0) * 1000 / 100)  # 100 MB/s
+    # Unseeded: its download at 100 MB/s, then SGLang reads it all at 237 MB/s (STANDARD).
+    download, read = (weights_gb or 0) * 1000 / 100, (weights_gb or 0) * 1000 / 237
+    assert big_s == HEALTH_BASE_S + math.ceil(download + read)
     fixed = fleet.settings.model_copy(update={"health_timeout_seconds": 1234})
     assert health_deadline_s(big, fixed) == 1234
+
+
+@pytest.mark.parametrize(
+    ("model_id", "read"),
+    [
+        pytest.param("qwen3-235b-a22b", True, id="sglang-reads-before-serving"),
+        pytest.param("sdxl-1.0", False, id="comfyui-reads-on-first-request"),
+    ],
+)
+def test_a_seeded_models_deadline_has_no_download(model_id: str, read: bool) -> None:
+    fleet, _ = all_servable_plan()
+    m = fleet.model(model_id)
+    assert m is not None and m.resolution.serving is not None
+    weights_gb = m.resolution.serving.weights_disk_gb or 0
+    seeded = health_deadline_s(m, fleet.settings, seeded={model_id})
+    unseeded = health_deadline_s(m, fleet.settings)
+    assert seeded == HEALTH_BASE_S + math.ceil(weights_gb * 1000 / 237 if read else 0)
+    assert unseeded - seeded == pytest.approx(weights_gb * 1000 / 100, abs=1)
+    # What the pod request carries: the deadline of the models its plan seeds.
+    request = pod_request(
+        m, fleet.settings, stack="prod", volume_id="v", owner=OWNER, seeded=seeded_ids(fleet)
+    )
+    assert request.timeouts.healthySeconds == seeded
 
 
 def test_every_gpu_create_carries_its_images_cuda_floor() -> None:
@@ -147,8 +178,6 @@ def test_every_gpu_create_carries_its_images_cuda_floor() -> None:
         for p in m.candidates:
             body = pod_body(m, p, fleet.settings, stack="prod", volume_id="v", owner=OWNER)
             assert body["gpu"]["minCudaVersion"] == p.image.min_cuda_version
-
-
 
 
 @pytest.mark.parametrize(("tier", "size"), [("STANDARD", 10), ("HIGH_PERFORMANCE", 500)])
@@ -169,3 +198,62 @@ def test_a_model_s_pod_name_is_its_pod_s_and_none_without_a_pod() -> None:
     plan = plan_fleet(real_registry(), settings(models=["qwen3-8b", "ghost"]), stack="dev")
     assert pod_name_of(plan, "qwen3-8b") == pod_name("dev", "qwen3-8b") == "frutebox-dev-qwen3-8b"
     assert pod_name_of(plan, "ghost") is None
+
+
+def seeded_plan(*models: str, **keys: Any) -> FleetPlan:
+    return plan_fleet(
+        real_registry(),
+        settings(models=list(models), **keys),
+        stack="prod",
+        environment=Environment(hf_token=True),
+    )
+
+
+def test_a_seed_request_names_its_model_job_and_the_flavors_to_walk() -> None:
+    plan = seeded_plan("qwen-3.6-27b")
+    request = seed_request(plan, "qwen-3.6-27b", volume_id="vol-1", owner=OWNER)
+    assert (
+        request.name == seed_pod_name("prod", "qwen-3.6-27b") == "frutebox-prod-qwen-3.6-27b-seed"
+    )
+    assert [(c.id, c.vcpuCount) for c in request.cpus] == [("cpu3c", 2), ("cpu3g", 2)]
+    seed = SeedPlan.model_validate(request.plan)
+    [job] = seed.jobs
+    assert job.modelId == "qwen-3.6-27b" and job.kind == "hf-snapshot"
+    assert seed.port == request.status.port and request.status.path == "/status"
+    assert request.pod["mounts"] == {"network": [{"volumeId": "vol-1", "path": "/workspace"}]}
+    assert request.pod["cloud"] == "SECURE" and request.pod["dataCenterIds"] == ["EU-RO-1"]
+    assert request.pod["image"] == real_registry().seeder_image.reference  # type: ignore[union-attr]
+    assert "gpu" not in request.pod and "env" not in request.pod  # the step adds env and cpu
+    decision = plan.seeding.of("qwen-3.6-27b")  # type: ignore[union-attr]
+    assert decision is not None and request.timeoutSeconds == decision.timeout_s
+    assert request.hfTokenEnv == []
+
+
+@pytest.mark.parametrize(
+    ("model_id", "token_env"),
+    [
+        pytest.param("stable-audio-open-1.0", ["HF_TOKEN"], id="gated-file-needs-the-token"),
+        pytest.param("sdxl-1.0", [], id="open-files-need-none"),
+        pytest.param("qwen3-8b", [], id="ollama-library-needs-none"),
+    ],
+)
+def test_only_a_seed_of_a_gated_source_asks_for_the_token(
+    model_id: str, token_env: list[str]
+) -> None:
+    plan = seeded_plan(model_id)
+    assert seed_request(plan, model_id, volume_id="v", owner=OWNER).hfTokenEnv == token_env
+
+
+def test_a_seed_is_replaced_when_its_job_changes_and_only_then() -> None:
+    plan = seeded_plan("qwen-3.6-27b")
+    same = seeded_plan("qwen-3.6-27b", seedCpuFlavor="cpu3g", seedTimeoutSeconds=7200)
+    other = seeded_plan("qwen3-235b-a22b")
+    assert seed_fingerprint(plan, "qwen-3.6-27b") == seed_fingerprint(same, "qwen-3.6-27b")
+    assert seed_fingerprint(other, "qwen3-235b-a22b") != seed_fingerprint(plan, "qwen-3.6-27b")
+    cpus = seed_request(same, "qwen-3.6-27b", volume_id="v", owner=OWNER).cpus
+    assert [c.id for c in cpus] == ["cpu3g"]
+
+
+def test_seeded_ids_are_the_models_a_cpu_pod_seeds() -> None:
+    assert seeded_ids(seeded_plan("qwen3-8b", "sdxl-1.0")) == {"qwen3-8b", "sdxl-1.0"}
+    assert seeded_ids(seeded_plan("qwen3-8b", seeding=False)) == frozenset()

@@ -9,7 +9,12 @@ from typing import Any
 import pulumi
 import pytest
 
-from frutebox_infra.deploy_requests import pod_request
+from frutebox_infra.deploy_requests import (
+    pod_request,
+    seed_fingerprint,
+    seed_request,
+    seeded_ids,
+)
 from frutebox_infra.endpoints import STEP_STACK_KEY_ENV
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.stack_file import parse_settings
@@ -30,6 +35,10 @@ class Recorder(pulumi.runtime.Mocks):
         if args.typ == "command:local:Command":
             if args.name.endswith(("-volume", "-size")):
                 state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17, "owner": OWNER})
+            elif args.name.endswith("-seed"):
+                state["stdout"] = json.dumps(
+                    {"podId": "cpu-1", "volumeId": "vol-123", "state": "done"}
+                )
             else:
                 model = args.name.removesuffix("-pod")
                 state["stdout"] = json.dumps(
@@ -82,7 +91,8 @@ def test_plan_declares_a_protected_volume_and_one_server_per_model(recorder: Rec
         }
         assert size.inputs["update"].endswith("frutebox_infra.runpod volume grow")
         assert set(res) == {"weights", "weights-volume", "weights-size", "qwen3-8b",
-                            "qwen3-8b-pod", "sdxl-1.0", "sdxl-1.0-pod"}  # fmt: skip
+                            "qwen3-8b-pod", "qwen3-8b-seed", "sdxl-1.0", "sdxl-1.0-pod",
+                            "sdxl-1.0-seed"}  # fmt: skip
 
     return pulumi.Output.all(*(s.pod_id for s in fleet.servers.values())).apply(check)
 
@@ -99,7 +109,14 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
     def check(_: Any) -> None:
         pod = recorder.resources["qwen3-8b-pod"]
         request = json.loads(pod.inputs["stdin"])
-        expected = pod_request(model, plan.settings, stack="dev", volume_id="vol-123", owner=OWNER)
+        expected = pod_request(
+            model,
+            plan.settings,
+            stack="dev",
+            volume_id="vol-123",
+            owner=OWNER,
+            seeded=seeded_ids(plan),
+        )
         assert request == json.loads(expected.to_json())
         body = request["candidates"][0]
         assert body["mounts"] == {"network": [{"volumeId": "vol-123", "path": "/workspace"}]}
@@ -117,6 +134,43 @@ def test_pod_stdin_is_the_plan_request_with_the_volume_id(recorder: Recorder) ->
             f"{placement.count}x {placement.gpu.id}",
         ]
         assert STEP_STACK_KEY_ENV not in pod.inputs.get("environment", {})
+
+    return fleet.servers["qwen3-8b"].pod_id.apply(check)
+
+
+@pulumi.runtime.test
+def test_each_seeded_model_has_a_seed_replaced_only_when_its_job_changes(
+    recorder: Recorder,
+) -> Any:
+    from frutebox_infra.fleet import Credentials, declare_fleet
+
+    plan = dev_plan()
+    fleet = declare_fleet(plan, Credentials(runpod_api_key="rk-secret", hf_token="hf-secret"))
+
+    def check(_: Any) -> None:
+        seed = recorder.resources["qwen3-8b-seed"]
+        assert seed.typ == "command:local:Command"
+        expected = seed_request(plan, "qwen3-8b", volume_id="vol-123", owner=OWNER)
+        assert json.loads(seed.inputs["stdin"]) == json.loads(expected.to_json())
+        assert seed.inputs["create"].endswith("frutebox_infra.runpod seed create")
+        assert seed.inputs["update"].endswith("frutebox_infra.runpod seed update")
+        assert seed.inputs["delete"].endswith("frutebox_infra.runpod seed delete")
+        fingerprint = seed_fingerprint(plan, "qwen3-8b")
+        assert seed.inputs["triggers"] == [fingerprint, "EU-RO-1", "STANDARD"]
+        assert seed.inputs["environment"][SECRET_SIG] == SECRET_SIG_VALUE
+        assert "hf-secret" not in seed.inputs["stdin"]
+
+    return fleet.servers["qwen3-8b"].pod_id.apply(check)
+
+
+@pulumi.runtime.test
+def test_seeding_off_declares_no_seed(recorder: Recorder) -> Any:
+    from frutebox_infra.fleet import Credentials, declare_fleet
+
+    fleet = declare_fleet(dev_plan(seeding=False), Credentials())
+
+    def check(_: Any) -> None:
+        assert not [name for name in recorder.resources if name.endswith("-seed")]
 
     return fleet.servers["qwen3-8b"].pod_id.apply(check)
 

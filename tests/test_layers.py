@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("resolver", "settings", "seeding", "environment"),
     ("registry_cache", "registry_files", "stack_file", "endpoints"),
     ("speed_floor",),
-    ("colocate", "launches"),
+    ("colocate", "launches", "seeding_plan"),
     ("plan",),
     ("deploy_requests",),
     ("diff", "drift", "drift_view"),

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.cpus import admit_cpu
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import VolumeRecord
-
-CPU_USD_PER_VCPU_HOUR = 0.03
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,8 @@ def admit_pod(
     volumes: Mapping[str, VolumeRecord],
     realism: Realism,
 ) -> Admitted:
-    """Check a create the schema accepted; a GPU pod takes its GPUs from `stock`."""
+    """Check a create the schema accepted; a GPU pod takes its GPUs from `stock`, a CPU pod
+    the flavor rules of cpus.py."""
     body = copy.deepcopy(dict(request))
     if ("gpu" in body) == ("cpu" in body):
         raise ApiProblem(400, "exactly one of gpu or cpu must be set")
@@ -111,9 +111,9 @@ def admit_pod(
     check_image(realism, body.get("image"))
     load_s = _load_s(body, volumes, realism)
     if "cpu" in body:
-        dc = (data_centers or list(catalog.data_centers))[0]
-        cpu_cost = CPU_USD_PER_VCPU_HOUR * body["cpu"]["vcpuCount"]
-        return Admitted(body, dc, cpu_cost, None, load_s)
+        dc, cpu_cost, memory_gb = admit_cpu(body, catalog, data_centers)
+        body["cpu"]["memory"] = memory_gb  # the API derives it from the flavor
+        return Admitted(body, dc, cpu_cost, None, 0.0)
     gpu = body["gpu"]
     if gpu.get("allowedCudaVersions") and "minCudaVersion" in gpu:
         raise ApiProblem(400, "allowedCudaVersions and minCudaVersion are exclusive")

@@ -1,7 +1,7 @@
 """Pod billing as `GET /v2/billing/pods` reports it: what each pod cost per time bucket.
 
-A pod bills its GPU rate from creation until it is stopped or terminated (and again after a
-start); the account keeps those intervals on each PodRecord (`billed`).
+A pod bills its rate (GPU or CPU) from creation until it is stopped or terminated (and again
+after a start); the account keeps those intervals on each PodRecord (`billed`).
 """
 
 from __future__ import annotations
@@ -100,8 +100,9 @@ def _amount(pod: PodRecord, start: datetime, end: datetime, now: datetime) -> fl
     return total
 
 
-def _amounts(total: float) -> dict[str, float]:
-    return {"totalAmount": total, "gpuAmount": total, "cpuAmount": 0.0, "diskAmount": 0.0}
+def _amounts(gpu: float, cpu: float = 0.0) -> dict[str, float]:
+    total = round(gpu + cpu, 6)
+    return {"totalAmount": total, "gpuAmount": gpu, "cpuAmount": cpu, "diskAmount": 0.0}
 
 
 def pod_billing(
@@ -118,14 +119,17 @@ def pod_billing(
         for pod in pods:
             if pod_id is not None and pod.id != pod_id:
                 continue
-            amount = _amount(pod, at, upto, now)
+            amount = round(_amount(pod, at, upto, now), 6)
             if amount > 0:
+                # A CPU pod (no `gpu`) bills as CPU compute.
+                split = (amount, 0.0) if pod.gpu else (0.0, amount)
                 records.append(
                     {"startTime": stamp(at), "endTime": stamp(upto), "podId": pod.id}
-                    | _amounts(round(amount, 6))
+                    | _amounts(*split)
                 )
         at = upto
-    total = round(sum(r["totalAmount"] for r in records), 6)
+    gpu = round(sum(r["gpuAmount"] for r in records), 6)
+    cpu = round(sum(r["cpuAmount"] for r in records), 6)
     return {
         "records": records,
         "metadata": {
@@ -137,6 +141,6 @@ def pod_billing(
             },
             "recordCount": len(records),
             "uniquePodCount": len({r["podId"] for r in records}),
-            "totals": _amounts(total),
+            "totals": _amounts(gpu, cpu),
         },
     }

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import Gpu, Registry
+from frutebox_infra.registry import CpuFlavor, Gpu, Registry
 from frutebox_infra.registry_files import load_registry
 
 DEFAULT_STOCK = 64
@@ -21,12 +21,16 @@ class Catalog:
 
     gpus: Mapping[str, Gpu]
     data_centers: Mapping[str, str]
+    cpus: Mapping[str, CpuFlavor] = field(default_factory=dict)
+    """CPU pod flavors (GET /v2/catalog/cpus)."""
 
     @classmethod
     def from_registry(cls, registry: Registry) -> Catalog:
-        """The account sells exactly the registry's GPUs, at its prices, in its data centres."""
+        """The account sells exactly the registry's GPUs and CPU flavors, at its prices, in
+        its data centres."""
         gpus = {g.id: g for g in registry.gpus}
-        return cls(gpus, {d.id: d.name for d in registry.data_centers})
+        cpus = {f.id: f for f in registry.cpu_flavors}
+        return cls(gpus, {d.id: d.name for d in registry.data_centers}, cpus)
 
     @classmethod
     def builtin(cls) -> Catalog:
@@ -38,7 +42,7 @@ class Catalog:
         gpu = self.gpus[gpu_id]
         price = gpu.price_usd_per_hour.model_copy(update={"secure": secure})
         gpus = {**self.gpus, gpu_id: gpu.model_copy(update={"price_usd_per_hour": price})}
-        return Catalog(gpus, self.data_centers)
+        return Catalog(gpus, self.data_centers, self.cpus)
 
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:
         """The cloud's price; where no community price was recorded, the secure one."""

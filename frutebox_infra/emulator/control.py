@@ -2,9 +2,11 @@
 
 `POST /_emulator/pods/{id}/terminate|stop|kill-host`, `PATCH /_emulator/pods/{id}` (a hand
 edit), `POST /_emulator/prices {gpuId, secure}`, `POST /_emulator/stock {gpuId, available,
-dataCenterId?}`, `POST /_emulator/volume-types {dataCenterId, types}` and `POST
-/_emulator/keys {key, scope}` (a key created, restricted or revoked in the console). None of
-them is part of the RunPod API: tests use them to make the live account drift from the state.
+dataCenterId?}`, `POST /_emulator/volume-types {dataCenterId, types}`, `POST /_emulator/keys
+{key, scope}` (a key created, restricted or revoked in the console) and `POST /_emulator/hub
+{repo, remove?, removeFile?, gated?}` or `{ollamaTag}` (a model's source gone or gated on the
+emulated Hugging Face Hub or Ollama library). None of them is part of the RunPod API: tests use
+them to make the live account drift from the state.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
         available = _require(body, "available")
         account.set_stock(gpu_id, available, body.get("dataCenterId"))
         return 200, {"gpuId": gpu_id, "available": available}
+    if (method, path) == ("POST", "/_emulator/hub"):
+        return 200, account.storage.hub.change(body)
     if (method, path) == ("POST", "/_emulator/volume-types"):
         dc = account.known_data_center(_require(body, "dataCenterId"))
         types = account.set_volume_types(dc, _require(body, "types"))

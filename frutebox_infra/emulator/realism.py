@@ -3,9 +3,10 @@
 `Realism.realistic()` is the default: quotas per minute and per hour with RateLimit headers,
 a listing that lags creates, names that collide with pods and volumes the account already
 holds, per-GPU host CUDA versions, restarts that lag a PATCH, servers that load for a while
-after RUNNING, and containers that exit at start restarted again and again (a launch its image
-cannot run; the `crash-loop` fault). `Realism.fast()` is the instant, forgiving account unit
-tests use.
+after RUNNING (as long as the plan's bring-up assumptions say, where the emulator knows what
+the server reads: transfers.py), and containers that exit at start restarted again and again
+(a launch its image cannot run; the `crash-loop` fault). `Realism.fast()` is the instant,
+forgiving account unit tests use.
 
 Every duration here is in emulated seconds; `time_scale` emulated seconds pass per real
 second of the account's clock (clock.py), and every duration the API reports (Retry-After,
@@ -22,6 +23,7 @@ from enum import StrEnum
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.keys import Scope
+from frutebox_infra.emulator.transfers import Transfers
 
 
 class Kind(StrEnum):
@@ -71,6 +73,8 @@ class Realism:
     """How long a crash-looping container runs before it exits."""
     crash_gap_s: float = 0.05
     """How long RunPod leaves an exited container down before it starts it again."""
+    transfers: Transfers = field(default_factory=Transfers)
+    """Pod starts, downloads and volume reads of pods whose weights the emulator knows."""
 
     @classmethod
     def fast(cls) -> Realism:
@@ -90,6 +94,7 @@ class Realism:
             # then argparse); RunPod starts the container again a few seconds later.
             "crash_up_s": 6.0,
             "crash_gap_s": 4.0,
+            "transfers": Transfers.realistic(),
         }
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]

@@ -75,6 +75,10 @@ class PodRecord:
     """False between a crash and RunPod's restart: the pod is RUNNING, its runtime gone."""
     host_dead: bool = False
     """The machine under the pod died: RUNNING still, no runtime, the proxy answers 502."""
+    transfer: dict[str, Any] | None = None
+    """What the pod moves onto its volume after it starts (volume_files.py), as JSON."""
+    seeding: dict[str, Any] | None = None
+    """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
 
     def log(self, line: str, source: str = "container") -> None:
         self.logs.append([source, line])
@@ -170,7 +174,8 @@ class PodRecord:
         if self.gpu:
             pod["gpu"] = {"id": self.gpu[0], "count": self.gpu[1]}
         else:
-            pod["cpu"] = {**b["cpu"], "memory": 4 * b["cpu"]["vcpuCount"]}
+            cpu = b["cpu"]
+            pod["cpu"] = {**cpu, "memory": cpu.get("memory", 4 * cpu["vcpuCount"])}
         return pod
 
 
@@ -186,6 +191,10 @@ class VolumeRecord:
     deleted: bool = False
     created_wall: float = 0.0
     foreign: bool = False
+    files: dict[str, list[int]] = field(default_factory=dict)
+    """Path below the mount -> [size, bytes present]: what pods wrote there (volume_files.py)."""
+    refs: dict[str, str] = field(default_factory=dict)
+    """Small text files (a Hugging Face cache's refs/<branch>) by path."""
 
     def view(self) -> dict[str, Any]:
         return {

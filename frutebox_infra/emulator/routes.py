@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 from frutebox_infra.emulator.billing import pod_billing
 from frutebox_infra.emulator.catalog import gpu_types
 from frutebox_infra.emulator.control import out_of_band
+from frutebox_infra.emulator.cpus import cpu_type, cpu_types
 from frutebox_infra.emulator.datacenters import data_centers
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.faults import (
@@ -344,6 +345,14 @@ def _list_gpus(app: App, params: Params, body: Any, query: dict[str, list[str]])
     return Response(200, {"gpus": gpus})
 
 
+def _list_cpus(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+    return Response(200, {"cpus": cpu_types(app.account.catalog, query)})
+
+
+def _get_cpu(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:
+    return Response(200, cpu_type(app.account.catalog, params["id"], query))
+
+
 def _list_data_centers(
     app: App, params: Params, body: Any, query: dict[str, list[str]]
 ) -> Response:
@@ -397,6 +406,8 @@ ROUTES = (
     ),
     _route("DELETE", "/v2/network-volumes/{id}", "volumes.delete", None, App.delete_volume),
     _route("GET", "/v2/catalog/gpus", "catalog.gpus", None, _list_gpus),
+    _route("GET", "/v2/catalog/cpus", "catalog.cpus", None, _list_cpus),
+    _route("GET", "/v2/catalog/cpus/{id}", "catalog.cpu", None, _get_cpu),
     _route("GET", "/v2/catalog/datacenters", "catalog.datacenters", None, _list_data_centers),
     _route("GET", "/v2/billing/pods", "billing.pods", None, _list_pod_billing),
 )

@@ -16,18 +16,20 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from frutebox_infra.deploy_requests import pod_name, volume_name
+from frutebox_infra.deploy_requests import pod_name, seed_pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
+from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.keys import parse_key
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
+from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import Image, Registry, ToolImage
 from frutebox_infra.registry_files import load_registry
 
 # Stacks whose names the realistic account already holds someone else's pods and volume under.
@@ -39,14 +41,20 @@ HPS_CENTRES = ("EU-RO-1", "US-TX-3", "US-KS-2", "CA-MTL-1")
 
 def realistic_for(registry: Registry, **overrides: Any) -> Realism:
     """The default account: RunPod's documented behaviour, with name collisions for the
-    registry's models in the stacks everyone starts from, and only the registry's images."""
+    registry's models in the stacks everyone starts from, and only the registry's images (the
+    engines' and the seeder's)."""
+    tools: list[Image | ToolImage] = [*registry.images.values()]
+    tools += [registry.seeder_image] if registry.seeder_image else []
     options: dict[str, Any] = {
         "foreign_pod_names": tuple(
-            pod_name(stack, m.id) for stack in COLLIDING_STACKS for m in registry.models
+            name(stack, m.id)
+            for stack in COLLIDING_STACKS
+            for m in registry.models
+            for name in (pod_name, seed_pod_name)
         ),
         "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
-        "known_images": frozenset(i.reference for i in registry.images.values()),
-        "entrypoints": {i.reference: i.entrypoint for i in registry.images.values()},
+        "known_images": frozenset(i.reference for i in tools),
+        "entrypoints": {i.reference: i.entrypoint for i in tools},
         "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
     }
     options.update(overrides)
@@ -69,13 +77,18 @@ class StateFile:
         self.path = path
 
     def load(
-        self, catalog: Catalog, stock: Stock | None, realism: Realism, clock: Clock
+        self,
+        catalog: Catalog,
+        stock: Stock | None,
+        realism: Realism,
+        clock: Clock,
+        storage: Storage | None = None,
     ) -> Account | None:
         if not self.path.is_file():
             return None
         try:
             data = json.loads(self.path.read_text("utf-8"))
-            return restore(catalog, data, stock, realism, clock)
+            return restore(catalog, data, stock, realism, clock, storage)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"--state {self.path}: not an emulator state file ({exc!r});"
@@ -126,20 +139,23 @@ def build(
     catalog: Catalog | None = None,
     realism: Realism | None = None,
     clock: Clock | None = None,
+    hub: Hub | None = None,
 ) -> EmulatorHTTPServer:
     """Bind the server (loopback only); nothing is served until serve_forever runs.
 
     `realism` defaults to the realistic account of the project's registry, `clock` to the
-    system's (a test's manual clock moves every lag and window without a sleep).
+    system's (a test's manual clock moves every lag and window without a sleep), `hub` to the
+    Hugging Face Hub and Ollama library holding every registry model's weights.
     """
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
     catalog = catalog or Catalog.builtin()
     realism = realism or realistic_for(load_registry())
     clock = clock or SystemClock()
+    storage = Storage(hub or Hub.from_registry(load_registry()))
     store = StateFile(state_file) if state_file else None
-    account = (store.load(catalog, stock, realism, clock) if store else None) or Account(
-        catalog, stock, realism, clock
+    account = (store.load(catalog, stock, realism, clock, storage) if store else None) or Account(
+        catalog, stock, realism, clock, storage
     )
     app = App(account, on_change=(lambda: store.save(account)) if store else None)
     server = EmulatorHTTPServer((host, port), app)
@@ -257,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             state_file=args.state,
             proxy_base=args.proxy_base,
             catalog=catalog,
+            hub=Hub.from_registry(load_registry(Path(args.registry))),
         )
     except (ConfigError, OSError) as exc:
         print(f"frutebox emulator: {exc}", file=sys.stderr)

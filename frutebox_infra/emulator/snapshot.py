@@ -11,6 +11,7 @@ from frutebox_infra.emulator.clock import Clock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord
 from frutebox_infra.emulator.state import Account
+from frutebox_infra.emulator.storage import Storage
 
 
 def _cells(stock: Stock) -> list[dict[str, Any]]:
@@ -28,7 +29,14 @@ def snapshot(account: Account) -> dict[str, Any]:
     return {
         "pods": [{**p.view(now), "emulator": asdict(p)} for p in account.pods.values()],
         "volumes": [
-            {**v.view(), "deleted": v.deleted, "foreign": v.foreign, "createdWall": v.created_wall}
+            {
+                **v.view(),
+                "deleted": v.deleted,
+                "foreign": v.foreign,
+                "createdWall": v.created_wall,
+                "files": v.files,
+                "refs": v.refs,
+            }
             for v in account.volumes.values()
         ],
         "stock": _cells(account.stock),
@@ -44,11 +52,12 @@ def restore(
     stock: Stock | None,
     realism: Realism | None = None,
     clock: Clock | None = None,
+    storage: Storage | None = None,
 ) -> Account:
     """The account `snapshot` saved; an explicit `stock` replaces the saved one. Its times
     are the clock's epoch seconds, so lags and loads carry on across a restart."""
     initial = stock if stock is not None else _table(data["initialStock"])
-    account = Account(catalog, initial, realism, clock)
+    account = Account(catalog, initial, realism, clock, storage)
     account.pods, account.volumes = {}, {}
     account.stock = dict(stock) if stock is not None else _table(data["stock"])
     for raw in data["pods"]:
@@ -63,6 +72,8 @@ def restore(
             v["deleted"],
             created_wall=float(v.get("createdWall", 0.0)),
             foreign=bool(v.get("foreign", False)),
+            files={k: list(f) for k, f in (v.get("files") or {}).items()},
+            refs=dict(v.get("refs") or {}),
         )
     account.requests = list(data.get("requests", []))
     account.restore_changes(data.get("outOfBand"))

@@ -31,6 +31,7 @@ from frutebox_infra.emulator.records import (
     VolumeRecord,
     timestamp,
 )
+from frutebox_infra.emulator.storage import Storage
 
 HAND_EDITABLE = frozenset({"image", "args", "env", "ports", "disk", "name"})
 """What a person can change on a pod in the console."""
@@ -48,8 +49,11 @@ class Account:
         stock: Stock | None = None,
         realism: Realism | None = None,
         clock: Clock | None = None,
+        storage: Storage | None = None,
     ) -> None:
         self.catalog = catalog
+        self.storage = storage or Storage()
+        """The weights side: the emulated hub, and what pods find on and bring to volumes."""
         self.initial_catalog = catalog
         self.volume_types: dict[str, list[str]] = {}
         """Out-of-band overrides of the data centres' volume tiers."""
@@ -72,6 +76,7 @@ class Account:
         self.pods = {}
         self.volumes = {}
         self.requests = []
+        self.storage.reset()
         self._seed_foreign()
 
     def _seed_foreign(self) -> None:
@@ -111,10 +116,15 @@ class Account:
     # Pods
 
     def _release(self, pod: PodRecord) -> None:
-        if pod.gpu and pod.status in HOLDS_GPUS:
-            key = (pod.gpu[0], pod.data_center_id)
-            self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
+        if pod.status in HOLDS_GPUS:
+            if pod.gpu:
+                key = (pod.gpu[0], pod.data_center_id)
+                self.stock[key] = self.stock.get(key, 0) + pod.gpu[1]
             close_interval(pod, self.clock.utc())
+        self.storage.on_stop(pod, self._volume_of(pod), self.clock.now())
+
+    def _volume_of(self, pod: PodRecord) -> VolumeRecord | None:
+        return self.volumes.get(pod.volume_id) if pod.volume_id else None
 
     def create_pod(self, request: Mapping[str, Any]) -> PodRecord:
         """Admit the create (admission.py), then place the pod, PROVISIONING and billing."""
@@ -140,7 +150,9 @@ class Account:
             logs=[["container", f"pulling image {body.get('image', '')}"]],
             crash=launch_failure(self.realism.entrypoints, body),
         )
+        others = list(self.pods.values())
         self.pods[pod.id] = pod
+        self.storage.on_create(pod, self._volume_of(pod), self.realism, others, now)
         open_interval(pod, self.clock.utc())
         return pod
 
@@ -240,8 +252,10 @@ class Account:
             self._release(pod)
             pod.status = "EXITED"
         elif action == "start":
-            if pod.status == "EXITED" and pod.gpu:
-                take_gpus(self.stock, self.catalog, pod.gpu[0], pod.gpu[1], [pod.data_center_id])
+            if pod.status == "EXITED":
+                if pod.gpu:
+                    gpu_id, count = pod.gpu
+                    take_gpus(self.stock, self.catalog, gpu_id, count, [pod.data_center_id])
                 open_interval(pod, self.clock.utc())
             pod.status = "PROVISIONING"
         else:
@@ -312,7 +326,14 @@ class Account:
         pod = self.pods.get(pod_id)
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
-        return serve_port(self._settle(pod), port, method, path, body, now=self.clock.now())
+        now, volume = self.clock.now(), self._volume_of(pod)
+        pod = self._settle(pod)
+        answered = self.storage.answer(pod, volume, port, method, path, now)
+        if answered is not None:
+            return answered
+        status, payload = serve_port(pod, port, method, path, body, now=now)
+        self.storage.after_proxy(pod, volume, method, path, body, status)
+        return status, payload
 
     # Out-of-band changes, as a person in the RunPod console or RunPod itself makes them
 

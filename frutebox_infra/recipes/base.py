@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ClassVar
 
@@ -102,6 +102,14 @@ class Recipe(ABC):
     """How the recipe's `args` reach the process; must match the image's registry entry."""
     sharing: ClassVar[Sharing | None] = None
     """How one server serves several models, or None where one pod serves one model."""
+    loads_weights_at_start: ClassVar[bool] = True
+    """The server reads every weight before it answers its health check; an engine that
+    loads a model on its first request (Ollama, ComfyUI) bills no read before serving."""
+    offline_env: ClassVar[Mapping[str, str]] = {}
+    """What makes the engine load only what is already on the volume once a CPU pod seeded
+    it, so a GPU never bills a download; variables the pinned image reads (the launch check
+    holds them to registry/engine_options/ like any other). Empty: the engine needs none
+    (Ollama's pull and ComfyUI's fetch skip what is there)."""
 
     @abstractmethod
     def missing(self, model: Model) -> str | None:
@@ -191,6 +199,13 @@ class Recipe(ABC):
     @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
+
+    def seeded_pod(self, pod: PodSpec) -> PodSpec:
+        """`pod` reading weights a CPU pod already put on the volume: offline, and without
+        the Hugging Face token an offline engine never sends."""
+        if not self.offline_env:
+            return pod
+        return replace(pod, env={**pod.env, **self.offline_env}, secret_env=())
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         """One pod serving every member, from the members' own pods on the shared GPU (the

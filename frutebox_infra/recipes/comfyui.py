@@ -70,6 +70,8 @@ class ComfyUI(Recipe):
     # One server lists every checkpoint on the volume but loads them on demand, freeing what
     # is loaded when the next one needs the room: members take turns in VRAM, never add up.
     sharing = Sharing.LARGEST
+    # The server answers at once and loads a model into VRAM on its first request.
+    loads_weights_at_start = False
 
     def missing(self, model: Model) -> str | None:
         if _recipe(model) is None:

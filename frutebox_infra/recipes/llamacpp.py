@@ -19,6 +19,9 @@ class LlamaCpp(Recipe):
     runtime = Runtime.LLAMACPP
     entrypoint = "fixed-binary"
     default_concurrency = 8
+    # --offline as its variable: -hf REPO:QUANT then loads the snapshot refs/main names in
+    # LLAMA_CACHE (the seeder writes it) instead of asking the Hub for the files.
+    offline_env = {"LLAMA_ARG_OFFLINE": "1"}
 
     def missing(self, model: Model) -> str | None:
         gguf = _gguf(model)

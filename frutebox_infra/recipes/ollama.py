@@ -28,6 +28,8 @@ class Ollama(Recipe):
     # Each loaded model keeps its own runner (weights + KV for OLLAMA_NUM_PARALLEL slots);
     # with OLLAMA_MAX_LOADED_MODELS >= members and OLLAMA_KEEP_ALIVE=-1 they stay resident.
     sharing = Sharing.SUM
+    # The server answers at once and loads a model into VRAM on its first request.
+    loads_weights_at_start = False
 
     def missing(self, model: Model) -> str | None:
         if model.weights.vram_gb is None:

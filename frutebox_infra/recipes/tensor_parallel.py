@@ -35,6 +35,9 @@ class TensorParallelRecipe(Recipe):
 
     memory_model: ClassVar[MemoryModel]
     default_concurrency = 16
+    # huggingface_hub then resolves the revision from the cache's refs/ and snapshots/ (the
+    # seeder writes both) and never contacts the Hub; --revision stays, naming the snapshot.
+    offline_env = {"HF_HUB_OFFLINE": "1"}
 
     def missing(self, model: Model) -> str | None:
         gaps = []

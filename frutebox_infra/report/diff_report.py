@@ -162,6 +162,14 @@ def budget_text(d: FleetDiff) -> str:
     return f"{amount_cell(d.budget_usd_per_hour, '/h')}: {state}"
 
 
+def bringup_text(d: FleetDiff) -> str | None:
+    """What bringing up the change costs once, where it costs anything."""
+    if not d.added_bringup_usd and not d.first_deploy_usd.delta:
+        return None
+    return (f"{usd(d.added_bringup_usd)} once for the models armed (seeding + GPU before"
+            f" serving); a first deploy {amount_cell(d.first_deploy_usd)}")  # fmt: skip
+
+
 def diff_table(view: DiffView) -> str:
     d, base, head = view.diff, view.base, view.head
     lines = [f"frutebox diff: stack {d.stack}, {base} {ARROW} {head}: {verdict(d)}", ""]
@@ -178,6 +186,8 @@ def diff_table(view: DiffView) -> str:
         f"volume  {volume_line(d)}",
         f"budget  {budget_text(d)}",
     ]
+    if (bringup := bringup_text(d)) is not None:
+        lines.append(f"bring-up {bringup}")
     if d.warnings:
         lines += ["", "warnings after:"] + [f"  - {w}" for w in d.warnings]
     if d.problems:
@@ -221,6 +231,8 @@ def diff_markdown(view: DiffView) -> str:
         f"- **Volume:** {volume_line(d)}",
         f"- **Budget:** {budget_text(d)}",
     ]
+    if (bringup := bringup_text(d)) is not None:
+        lines.append(f"- **Bring-up:** {bringup}")
     if d.warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {w}" for w in d.warnings]
@@ -295,6 +307,8 @@ def diff_data(view: DiffView) -> dict[str, Any]:
             "usdPerHourWorst": amount_data(d.usd_per_hour_worst),
             "usdPerMonthBest": amount_data(d.usd_per_month_best),
             "usdPerMonthWorst": amount_data(d.usd_per_month_worst),
+            "firstDeployUsd": amount_data(d.first_deploy_usd),
+            "addedBringupUsd": d.added_bringup_usd,
         },
         "volume": {
             "sizeGb": {

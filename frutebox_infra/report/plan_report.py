@@ -11,6 +11,12 @@ from frutebox_infra.deploy_requests import pod_name
 from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.report import Renderers
+from frutebox_infra.report.bringup_report import (
+    bringup_lines,
+    bringup_markdown,
+    model_bringup_data,
+    seeding_data,
+)
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
@@ -113,6 +119,7 @@ def plan_table(plan: FleetPlan) -> str:
     ]
     lines += speed_lines(plan)
     lines += shared_pod_lines(plan)
+    lines += bringup_lines(plan)
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
@@ -214,6 +221,7 @@ def plan_markdown(plan: FleetPlan) -> str:
     shared = shared_pod_lines(plan)
     if shared:
         lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
+    lines += bringup_markdown(plan)
     if plan.warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {w}" for w in plan.warnings]
@@ -277,8 +285,11 @@ def launch_data(p: PlacementOption) -> dict[str, Any]:
     }
 
 
-def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
+def model_plan_data(
+    m: ModelPlan, pod: str | None = None, plan: FleetPlan | None = None
+) -> dict[str, Any]:
     """`pod`: the name of the pod serving it (members of a shared pod have the same)."""
+    seeding = plan.seeding if plan is not None else None
     r = m.resolution
     serving = r.serving
     return {
@@ -298,6 +309,7 @@ def model_plan_data(m: ModelPlan, pod: str | None = None) -> dict[str, Any]:
         ],
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
         "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
+        "bringup": model_bringup_data(seeding.of(m.model_id) if seeding else None),
         "problems": [problem_data(p, m.model_id) for p in m.problems],
         "warnings": list(m.warnings),
     }
@@ -336,7 +348,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
-        "models": [model_plan_data(m, pod_names.get(m.model_id)) for m in plan.models],
+        "models": [model_plan_data(m, pod_names.get(m.model_id), plan) for m in plan.models],
         "pods": [pod_data(p, plan.stack) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,
@@ -364,6 +376,7 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "promptTokens": s.prompt_tokens,
             "outputTokens": s.output_tokens,
         },
+        "seeding": seeding_data(plan),
         "problems": [problem_data(p) for p in plan.problems],
         "warnings": list(plan.warnings),
     }

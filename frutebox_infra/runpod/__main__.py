@@ -1,7 +1,9 @@
-"""Command entry for Pulumi's local.Command: `python -m frutebox_infra.runpod pod|volume ACTION`.
+"""Command entry for Pulumi's local.Command: `python -m frutebox_infra.runpod pod|seed|volume
+ACTION`.
 
 It parses the arguments, watches for a cancellation and dispatches: each action lives with
-its resource (`pods.py`, `volumes.py`), the command's input and output in `command_io.py`.
+its resource (`pods.py`, `seeds.py`, `volumes.py`), the command's input and output in
+`command_io.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from frutebox_infra.runpod.command_io import (
     GrowRequest,
     PodRequest,
     PreviousPod,
+    PreviousSeed,
     PreviousVolume,
+    SeedRequest,
     Session,
     Settings,
     VolumeRequest,
@@ -37,11 +41,13 @@ from frutebox_infra.runpod.command_io import (
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError
 from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
+from frutebox_infra.runpod.seeds import seed_create, seed_delete, seed_update
 from frutebox_infra.runpod.volumes import volume_create, volume_delete, volume_grow, volume_update
 
 
 class Resource(StrEnum):
     POD = "pod"
+    SEED = "seed"
     VOLUME = "volume"
 
 
@@ -107,6 +113,13 @@ def run(
         if action is Action.CREATE:
             return pod_create(session, pod_request)
         return pod_update(session, pod_request, read_previous(PreviousPod, env))
+    if resource is Resource.SEED:
+        if action is Action.DELETE:
+            return seed_delete(session, read_previous(PreviousSeed, env))
+        seed_request = read_request(SeedRequest, stdin)
+        if action is Action.CREATE:
+            return seed_create(session, seed_request)
+        return seed_update(session, seed_request, read_previous(PreviousSeed, env))
     if action is Action.DELETE:
         return volume_delete(session, read_previous(PreviousVolume, env))
     volume_request = read_request(VolumeRequest, stdin)
@@ -127,7 +140,7 @@ def main(
     """Result JSON on stdout, progress on stderr; 0 ok, 1 failure explained in one paragraph."""
     parser = argparse.ArgumentParser(
         prog="python -m frutebox_infra.runpod",
-        description="Create, update or delete a RunPod pod or volume.",
+        description="Create, update or delete a RunPod pod, seeding pod or volume.",
     )
     parser.add_argument("resource", choices=[r.value for r in Resource])
     parser.add_argument("action", choices=[a.value for a in Action])

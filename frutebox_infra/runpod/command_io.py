@@ -18,7 +18,9 @@ from frutebox_infra.deploy_contract import (
     GrowRequest,
     PodRequest,
     PreviousPod,
+    PreviousSeed,
     PreviousVolume,
+    SeedRequest,
     VolumeRequest,
 )
 from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
@@ -33,7 +35,9 @@ __all__ = [
     "GrowRequest",
     "PodRequest",
     "PreviousPod",
+    "PreviousSeed",
     "PreviousVolume",
+    "SeedRequest",
     "Session",
     "Settings",
     "VolumeRequest",
@@ -96,6 +100,7 @@ class Settings(BaseSettings):
         default=None, alias="FRUTEBOX_RUNNING_TIMEOUT_S"
     )
     healthy_timeout_s: PositiveFloat | None = Field(default=None, alias="FRUTEBOX_HEALTH_TIMEOUT_S")
+    seed_timeout_s: PositiveFloat | None = Field(default=None, alias="FRUTEBOX_SEED_TIMEOUT_S")
     poll_interval_s: NonNegativeFloat = Field(
         default=Timeouts.poll_interval_s, alias="FRUTEBOX_POLL_INTERVAL_S"
     )
@@ -216,11 +221,12 @@ class Session:
     def prov(self) -> Provisioner:
         return Provisioner(self.api, self.proxy, log=self.log)
 
-    def timeouts(self, request: PodRequest) -> Timeouts:
+    def timeouts(self, request: PodRequest | None = None) -> Timeouts:
         """The environment wins over the request; what neither sets keeps Timeouts' default."""
         s = self.settings
-        running = s.running_timeout_s or request.timeouts.runningSeconds
-        healthy = s.healthy_timeout_s or request.timeouts.healthySeconds
+        asked = request.timeouts if request is not None else None
+        running = s.running_timeout_s or (asked.runningSeconds if asked else None)
+        healthy = s.healthy_timeout_s or (asked.healthySeconds if asked else None)
         timeouts = Timeouts(
             poll_interval_s=s.poll_interval_s,
             api_check_s=s.api_check_s,

@@ -20,6 +20,8 @@
     ├── PodFailedError              the pod never served (error state, timeout, failed pull);
     │   │                           a pod this run created has been terminated
     │   └── CrashLoopError          its container exited and was restarted, again and again
+    ├── SeedFailedError             a seeding pod did not place every model's weights; each
+    │                               failed model's reason and fix; the pod was terminated
     ├── MayStillBillError           a pod or volume of ours may still exist and bill: it could
     │                               not be removed or looked for; the message says what to
     │                               delete and where, the attributes carry its kind, name, ids
@@ -33,7 +35,7 @@ message ends with what to do next.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -196,6 +198,15 @@ class CrashLoopError(PodFailedError):
     def __init__(self, message: str, *, pod_id: str, restarts: int) -> None:
         self.restarts = restarts
         super().__init__(message, pod_id=pod_id, last_status="RUNNING (crash loop)")
+
+
+class SeedFailedError(RunPodError):
+    """Seeding did not put every model's weights on the volume: `failures` maps each failed
+    model to (reason, fix). The seeding pod was terminated; no GPU pod for them was made."""
+
+    def __init__(self, message: str, *, failures: Mapping[str, tuple[str, str]]) -> None:
+        self.failures = dict(failures)
+        super().__init__(message)
 
 
 class MayStillBillError(RunPodError):

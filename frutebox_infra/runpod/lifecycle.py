@@ -86,11 +86,22 @@ class Provisioner(Waits):
         pod = self.wait_running(pod_id, timeouts, watch=watch)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
-        for tag in ollama_tags:
+        for tag in self._unlisted_tags(pod_id, health, ollama_tags):
             self.pull(pod_id, health, tag, timeouts)
         self.check_listed(pod_id, health, ollama_tags)
         self._log(f"pod {pod_id} is serving")
         return pod
+
+    def _unlisted_tags(self, pod_id: str, health: Health, tags: Sequence[str]) -> list[str]:
+        """The tags a new pod must pull: those its model store (seeded, or kept from an
+        earlier pod) does not list; every tag when the server gives no listing."""
+        if not tags:
+            return []
+        absent = ollama.missing(self.proxy, self.proxy.url(pod_id, health.port), tags)
+        listed = [t for t in tags if absent is not None and t not in absent]
+        if listed:
+            self._log(f"pod {pod_id}: {', '.join(listed)} already in its store; not pulled")
+        return list(tags) if absent is None else absent
 
     def check_listed(self, pod_id: str, health: Health, tags: Sequence[str]) -> None:
         """Every member's model is on the server: a shared pod serving some of its members

@@ -57,6 +57,15 @@ def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
     return (gpu["id"], count if isinstance(count, int) else 1)
 
 
+def hardware_of(body: Mapping[str, Any]) -> tuple[str, int]:
+    """(GPU type id, count), or for a CPU pod (flavor id, vCPUs): what a candidate asks for."""
+    cpu = body.get("cpu")
+    if isinstance(cpu, Mapping) and isinstance(cpu.get("id"), str):
+        count = cpu.get("vcpuCount")
+        return (cpu["id"], count if isinstance(count, int) else 0)
+    return gpu_of(body)
+
+
 @dataclass(frozen=True)
 class Ownership:
     """What makes a pod provably this stack's: RunPod names are not unique, so a pod is ours
@@ -191,8 +200,9 @@ def _walk(
     last_detail = ""
     ambiguous = False
     for index, body in enumerate(candidates):
-        gpu_id, count = gpu_of(body)
-        label = f"candidate {index} ({count}x {gpu_id})"
+        gpu_id, count = hardware_of(body)
+        size = f"{count} vCPUs" if "cpu" in body else f"{count}x"
+        label = f"candidate {index} ({size} {gpu_id})"
         log(f"creating pod {name} on {label}")
         try:
             made = create_adopting(

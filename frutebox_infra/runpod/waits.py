@@ -95,6 +95,18 @@ class Waits:
             self._log(f"pod {pod_id}: {phase}: the API did not answer ({exc}); still waiting")
             return None, exc
 
+    def pause(self, deadline: float, interval: float, failure: BaseException | None = None) -> None:
+        """Sleep `interval` (longer when the quota or a Retry-After asks), never past
+        `deadline`: for another resource's wait (a seeding pod's status)."""
+        self._pause(deadline, interval, failure)
+
+    def watched_read(
+        self, pod_id: str, phase: str, watch: RestartWatch, timeouts: Timeouts
+    ) -> tuple[Pod | None, BaseException | None]:
+        """One API check of another resource's wait: the pod, or (None, why) while the API
+        cannot answer; shown to `watch`, so a crash loop raises CrashLoopError."""
+        return self._watched_read(pod_id, phase, watch, timeouts)
+
     def _watched_read(
         self, pod_id: str, phase: str, watch: RestartWatch | None, timeouts: Timeouts
     ) -> tuple[Pod | None, BaseException | None]:
@@ -285,4 +297,3 @@ class Waits:
             last = pod or last
             if failure is not None:
                 self._pause(deadline, 0.0, failure)
-

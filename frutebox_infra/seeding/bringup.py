@@ -1,5 +1,8 @@
 """Bring-up: the CPU flavor that seeds, what seeding costs, and the GPU time billed before a
-model serves, with and without seeding (pure; the defaults and why they are what they are)."""
+model serves, with and without seeding (pure; the defaults and why they are what they are).
+
+These constants are the one statement of the bring-up assumptions: the plan's figures come
+from them, and the realistic emulator times its pods' starts, downloads and reads by them."""
 
 from __future__ import annotations
 
@@ -20,6 +23,11 @@ of weights goes to the network volume. 10 GB is within every flavor's per-vCPU c
 
 CPU_POD_START_S = 90
 """Assumed, not measured: placing a CPU pod, pulling the slim image and starting it."""
+
+DOWNLOAD_MB_PER_S = 100
+"""Assumed, not measured: a pod's download from Hugging Face or Ollama's registry, MB/s (the
+stack key `downloadMBps` changes it). Both CDNs serve far faster; a pod's share of its host's
+link is the usual bound."""
 
 GPU_POD_START_S = 300
 """Assumed, not measured: placing a GPU pod, pulling a 5-20 GB CUDA engine image onto a host
@@ -56,16 +64,17 @@ class NoCpu:
     reason: str
 
 
-def choose_cpu(
+def cpu_candidates(
     flavors: Sequence[CpuFlavor],
     data_center: str,
     *,
     vcpus: int = SEED_VCPUS,
     flavor_id: str | None = None,
-) -> CpuChoice | NoCpu:
-    """The cheapest flavor (or the one named) offered in `data_center` that takes `vcpus` and
-    a disk of SEEDER_DISK_GB. A flavor whose data centres nobody recorded counts as offered:
-    the live catalog has the last word at deploy."""
+) -> tuple[CpuChoice, ...] | NoCpu:
+    """Every flavor (or only the one named) offered in `data_center` that takes `vcpus` and a
+    disk of SEEDER_DISK_GB, cheapest first: the deploy step walks them as it walks GPUs. A
+    flavor whose data centres nobody recorded counts as offered: the live catalog has the last
+    word at deploy."""
     named = [f for f in flavors if flavor_id in (None, f.id)]
     if flavor_id is not None and not named:
         known = ", ".join(f.id for f in flavors) or "none"
@@ -83,8 +92,29 @@ def choose_cpu(
         return NoCpu(
             f"no CPU flavor in {data_center} takes {vcpus} vCPUs and a {SEEDER_DISK_GB} GB disk"
         )
-    best = min(fitting, key=lambda f: (f.usd_per_hour(vcpus), f.id))
-    return CpuChoice(best, vcpus, best.usd_per_hour(vcpus), SEEDER_DISK_GB)
+    ranked = sorted(fitting, key=lambda f: (f.usd_per_hour(vcpus), f.id))
+    return tuple(CpuChoice(f, vcpus, f.usd_per_hour(vcpus), SEEDER_DISK_GB) for f in ranked)
+
+
+def choose_cpu(
+    flavors: Sequence[CpuFlavor],
+    data_center: str,
+    *,
+    vcpus: int = SEED_VCPUS,
+    flavor_id: str | None = None,
+) -> CpuChoice | NoCpu:
+    """The cheapest of `cpu_candidates`, or why there is none."""
+    found = cpu_candidates(flavors, data_center, vcpus=vcpus, flavor_id=flavor_id)
+    return found if isinstance(found, NoCpu) else found[0]
+
+
+def download_seconds(weights_gb: float, download_mb_per_s: float) -> float:
+    return weights_gb * 1000 / download_mb_per_s
+
+
+def read_seconds(weights_gb: float, volume_type: str) -> float:
+    """The weights read off the volume at VOLUME_READ_MB_PER_S of its tier."""
+    return weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
 
 
 @dataclass(frozen=True)
@@ -94,12 +124,12 @@ class Bringup:
     model_id: str
     weights_gb: float
     seed_s: float
-    """Its download on the CPU pod at the stated speed (0 when it is not seeded)."""
+    """Its download on its CPU pod at the stated speed (0 when it is not seeded)."""
     seed_usd: float
-    """The CPU pod's $/h over that download."""
+    """Its CPU pod's $/h over the pod's start and that download."""
     gpu_before_serving_s: float
-    """GPU time billed before it serves: start, plus the weights read off the volume, plus
-    the download when no CPU pod seeded it."""
+    """GPU time billed before it serves: start, plus the weights read off the volume where
+    the engine loads them at start, plus the download when no CPU pod seeded it."""
     gpu_before_serving_usd: float
     gpu_without_seeding_s: float
     gpu_without_seeding_usd: float
@@ -114,13 +144,21 @@ def bringup(
     cpu: CpuChoice | NoCpu,
     download_mb_per_s: float,
     volume_type: str = "STANDARD",
+    loads_at_start: bool = True,
 ) -> Bringup:
-    download_s = weights_gb * 1000 / download_mb_per_s
-    load_s = weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
+    """`cpu` is the pod that seeds this model, or why none does. `loads_at_start`: the engine
+    reads every weight before it answers (SGLang, vLLM, llama.cpp); Ollama and ComfyUI load a
+    model on its first request, so their GPU bills no read before serving."""
+    download_s = download_seconds(weights_gb, download_mb_per_s)
+    load_s = read_seconds(weights_gb, volume_type) if loads_at_start else 0.0
     without = GPU_POD_START_S + download_s + load_s
     seeded = isinstance(cpu, CpuChoice)
     gpu_s = without - download_s if seeded else without
-    seed_usd = download_s / 3600 * cpu.usd_per_hour if isinstance(cpu, CpuChoice) else 0.0
+    seed_usd = (
+        (CPU_POD_START_S + download_s) / 3600 * cpu.usd_per_hour
+        if isinstance(cpu, CpuChoice)
+        else 0.0
+    )
     return Bringup(
         model_id=model_id,
         weights_gb=weights_gb,
@@ -136,11 +174,12 @@ def bringup(
 
 @dataclass(frozen=True)
 class FirstDeploy:
-    """A stack's first deploy: one CPU pod seeds every model in turn for its share of the
-    link (models download side by side, but the pod's bandwidth is one), then the GPUs."""
+    """A stack's first deploy: each seeded model on a CPU pod of its own (they run side by
+    side, each with its own link), then the GPUs."""
 
     models: tuple[Bringup, ...]
     cpu_pod_s: float
+    """CPU pod time, summed over the seeding pods."""
     seed_usd: float
     gpu_before_serving_usd: float
     gpu_without_seeding_usd: float
@@ -157,14 +196,12 @@ class FirstDeploy:
         return 1 - self.gpu_before_serving_usd / self.gpu_without_seeding_usd
 
 
-def first_deploy(models: Sequence[Bringup], cpu: CpuChoice | NoCpu) -> FirstDeploy:
+def first_deploy(models: Sequence[Bringup]) -> FirstDeploy:
     seeding = [m for m in models if m.seeded]
-    pod_s = CPU_POD_START_S + sum(m.seed_s for m in seeding) if seeding else 0.0
-    usd_per_hour = cpu.usd_per_hour if isinstance(cpu, CpuChoice) else 0.0
     return FirstDeploy(
         models=tuple(models),
-        cpu_pod_s=pod_s,
-        seed_usd=round(pod_s / 3600 * usd_per_hour, 4),
+        cpu_pod_s=sum(CPU_POD_START_S + m.seed_s for m in seeding),
+        seed_usd=round(sum(m.seed_usd for m in seeding), 4),
         gpu_before_serving_usd=round(sum(m.gpu_before_serving_usd for m in models), 4),
         gpu_without_seeding_usd=round(sum(m.gpu_without_seeding_usd for m in models), 4),
     )
@@ -174,5 +211,5 @@ def seed_timeout_s(weights_gb: float, download_mb_per_s: float, fixed: int | Non
     """How long one seeding run may take: `fixed` when the stack sets one, else scaled."""
     if fixed:
         return fixed
-    download_s = weights_gb * 1000 / download_mb_per_s
+    download_s = download_seconds(weights_gb, download_mb_per_s)
     return SEED_TIMEOUT_BASE_S + math.ceil(SEED_TIMEOUT_SLACK * download_s)

@@ -69,6 +69,15 @@ def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedab
         return Unseedable(model.id, str(exc))
 
 
+def needs_token(job: SeedJob) -> bool:
+    """Does the job fetch from a gated repo (so its pod gets the Hugging Face token)?"""
+    if isinstance(job, HfSnapshotJob):
+        return job.gated
+    if isinstance(job, FilesJob):
+        return any(f.gated for f in job.files)
+    return False
+
+
 def seed_plan(jobs: Sequence[SeedJob], **settings: object) -> SeedPlan:
     """One seeder run for `jobs`; keyword settings override the plan's defaults (e.g. the
     emulator's hub URL)."""

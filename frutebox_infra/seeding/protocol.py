@@ -160,6 +160,8 @@ class SeedStatus(_Wire):
     startedAt: str
     updatedAt: str
     jobs: tuple[JobStatus, ...]
+    error: str | None = None
+    """Why the seeder could not run at all (its plan unreadable): failed, with no jobs."""
 
     def job(self, model_id: str) -> JobStatus | None:
         return next((j for j in self.jobs if j.modelId == model_id), None)

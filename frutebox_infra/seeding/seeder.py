@@ -185,6 +185,15 @@ class Where:
         return Failed(f"{self.label}: HTTP {code} {message}".rstrip())
 
 
+def no_room(model_id: str, free: int, missing: int) -> Failed:
+    """The volume cannot take what is left to fetch: said before any byte moves."""
+    return Failed(
+        f"the volume has {free / 1e9:.2f} GB free and {model_id} needs {missing / 1e9:.2f} GB more",
+        "raise frutebox-infra:minVolumeGb (the volume grows, never shrinks) or disarm a model,"
+        " then deploy again",
+    )
+
+
 def refused(exc: urllib.error.HTTPError, where: Where | OllamaWhere, client: Client) -> Exception:
     """An HTTP error answer, explained for what was asked; the CDN a redirect led to speaks
     for the file's storage, not for the repo or the token."""
@@ -442,12 +451,7 @@ class Seeder:
             job.total, job.files_total = total, len(files)
         free = shutil.disk_usage(existing_parent(where)).free
         if missing > free:
-            raise Failed(
-                f"the volume has {free / 1e9:.2f} GB free and {job.model_id} needs"
-                f" {missing / 1e9:.2f} GB more",
-                "raise frutebox-infra:minVolumeGb (the volume grows, never shrinks) or disarm a"
-                " model, then deploy again",
-            )
+            raise no_room(job.model_id, free, missing)
 
     def place(self, job: Job, where: Where | OllamaWhere, client: Client, url: str,
               final: str, part: str, digest: Digest, *, mark: bool = False) -> None:  # fmt: skip

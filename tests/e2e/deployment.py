@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frutebox_infra.deploy_requests import pod_name, volume_name
+from frutebox_infra.deploy_requests import pod_name, seed_pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.emulator.transfers import Transfers
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client
@@ -30,8 +31,17 @@ FAST = {
 }
 """The deploy step's waits, on the same scaled clock, so a never-healthy pod fails in seconds."""
 
-SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2}
-"""A one-data-centre stack with room for a couple of small models."""
+SMALL = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": 5, "maxFallbackPremium": 2, "seeding": False}
+"""A one-data-centre stack with room for a couple of small models, whose GPU pods download their
+own weights: a fault queued for `pods.create` reaches the GPU pod (tests/e2e/test_seeding.py
+deploys the default, seeding first)."""
+
+SEEDED = {**SMALL, "seeding": True, "budgetUsdPerHour": 12}
+"""The same with seeding on (the default): a CPU pod per model first, then the GPU pods."""
+
+TRANSFERS = Transfers.realistic(gpu_start_s=30.0)
+"""The plan's download and read speeds; the GPU pod's start shortened from 300 s to 30 s so a
+pod's load fits FAST's health deadline."""
 
 
 @dataclass
@@ -56,8 +66,12 @@ class Deployment:
         registry = load_registry()
         options: dict[str, Any] = {
             "time_scale": TIME_SCALE,
+            "transfers": TRANSFERS,
             "foreign_pod_names": tuple(
-                pod_name(stack, m.id) for stack in STACKS for m in registry.models
+                name(stack, m.id)
+                for stack in STACKS
+                for m in registry.models
+                for name in (pod_name, seed_pod_name)
             ),
             "foreign_volume_names": tuple(volume_name(stack) for stack in STACKS),
         }
@@ -91,8 +105,19 @@ class Deployment:
         return emulator_client.foreign_pods(self.emulator)
 
     def created_bodies(self) -> list[dict[str, Any]]:
-        """Bodies of POST /v2/pods that the emulator accepted (201), in order."""
+        """Bodies of GPU pod creates the emulator accepted (201), in order."""
+        return [b for b in self._accepted() if "gpu" in b]
+
+    def seed_bodies(self) -> list[dict[str, Any]]:
+        """Bodies of CPU (seeding) pod creates the emulator accepted (201), in order."""
+        return [b for b in self._accepted() if "cpu" in b]
+
+    def _accepted(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests("pods.create") if r.get("status") == 201]
+
+    def hub(self, **change: Any) -> None:
+        """Change the emulated Hugging Face Hub, e.g. `hub(repo=R, removeFile=P)`."""
+        emulator_client.hub(self.emulator, change)
 
     def requests(self, op: str) -> list[dict[str, Any]]:
         return emulator_client.requests(self.emulator, op)

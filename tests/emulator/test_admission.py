@@ -108,9 +108,9 @@ def test_cost_is_the_clouds_gpu_price_times_the_count_and_cpus_by_the_vcpu() -> 
     assert two.usd_per_hour == pytest.approx(2 * 3.49)  # registry secure H100 price
     community = admit(pod_body(gpu={"id": "NVIDIA H200", "count": 1}, cloud="COMMUNITY"))
     assert community.usd_per_hour == pytest.approx(3.59)
-    cpu = admit({"name": "p", "image": "i", "cpu": {"id": "cpu5c", "vcpuCount": 4}})
+    cpu = admit({"name": "p", "image": "i", "disk": 20, "cpu": {"id": "cpu3c", "vcpuCount": 4}})
     assert (cpu.usd_per_hour, cpu.cuda, cpu.data_center) == (
-        pytest.approx(0.12),
+        pytest.approx(4 * 0.03),  # registry cpu3c, per vCPU-hour
         None,
         next(iter(CATALOG.data_centers)),
     )

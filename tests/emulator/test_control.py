@@ -104,3 +104,12 @@ def test_an_unknown_control_is_404_and_a_body_that_is_not_json_400(call: Call) -
     assert call("POST", "/_emulator/prices", raw=b"{").body["detail"] == (
         "control body is not valid JSON"
     )
+
+
+def test_the_hub_control_takes_a_source_away(call: Call, app: App) -> None:
+    app.account.storage.hub.repo("org/m").files["a.safetensors"] = 10
+    changed = call("POST", "/_emulator/hub", {"repo": "org/m", "removeFile": "a.safetensors"})
+    assert changed.status == 200 and changed.body == {"repo": "org/m", "files": 0, "gated": False}
+    assert call("POST", "/_emulator/hub", {"repo": "no/such"}).status == 400
+    app.account.reset()  # the hub as built again
+    assert "org/m" not in app.account.storage.hub.repos

@@ -141,3 +141,15 @@ def test_the_server_runs_on_the_clock_it_is_given(tmp_path: Path) -> None:
         assert [p["id"] for p in pods] == [created["id"]]
     finally:
         second.stop()
+
+
+def test_the_realistic_account_knows_the_seeder_image_and_collides_on_seed_names() -> None:
+    from frutebox_infra.deploy_requests import seed_pod_name
+    from frutebox_infra.emulator.server import realistic_for
+    from tests.factories import real_registry
+
+    registry = real_registry()
+    realism = realistic_for(registry)
+    assert registry.seeder_image is not None
+    assert registry.seeder_image.reference in (realism.known_images or ())
+    assert seed_pod_name("prod", "kimi-k2.6") in realism.foreign_pod_names

@@ -76,6 +76,7 @@ def test_the_json_keys_are_stable(arming_diff: tuple[FleetDiff, FleetPlan, Fleet
     ]  # fmt: skip
     assert list(data["cost"]) == [
         "usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMonthWorst",
+        "firstDeployUsd", "addedBringupUsd",
     ]  # fmt: skip
     assert list(data["volume"]) == ["sizeGb", "usdPerMonth", "shrinkIgnored"]
     assert list(data["budget"]) == ["maxUsdPerHour", "withinBudget", "headroomUsdPerHour"]
@@ -88,3 +89,27 @@ def test_a_shrinking_volume_is_shown_as_kept() -> None:
     assert d.volume_size_gb.after == d.volume_size_gb.before
     assert "never shrinks" in diff_table(DiffView(d, "a", "b"))
     assert "never shrinks" in diff_markdown(DiffView(d, "a", "b"))
+
+
+def test_arming_a_model_shows_what_bringing_it_up_costs_once(
+    arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan],
+) -> None:
+    d, before, after = arming_diff
+    assert after.seeding is not None and before.seeding is not None
+    armed = [after.seeding.of(m.model_id) for m in d.changes if m.before is None]
+    assert len(armed) == 2 and all(armed)  # llama-3.2-1b and sdxl-1.0
+    once = round(sum(a.bringup.seed_usd + a.bringup.gpu_before_serving_usd for a in armed if a), 2)
+    assert d.added_bringup_usd == once > 0
+    assert d.first_deploy_usd.after == after.seeding.first_deploy.total_usd
+    line = f"{usd(once)} once for the models armed (seeding + GPU before serving)"
+    assert f"bring-up {line}" in diff_table(DiffView(d, "a", "b"))
+    assert f"- **Bring-up:** {line}" in diff_markdown(DiffView(d, "a", "b"))
+    data = diff_data(DiffView(d, "a", "b"))["cost"]
+    assert data["addedBringupUsd"] == once
+    assert data["firstDeployUsd"]["after"] == after.seeding.first_deploy.total_usd
+
+
+def test_a_change_that_costs_no_bring_up_says_nothing_of_it() -> None:
+    d = diff_plans(dev_plan(), dev_plan())
+    assert d.added_bringup_usd == 0 and d.first_deploy_usd.delta == 0
+    assert "bring-up" not in diff_table(DiffView(d, "a", "b"))

@@ -136,7 +136,7 @@ def test_no_shared_pod_section_when_colocation_is_off() -> None:
 
 
 def rows(md: str, which: int = 0) -> list[list[str]]:
-    """The cells of the `which`-th Markdown table in `md` (0: the plan's, 1: its speed)."""
+    """The cells of the `which`-th Markdown table in `md` (0: the plan's; its speed and bring-up tables follow)."""
     tables: list[list[list[str]]] = []
     previous = ""
     for line in md.splitlines():
@@ -219,7 +219,7 @@ ISSUE_COST = {"usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMon
 ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
-PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods", "speed"}
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods", "speed", "seeding"}
 SPEED_SETTINGS_KEYS = {"minDecodeTokensPerSecond", "rankBy", "promptTokens", "outputTokens"}
 COST_KEYS = ISSUE_COST | {"colocationSavingUsdPerHour"}
 POD_KEYS = {
@@ -247,6 +247,7 @@ MODEL_KEYS = ISSUE_MODEL | {
     "launch",
     "minDecodeTokensPerSecond",
     "belowFloor",
+    "bringup",
 }
 PLACEMENT_KEYS = ISSUE_PLACEMENT | {"speed"}
 FIT_KEYS = ISSUE_FIT | {"memoryBudgetGbPerGpu", "layersOnWorstGpu"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -22,10 +23,37 @@ def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: Fake
     fake.on("GET", "/v2/pods/pod1", *states("STARTING", "RUNNING"))
     fake.on("GET", HEALTH_URL, ok(200, {}))
     fake.on("POST", PULL_URL, pulled)
-    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
+    fake.on("GET", TAGS_URL, ok(200, {"models": []}), ok(200, {"models": [{"name": "qwen3:8b"}]}))
     got = provisioner.bring_up("pod1", health=HEALTH, ollama_tags=["qwen3:8b"], timeouts=TIMEOUTS)
     assert got.status == "RUNNING"
+    assert len(fake.calls("POST")) == 1
     assert not fake.calls("DELETE")
+
+
+def test_bring_up_pulls_only_the_tags_the_store_does_not_list(
+    provisioner: Provisioner, fake: FakeApi, logs: list[str]
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("POST", PULL_URL, pulled)
+    listed = {"models": [{"name": "qwen3:8b"}, {"name": "llama3.2:1b"}]}
+    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}), ok(200, listed))
+    provisioner.bring_up(
+        "pod1", health=HEALTH, ollama_tags=["qwen3:8b", "llama3.2:1b"], timeouts=TIMEOUTS
+    )
+    assert [json.loads(r.content)["model"] for r in fake.calls("POST")] == ["llama3.2:1b"]
+    assert any("qwen3:8b already in its store; not pulled" in line for line in logs)
+
+
+def test_bring_up_pulls_every_tag_when_the_server_gives_no_listing(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("POST", PULL_URL, pulled)
+    fake.on("GET", TAGS_URL, ok(502, {}), ok(200, {"models": [{"name": "qwen3:8b"}]}))
+    provisioner.bring_up("pod1", health=HEALTH, ollama_tags=["qwen3:8b"], timeouts=TIMEOUTS)
+    assert len(fake.calls("POST")) == 1
 
 
 def test_bring_up_terminates_a_pod_that_never_serves(

@@ -11,7 +11,7 @@ from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.lifecycle import Timeouts
-from frutebox_infra.runpod.placement import Ownership, gpu_of, place
+from frutebox_infra.runpod.placement import Ownership, gpu_of, hardware_of, place
 from tests.runpod.conftest import (
     API,
     API_KEY,
@@ -465,3 +465,18 @@ def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(
     message = str(caught.value)
     assert "could not be pulled" in message and "registry/images.yaml" in message
     assert "bug" not in message
+
+
+@pytest.mark.parametrize(
+    ("candidate", "expected"),
+    [
+        pytest.param({"cpu": {"id": "cpu3c", "vcpuCount": 2}}, ("cpu3c", 2), id="cpu-pod"),
+        pytest.param({"cpu": {"id": "cpu3c"}}, ("cpu3c", 0), id="cpu-without-a-count"),
+        pytest.param({"gpu": {"id": "NVIDIA A40", "count": 2}}, ("NVIDIA A40", 2), id="gpu-pod"),
+        pytest.param({}, ("", 0), id="neither"),
+    ],
+)
+def test_hardware_of_names_a_cpu_flavor_or_a_gpu(
+    candidate: dict[str, Any], expected: tuple[str, int]
+) -> None:
+    assert hardware_of(candidate) == expected

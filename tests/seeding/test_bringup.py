@@ -15,6 +15,7 @@ from frutebox_infra.seeding.bringup import (
     NoCpu,
     bringup,
     choose_cpu,
+    cpu_candidates,
     first_deploy,
     seed_timeout_s,
 )
@@ -90,7 +91,8 @@ def test_a_seeded_model_bills_its_gpu_for_start_and_load_only() -> None:
 
     download, load = 1000.0, 100_000 / VOLUME_READ_MB_PER_S["STANDARD"]
     assert b.seeded and b.seed_s == download
-    assert b.seed_usd == round(download / 3600 * 0.06, 4)
+    # Its own CPU pod: the pod's start and the download, at the flavor's $/h.
+    assert b.seed_usd == round((CPU_POD_START_S + download) / 3600 * 0.06, 4)
     assert b.gpu_before_serving_s == pytest.approx(GPU_POD_START_S + load)
     assert b.gpu_without_seeding_s == pytest.approx(GPU_POD_START_S + load + download)
     assert b.gpu_before_serving_usd == round((GPU_POD_START_S + load) / 3600 * 3.6, 4)
@@ -103,6 +105,25 @@ def test_without_a_cpu_pod_the_gpu_bills_the_download_too() -> None:
     assert b.gpu_before_serving_s == b.gpu_without_seeding_s
 
 
+@pytest.mark.parametrize(
+    ("loads_at_start", "read_s"),
+    [
+        pytest.param(True, 100_000 / VOLUME_READ_MB_PER_S["STANDARD"], id="sglang-reads-first"),
+        pytest.param(False, 0.0, id="comfyui-reads-on-first-request"),
+    ],
+)
+def test_only_an_engine_that_loads_at_start_bills_the_read_before_serving(
+    loads_at_start: bool, read_s: float
+) -> None:
+    cpu = choose_cpu([CHEAP], "EU-RO-1")
+    assert isinstance(cpu, CpuChoice)
+
+    b = bringup("m", 100, 1.0, cpu=cpu, download_mb_per_s=100, loads_at_start=loads_at_start)
+
+    assert b.gpu_before_serving_s == pytest.approx(GPU_POD_START_S + read_s)
+    assert b.gpu_without_seeding_s == pytest.approx(GPU_POD_START_S + read_s + 1000)
+
+
 def test_a_faster_volume_tier_loads_faster() -> None:
     cpu = choose_cpu([CHEAP], "EU-RO-1")
     assert isinstance(cpu, CpuChoice)
@@ -112,17 +133,18 @@ def test_a_faster_volume_tier_loads_faster() -> None:
     assert fast.gpu_before_serving_s < standard.gpu_before_serving_s
 
 
-def test_a_first_deploy_pays_one_cpu_pod_for_every_seeded_byte() -> None:
+def test_a_first_deploy_pays_a_cpu_pod_per_seeded_model() -> None:
     cpu = choose_cpu([CHEAP], "EU-RO-1")
     assert isinstance(cpu, CpuChoice)
     models = [
         bringup(m, gb, 2.0, cpu=cpu, download_mb_per_s=100) for m, gb in (("a", 50), ("b", 150))
     ]
+    models.append(bringup("c", 10, 2.0, cpu=NoCpu("unseedable"), download_mb_per_s=100))
 
-    deploy = first_deploy(models, cpu)
+    deploy = first_deploy(models)
 
-    assert deploy.cpu_pod_s == CPU_POD_START_S + 500 + 1500
-    assert deploy.seed_usd == round(deploy.cpu_pod_s / 3600 * 0.06, 4)
+    assert deploy.cpu_pod_s == 2 * CPU_POD_START_S + 500 + 1500
+    assert deploy.seed_usd == pytest.approx(deploy.cpu_pod_s / 3600 * 0.06, abs=1e-4)
     assert deploy.gpu_before_serving_usd == round(sum(m.gpu_before_serving_usd for m in models), 4)
     assert deploy.total_usd == round(deploy.seed_usd + deploy.gpu_before_serving_usd, 2)
     assert 0 < deploy.gpu_saved_fraction < 1
@@ -131,9 +153,17 @@ def test_a_first_deploy_pays_one_cpu_pod_for_every_seeded_byte() -> None:
 def test_a_deploy_that_seeds_nothing_runs_no_cpu_pod() -> None:
     models = [bringup("a", 50, 2.0, cpu=NoCpu("x"), download_mb_per_s=100)]
 
-    deploy = first_deploy(models, NoCpu("x"))
+    deploy = first_deploy(models)
 
     assert deploy.cpu_pod_s == 0 and deploy.seed_usd == 0 and deploy.gpu_saved_fraction == 0
+
+
+def test_the_candidates_are_every_fitting_flavor_cheapest_first() -> None:
+    found = cpu_candidates([DEAR, flavor("small", 0.01, vcpu_max=2), CHEAP], "EU-RO-1", vcpus=4)
+
+    assert not isinstance(found, NoCpu)
+    assert [c.flavor.id for c in found] == ["cheap", "dear"]
+    assert [c.usd_per_hour for c in found] == [0.12, 0.2]
 
 
 @pytest.mark.parametrize(

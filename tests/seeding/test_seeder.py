@@ -558,3 +558,4 @@ def test_an_unreadable_plan_is_served_as_a_failure_not_an_exit(
         body = json.loads(r.read())
     assert body["state"] == "failed" and body["jobs"] == []
     assert "the seed plan (FRUTEBOX_SEED_PLAN) is unreadable" in body["error"]
+    assert SeedStatus.model_validate(body).error == body["error"]  # what the step reads

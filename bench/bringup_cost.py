@@ -1,0 +1,223 @@
+"""What a first deploy bills before each model serves, with and without seeding, measured.
+
+The prod stack is deployed twice on a fresh realistic emulator (its clock sped up `SCALE`
+times; the deploy step's waits shrink alike): once with seeding off, so each GPU pod downloads
+its own weights, and once with seeding on, each model's weights first put on the volume by a
+CPU pod. The deploy step (`python -m frutebox_infra.runpod`) runs in-process as Pulumi's graph
+runs it: the volume, then per pod its models' seeds side by side, then the pod. Every figure
+comes from the emulator's billing records (what `GET /v2/billing/pods` sums), in emulated time:
+a GPU pod from its create until its server answers, a seeding pod from its create until it
+was terminated. Next to them, the plan's own figures (`frutebox plan`'s bring-up section),
+from the same assumptions the emulator times its pods by (seeding/bringup.py).
+
+Run: .venv/bin/python bench/bringup_cost.py [--quick]
+--quick deploys one small model (seconds) through the same code and exits non-zero on a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from _common import heading, print_table
+
+from frutebox_infra.deploy_requests import (
+    pod_name,
+    pod_request,
+    seed_request,
+    seeded_ids,
+    volume_request,
+)
+from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
+from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.registry_files import load_registry
+from frutebox_infra.report.bringup_report import assumptions
+from frutebox_infra.runpod.__main__ import main
+from frutebox_infra.runpod.command_io import scaled_waits
+from frutebox_infra.stack_file import load_settings, stack_file
+
+SCALE = 300.0
+QUICK_SCALE = 1000.0
+TARGET = 0.80
+"""The issue's target: GPU $ billed before serving down by at least 80%."""
+
+
+def usd(value: float) -> str:
+    """Dollars to a tenth of a cent: a small model's bring-up costs cents."""
+    return f"${value:,.3f}"
+
+
+def step_env(emulator: RunningEmulator, scale: float) -> dict[str, str]:
+    hours = str(6 * 3600 / scale)
+    return {
+        "RUNPOD_API_URL": emulator.url,
+        "RUNPOD_API_KEY": "bench-key",
+        "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        **scaled_waits(scale),
+        "FRUTEBOX_RUNNING_TIMEOUT_S": str(900 / scale),
+        "FRUTEBOX_HEALTH_TIMEOUT_S": hours,
+        "FRUTEBOX_SEED_TIMEOUT_S": hours,
+    }
+
+
+def command(args: str, request: str, env: dict[str, str]) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(args.split(), stdin=io.StringIO(request), stdout=out, stderr=err, env=env)
+    if code != 0:
+        raise SystemExit(f"{args} failed: {err.getvalue()[-2000:]}")
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def together(jobs: Sequence[Callable[[], object]]) -> None:
+    """Run `jobs` side by side, as Pulumi runs independent resources; the first failure wins."""
+    failures: list[BaseException] = []
+
+    def one(job: Callable[[], object]) -> None:
+        try:
+            job()
+        except BaseException as exc:  # reported once every thread ended
+            failures.append(exc)
+
+    threads = [threading.Thread(target=one, args=(j,)) for j in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SystemExit(str(failures[0]))
+
+
+def deploy(plan: FleetPlan, emulator: RunningEmulator, scale: float) -> None:
+    """The stack's first `up`: volume; per pod, its models' seeds, then the pod."""
+    env = step_env(emulator, scale)
+    volume = command("volume create", volume_request(plan).to_json(), env)
+    ids = {"volume_id": volume["volumeId"], "owner": volume["owner"]}
+    seeded = seeded_ids(plan)
+
+    def pod_chain(anchor_id: str) -> Callable[[], None]:
+        def run() -> None:
+            group = plan.pod_of(anchor_id)
+            assert group is not None
+            anchor, members = plan.members(group)
+            seeds = [
+                (lambda m=m: command("seed create", seed_request(plan, m, **ids).to_json(), env))
+                for m in group.model_ids
+                if m in seeded
+            ]
+            together(seeds)
+            request = pod_request(
+                anchor, plan.settings, stack=plan.stack, members=members, seeded=seeded, **ids
+            )
+            command("pod create", request.to_json(), env)
+
+        return run
+
+    together([pod_chain(p.anchor) for p in plan.pods])
+
+
+def billed_usd(pod: dict[str, Any], until: float | None, scale: float) -> float:
+    """What the pod's billing records add up to until `until` (its clock's seconds), emulated."""
+    total = 0.0
+    for began, ended, rate in pod["emulator"]["billed"]:
+        start = datetime.fromisoformat(began).timestamp()
+        stop = datetime.fromisoformat(ended).timestamp() if ended else None
+        end = min(x for x in (stop, until) if x is not None)
+        total += max(0.0, end - start) * scale / 3600 * float(rate)
+    return total
+
+
+def measure(plan: FleetPlan, scale: float) -> dict[str, Any]:
+    """Deploy `plan` on a fresh realistic emulator; GPU $ before serving per model, seeding $."""
+    registry = load_registry()
+    emulator = start(realism=realistic_for(registry, time_scale=scale))
+    try:
+        deploy(plan, emulator, scale)
+        pods = [p for p in emulator.app.state()["pods"] if not p["emulator"]["foreign"]]
+    finally:
+        emulator.stop()
+    gpu: dict[str, float] = {}
+    seed: dict[str, float] = {}
+    for pod in pods:
+        record = pod["emulator"]
+        if "gpu" in pod:
+            serves = record["started_wall"] + record["load_s"]
+            gpu[pod["name"]] = billed_usd(pod, serves, scale)
+        else:
+            seed[pod["name"].removesuffix("-seed")] = billed_usd(pod, None, scale)
+    return {"gpu": gpu, "seed": seed}
+
+
+def stack_plan(models: Sequence[str] | None, seeding: bool, tier: str) -> FleetPlan:
+    settings = load_settings(stack_file("prod"))
+    keys: dict[str, Any] = {"seeding": seeding, "volume_type": tier}
+    if models is not None:
+        keys["models"] = tuple(models)
+    return plan_fleet(load_registry(), settings.model_copy(update=keys), stack="prod")
+
+
+def report(models: Sequence[str] | None, scale: float, tier: str = "STANDARD") -> float:
+    """Print one comparison; returns the measured fraction of GPU $ that seeding removed."""
+    off, on = stack_plan(models, False, tier), stack_plan(models, True, tier)
+    assert off.seeding is not None and on.seeding is not None
+    heading(
+        f"first deploy of the prod stack{'' if models is None else ' (' + ', '.join(models) + ')'}"
+        f" on the realistic emulator, clock x{scale:g} ({assumptions(on)})"
+    )
+    before, after = measure(off, scale), measure(on, scale)
+    rows, sums = [], [0.0] * 6
+    for m in on.models:
+        name = pod_name("prod", m.model_id)
+        plan_off = off.seeding.of(m.model_id)
+        plan_on = on.seeding.of(m.model_id)
+        assert plan_off is not None and plan_on is not None
+        figures = [
+            plan_off.bringup.gpu_before_serving_usd,
+            before["gpu"].get(name, 0.0),
+            plan_on.bringup.gpu_before_serving_usd,
+            after["gpu"].get(name, 0.0),
+            plan_on.bringup.seed_usd,
+            after["seed"].get(pod_name("prod", m.model_id), 0.0),
+        ]
+        sums = [a + b for a, b in zip(sums, figures, strict=True)]
+        gpu = m.placement.label if m.placement else "-"
+        rows.append([m.model_id, gpu, *(usd(f) for f in figures)])
+    rows.append(["total", "", *(usd(f) for f in sums)])
+    headers = ["model", "GPU", "off: plan", "off: billed", "on: plan", "on: billed"]
+    print_table([*headers, "seed: plan", "seed: billed"], rows)
+    planned = 1 - sums[2] / sums[0] if sums[0] else 0.0
+    measured = 1 - sums[3] / sums[1] if sums[1] else 0.0
+    verdict = "met" if measured >= TARGET else "NOT met"
+    print(
+        f"\nGPU $ billed before serving: {usd(sums[1])} -> {usd(sums[3])} billed"
+        f" ({measured:.0%} less), {usd(sums[0])} -> {usd(sums[2])} planned ({planned:.0%} less);"
+        f" target {TARGET:.0%} less: {verdict}"
+    )
+    print(
+        f"first deploy, GPU before serving + seeding: {usd(sums[1])} without seeding,"
+        f" {usd(sums[3] + sums[5])} with it ({usd(sums[5])} of seeding) billed;"
+        f" {usd(sums[2] + sums[4])} planned"
+    )
+    return measured
+
+
+def cli(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one small model, same code path")
+    args = parser.parse_args(argv)
+    if args.quick:
+        report(["sdxl-1.0"], QUICK_SCALE)
+        return 0
+    for tier in ("STANDARD", "HIGH_PERFORMANCE"):
+        report(None, SCALE, tier)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,95 @@
+"""What an emulated GPU pod's engine reads at start, told from the launch the planner renders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from frutebox_infra.deploy_requests import pod_body
+from frutebox_infra.emulator import layout
+from frutebox_infra.emulator.hub import Hub
+from frutebox_infra.emulator.launch_reads import reads_of
+from frutebox_infra.emulator.records import VolumeRecord
+from frutebox_infra.plan import plan_fleet
+from frutebox_infra.registry import Runtime
+from tests.factories import real_registry, settings
+
+HUB = Hub.from_registry(real_registry())
+QWEN_REPO, QWEN_COMMIT = "Qwen/Qwen3.6-27B-FP8", "c79abb8dddf284f31fd5a44fed917f261c72948b"
+
+
+def body(model_id: str, *, seeding: bool = True) -> dict[str, Any]:
+    plan = plan_fleet(real_registry(), settings(models=[model_id], seeding=seeding), stack="t")
+    m = plan.model(model_id)
+    assert m is not None and m.placement is not None
+    return pod_body(m, m.placement, plan.settings, stack="t", volume_id="v1", owner="o" * 16)
+
+
+def volume() -> VolumeRecord:
+    return VolumeRecord("v1", "w", 2000, "EU-RO-1")
+
+
+@pytest.mark.parametrize(
+    ("model_id", "runtime", "offline", "loads"),
+    [
+        pytest.param("qwen-3.6-27b", Runtime.SGLANG, True, True, id="sglang"),
+        pytest.param("kimi-k2.6", Runtime.LLAMACPP, True, True, id="llama-cpp"),
+        pytest.param("sdxl-1.0", Runtime.COMFYUI, False, False, id="comfyui"),
+    ],
+)
+def test_a_seeded_launch_reads_offline_what_the_seeder_placed(
+    model_id: str, runtime: Runtime, offline: bool, loads: bool
+) -> None:
+    vol = volume()
+    if runtime is Runtime.LLAMACPP:  # -hf takes no revision: offline it reads refs/main
+        repo = HUB.repos["unsloth/Kimi-K2.6-GGUF"]
+        vol.refs[layout.ref_file("llama.cpp", repo.repo_id, "main")] = repo.commit
+    reads = reads_of(body(model_id), HUB, vol)
+    assert reads is not None and reads.failure is None
+    assert (reads.runtime, reads.offline, reads.loads_at_start) == (runtime, offline, loads)
+    model = real_registry().model(model_id)
+    assert model is not None
+    total = sum(p.size for p in reads.pieces)
+    assert total == pytest.approx((model.source.gguf.disk_gb if model.source and model.source.gguf
+                                   else model.weights.disk_gb or 0) * 1e9, rel=1e-3)  # fmt: skip
+
+
+def test_sglang_reads_its_pinned_snapshot_in_the_hf_home_hub_cache() -> None:
+    reads = reads_of(body("qwen-3.6-27b"), HUB, volume())
+    assert reads is not None
+    prefix = f"huggingface/hub/models--Qwen--Qwen3.6-27B-FP8/snapshots/{QWEN_COMMIT}/"
+    assert reads.pieces and all(p.path.startswith(prefix) for p in reads.pieces)
+    assert reads.refs == ()  # a pinned commit needs no ref
+
+
+def test_unseeded_launches_may_download_and_an_unpinned_one_records_its_ref() -> None:
+    reads = reads_of(body("qwen3-235b-a22b", seeding=False), HUB, volume())
+    assert reads is not None and not reads.offline and reads.failure is None
+    commit = HUB.repos["Qwen/Qwen3-235B-A22B-FP8"].commit
+    assert reads.refs == ((layout.ref_file("huggingface/hub", "Qwen/Qwen3-235B-A22B-FP8",
+                                           "main"), commit),)  # fmt: skip
+
+
+def test_offline_without_the_seeders_ref_is_a_failure_the_engine_logs() -> None:
+    reads = reads_of(body("kimi-k2.6"), HUB, volume())
+    assert reads is not None and reads.failure is not None
+    assert "no refs/main in the cache" in reads.failure
+
+
+def test_a_missing_comfyui_file_ends_the_script_before_the_server() -> None:
+    hub = Hub.from_registry(real_registry())
+    hub.change({"repo": "stabilityai/stable-diffusion-xl-base-1.0", "remove": True})
+    reads = reads_of(body("sdxl-1.0", seeding=False), hub, volume())
+    assert reads is not None and reads.failure is not None
+    assert reads.failure.startswith("download failed: https://huggingface.co/stabilityai/")
+
+
+def test_an_ollama_pod_names_its_store_and_reads_nothing_at_start() -> None:
+    reads = reads_of(body("qwen3-8b"), HUB, volume())
+    assert reads is not None and reads.runtime is Runtime.OLLAMA
+    assert reads.store == "ollama/models/qwen3-8b" and reads.pieces == ()
+
+
+def test_a_launch_the_emulator_cannot_read_reads_nothing_it_knows_of() -> None:
+    assert reads_of({"image": "img:1", "args": "--port 8080", "env": {}}, HUB, volume()) is None

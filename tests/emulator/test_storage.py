@@ -1,0 +1,116 @@
+"""GPU pods and the weights on their volume: a seeded model loads at the read speed, an unseeded
+one downloads first (and leaves the files for the next pod), one launched offline without its
+files crash-loops; Ollama's store lists what earlier pods pulled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from frutebox_infra.deploy_requests import pod_body
+from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.clock import ManualClock
+from frutebox_infra.emulator.hub import Hub
+from frutebox_infra.emulator.realism import Kind, Realism
+from frutebox_infra.emulator.records import PodRecord
+from frutebox_infra.emulator.state import Account
+from frutebox_infra.emulator.storage import Storage
+from frutebox_infra.emulator.transfers import Transfers
+from frutebox_infra.plan import plan_fleet
+from frutebox_infra.seeding.bringup import GPU_POD_START_S, VOLUME_READ_MB_PER_S
+from tests.emulator.test_seeder_pod import running, seeding_body
+from tests.factories import real_registry, settings
+
+HUB = Hub.from_registry(real_registry())
+
+
+def account(clock: ManualClock, time_scale: float = 1.0) -> Account:
+    realism = Realism(
+        kind=Kind.FAST, quotas=(), time_scale=time_scale, transfers=Transfers.realistic()
+    )
+    return Account(Catalog.builtin(), realism=realism, clock=clock, storage=Storage(HUB))
+
+
+def gpu_body(acct: Account, model_id: str, *, seeding: bool) -> dict[str, Any]:
+    vol = next(iter(acct.volumes.values()))
+    plan = plan_fleet(real_registry(), settings(models=[model_id], seeding=seeding), stack="t")
+    m = plan.model(model_id)
+    assert m is not None and m.placement is not None
+    return pod_body(m, m.placement, plan.settings, stack="t", volume_id=vol.id, owner="o" * 16)
+
+
+def seeded(clock: ManualClock, model_id: str, time_scale: float = 1.0) -> Account:
+    acct = account(clock, time_scale)
+    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    seed = running(acct, seeding_body(acct, vol, model_id))
+    clock.advance(10_000 / time_scale)
+    acct.terminate_pod(seed.id)
+    return acct
+
+
+def weights_bytes(pod: PodRecord, acct: Account) -> int:
+    vol = next(iter(acct.volumes.values()))
+    return sum(size for size, _ in vol.files.values())
+
+
+@pytest.mark.parametrize("time_scale", [1.0, 100.0])
+def test_a_seeded_model_loads_at_the_volumes_read_speed(
+    clock: ManualClock, time_scale: float
+) -> None:
+    acct = seeded(clock, "qwen-3.6-27b", time_scale)
+    pod = acct.create_pod(gpu_body(acct, "qwen-3.6-27b", seeding=True))
+    read = weights_bytes(pod, acct) / (VOLUME_READ_MB_PER_S["STANDARD"] * 1e6)
+    assert pod.load_s == pytest.approx((GPU_POD_START_S + read) / time_scale)
+    assert "weights found on the volume; loading" in pod.lines() and pod.transfer is None
+
+
+def test_an_unseeded_model_downloads_first_and_leaves_the_files_for_the_next_pod(
+    clock: ManualClock,
+) -> None:
+    acct = account(clock)
+    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    pod = running(acct, gpu_body(acct, "qwen-3.6-27b", seeding=False))
+    total = sum(size for _, size, _ in (pod.transfer or {})["pieces"])
+    download, read = total / 100e6, total / 237e6
+    assert pod.load_s == pytest.approx(GPU_POD_START_S + download + read)
+    assert any(line.startswith("downloading 31.0 GB") for line in pod.lines())
+    clock.advance(GPU_POD_START_S + download + 1)
+    acct.terminate_pod(pod.id)
+    again = acct.create_pod(gpu_body(acct, "qwen-3.6-27b", seeding=False))
+    assert again.transfer is None and again.load_s == pytest.approx(GPU_POD_START_S + read)
+    assert vol.files
+
+
+def test_offline_without_its_files_the_engine_exits_at_every_start(clock: ManualClock) -> None:
+    acct = account(clock)
+    acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    pod = running(acct, gpu_body(acct, "qwen-3.6-27b", seeding=True))
+    clock.advance(10_000)
+    assert pod.crash is not None and pod.crash.startswith("offline mode (HF_HUB_OFFLINE=1)")
+    assert acct.proxy(pod.id, 8080, "GET", "/health", None)[0] == 502
+    lines = [line for _, line in acct.logs(pod.id, 200, None)]
+    assert lines.count(pod.crash) > 1 and lines.count("start container") > 1  # a crash loop
+    assert "server is listening" not in lines
+
+
+def test_ollama_lists_what_its_store_holds_and_a_pull_fills_the_store(
+    clock: ManualClock,
+) -> None:
+    acct = seeded(clock, "qwen3-8b")
+    pod = running(acct, gpu_body(acct, "qwen3-8b", seeding=True))
+    clock.advance(GPU_POD_START_S)
+    tags = acct.proxy(pod.id, 11434, "GET", "/api/tags", None)[1]
+    assert [m["name"] for m in tags["models"]] == ["qwen3:8b"]
+
+    fresh = account(clock)
+    fresh.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    first = running(fresh, gpu_body(fresh, "qwen3-8b", seeding=False))
+    clock.advance(GPU_POD_START_S)
+    assert fresh.proxy(first.id, 11434, "GET", "/api/tags", None)[1]["models"] == []
+    assert fresh.proxy(first.id, 11434, "POST", "/api/pull", {"model": "qwen3:8b"})[0] == 200
+    fresh.terminate_pod(first.id)
+    second = fresh.create_pod(gpu_body(fresh, "qwen3-8b", seeding=False))
+    assert second.pulled == ["qwen3:8b"]
+    status = fresh.proxy(second.id, 11434, "DELETE", "/api/delete", {"model": "qwen3:8b"})[0]
+    assert status == 502  # not running yet: nothing removed

@@ -136,7 +136,7 @@ def test_no_shared_pod_section_when_colocation_is_off() -> None:
 
 
 def rows(md: str, which: int = 0) -> list[list[str]]:
-    """The cells of the `which`-th Markdown table in `md` (0: the plan's; its speed and bring-up tables follow)."""
+    """The cells of the `which`-th Markdown table (0: the plan's; speed, then bring-up follow)."""
     tables: list[list[list[str]]] = []
     previous = ""
     for line in md.splitlines():

@@ -190,8 +190,11 @@ def _take_values(
     if nargs is None or nargs.isdigit():
         count = int(nargs) if nargs else 1
         taken = words[i : i + count]
-        if len(taken) < count or any(_is_option(w) for w in taken):
+        if len(taken) < count:
             return None, i
+        for word in taken:
+            if _is_option(word):
+                return None, i
         return taken, i + count
     taken = []
     while i < len(words) and not _is_option(words[i]):
@@ -234,7 +237,7 @@ def _value_problem(
     kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
 ) -> str | None:
     """Why `value` is not one the flag takes (phrased as what it takes), or None."""
-    if kind == "int" and not re.fullmatch(r"[-+]?\d+", value):
+    if kind == "int" and not _INTEGER.fullmatch(value):
         return "takes a whole number"
     if kind == "float":
         try:
@@ -248,11 +251,17 @@ def _value_problem(
             return "takes a JSON document"
     if choices is not None:
         options = tuple(choices)
-        wanted = value.upper() if case_insensitive else value
-        known = {c.upper() for c in options} if case_insensitive else set(options)
-        if wanted not in known:
+        if case_insensitive:
+            wanted = value.upper()
+            taken = any(c.upper() == wanted for c in options)
+        else:
+            taken = value in options
+        if not taken:
             return f"takes one of {', '.join(options)}"
     return None
+
+
+_INTEGER = re.compile(r"[-+]?\d+")
 
 
 def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
@@ -353,7 +362,7 @@ def _env_value_ok(kind: str, value: str) -> bool:
     if kind == "uint":
         return value.isdigit()
     if kind == "int":
-        return re.fullmatch(r"[-+]?\d+", value) is not None
+        return _INTEGER.fullmatch(value) is not None
     if kind == "float":
         return _value_problem("float", None, False, value) is None
     if kind == "bool":

@@ -202,11 +202,11 @@ def plan_fleet(
         models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
         models, pods = _pods(registry, settings, models)
         models, seeding = _seeding(registry, settings, models, pods)
+        launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(seeding.problems)
     warnings.extend(seeding.warnings)
     for plan in models:
         problems.extend(plan.problems)
-    launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(launch_refused)
     warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -244,7 +244,8 @@ def plan_fleet(
 def _cycle_collector_paused() -> Iterator[None]:
     """Planning makes tens of objects per model, none of them in a reference cycle, and keeps
     them all until the plan returns: the cyclic collector's full passes over that growing heap
-    free nothing and cost a third of a 10,000-model plan. Paused meanwhile, then restored."""
+    free nothing and cost a third of a 10,000-model plan. Paused meanwhile (the launch check
+    of every pod included, which runs over the whole heap), then restored."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -14,7 +14,7 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
@@ -113,13 +113,37 @@ class _Shape:
     expert_bytes_per_weight: float
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Context:
+    """One placement's estimate inputs, and what every step of it shares: worked out once
+    per estimate, not per step (a decode, a prefill, a speculative verify). Made for every
+    estimate and never changed, so not frozen (freezing costs a call per field)."""
+
     placement: Placement
     shape: _Shape
     gpu: GpuSpeed
     engine: EngineFigures
     link: LinkSpeed | None
+    parallel: int = field(init=False)
+    """GPUs that read a step's weights at once: under a layer split they read in turn."""
+    shared_bytes: float = field(init=False)
+    kv_per_token: int = field(init=False)
+    state_share: float = field(init=False)
+    bandwidth: float = field(init=False)
+    compute_rate: float = field(init=False)
+    attention_width: int = field(init=False)
+    overhead_s: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        p, shape, engine, arch = self.placement, self.shape, self.engine, self.shape.arch
+        parallel = self.parallel = 1 if p.engine in LAYER_SPLIT_ENGINES else p.gpu_count
+        self.shared_bytes = shape.shared * shape.shared_bytes_per_weight / parallel
+        self.kv_per_token = kv_bytes_per_token(arch, parallel, p.kv_dtype_bytes)
+        self.state_share = 2 * (arch.state_bytes_per_sequence or 0) / parallel
+        self.bandwidth = self.gpu.memory_bandwidth_gb_s * GB
+        self.compute_rate = _tensor_tflops(self.gpu, p.precision) * 1e12 * engine.compute_efficiency
+        self.attention_width = _attention_width(arch)
+        self.overhead_s = (engine.step_overhead_us + engine.layer_overhead_us * arch.layers) / 1e6
 
 
 @dataclass(frozen=True)
@@ -289,23 +313,16 @@ def _shape(model: Model, p: Placement, split: ExpertSplit | None) -> _Shape:
 def _step(ctx: _Context, tokens: int, streams: int, context: float) -> tuple[float, bool]:
     """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
     `context` tokens of KV; and whether compute rather than memory bounds it."""
-    p, shape, engine = ctx.placement, ctx.shape, ctx.engine
-    arch = shape.arch
+    shape, parallel = ctx.shape, ctx.parallel
     # Under a layer split the GPUs read in turn, so the step reads everything at one GPU's pace.
-    parallel = 1 if p.engine in LAYER_SPLIT_ENGINES else p.gpu_count
-    weight_bytes = shape.shared * shape.shared_bytes_per_weight / parallel + _expert_bytes(
-        shape, p, tokens, parallel
-    )
-    state = arch.state_bytes_per_sequence or 0
-    kv_bytes = streams * (
-        context * kv_bytes_per_token(arch, parallel, p.kv_dtype_bytes) + 2 * state / parallel
-    )
-    memory_s = (weight_bytes + kv_bytes) / (ctx.gpu.memory_bandwidth_gb_s * GB)
-    memory_s /= engine.bandwidth_efficiency
-    flops = (2 * shape.active * tokens + _attention_flops(arch, tokens, context)) / parallel
-    compute_s = flops / (_tensor_tflops(ctx.gpu, p.precision) * 1e12 * engine.compute_efficiency)
-    overhead_s = (engine.step_overhead_us + engine.layer_overhead_us * arch.layers) / 1e6
-    return max(memory_s, compute_s) + overhead_s + _links(ctx, tokens), compute_s > memory_s
+    weight_bytes = ctx.shared_bytes + _expert_bytes(shape, ctx.placement, tokens, parallel)
+    kv_bytes = streams * (context * ctx.kv_per_token + ctx.state_share)
+    memory_s = (weight_bytes + kv_bytes) / ctx.bandwidth
+    memory_s /= ctx.engine.bandwidth_efficiency
+    attention = _attention_flops(shape.arch, tokens, context, ctx.attention_width)
+    flops = (2 * shape.active * tokens + attention) / parallel
+    compute_s = flops / ctx.compute_rate
+    return max(memory_s, compute_s) + ctx.overhead_s + _links(ctx, tokens), compute_s > memory_s
 
 
 def _expert_bytes(shape: _Shape, p: Placement, tokens: int, parallel: int) -> float:
@@ -323,16 +340,19 @@ def _expert_bytes(shape: _Shape, p: Placement, tokens: int, parallel: int) -> fl
     return shape.arch.moe_layers * touched * per_layer / parallel
 
 
-def _attention_flops(arch: Architecture, tokens: int, context: float) -> float:
+def _attention_flops(arch: Architecture, tokens: int, context: float, width: int) -> float:
     """Scores and weighted values over `context` cached positions, for every token."""
     layers = arch.full_attention_layers or arch.layers
+    return 2 * layers * arch.attention_heads * width * context * tokens
+
+
+def _attention_width(arch: Architecture) -> int:
+    """Per head, the widths a score and a weighted value multiply across."""
     if arch.attention == "mla":
         assert arch.kv_lora_rank is not None and arch.qk_rope_head_dim is not None
-        width = 2 * arch.kv_lora_rank + arch.qk_rope_head_dim
-    else:
-        assert arch.head_dim is not None
-        width = 2 * arch.head_dim
-    return 2 * layers * arch.attention_heads * width * context * tokens
+        return 2 * arch.kv_lora_rank + arch.qk_rope_head_dim
+    assert arch.head_dim is not None
+    return 2 * arch.head_dim
 
 
 def _tensor_tflops(gpu: GpuSpeed, precision: WeightFormat) -> float:

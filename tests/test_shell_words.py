@@ -1,4 +1,5 @@
-"""Args split as shlex splits them: on any text, and on every launch the catalog produces."""
+"""Args joined and split as shlex joins and splits them: on any words and text, and on every
+launch the catalog produces."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.resolver import resolve
-from frutebox_infra.shell_words import split_words
+from frutebox_infra.shell_words import join_words, split_words
 from tests.factories import real_registry
 
 
@@ -27,6 +28,17 @@ def test_args_split_exactly_as_shlex_splits_them(text: str) -> None:
         assert split_words(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("--tp 2\t--model  org/m\n", id="unquoted-split-at-whitespace"),
+        pytest.param("--c '{\"a\": 1}' --x", id="quoted-word-kept-whole"),
+    ],
+)
+def test_split_words_on_both_sides_of_the_unquoted_path(text: str) -> None:
+    assert split_words(text) == shlex.split(text)
+
+
 def test_every_catalog_launch_splits_as_shlex_splits_it() -> None:
     reg = real_registry()
     launches = [
@@ -36,3 +48,23 @@ def test_every_catalog_launch_splits_as_shlex_splits_it() -> None:
     ]
     assert len(launches) > 50
     assert all(split_words(args) == shlex.split(args) for args in launches)
+
+
+@given(st.lists(st.text(alphabet=" \t'\"\\ab$=-./@%+:,_", max_size=8), max_size=6))
+def test_words_join_exactly_as_shlex_joins_them(words: list[str]) -> None:
+    assert join_words(words) == shlex.join(words)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        pytest.param(["--tp", "2", "--model", "org/m-1.5"], id="plain-words-joined-plainly"),
+        pytest.param(["--x", ""], id="empty-word-quoted"),
+        pytest.param(["--x", "a b"], id="word-with-a-space-quoted"),
+        pytest.param(["--c", '{"a":1}'], id="json-quoted"),
+        pytest.param([], id="no-words"),
+    ],
+)
+def test_join_words_on_both_sides_of_the_plain_path(words: list[str]) -> None:
+    assert join_words(words) == shlex.join(words)
+    assert split_words(join_words(words)) == words

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 
 from frutebox_infra.registry import Model, Runtime, SpecDecode
+from frutebox_infra.shell_words import join_words
 
 
 @dataclass(frozen=True)
@@ -83,4 +83,4 @@ def _vllm(config: dict[str, object], steps: int) -> tuple[str, ...]:
 
 def join_args(words: tuple[str, ...] | list[str]) -> str:
     """RunPod takes one args string; quote each word so shell-style splitting restores it."""
-    return shlex.join(words)
+    return join_words(words)

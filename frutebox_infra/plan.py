@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from frutebox_infra.acyclic import cycle_collector_paused
 from frutebox_infra.colocate import PodGroup, group_pods
 from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
@@ -198,7 +196,7 @@ def plan_fleet(
         )
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
-    with _cycle_collector_paused():
+    with cycle_collector_paused():
         models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
         models, pods = _pods(registry, settings, models)
         models, seeding = _seeding(registry, settings, models, pods)
@@ -238,21 +236,6 @@ def plan_fleet(
     return FleetPlan(
         stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods, seeding
     )
-
-
-@contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Planning makes tens of objects per model, none of them in a reference cycle, and keeps
-    them all until the plan returns: the cyclic collector's full passes over that growing heap
-    free nothing and cost a third of a 10,000-model plan. Paused meanwhile (the launch check
-    of every pod included, which runs over the whole heap), then restored."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:

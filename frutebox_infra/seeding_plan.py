@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import pod_specs
@@ -61,7 +62,15 @@ class Seeding:
     warnings: tuple[str, ...] = ()
 
     def of(self, model_id: str) -> ModelSeeding | None:
-        return next((m for m in self.models if m.model_id == model_id), None)
+        return self._by_model.get(model_id)
+
+    @cached_property
+    def _by_model(self) -> dict[str, ModelSeeding]:
+        # Indexed once: the program, reports and deploy requests ask per model.
+        found: dict[str, ModelSeeding] = {}
+        for m in self.models:
+            found.setdefault(m.model_id, m)
+        return found
 
     def seeds(self, model_id: str) -> bool:
         found = self.of(model_id)

@@ -18,7 +18,16 @@ from tests.factories import ROOT
 PACKAGE = "frutebox_infra"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "paths", "yaml_text", "report.text", "deploy_contract", "shell_words"),
+    (
+        "__init__",
+        "acyclic",
+        "errors",
+        "paths",
+        "yaml_text",
+        "report.text",
+        "deploy_contract",
+        "shell_words",
+    ),
     ("registry_base",),
     ("engine_options", "registry", "speed_facts"),
     ("fit", "launch_check"),

@@ -11,6 +11,8 @@ re-measured: the issue's own arithmetic on RunPod's behaviour):
 - a volume create that answers 503 after creating, while the listing shows volumes late;
 - a pod create that answers 503 after creating: how long the duplicate bills.
 
+The stack is prod with seeding off (`seeding: false`): the pods fetch their own weights, as
+they did in the figures before; seeding's own figures are `bringup_cost.py`'s.
 Billing comes from the emulator's own records of each pod (what `/v2/billing/pods` sums).
 `--quick` runs one crash-looping pod (seconds) and exits non-zero if the step did not fail
 as a crash loop.
@@ -66,7 +68,9 @@ class Prod:
 
     @classmethod
     def load(cls) -> Prod:
-        settings = load_settings(stack_file("prod"))
+        # Seeding off: each pod fetches its own weights, as in the figures before, so a pod
+        # created here (a replacement too) finds what it loads without a seed step first.
+        settings = load_settings(stack_file("prod")).model_copy(update={"seeding": False})
         return cls(plan_fleet(load_registry(), settings, stack="prod"), settings)
 
     def model(self, model_id: str) -> ModelPlan:

@@ -14,8 +14,8 @@ re-measured: the issue's own arithmetic on RunPod's behaviour):
 The stack is prod with seeding off (`seeding: false`): the pods fetch their own weights, as
 they did in the figures before; seeding's own figures are `bringup_cost.py`'s.
 Billing comes from the emulator's own records of each pod (what `/v2/billing/pods` sums).
-`--quick` runs one crash-looping pod (seconds) and exits non-zero if the step did not fail
-as a crash loop.
+`--quick` runs one crash-looping pod and one dead host under the smallest LLM (seconds) and
+exits non-zero if the step did not fail as a crash loop or the dead pod was not healed.
 
 Run: .venv/bin/python bench/idle_spend.py [--quick]
 """
@@ -147,14 +147,14 @@ def crash_loop(models: Sequence[str]) -> dict[str, Any]:
     return with_emulator(work)
 
 
-def dead_host() -> dict[str, Any]:
+def dead_host(model_id: str = DEAD_HOST_MODEL) -> dict[str, Any]:
     def work(emulator: RunningEmulator, prod: Prod) -> dict[str, Any]:
         vol = volume(emulator, prod)
         env = step_env(emulator, SCALE)
-        request = prod.request(DEAD_HOST_MODEL, vol).to_json()
+        request = prod.request(model_id, vol).to_json()
         first = command("pod create", request, env)
         recorded = Recorded(
-            pods={DEAD_HOST_MODEL: RecordedPod(DEAD_HOST_MODEL, first["name"], first["podId"],
+            pods={model_id: RecordedPod(model_id, first["name"], first["podId"],
                                                first["gpuId"], first["gpuCount"], 0.0)},
             volume_id=vol["volumeId"], owner=vol["owner"],
         )  # fmt: skip
@@ -167,7 +167,7 @@ def dead_host() -> dict[str, Any]:
         def drift(probe: bool) -> DriftKind | None:
             view = collect(prod.plan, recorded, endpoint, probe=probe,
                            health_window_s=HEALTH_WINDOW_S / SCALE)  # fmt: skip
-            return next(m.drift for m in view.models if m.model_id == DEAD_HOST_MODEL)
+            return next(m.drift for m in view.models if m.model_id == model_id)
 
         before = drift(probe=False)  # what status decided without the health window
         began = time.monotonic()
@@ -181,7 +181,7 @@ def dead_host() -> dict[str, Any]:
         return {
             "before": before, "after": after, "heal_s": healed_s, "loading_s": loading_s,
             "terminated": gone.code == 0, "replaced": second["podId"] != first["podId"],
-            "rate": prod.rate(DEAD_HOST_MODEL),
+            "rate": prod.rate(model_id),
         }  # fmt: skip
 
     return with_emulator(work)
@@ -247,7 +247,9 @@ def report_crash(figures: dict[str, Any], prod_rates: dict[str, float]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one crash-looping pod, seconds")
+    parser.add_argument(
+        "--quick", action="store_true", help="one crash-looping pod and one dead host, seconds"
+    )
     args = parser.parse_args()
     prod = Prod.load()
     rates = {m: prod.rate(m) for m in CRASHING}
@@ -256,7 +258,13 @@ def main() -> int:
     crash = crash_loop(models)
     report_crash(crash, rates)
     if args.quick:
-        return 0 if crash["caught"] and not crash["live"] else 1
+        # The dead host's path too, on the smallest LLM: status's drift, the heal's delete, and
+        # a replacement that must serve (a pod that cannot load its weights would crash-loop).
+        dead = dead_host(CRASHING[0])
+        print(f"dead host under {CRASHING[0]}: status says {dead['after']}; terminated:"
+              f" {dead['terminated']}, replaced: {dead['replaced']}")  # fmt: skip
+        healed = dead["after"] is not None and dead["terminated"] and dead["replaced"]
+        return 0 if crash["caught"] and not crash["live"] and healed else 1
     heading(f"a host dead for {DEAD_FOR_S / 3600:g} h under {DEAD_HOST_MODEL} until status runs")
     dead = dead_host()
     hour = usd(DEAD_FOR_S, dead["rate"])

@@ -7,7 +7,9 @@ force over EVERY GPU type and EVERY count 1..8, each (gpu, count) judged on its 
 same rules: FP8 needs a native-FP8 GPU, the image must have kernels for the GPU's
 architecture, the recipe's `count_problem` (tensor-parallel divisibility and FP8 block
 sharding, which expert parallelism may rescue), then `fit.estimate` (per-GPU layer split for
-llama.cpp/Ollama, each engine's own memory cap).
+llama.cpp/Ollama, each engine's own memory cap), then the stack's stream-rate floor on the
+placement's own speed estimate (an estimate a fact is missing for is taken, as the planner
+takes it; a model that decodes no tokens has no floor).
 The resolver's search (per GPU type the smallest count that fits, cheapest first) must lose
 nothing: the worst ratio must be 1.000, and both must agree on when there is no placement.
 
@@ -26,12 +28,14 @@ from dataclasses import dataclass
 
 from _common import Verdict, heading, judge, price, print_table
 
+from frutebox_infra.placement_speed import placement_speed
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import StackSettings
+from frutebox_infra.speed import SpeedEstimate
 from frutebox_infra.stack_file import parse_settings
 
 CONTEXTS = (4096, 16384, 32768, 65536, 131072)
@@ -79,8 +83,11 @@ def stack(registry: Registry, ids: list[str], context: int, n: int) -> StackSett
     )
 
 
-def brute_force(registry: Registry, model_id: str, options: ServeOptions) -> Best | None:
-    """Every GPU type x every count 1..8, each judged alone; the cheapest that fits."""
+def brute_force(
+    registry: Registry, model_id: str, options: ServeOptions, floor: float
+) -> Best | None:
+    """Every GPU type x every count 1..8, each judged alone; the cheapest that fits and
+    decodes at least `floor` tok/s per stream."""
     model = registry.model(model_id)
     resolution = resolve(registry, model_id, options)
     assert model is not None and resolution.recipe is not None
@@ -96,7 +103,11 @@ def brute_force(registry: Registry, model_id: str, options: ServeOptions) -> Bes
             verdict: Verdict = judge(model, recipe, serving, options, image, gpu, count)
             if not verdict.fits:
                 continue
-            found = Best(round(per_gpu * count, 2), gpu, count)
+            usd = round(per_gpu * count, 2)
+            speed = placement_speed(recipe, model, serving, gpu, count, usd, registry.speed)
+            if isinstance(speed, SpeedEstimate) and speed.decode_tok_s_per_stream < floor:
+                continue
+            found = Best(usd, gpu, count)
             if best is None or (found.usd_per_hour, gpu.vram_gb * count) < (
                 best.usd_per_hour,
                 best.gpu.vram_gb * best.count,
@@ -142,7 +153,7 @@ def main() -> int:
                     min_sequences=n,
                     hf_token_configured=True,
                 )
-                best = brute_force(registry, mid, options)
+                best = brute_force(registry, mid, options, model_plan.min_decode_tok_s)
                 chosen = model_plan.placement
                 if chosen is None and best is None:
                     both_none += 1

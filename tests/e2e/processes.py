@@ -7,7 +7,9 @@ its environment, so a unique variable names them all, whatever re-parenting happ
 from __future__ import annotations
 
 import os
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 MARKER = "FRUTEBOX_TEST_RUN"
@@ -33,3 +35,19 @@ def survivors(marker: dict[str, str]) -> list[str]:
         except OSError:
             continue
     return found
+
+
+def wait_for(condition: str, check: Callable[[], object], timeout_s: float = 120) -> None:
+    """Poll `check` until it is true; `condition` names what timed out."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {condition}"
+        time.sleep(0.1)
+
+
+def gone_within(marker: dict[str, str], timeout_s: float) -> list[str]:
+    """What still runs `timeout_s` after the CLI exited (the host's grace included)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := survivors(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left

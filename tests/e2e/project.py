@@ -90,6 +90,17 @@ class PulumiProject:
         self.init(stack)
         return self.pulumi("up", "--stack", stack, "--yes", "--skip-preview", check=check)
 
+    def start_up(self, stack: str) -> subprocess.Popen[str]:
+        """`pulumi up` running in the background, its output merged, for a test to interrupt."""
+        return subprocess.Popen(
+            ["pulumi", "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive"],
+            cwd=self.root,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
     def outputs(self, stack: str) -> dict[str, Any]:
         proc = self.pulumi("stack", "output", "--stack", stack, "--json", "--show-secrets")
         result: dict[str, Any] = json.loads(proc.stdout)

@@ -8,31 +8,15 @@ what a user then sees: nothing left billing, no traceback, no process left behin
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
 import pytest
 
 from tests.e2e.deployment import SMALL, Deployment
-from tests.e2e.processes import new_marker, survivors
+from tests.e2e.processes import gone_within, new_marker, wait_for
 from tests.emulator_client import requests
 
 pytestmark = pytest.mark.engine
-
-
-def _wait_for(condition: str, check: object, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not callable(check) or not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {condition}"
-        time.sleep(0.1)
-
-
-def _gone_within(marker: dict[str, str], timeout_s: float) -> list[str]:
-    """What still runs `timeout_s` after the CLI exited (the host's grace included)."""
-    deadline = time.monotonic() + timeout_s
-    while (left := survivors(marker)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 def test_sigint_while_a_pod_waits_for_health_leaves_nothing_billing(
@@ -44,16 +28,9 @@ def test_sigint_while_a_pod_waits_for_health_leaves_nothing_billing(
     deployment.fault({"op": "pods.create", "action": "never-healthy"})
     project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
     project.init("small")
-    up = subprocess.Popen(
-        ["pulumi", "up", "--stack", "small", "--yes", "--skip-preview", "--non-interactive"],
-        cwd=project.root,
-        env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    up = project.start_up("small")
     try:
-        _wait_for("the pod's health probes", lambda: requests(deployment.emulator, "proxy"))
+        wait_for("the pod's health probes", lambda: requests(deployment.emulator, "proxy"))
         assert deployment.live_pods(), "the pod being brought up"
         up.send_signal(signal.SIGINT)  # the CLI only, as a CI runner cancels it
         start = time.monotonic()
@@ -67,7 +44,7 @@ def test_sigint_while_a_pod_waits_for_health_leaves_nothing_billing(
     assert deployment.live_pods() == [], output[-3000:]
     assert "terminated so that it does not bill" in output
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
-    assert _gone_within(marker, timeout_s=20) == []
+    assert gone_within(marker, timeout_s=20) == []
 
 
 def test_a_failed_up_shows_its_error_without_a_traceback_and_leaves_no_process(
@@ -84,4 +61,4 @@ def test_a_failed_up_shows_its_error_without_a_traceback_and_leaves_no_process(
     assert "never became healthy" in output
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
     assert deployment.live_pods() == []
-    assert _gone_within(marker, timeout_s=20) == []
+    assert gone_within(marker, timeout_s=20) == []

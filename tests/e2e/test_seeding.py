@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
-import subprocess
-import time
 from typing import Any
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from frutebox_infra.deploy_requests import pod_name, seed_pod_name
 from frutebox_infra.emulator.transfers import Transfers
 from tests.e2e.deployment import HF_TOKEN, SEEDED, TRANSFERS, Deployment
-from tests.e2e.processes import new_marker, survivors
+from tests.e2e.processes import gone_within, new_marker, wait_for
 from tests.emulator_client import requests
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE
 
@@ -117,16 +115,9 @@ def test_sigint_while_seeding_leaves_nothing_billing(project: Any) -> None:
         project.extra_env.update(marker)
         project.write_stack("small", {**SEEDED, "models": ["sdxl-1.0"]})
         project.init("small")
-        up = subprocess.Popen(
-            ["pulumi", "up", "--stack", "small", "--yes", "--skip-preview", "--non-interactive"],
-            cwd=project.root,
-            env=project.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        up = project.start_up("small")
         try:
-            _wait_for(lambda: _status_reads(deployment) > 0)
+            wait_for("the seeder's status reads", lambda: _status_reads(deployment) > 0)
             assert [p["name"] for p in deployment.live_pods()] == [
                 seed_pod_name("small", "sdxl-1.0")
             ]
@@ -139,7 +130,7 @@ def test_sigint_while_seeding_leaves_nothing_billing(project: Any) -> None:
         assert deployment.live_pods() == [], output[-3000:]
         assert deployment.created_bodies() == []
         assert "Traceback" not in output and "KeyboardInterrupt" not in output, output[-3000:]
-        assert _gone_within(marker, 20) == []
+        assert gone_within(marker, 20) == []
     finally:
         deployment.stop()
 
@@ -214,17 +205,3 @@ def _slow() -> Transfers:
 def _status_reads(deployment: Deployment) -> int:
     return len([r for r in requests(deployment.emulator, "proxy") if r["path"] == "/status"
                 and r["status"] == 200])  # fmt: skip
-
-
-def _wait_for(check: Any, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.1)
-
-
-def _gone_within(marker: dict[str, str], timeout_s: float) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    while (left := survivors(marker)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left

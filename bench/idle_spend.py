@@ -36,7 +36,8 @@ from _deploy import command, in_parallel, run_step, step_env
 
 from frutebox_infra.deploy_contract import PodRequest
 from frutebox_infra.deploy_requests import pod_request, volume_request
-from frutebox_infra.drift import HEALTH_WINDOW_S, DriftKind, Recorded, RecordedPod
+from frutebox_infra.drift import HEALTH_WINDOW_S
+from frutebox_infra.drift_view import DriftKind, Recorded, RecordedPod
 from frutebox_infra.emulator.faults import parse_faults
 from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start

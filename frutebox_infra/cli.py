@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from frutebox_infra.diff import diff_plans
-from frutebox_infra.drift import HEALTH_PROBES, HEALTH_WINDOW_S, StatusView
+from frutebox_infra.drift import HEALTH_PROBES, HEALTH_WINDOW_S
+from frutebox_infra.drift_view import StatusView
 from frutebox_infra.environment import Environment
 from frutebox_infra.errors import EXIT_DRIFT, EXIT_OK, EXIT_PROBLEMS, FruteboxError, exit_code
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR

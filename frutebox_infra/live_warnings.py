@@ -16,7 +16,7 @@ from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.registry import Registry
 
 if TYPE_CHECKING:  # drift.py is imported only when live pods were read: keyless previews skip it
-    from frutebox_infra.drift import LivePod, LiveVolume
+    from frutebox_infra.drift_view import LivePod, LiveVolume
 
 PRICE_TOLERANCE = 0.05
 """A registry price more than 5% away from the live Secure price is worth a warning."""

@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from frutebox_infra.drift import (
-    HEALTH_PROBES,
-    HEALTH_WINDOW_S,
+from frutebox_infra.drift import HEALTH_PROBES, HEALTH_WINDOW_S, compute_status, with_health
+from frutebox_infra.drift_view import (
     LivePod,
     LiveVolume,
     ModelStatus,
@@ -27,8 +26,6 @@ from frutebox_infra.drift import (
     Recorded,
     RecordedPod,
     StatusView,
-    compute_status,
-    with_health,
 )
 from frutebox_infra.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.errors import FruteboxError, UsageError

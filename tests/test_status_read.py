@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from frutebox_infra.deploy_requests import pod_body
-from frutebox_infra.drift import HEALTH_PROBES, DriftKind, Probe, StatusView, with_health
+from frutebox_infra.drift import HEALTH_PROBES, with_health
+from frutebox_infra.drift_view import DriftKind, Probe, StatusView
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.plan import FleetPlan, plan_fleet

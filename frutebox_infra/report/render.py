@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from frutebox_infra.drift import StatusView
+from frutebox_infra.drift_view import StatusView
 from frutebox_infra.errors import UsageError
 from frutebox_infra.plan import FleetPlan
 from frutebox_infra.price_compare import PriceComparison

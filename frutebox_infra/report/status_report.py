@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.drift import LivePod, LiveVolume, ModelStatus, StatusView
+from frutebox_infra.drift_view import LivePod, LiveVolume, ModelStatus, StatusView
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table, usd
 

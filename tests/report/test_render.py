@@ -9,7 +9,7 @@ from typing import Any, get_args
 import pytest
 
 from frutebox_infra.diff import diff_plans
-from frutebox_infra.drift import StatusView
+from frutebox_infra.drift_view import StatusView
 from frutebox_infra.errors import UsageError
 from frutebox_infra.live_warnings import LiveCatalog, LiveGpu
 from frutebox_infra.plan import FleetPlan, plan_fleet

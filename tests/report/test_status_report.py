@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from frutebox_infra.drift import LiveVolume, Probe, compute_status, with_health
+from frutebox_infra.drift import compute_status, with_health
+from frutebox_infra.drift_view import LiveVolume, Probe
 from frutebox_infra.report.status_report import (
     STATUS_VERSION,
     status_data,

@@ -44,7 +44,6 @@ from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.endpoints import resolve_endpoint
 from frutebox_infra.plan import FleetPlan, ModelPlan, plan_fleet
 from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings
 from frutebox_infra.stack_file import load_settings, stack_file
 from frutebox_infra.status_read import collect
 
@@ -65,14 +64,13 @@ TARGET_CRASH_USD, TARGET_CRASH_S, TARGET_DUPLICATE_S = 1.0, 300.0, 10.0
 @dataclass(frozen=True)
 class Prod:
     plan: FleetPlan
-    settings: StackSettings
 
     @classmethod
     def load(cls) -> Prod:
         # Seeding off: each pod fetches its own weights, as in the figures before, so a pod
         # created here (a replacement too) finds what it loads without a seed step first.
         settings = load_settings(stack_file("prod")).model_copy(update={"seeding": False})
-        return cls(plan_fleet(load_registry(), settings, stack="prod"), settings)
+        return cls(plan_fleet(load_registry(), settings, stack="prod"))
 
     def model(self, model_id: str) -> ModelPlan:
         found = self.plan.model(model_id)
@@ -80,7 +78,7 @@ class Prod:
         return found
 
     def request(self, model_id: str, volume: dict[str, Any]) -> PodRequest:
-        return pod_request(self.model(model_id), self.settings, stack="prod",
+        return pod_request(self.model(model_id), self.plan.settings, stack="prod",
                            volume_id=volume["volumeId"], owner=volume["owner"])  # fmt: skip
 
     def rate(self, model_id: str) -> float:

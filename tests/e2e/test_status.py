@@ -8,11 +8,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.e2e.deployment import API_KEY, SMALL, Deployment
 from tests.e2e.project import PulumiProject
+from tests.emulator_client import LOOPBACK
 
 pytestmark = pytest.mark.engine
 
@@ -70,7 +70,7 @@ def drift(data: dict[str, Any]) -> dict[str, str | None]:
 
 def control(deployment: Deployment, method: str, path: str, body: Any = None) -> None:
     url = f"{deployment.emulator.url}/_emulator/{path}"
-    httpx.request(method, url, json=body, timeout=10).raise_for_status()
+    LOOPBACK.request(method, url, json=body, timeout=10).raise_for_status()
 
 
 def test_terminated_out_of_band_then_healed(deployment: Deployment) -> None:

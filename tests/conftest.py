@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from frutebox_infra.emulator.catalog import Catalog, Stock
-from frutebox_infra.emulator.hub import Hub
-from frutebox_infra.emulator.openapi import OpenApi
+from frutebox_infra.emulator.catalog import Stock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.toolchain import ensure_toolchain
+from tests.factories import emulator_parts
 
 
 @pytest.fixture(scope="session")
 def toolchain() -> Path:
     """Builds the pinned Pulumi toolchain on first use (minutes, once per machine)."""
     return ensure_toolchain()
-
-
-@cache
-def emulator_parts() -> tuple[Catalog, Hub, OpenApi]:
-    """What every emulator of a session reads and none changes, built once: the registry's
-    catalog (frozen), its hub (each account works on a deep copy) and the API document's
-    schemas, whose validators compile on first use."""
-    return Catalog.builtin(), Hub.from_registry(load_registry()), OpenApi()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,13 +21,26 @@ STACK = "small"
 CONFIG = {**SMALL, "models": ["qwen3-8b", "llama-3.2-1b"]}
 
 
-@pytest.fixture
-def deployment(project: PulumiProject) -> Iterator[Deployment]:
+def deployed(project: PulumiProject) -> Iterator[Deployment]:
     running = Deployment.start(project)
     project.write_stack(STACK, CONFIG)
     project.up(STACK)
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, toolchain: Path) -> Iterator[Deployment]:
+    """One `pulumi up` of the stack, shared by the tests of this module that ask for it (per
+    worker): each heals what it broke and sees status in sync again, so the next one starts
+    from the stack as deployed."""
+    yield from deployed(PulumiProject.create(tmp_path_factory.mktemp("status")))
+
+
+@pytest.fixture
+def own_deployment(project: PulumiProject) -> Iterator[Deployment]:
+    """The stack deployed for one test alone: for a test that rewrites the stack file."""
+    yield from deployed(project)
 
 
 def status(
@@ -137,8 +151,9 @@ def test_a_foreign_same_named_pod_is_listed_and_untouched(deployment: Deployment
     assert {p["id"] for p in again["foreign"]} == set(foreign)
 
 
-def test_status_reads_the_api_the_stack_points_at(deployment: Deployment) -> None:
+def test_status_reads_the_api_the_stack_points_at(own_deployment: Deployment) -> None:
     # Nothing exported: the stack's own runpodApiUrl is where status looks, as `up` would.
+    deployment = own_deployment
     project = deployment.project
     project.write_stack(STACK, {**CONFIG, "runpodApiUrl": f"{deployment.emulator.url}/v2"})
     listed = len(deployment.requests("pods.list"))

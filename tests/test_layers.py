@@ -287,9 +287,7 @@ def _any_stand_ins(module: ast.AST) -> list[str]:
 
 def test_no_module_types_one_of_our_classes_as_any() -> None:
     """A module that cannot import a class without a cycle must lose the cycle, not the type."""
-    stand_ins = {
-        name: found for name in modules() if (found := _any_stand_ins(parsed(name)))
-    }
+    stand_ins = {name: found for name in modules() if (found := _any_stand_ins(parsed(name)))}
     assert stand_ins == {}
 
 

@@ -12,7 +12,7 @@ without its cacheprovider.
 `--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
 that fails is reported FAILED and the script exits 1.
 
-Run: .venv/bin/python bench/suite_time.py [--quick] [--warm]   (about 7 min on 2 cores)
+Run: .venv/bin/python bench/suite_time.py [--quick] [--warm]   (about 6 min on 2 cores)
   --quick: ruff and one small test module on every core, the same code path in seconds, for
   CI (the targets are judged on the full run only).
   On a fresh clone: `git clone <repo> /tmp/fresh && cd /tmp/fresh && tools/dev setup &&

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -162,9 +163,11 @@ def live_volume(volume: NetworkVolume) -> LiveVolume:
 
 
 def _client(endpoint: Endpoint, *, writes: bool = False) -> RunPodClient:
-    """A client whose refusals name the key's source and what `status` needs of it."""
+    """A client whose refusals name the key's source and what `status` needs of it; it
+    retries a RunPod hiccup as the deploy step does, paced by the same variables."""
     from frutebox_infra.runpod.access import KeyUse, Need
     from frutebox_infra.runpod.client import RunPodClient
+    from frutebox_infra.runpod.command_io import Settings
 
     use = (
         KeyUse(endpoint.key_source, "`frutebox status --terminate-untracked`", Need.WRITE)
@@ -172,7 +175,11 @@ def _client(endpoint: Endpoint, *, writes: bool = False) -> RunPodClient:
         else KeyUse(endpoint.key_source, "`frutebox status`", Need.READ)
     )
     return RunPodClient(
-        api_key=endpoint.api_key or "", base_url=endpoint.api_url, timeout_s=30.0, key_use=use
+        api_key=endpoint.api_key or "",
+        base_url=endpoint.api_url,
+        timeout_s=30.0,
+        key_use=use,
+        retry=Settings.from_env(os.environ).retry,
     )
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from frutebox_infra.emulator.catalog import Catalog, Stock
+from frutebox_infra.emulator.catalog import Stock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.toolchain import ensure_toolchain
+from tests.factories import emulator_parts
 
 
 @pytest.fixture(scope="session")
@@ -23,12 +24,14 @@ def toolchain() -> Path:
 def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
     """Starts emulators on loopback (optionally with `stock`) and stops them after the test."""
     started: list[RunningEmulator] = []
+    catalog, hub, openapi = emulator_parts()
 
     def make(stock: Stock | None = None) -> RunningEmulator:
         # Unit tests use the fast account; tests/e2e run the realistic one.
         running = start(
-            host="127.0.0.1", port=0, stock=stock, catalog=Catalog.builtin(), realism=Realism.fast()
-        )
+            host="127.0.0.1", port=0, stock=stock, catalog=catalog, realism=Realism.fast(),
+            hub=hub, openapi=openapi,
+        )  # fmt: skip
         started.append(running)
         return running
 

@@ -7,13 +7,22 @@ from typing import Any
 import httpx
 
 from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.runpod.tls import tls_context
 
 TIMEOUT_S = 10
+LOOPBACK = httpx.Client(
+    timeout=TIMEOUT_S,
+    verify=tls_context(),
+    limits=httpx.Limits(max_keepalive_connections=0),
+)
+"""One client for every test's calls to an emulator or a stand-in server on loopback: a client
+of its own per call (`httpx.get`) would load the CA bundle each time. It keeps no connection
+between calls, so stopping a server never waits on one of its idle connections."""
 
 
 def state(emulator: RunningEmulator) -> dict[str, Any]:
     """Pods, volumes and every request the emulator answered, with its status."""
-    response = httpx.get(f"{emulator.url}/_emulator/state", timeout=TIMEOUT_S)
+    response = LOOPBACK.get(f"{emulator.url}/_emulator/state", timeout=TIMEOUT_S)
     response.raise_for_status()
     result: dict[str, Any] = response.json()
     return result
@@ -22,12 +31,12 @@ def state(emulator: RunningEmulator) -> dict[str, Any]:
 def fault(emulator: RunningEmulator, *faults: dict[str, Any]) -> None:
     """Queue faults, e.g. `{"op": "pods.create", "action": "never-healthy"}`."""
     url = f"{emulator.url}/_emulator/faults"
-    httpx.post(url, json=list(faults), timeout=TIMEOUT_S).raise_for_status()
+    LOOPBACK.post(url, json=list(faults), timeout=TIMEOUT_S).raise_for_status()
 
 
 def hub(emulator: RunningEmulator, change: dict[str, Any]) -> dict[str, Any]:
     """Change the emulated Hub or Ollama library (`/_emulator/hub`): a source gone or gated."""
-    response = httpx.post(f"{emulator.url}/_emulator/hub", json=change, timeout=TIMEOUT_S)
+    response = LOOPBACK.post(f"{emulator.url}/_emulator/hub", json=change, timeout=TIMEOUT_S)
     response.raise_for_status()
     result: dict[str, Any] = response.json()
     return result

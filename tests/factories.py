@@ -18,6 +18,9 @@ from typing import Any
 
 import yaml
 
+from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.hub import Hub
+from frutebox_infra.emulator.openapi import OpenApi
 from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
 from frutebox_infra.registry import (
@@ -63,6 +66,14 @@ def real_registry() -> Registry:
 @cache
 def real_files() -> RegistryFiles:
     return read_registry_files(REGISTRY_DIR)
+
+
+@cache
+def emulator_parts() -> tuple[Catalog, Hub, OpenApi]:
+    """What every emulator of a session reads and none changes, built once: the registry's
+    catalog (frozen), its hub (each account works on a deep copy) and the API document's
+    schemas, whose validators compile on first use."""
+    return Catalog.from_registry(real_registry()), Hub.from_registry(real_registry()), OpenApi()
 
 
 def files_with(**replacements: str) -> RegistryFiles:

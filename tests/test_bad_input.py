@@ -3,6 +3,9 @@
 Each case runs the real command line in-process on files written to a temporary directory: it
 exits 0 (a plan), 1 (problems, or a file it explains) or 2 (a usage error), and an error names
 the file, the key or field (or the line, for YAML syntax) and the fix. Never a traceback.
+A stack-file case plans against the checkout's registry, whose validated copy the session
+parses once (`real_registry`): those cases vary the stack file alone, and the registry cases
+load every mangled copy from its files in full.
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from frutebox_infra import cli
 from frutebox_infra.cli import main
-from frutebox_infra.registry_files import FILES
+from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.registry import Registry
+from frutebox_infra.registry_files import FILES, load_registry
 from tests.factories import real_files, real_registry
 
 MODEL_IDS = tuple(m.id for m in real_registry().models)
@@ -52,16 +59,19 @@ class Outcome:
 
 
 def run_plan(stack: bytes, registry: dict[str, bytes] | None = None) -> Outcome:
-    """`frutebox plan --stack fuzz` on these files, in this process."""
-    with tempfile.TemporaryDirectory(prefix="frutebox-fuzz-") as tmp:
+    """`frutebox plan --stack fuzz` on these files, in this process; `registry`: files of the
+    registry replaced in a copy of it, else the checkout's registry, parsed once a session."""
+    with tempfile.TemporaryDirectory(prefix="frutebox-fuzz-") as tmp, _registry_read_once():
         stacks, reg = Path(tmp) / "stacks", Path(tmp) / "registry"
         stacks.mkdir()
-        reg.mkdir()
         (stacks / "Pulumi.fuzz.yaml").write_bytes(stack)
-        texts = {n: t.encode() for n, t in real_files().texts.items()} | (registry or {})
-        for name, data in texts.items():
-            (reg / name).parent.mkdir(parents=True, exist_ok=True)
-            (reg / name).write_bytes(data)
+        if registry is None:
+            reg = REGISTRY_DIR
+        else:
+            texts = {n: t.encode() for n, t in real_files().texts.items()} | registry
+            for name, data in texts.items():
+                (reg / name).parent.mkdir(parents=True, exist_ok=True)
+                (reg / name).write_bytes(data)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(
@@ -69,6 +79,17 @@ def run_plan(stack: bytes, registry: dict[str, bytes] | None = None) -> Outcome:
                  "--registry-dir", str(reg)]
             )  # fmt: skip
     return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _registry_read_once() -> contextlib.AbstractContextManager[object]:
+    """The command's registry load, with the checkout's registry served from the session's
+    parse (`real_registry`, the same validation of the same files) and any other directory
+    loaded from its files as the command does."""
+
+    def load(directory: Path = REGISTRY_DIR) -> Registry:
+        return real_registry() if directory == REGISTRY_DIR else load_registry(directory)
+
+    return mock.patch.object(cli, "load_registry", load)
 
 
 def assert_explained(outcome: Outcome, file: str) -> None:

@@ -106,13 +106,18 @@ def _layer(name: str) -> int | None:
 
 
 @cache
+def parsed(name: str) -> ast.Module:
+    """A module's syntax tree, parsed once for every check here."""
+    return ast.parse(modules()[name].read_text(encoding="utf-8"))
+
+
+@cache
 def imports(name: str) -> frozenset[str]:
     """What `name` imports: our modules without the package prefix, others by top-level name."""
     known = modules()
-    tree = ast.parse(known[name].read_text(encoding="utf-8"))
     package = name if known[name].name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(name)):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -228,11 +233,10 @@ ENDPOINT_VARIABLES = ("RUNPOD_API_KEY", "RUNPOD_API_URL", "RUNPOD_PROXY_URL_TEMP
 def _names_a_variable(name: str) -> list[str]:
     """The RunPod endpoint variables a module spells out as a string of their own (an env
     lookup, a settings alias), not inside a sentence."""
-    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
     return sorted(
         {
             n.value
-            for n in ast.walk(tree)
+            for n in ast.walk(parsed(name))
             if isinstance(n, ast.Constant) and n.value in ENDPOINT_VARIABLES
         }
     )
@@ -259,18 +263,18 @@ def _classes() -> frozenset[str]:
     """Every class the package defines, by name."""
     return frozenset(
         node.name
-        for path in modules().values()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for name in modules()
+        for node in ast.walk(parsed(name))
         if isinstance(node, ast.ClassDef)
     )
 
 
-def _any_stand_ins(source: str) -> list[str]:
-    """Where `source` types one of our classes as `Any` instead of importing it: a name bound
+def _any_stand_ins(module: ast.AST) -> list[str]:
+    """Where `module` types one of our classes as `Any` instead of importing it: a name bound
     to `Any` (`Account = Any`), or a parameter named after one of our classes (`account`
     for `Account`) annotated `Any`. Either hides an import cycle from the checks above."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(module):
         if isinstance(node, ast.Assign | ast.AnnAssign) and _is_any(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found += [f"{t.id} = Any" for t in targets if isinstance(t, ast.Name)]
@@ -283,11 +287,7 @@ def _any_stand_ins(source: str) -> list[str]:
 
 def test_no_module_types_one_of_our_classes_as_any() -> None:
     """A module that cannot import a class without a cycle must lose the cycle, not the type."""
-    stand_ins = {
-        name: found
-        for name, path in modules().items()
-        if (found := _any_stand_ins(path.read_text(encoding="utf-8")))
-    }
+    stand_ins = {name: found for name in modules() if (found := _any_stand_ins(parsed(name)))}
     assert stand_ins == {}
 
 
@@ -297,7 +297,7 @@ def test_the_any_check_sees_an_alias_and_a_parameter() -> None:
         "from typing import Any\nimport typing\nAccount = Any\nRecord: object = typing.Any\n"
         "def f(account: Any, pod_record: 'Any', body: Any, catalog: object) -> None: ...\n"
     )
-    assert _any_stand_ins(source) == [
+    assert _any_stand_ins(ast.parse(source)) == [
         "Account = Any",
         "Record = Any",
         "account: Any (for Account)",
@@ -307,9 +307,8 @@ def test_the_any_check_sees_an_alias_and_a_parameter() -> None:
 
 def _exit_constants(name: str) -> list[str]:
     """The `EXIT_*` names a module assigns (tuple unpacking included), wherever it does."""
-    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
     targets: list[ast.expr] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(name)):
         if isinstance(node, ast.Assign):
             targets += node.targets
         elif isinstance(node, ast.AnnAssign):
@@ -345,8 +344,8 @@ def _numbers_passed_to(tree: ast.AST, callee: str) -> list[int]:
 def test_the_deploy_steps_bounds_have_one_home() -> None:
     """runpod/timeouts.py holds the numbers; a module may pass settings through, never new ones."""
     spelt = {}
-    for name, path in modules().items():
-        if lines := _numbers_passed_to(ast.parse(path.read_text(encoding="utf-8")), "Timeouts"):
+    for name in modules():
+        if lines := _numbers_passed_to(parsed(name), "Timeouts"):
             spelt[name] = lines
     assert spelt == {}
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import socket
 
-import httpx
-
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import FleetPlan, plan_fleet
+from tests.emulator_client import LOOPBACK
 from tests.factories import real_registry, settings
 
 A4000 = "NVIDIA RTX A4000"
@@ -34,13 +33,13 @@ def test_price_and_stock_changes_become_warnings(emulator: RunningEmulator) -> N
     line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
     assert warnings == [] and line.startswith("live: RunPod catalog read")
     control = f"{emulator.url}/_emulator"
-    httpx.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
-    httpx.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()
+    LOOPBACK.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
+    LOOPBACK.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()
     line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
     assert "2 warning(s)" in line
     assert any("RTX A4000 is $0.25/h" in w for w in warnings)
     assert any("out of stock in EU-RO-1" in w for w in warnings)
-    ops = [r["op"] for r in httpx.get(f"{control}/state").json()["requests"]]
+    ops = [r["op"] for r in LOOPBACK.get(f"{control}/state").json()["requests"]]
     assert set(ops) == {
         "catalog.gpus",
         "catalog.datacenters",
@@ -70,7 +69,7 @@ def test_refused_connection_names_the_failure_not_the_key() -> None:
 def test_a_revoked_key_is_named_by_its_source_and_the_read_it_needs(
     emulator: RunningEmulator,
 ) -> None:
-    httpx.post(f"{emulator.url}/_emulator/keys", json={"key": "k", "scope": "revoked"})
+    LOOPBACK.post(f"{emulator.url}/_emulator/keys", json={"key": "k", "scope": "revoked"})
     line, warnings = live_lines(plan(), real_registry(), endpoint=at(emulator.url))
     assert warnings == []
     assert "RunPod refused the key from environment variable RUNPOD_API_KEY (401)" in line

@@ -6,13 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
-import httpx
 import pytest
 
 from frutebox_infra.cli import main
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.prices import rewrite_prices
 from frutebox_infra.registry_files import REGISTRY_DIR, load_registry
+from tests.emulator_client import LOOPBACK
 
 A4000, H200 = "NVIDIA RTX A4000", "NVIDIA H200"
 
@@ -36,7 +36,7 @@ def test_prices_write_updates_the_registry(
     shutil.copytree(REGISTRY_DIR, registry)
     monkeypatch.setenv("RUNPOD_API_KEY", "k")
     monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
-    httpx.post(f"{emulator.url}/_emulator/prices", json={"gpuId": A4000, "secure": 0.21})
+    LOOPBACK.post(f"{emulator.url}/_emulator/prices", json={"gpuId": A4000, "secure": 0.21})
     assert main(["prices", "--registry-dir", str(registry)]) == 0
     out = capsys.readouterr()
     assert "+23.5%" in out.out and "1 price(s) differ" in out.err
@@ -56,7 +56,7 @@ def test_prices_json_is_the_comparison_on_stdout_and_notes_on_stderr(
 ) -> None:
     monkeypatch.setenv("RUNPOD_API_KEY", "k")
     monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
-    httpx.post(f"{emulator.url}/_emulator/prices", json={"gpuId": A4000, "secure": 0.21})
+    LOOPBACK.post(f"{emulator.url}/_emulator/prices", json={"gpuId": A4000, "secure": 0.21})
     assert main(["prices", "--format", "json", "--registry-dir", str(REGISTRY_DIR)]) == 0
     out = capsys.readouterr()
     data = json.loads(out.out)
@@ -72,7 +72,7 @@ def test_a_revoked_key_names_its_source_and_that_prices_reads(
 ) -> None:
     monkeypatch.setenv("RUNPOD_API_KEY", "k-revoked")
     monkeypatch.setenv("RUNPOD_API_URL", emulator.url)
-    httpx.post(f"{emulator.url}/_emulator/keys", json={"key": "k-revoked", "scope": "revoked"})
+    LOOPBACK.post(f"{emulator.url}/_emulator/keys", json={"key": "k-revoked", "scope": "revoked"})
     assert main(["prices", "--registry-dir", str(REGISTRY_DIR)]) == 1
     err = capsys.readouterr().err
     assert "does not accept the API key from environment variable RUNPOD_API_KEY" in err

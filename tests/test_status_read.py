@@ -17,6 +17,7 @@ from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.status_report import status_markdown, status_table
+from frutebox_infra.runpod.tls import tls_context
 from frutebox_infra.status_read import (
     StatusError,
     collect,
@@ -24,7 +25,7 @@ from frutebox_infra.status_read import (
     recorded_from_outputs,
     terminate_untracked,
 )
-from tests.emulator_client import requests
+from tests.emulator_client import LOOPBACK, fault, requests
 from tests.factories import real_registry, settings
 
 STACK = "s"
@@ -38,7 +39,9 @@ def plan() -> FleetPlan:
 def deploy(emulator: RunningEmulator) -> dict[str, Any]:
     """Create what `up` would (volume + the planned pod) and return the matching outputs."""
     p = plan()
-    api = httpx.Client(base_url=emulator.url, headers={"Authorization": "Bearer k"})
+    api = httpx.Client(
+        base_url=emulator.url, headers={"Authorization": "Bearer k"}, verify=tls_context()
+    )
     volume = api.post(
         "/v2/network-volumes", json={"name": "v", "size": 20, "dataCenter": "EU-RO-1"}
     ).json()
@@ -82,7 +85,7 @@ def test_in_sync_with_health_uptime_and_spend(emulator: RunningEmulator) -> None
 def test_stopped_then_untracked_then_foreign(emulator: RunningEmulator) -> None:
     outputs = deploy(emulator)
     pod_id = outputs["pods"]["qwen3-8b"]["podId"]
-    httpx.post(f"{emulator.url}/_emulator/pods/{pod_id}/stop").raise_for_status()
+    LOOPBACK.post(f"{emulator.url}/_emulator/pods/{pod_id}/stop").raise_for_status()
     view = view_of(emulator, outputs)
     assert view.models[0].drift is DriftKind.STOPPED and view.heal is not None
     assert "stopped" in status_table(view) and view.heal in status_markdown(view)
@@ -110,12 +113,12 @@ def test_a_recorded_pod_the_list_leaves_out_is_read_by_id(
     monkeypatch.setattr(RunPodClient, "list_pods", lambda self: [])  # a lagging listing
     view = view_of(emulator, outputs)
     assert view.models[0].drift is None and view.models[0].live is not None
-    httpx.post(f"{emulator.url}/_emulator/pods/{view.models[0].live.id}/terminate")
+    LOOPBACK.post(f"{emulator.url}/_emulator/pods/{view.models[0].live.id}/terminate")
     assert view_of(emulator, outputs).models[0].drift is DriftKind.MISSING
 
 
 def kill_host(emulator: RunningEmulator, pod_id: str) -> None:
-    httpx.post(f"{emulator.url}/_emulator/pods/{pod_id}/kill-host").raise_for_status()
+    LOOPBACK.post(f"{emulator.url}/_emulator/pods/{pod_id}/kill-host").raise_for_status()
 
 
 def test_a_pod_whose_host_died_is_unhealthy_after_every_probe_of_the_window(
@@ -206,3 +209,16 @@ def test_a_refused_key_is_named_with_what_status_needs(
     assert f"{status} " in message and says in message
     needs = "read access" if scope == "revoked" else "write access"
     assert needs in message and "`frutebox status" in message
+
+
+@pytest.mark.parametrize("attempts", [pytest.param(1, id="one"), pytest.param(3, id="three")])
+def test_a_runpod_hiccup_is_retried_as_the_deploy_step_retries(
+    emulator: RunningEmulator, monkeypatch: pytest.MonkeyPatch, attempts: int
+) -> None:
+    """The deploy step's FRUTEBOX_RETRY_* pace status too (tests/e2e set them to their clock)."""
+    monkeypatch.setenv("FRUTEBOX_RETRY_ATTEMPTS", str(attempts))
+    monkeypatch.setenv("FRUTEBOX_RETRY_BACKOFF_S", "0")
+    fault(emulator, {"op": "pods.list", "action": "return-503", "times": 3})
+    with pytest.raises(StatusError, match="503"):
+        view_of(emulator, {"volume": None, "pods": {}})
+    assert [r["status"] for r in requests(emulator, "pods.list")] == [503] * attempts

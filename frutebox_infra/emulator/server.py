@@ -22,6 +22,7 @@ from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
 from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.keys import parse_key
+from frutebox_infra.emulator.openapi import OpenApi
 from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Kind, Realism
 from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.snapshot import restore, snapshot
@@ -140,12 +141,15 @@ def build(
     realism: Realism | None = None,
     clock: Clock | None = None,
     hub: Hub | None = None,
+    openapi: OpenApi | None = None,
 ) -> EmulatorHTTPServer:
     """Bind the server (loopback only); nothing is served until serve_forever runs.
 
     `realism` defaults to the realistic account of the project's registry, `clock` to the
     system's (a test's manual clock moves every lag and window without a sleep), `hub` to the
-    Hugging Face Hub and Ollama library holding every registry model's weights.
+    Hugging Face Hub and Ollama library holding every registry model's weights (the account
+    works on a copy), `openapi` to the official document, its validators compiled on first
+    use (a test session shares one).
     """
     if not is_loopback(host):
         raise UsageError(f"--host {host}: the emulator binds loopback addresses only")
@@ -157,7 +161,7 @@ def build(
     account = (store.load(catalog, stock, realism, clock, storage) if store else None) or Account(
         catalog, stock, realism, clock, storage
     )
-    app = App(account, on_change=(lambda: store.save(account)) if store else None)
+    app = App(account, on_change=(lambda: store.save(account)) if store else None, openapi=openapi)
     server = EmulatorHTTPServer((host, port), app)
     app.proxy_base = (proxy_base or url_of(server)).rstrip("/")
     return server

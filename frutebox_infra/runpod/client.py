@@ -25,6 +25,7 @@ from frutebox_infra.runpod.errors import (
 )
 from frutebox_infra.runpod.quota import Quota
 from frutebox_infra.runpod.retrying import RetryPolicy
+from frutebox_infra.runpod.tls import tls_context
 from frutebox_infra.runpod.wire import (
     DataCenterInfo,
     DataCenterList,
@@ -152,6 +153,7 @@ class RunPodClient:
                 },
                 timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
                 transport=transport,
+                verify=tls_context(),
             )
         except HTTPX_FAILURES as exc:
             raise ConfigurationError(

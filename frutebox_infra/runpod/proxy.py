@@ -15,6 +15,7 @@ import httpx
 
 from frutebox_infra.endpoints import DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.errors import HTTPX_FAILURES, ConfigurationError, TransportError
+from frutebox_infra.runpod.tls import tls_context
 
 
 class ProxyClient:
@@ -34,7 +35,7 @@ class ProxyClient:
             )
         self.template = template.rstrip("/")
         self._connect_timeout_s = timeout_s
-        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+        self._http = httpx.Client(timeout=timeout_s, transport=transport, verify=tls_context())
 
     def close(self) -> None:
         self._http.close()

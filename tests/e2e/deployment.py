@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.deploy_requests import pod_name, seed_pod_name, volume_name
-from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
+from frutebox_infra.emulator.catalog import Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.emulator.transfers import Transfers
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.runpod.command_io import scaled_waits
 from tests import emulator_client
 from tests.e2e.project import PulumiProject
+from tests.factories import emulator_parts, real_registry
 
 API_KEY = "rk-e2e-9f3c1d7a55"
 HF_TOKEN = "hf-e2e-77b2e0c4aa"
@@ -58,12 +58,12 @@ class Deployment:
     ) -> Deployment:
         """The realistic account (RunPod's documented unkindness, clock scaled). `stock`: free
         GPUs per GPU id in every data centre; `realism`: overrides, e.g. `cuda_versions`."""
-        catalog = Catalog.builtin()
+        catalog, hub, openapi = emulator_parts()
         cells: Stock = full_stock(catalog)
         for gpu_id, count in (stock or {}).items():
             for dc in catalog.data_centers:
                 cells[(gpu_id, dc)] = count
-        registry = load_registry()
+        registry = real_registry()
         options: dict[str, Any] = {
             "time_scale": TIME_SCALE,
             "transfers": TRANSFERS,
@@ -76,7 +76,13 @@ class Deployment:
             "foreign_volume_names": tuple(volume_name(stack) for stack in STACKS),
         }
         options.update(realism)
-        emulator = start(catalog=catalog, stock=cells, realism=realistic_for(registry, **options))
+        emulator = start(
+            catalog=catalog,
+            stock=cells,
+            realism=realistic_for(registry, **options),
+            hub=hub,
+            openapi=openapi,
+        )
         project.extra_env.update(
             FAST,
             RUNPOD_API_URL=emulator.url,

@@ -21,6 +21,9 @@ class PulumiProject:
     root: Path
     backend: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    stacks: set[str] = field(default_factory=set)
+    """Stacks made on `backend` through `init`: the backend is this project's alone, so a
+    stack in here exists and needs no CLI call before the next command names it."""
 
     @classmethod
     def create(
@@ -68,8 +71,11 @@ class PulumiProject:
         return proc
 
     def init(self, stack: str) -> None:
-        if self.pulumi("stack", "select", stack, check=False).returncode != 0:
-            self.pulumi("stack", "init", stack)
+        """Create `stack` unless it exists (`stack select --create`: one CLI run, not two).
+        Every command here names its stack with --stack, so which one is selected is moot."""
+        if stack not in self.stacks:
+            self.pulumi("stack", "select", "--create", stack)
+            self.stacks.add(stack)
 
     def preview(self, stack: str, *extra: str) -> Preview:
         """`pulumi preview` with the engine's JSON event stream, parsed."""

@@ -12,6 +12,7 @@ import pytest
 from frutebox_infra.stack_file import load_settings
 from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.project import PulumiProject
+from tests.emulator_client import LOOPBACK
 
 pytestmark = pytest.mark.engine
 
@@ -28,7 +29,7 @@ def deployment(project: PulumiProject) -> Iterator[Deployment]:
 
 def ask(url: str, tag: str) -> httpx.Response:
     """What a client of the pod does: generate with one of its models, through the proxy."""
-    return httpx.post(f"{url}/api/generate", json={"model": tag, "prompt": "hi"}, timeout=10)
+    return LOOPBACK.post(f"{url}/api/generate", json={"model": tag, "prompt": "hi"}, timeout=10)
 
 
 def pods_by_name(deployment: Deployment) -> dict[str, dict[str, Any]]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import socket
 
-import httpx
 import pytest
 
 from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.project import PulumiProject
+from tests.emulator_client import LOOPBACK
 
 pytestmark = pytest.mark.engine
 
@@ -28,15 +28,15 @@ def test_price_and_stock_warnings_from_a_live_catalog(project: PulumiProject) ->
         assert "1 warning(s)" in quiet.diagnostics
         assert "foreign: qwen3-8b: 1 pod(s) named frutebox-small-qwen3-8b" in quiet.diagnostics
         control = f"{deployment.emulator.url}/_emulator"
-        httpx.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
-        httpx.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()
+        LOOPBACK.post(f"{control}/prices", json={"gpuId": A4000, "secure": 0.25}).raise_for_status()
+        LOOPBACK.post(f"{control}/stock", json={"gpuId": A4000, "available": 0}).raise_for_status()
         loud = project.preview(STACK)
         assert loud.code == 0, loud.stderr
         assert "RTX A4000 is $0.25/h per GPU on RunPod Secure now" in loud.diagnostics
         assert "$0.17/h" in loud.diagnostics
         assert "qwen3-8b: 1x RTX A4000 is out of stock in EU-RO-1 right now" in loud.diagnostics
         assert "would take 1x RTX A5000" in loud.diagnostics
-        ops = {r["op"] for r in httpx.get(f"{control}/state").json()["requests"]}
+        ops = {r["op"] for r in LOOPBACK.get(f"{control}/state").json()["requests"]}
         assert ops == {
             "catalog.gpus",
             "catalog.datacenters",
@@ -77,7 +77,7 @@ def test_a_stopped_pod_of_the_stack_is_a_drift_warning(project: PulumiProject) -
         project.up(STACK)
         [pod] = deployment.live_pods()
         control = f"{deployment.emulator.url}/_emulator"
-        httpx.post(f"{control}/pods/{pod['id']}/stop").raise_for_status()
+        LOOPBACK.post(f"{control}/pods/{pod['id']}/stop").raise_for_status()
         preview = project.preview(STACK)
         assert preview.code == 0, preview.stderr
         assert f"drift: qwen3-8b: pod {pod['id']} is EXITED (stopped)" in preview.diagnostics
@@ -96,7 +96,7 @@ def test_a_foreign_pod_with_our_name_is_named_by_preview_and_left_alone(
         assert preview.code == 0, preview.stderr
         assert "foreign: qwen3-8b: 1 pod(s) named frutebox-dev-qwen3-8b" in preview.diagnostics
         control = f"{deployment.emulator.url}/_emulator"
-        ops = {r["op"] for r in httpx.get(f"{control}/state").json()["requests"]}
+        ops = {r["op"] for r in LOOPBACK.get(f"{control}/state").json()["requests"]}
         assert "pods.delete" not in ops and "pods.create" not in ops
     finally:
         deployment.stop()

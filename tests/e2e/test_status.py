@@ -6,13 +6,14 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.e2e.deployment import API_KEY, SMALL, Deployment
 from tests.e2e.project import PulumiProject
+from tests.emulator_client import LOOPBACK
 
 pytestmark = pytest.mark.engine
 
@@ -20,13 +21,26 @@ STACK = "small"
 CONFIG = {**SMALL, "models": ["qwen3-8b", "llama-3.2-1b"]}
 
 
-@pytest.fixture
-def deployment(project: PulumiProject) -> Iterator[Deployment]:
+def deployed(project: PulumiProject) -> Iterator[Deployment]:
     running = Deployment.start(project)
     project.write_stack(STACK, CONFIG)
     project.up(STACK)
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, toolchain: Path) -> Iterator[Deployment]:
+    """One `pulumi up` of the stack, shared by the tests of this module that ask for it (per
+    worker): each heals what it broke and sees status in sync again, so the next one starts
+    from the stack as deployed."""
+    yield from deployed(PulumiProject.create(tmp_path_factory.mktemp("status")))
+
+
+@pytest.fixture
+def own_deployment(project: PulumiProject) -> Iterator[Deployment]:
+    """The stack deployed for one test alone: for a test that rewrites the stack file."""
+    yield from deployed(project)
 
 
 def status(
@@ -70,7 +84,7 @@ def drift(data: dict[str, Any]) -> dict[str, str | None]:
 
 def control(deployment: Deployment, method: str, path: str, body: Any = None) -> None:
     url = f"{deployment.emulator.url}/_emulator/{path}"
-    httpx.request(method, url, json=body, timeout=10).raise_for_status()
+    LOOPBACK.request(method, url, json=body, timeout=10).raise_for_status()
 
 
 def test_terminated_out_of_band_then_healed(deployment: Deployment) -> None:
@@ -137,8 +151,9 @@ def test_a_foreign_same_named_pod_is_listed_and_untouched(deployment: Deployment
     assert {p["id"] for p in again["foreign"]} == set(foreign)
 
 
-def test_status_reads_the_api_the_stack_points_at(deployment: Deployment) -> None:
+def test_status_reads_the_api_the_stack_points_at(own_deployment: Deployment) -> None:
     # Nothing exported: the stack's own runpodApiUrl is where status looks, as `up` would.
+    deployment = own_deployment
     project = deployment.project
     project.write_stack(STACK, {**CONFIG, "runpodApiUrl": f"{deployment.emulator.url}/v2"})
     listed = len(deployment.requests("pods.list"))

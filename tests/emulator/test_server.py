@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import UsageError, build, is_loopback, main, start
+from tests.emulator_client import LOOPBACK
 from tests.factories import ROOT
 
 AUTH = {"Authorization": "Bearer t"}
@@ -56,7 +56,7 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
         realism=Realism.fast(),
         stock={("NVIDIA A40", "EU-RO-1"): 3},
     )
-    created = httpx.post(
+    created = LOOPBACK.post(
         f"{first.url}/v2/pods",
         headers=AUTH,
         json={
@@ -69,7 +69,7 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["pods"][0]["id"] == created["id"]
     second = start(state_file=path, catalog=Catalog.builtin(), realism=Realism.fast())
     try:
-        pods = httpx.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
+        pods = LOOPBACK.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
         assert [p["id"] for p in pods] == [created["id"]]
         assert second.app.account.stock[("NVIDIA A40", "EU-RO-1")] == 1
     finally:
@@ -107,9 +107,9 @@ def test_the_module_prints_its_url_first_and_serves_until_terminated(tmp_path: P
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
-        pods = httpx.get(f"{url}/v2/pods", headers=AUTH, timeout=5)
+        pods = LOOPBACK.get(f"{url}/v2/pods", headers=AUTH, timeout=5)
         assert pods.json() == {"pods": []}
-        state = httpx.get(f"{url}/_emulator/state", timeout=5).json()
+        state = LOOPBACK.get(f"{url}/_emulator/state", timeout=5).json()
         assert state["proxyUrlTemplate"] == "http://127.0.0.1:1/base/proxy/{podId}-{port}"
         assert {(c["gpuId"], c["dataCenterId"]) for c in state["stock"] if c["available"]} == {
             ("NVIDIA A40", "EU-RO-1")
@@ -129,15 +129,15 @@ def test_the_server_runs_on_the_clock_it_is_given(tmp_path: Path) -> None:
     first = start(state_file=path, catalog=Catalog.builtin(), realism=realism, clock=clock)
     try:
         body = {"name": "p", "image": "i", "gpu": {"id": "NVIDIA A40", "count": 1}}
-        created = httpx.post(f"{first.url}/v2/pods", headers=AUTH, json=body).json()
+        created = LOOPBACK.post(f"{first.url}/v2/pods", headers=AUTH, json=body).json()
         assert created["createdAt"] == "2026-11-30T12:00:00Z"
-        assert httpx.get(f"{first.url}/v2/pods", headers=AUTH).json()["pods"] == []
+        assert LOOPBACK.get(f"{first.url}/v2/pods", headers=AUTH).json()["pods"] == []
     finally:
         first.stop()
     clock.advance(0.5)  # the 5 s listing lag, at x10
     second = start(state_file=path, catalog=Catalog.builtin(), realism=realism, clock=clock)
     try:
-        pods = httpx.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
+        pods = LOOPBACK.get(f"{second.url}/v2/pods", headers=AUTH).json()["pods"]
         assert [p["id"] for p in pods] == [created["id"]]
     finally:
         second.stop()

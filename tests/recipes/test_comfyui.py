@@ -362,6 +362,10 @@ def run_launch(tmp_path: Path, base_url: str) -> int:
     env = {
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         "FRUTEBOX_PROVISION": provision,
+        # pip as the script runs it, minus its look for a newer pip (a call off loopback)
+        # and the bytecode files it writes for the venv's own pip (unused by the install).
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_COMPILE": "1",
     }
     return subprocess.run(["bash", "-c", script], env=env, check=False).returncode
 

@@ -197,7 +197,8 @@ def scripted(fake: FakeApi, *reads: dict[str, Any]) -> dict[str, str]:
     return {
         "RUNPOD_API_URL": API, "RUNPOD_API_KEY": "rpa_TESTKEY_0123456789abcdef",
         "RUNPOD_PROXY_URL_TEMPLATE": PROXY, "FRUTEBOX_POLL_INTERVAL_S": "0.001",
-        "FRUTEBOX_API_CHECK_S": "0", "FRUTEBOX_RETRY_BACKOFF_S": "0",
+        "FRUTEBOX_API_CHECK_S": "0", "FRUTEBOX_RESTART_CHECK_S": "0",
+        "FRUTEBOX_RETRY_BACKOFF_S": "0",
     }  # fmt: skip
 
 

@@ -17,6 +17,7 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 from _common import heading, print_table, timed
@@ -41,9 +42,9 @@ def fleet(catalog: Registry, rng: random.Random, n: int) -> tuple[Registry, Stac
     for i in range(n):
         t = templates[i % len(templates)]
         vram = round(rng.uniform(0.5, 9.0), 1)
-        weights = t.weights.model_copy(update={"vram_gb": vram, "disk_gb": vram})
-        models.append(t.model_copy(update={"id": f"{t.id}-c{i:02d}", "weights": weights}))
-    reg = catalog.model_copy(update={"models": tuple(models)})
+        weights = replace(t.weights, vram_gb=vram, disk_gb=vram)
+        models.append(replace(t, id=f"{t.id}-c{i:02d}", weights=weights))
+    reg = replace(catalog, models=tuple(models))
     config = {"models": [m.id for m in models], "dataCenter": "EU-RO-1",
               "budgetUsdPerHour": 1000, "colocate": True}  # fmt: skip
     return reg, parse_settings(config, where="bench/colocation.py")

@@ -15,6 +15,7 @@ already edit this package's source can write.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -22,9 +23,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-
-import pydantic
-import pydantic_core
 
 from frutebox_infra.paths import REPO_ROOT
 from frutebox_infra.registry import Registry
@@ -98,13 +96,29 @@ def _code_fingerprint() -> str:
     """Python, pydantic and every source file of this package (any of them may change what
     validation accepts or builds), read once per process."""
     digest = hashlib.sha256()
-    for part in (sys.version, pydantic.VERSION, pydantic_core.__version__):
+    _feed(digest.update, sys.version.encode())
+    for part in _validator_versions():
         _feed(digest.update, part.encode())
     for path in sorted(_sources(_PACKAGE)):
         _feed(digest.update, os.path.relpath(path, _PACKAGE).encode())
         with open(path, "rb") as source:
             _feed(digest.update, source.read())
     return digest.hexdigest()
+
+
+def _validator_versions() -> list[str]:
+    """The installed pydantic and pydantic-core, by their dist-info names (`pydantic-2.14.4`),
+    found without importing them: a cache hit must not pay for pydantic's import."""
+    names = []
+    for package in ("pydantic", "pydantic_core"):
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            names.append(f"{package} absent")
+            continue
+        site = Path(origin).parent.parent
+        names.extend(sorted(p.name for p in site.glob(f"{package}-*.dist-info")) or [origin])
+    return names
 
 
 def _sources(directory: Path | str) -> Iterator[str]:

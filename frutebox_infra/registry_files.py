@@ -7,15 +7,17 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
+from frutebox_infra.validation import validate
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,10 @@ def validate_registry(files: RegistryFiles, *, label: str = "registry") -> Regis
         if value is not None:
             sections[key] = value
     sections["engine_options"] = _engine_options(files, label)
+    from pydantic import ValidationError  # the edge: only a cache miss validates
+
     try:
-        return Registry.model_validate(sections)
+        return validate(Registry, sections)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, sections, label)) from None
 

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deploy_contract",
         "shell_words",
     ),
-    ("registry_base",),
+    ("registry_base", "validation"),
     ("engine_options", "registry", "speed_facts"),
     ("fit", "launch_check"),
     ("speed",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_parse_registry_reads_a_cached_registry_instead_of_validating(tmp_path: 
     validated = parse_registry(files, cache=tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(files.texts)}.pickle"]
     # What the cache holds under the key is what comes back: the YAML is not read again.
-    fewer = validated.model_copy(update={"models": validated.models[:1]})
+    fewer = replace(validated, models=validated.models[:1])
     store(tmp_path, cache_key(files.texts), fewer)
     assert parse_registry(files, cache=tmp_path).models == validated.models[:1]
     assert parse_registry(files, cache=None) == validated

@@ -51,7 +51,7 @@ def fleet(catalog: Registry, rng: random.Random, n: int) -> tuple[Registry, Stac
 
 
 def members(reg: Registry, settings: StackSettings) -> list[Member]:
-    alone = plan_fleet(reg, settings.model_copy(update={"colocate": False}), stack="bench")
+    alone = plan_fleet(reg, replace(settings, colocate=False), stack="bench")
     return members_of(((m.model_id, m.candidates, True) for m in alone.models), settings)
 
 

@@ -75,7 +75,7 @@ def parse_registry(
     if cache is None:
         return validate_registry(files, label=label)
     key = cache_key(files.texts)
-    registry = load(cache, key)
+    registry = load(cache, key, Registry)
     if registry is None:
         registry = validate_registry(files, label=label)
         store(cache, key, registry)

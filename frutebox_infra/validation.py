@@ -3,15 +3,17 @@
 Records are plain frozen dataclasses (cheap to import, to build and to unpickle); their
 bounds ride in string annotations as `Check(...)` markers, which cost nothing until pydantic
 reads them. `validate(cls, data)` builds a validator for `cls` on first use and applies the
-house rules every record shares: unknown keys are typos, infinities and NaN are no figures,
-and booleans and numbers never stand in for each other (pydantic would read `vram_gb: true`
-as 1 and `fp8: 0` as false). Frozen-ness and cross-field rules (`__post_init__`) are the
-dataclasses' own, so they hold for records built in code too.
+house rules every record shares: a field may be spelt by its ALIAS, unknown keys are typos,
+infinities and NaN are no figures, and booleans and numbers never stand in for each other
+(pydantic would read `vram_gb: true` as 1 and `fp8: 0` as false). Frozen-ness and
+cross-field rules (`__post_init__`) are the dataclasses' own, so they hold for records built
+in code too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
@@ -20,6 +22,10 @@ if TYPE_CHECKING:
     from pydantic_core import CoreSchema, SchemaValidator
 
 T = TypeVar("T")
+
+ALIAS = "alias"
+"""A dataclass field's metadata key for the name input spells it by (`dataCenter` for
+`data_center`); either spelling is read, errors name the alias."""
 
 
 class Check:
@@ -88,6 +94,11 @@ def _house_rules(node: Any) -> Any:
     kind = node.get("type")
     if kind == "dataclass-args":
         node["extra_behavior"] = "forbid"
+    elif kind == "dataclass" and node["schema"].get("type") == "dataclass-args":
+        aliases = {f.name: f.metadata[ALIAS] for f in fields(node["cls"]) if ALIAS in f.metadata}
+        for spec in node["schema"]["fields"]:
+            if spec["name"] in aliases:
+                spec["validation_alias"] = [[aliases[spec["name"]]], [spec["name"]]]
     elif kind in ("int", "float"):
         if kind == "float":
             node["allow_inf_nan"] = False

@@ -14,6 +14,7 @@ from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import KEEP, cache_key, load, store
 from frutebox_infra.registry_files import RegistryFiles, parse_registry
+from frutebox_infra.settings import StackSettings
 from tests.factories import files_with, real_files, real_registry
 
 TEXTS = {"models.yaml": "models: []\n", "gpus.yaml": "gpus: []\n"}
@@ -58,9 +59,10 @@ def test_the_code_fingerprint_reads_every_source_file_of_the_package() -> None:
 def test_a_stored_registry_is_read_back_equal(tmp_path: Path) -> None:
     registry = real_registry()
     store(tmp_path, "k", registry)
-    found = load(tmp_path, "k")
+    found = load(tmp_path, "k", Registry)
     assert found == registry and found is not registry
-    assert load(tmp_path, "other") is None
+    assert load(tmp_path, "other", Registry) is None
+    assert load(tmp_path, "k", StackSettings) is None  # an entry is read back as its kind only
 
 
 @pytest.mark.parametrize(
@@ -75,7 +77,7 @@ def test_a_stored_registry_is_read_back_equal(tmp_path: Path) -> None:
 )
 def test_an_unreadable_entry_is_ignored(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "k.pickle").write_bytes(content)
-    assert load(tmp_path, "k") is None
+    assert load(tmp_path, "k", Registry) is None
 
 
 def test_an_unwritable_cache_is_ignored_and_leaves_nothing(tmp_path: Path) -> None:

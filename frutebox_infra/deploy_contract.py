@@ -9,11 +9,12 @@ plan as these records (`to_json`), `runpod/command_io` validates what it reads a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import field, fields, is_dataclass
 from enum import Enum
 from functools import cache
 from typing import Annotated, Any, get_type_hints
 
+from frutebox_infra.record import record
 from frutebox_infra.validation import Check
 
 OWNER_ENV = "FRUTEBOX_OWNER"
@@ -61,7 +62,7 @@ def _float_fields(cls: type) -> frozenset[str]:
     return frozenset(n for n, t in hints.items() if t is float or t == float | None)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Request:
     """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on
     (validation.py closes every record)."""
@@ -70,7 +71,7 @@ class _Request:
         return wire_json(self)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HealthSpec(_Request):
     port: Annotated[int, Check(ge=1, le=65535)]
     path: Annotated[str, Check(pattern=r"^/")] = "/"
@@ -78,7 +79,7 @@ class HealthSpec(_Request):
     """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class TimeoutSpec(_Request):
     """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
 
@@ -93,7 +94,7 @@ def _one_tag(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PodRequest(_Request):
     """stdin of `pod create|update`: candidates are full CreatePodRequest bodies, cheapest first."""
 
@@ -110,7 +111,7 @@ class PodRequest(_Request):
     meta: Any = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CpuSpec(_Request):
     """The `cpu` block of a CPU pod's create: a flavor of GET /v2/catalog/cpus and its vCPUs."""
 
@@ -118,7 +119,7 @@ class CpuSpec(_Request):
     vcpuCount: Annotated[int, Check(ge=2)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SeedRequest(_Request):
     """stdin of `seed create|update`: a CPU pod on the stack's volume runs the seeder on
     `plan`, its status is followed until every job ends, and the pod is terminated.
@@ -144,7 +145,7 @@ class SeedRequest(_Request):
     meta: Any = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class VolumeRequest(_Request):
     """stdin of `volume create|update`; size in GB. The volume is named `name-<owner token>`."""
 
@@ -154,7 +155,7 @@ class VolumeRequest(_Request):
     type: VolumeType = "STANDARD"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GrowRequest(_Request):
     """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
 

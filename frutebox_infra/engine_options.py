@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Annotated, Literal
 
+from frutebox_infra.record import record
 from frutebox_infra.validation import Check
 
 ValueKind = Literal["flag", "int", "float", "str", "json"]
 """What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class JsonField:
     """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
 
@@ -23,7 +24,7 @@ class JsonField:
     choices_from: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EngineFlag:
     """One option of an engine's server: every spelling, the value it takes, its choices."""
 
@@ -41,7 +42,7 @@ class EngineFlag:
 EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EngineOptions:
     """What one pinned engine version accepts, read from its sources by tools/engine-options;
     `image` is the exact reference it was read for, so a bumped tag is caught."""

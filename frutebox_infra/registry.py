@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
 from typing import Annotated, Any, Literal, NamedTuple
 
 from frutebox_infra.engine_options import EngineOptions
+from frutebox_infra.record import record
 from frutebox_infra.registry_base import Runtime as Runtime
 from frutebox_infra.registry_base import SpecDecode as SpecDecode
 from frutebox_infra.speed_facts import PARAMETERS_TOLERANCE, GpuSpeed, Parameters, SpeedFacts
@@ -28,7 +29,7 @@ class Cloud(StrEnum):
     COMMUNITY = "COMMUNITY"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Price:
     """On-demand price of one GPU, USD per hour, per RunPod cloud; None where never observed."""
 
@@ -37,7 +38,7 @@ class Price:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Gpu:
     """One RunPod GPU type. `vram_gb` is the marketed size; `memory_mib` what the driver reports."""
 
@@ -87,7 +88,7 @@ def _sm_names(archs: tuple[str, ...], _: object) -> tuple[str, ...]:
     return archs
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Image:
     """A serving engine's container image and how RunPod's `args` reaches its process."""
 
@@ -131,7 +132,7 @@ class Image:
 _RELEASE_TAG = re.compile(r"\d+\.\d+|(?:^|[-_.])b\d{3,}(?:$|[-_.])|^sha256:")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GgufSource:
     """A GGUF quant served by llama.cpp's `-hf REPO:QUANT` (which takes no revision)."""
 
@@ -146,7 +147,7 @@ class GgufSource:
     experts and Q8_0 elsewhere); None: one precision throughout."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ComfyFile:
     """One file a ComfyUI model needs, and the flat `models/<folder>/` name it is stored under.
 
@@ -166,7 +167,7 @@ class ComfyFile:
         return self.rename or self.path.rsplit("/", 1)[-1]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ComfyRecipe:
     """Where ComfyUI's loadable files come from; `repo` is set when it is a repackaging."""
 
@@ -179,7 +180,7 @@ class ComfyRecipe:
     note: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Source:
     """The pinned origin of a model's weights."""
 
@@ -203,7 +204,7 @@ class Source:
 WeightFormat = Literal["fp8", "bf16", "fp16", "gguf", "mixed"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Weights:
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
 
@@ -220,7 +221,7 @@ class Weights:
     source: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Architecture:
     """What the KV-cache estimate needs, from the model's config.json."""
 
@@ -289,7 +290,7 @@ class Architecture:
         return 3 * self.hidden_size * self.moe_intermediate_size
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Speed:
     """How a model drafts tokens speculatively; the method is a fact about the model."""
 
@@ -319,7 +320,7 @@ def _parser_per_engine(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Model:
     """A catalog model and everything needed to serve it, or the reason it cannot be."""
 
@@ -403,7 +404,7 @@ class ExpertSplit(NamedTuple):
     """Weights of one routed expert in one layer."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PriceTier:
     """Storage up to `up_to_gb` (None: everything above the last tier) at this rate."""
 
@@ -411,7 +412,7 @@ class PriceTier:
     usd_per_gb_month: Annotated[float, Check(gt=0, le=10)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class NetworkVolumeFacts:
     """RunPod network volumes: the sizes the API accepts and what a GB-month costs."""
 
@@ -452,13 +453,13 @@ class NetworkVolumeFacts:
         return round(total, 2)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DataCenter:
     id: str
     name: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CpuFlavor:
     """A RunPod CPU pod flavor (`GET /v2/catalog/cpus`): priced and sized per vCPU.
 
@@ -496,7 +497,7 @@ class CpuFlavor:
         return round(self.usd_per_vcpu_hour * vcpus, 4)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ToolImage:
     """An image we run that serves no model (the seeder on a CPU pod): no CUDA, no GPU."""
 
@@ -531,7 +532,7 @@ def _known_flavors(
     return flavors
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Registry:
     """The whole catalog, indexed by id."""
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
+from frutebox_infra.record import record
 from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 from frutebox_infra.validation import ALIAS, Check
@@ -64,7 +65,7 @@ def _known_engine(value: str | None, _: object) -> str | None:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ModelOverride:
     """Per-model serving targets that win over the registry's defaults; strict, since Pulumi
     does not type them: `context: "4096"` is text, not a number."""
@@ -157,7 +158,7 @@ def _unique(value: tuple[str, ...], _: object) -> tuple[str, ...]:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StackSettings:
     """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`.
 

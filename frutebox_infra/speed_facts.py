@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from frutebox_infra.record import record
 from frutebox_infra.registry_base import Runtime, SpecDecode
 from frutebox_infra.validation import Check
 
 LinkKind = Literal["nvlink", "pcie"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Interconnect:
     """How the GPUs of one RunPod pod of this type reach each other: the link tensor
     parallelism's all-reduces cross, at its per-direction bandwidth (datasheets quote NVLink
@@ -23,7 +24,7 @@ class Interconnect:
     gb_s_per_direction: Annotated[float, Check(gt=0, le=2000)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GpuSpeed:
     """Datasheet figures the speed model reads: memory bandwidth, dense tensor throughput
     (NVIDIA's headline tensor TFLOPS assume 2:4 sparsity; these are half of them) and the
@@ -40,7 +41,7 @@ class GpuSpeed:
     `frutebox prices --write` rewrites)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Parameters:
     """Parameter counts from the model card, in billions: every weight, and the weights one
     token runs through (a MoE's shared weights plus its experts-per-token)."""
@@ -78,7 +79,7 @@ active count implies) may land from the published total before the facts count a
 FIGURES = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_us", "layer_overhead_us")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EngineSpeed:
     """How close one engine's kernels come to the hardware, fitted on published measurements;
     or, for an engine running another's kernels (Ollama runs llama.cpp's), just that name."""
@@ -128,7 +129,7 @@ class EngineFigures:
     layer_overhead_us: float
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LinkSpeed:
     """What a collective over one kind of link costs beyond its bytes, fitted like an engine."""
 
@@ -140,7 +141,7 @@ class LinkSpeed:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Acceptance:
     """The stated acceptance assumption of one speculative-decoding method."""
 
@@ -151,7 +152,7 @@ class Acceptance:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SpeedFacts:
     """registry/speed.yaml: per-engine calibration, link costs and acceptance assumptions."""
 

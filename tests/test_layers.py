@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deploy_contract",
         "shell_words",
         "validation",
+        "record",
     ),
     ("registry_base",),
     ("engine_options", "registry", "speed_facts"),

@@ -9,11 +9,11 @@ them. Keys are camelCase, as in the deploy contract.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from frutebox_infra.deploy_contract import wire_json
+from frutebox_infra.record import record
 from frutebox_infra.validation import Check
 
 PROTOCOL_VERSION: Literal[1] = 1
@@ -50,7 +50,7 @@ OllamaTag = Annotated[
 """`name`, `namespace/name`, either with `:tag`."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HfSnapshotJob:
     """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
     `models--org--name/blobs/<etag>`, `snapshots/<commit>/<path>` (relative symlinks to the
@@ -75,7 +75,7 @@ class HfSnapshotJob:
     shard and its siblings), chosen by llama.cpp's own rule."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FileSpec:
     """One file of a repo at a revision, stored at a flat path (ComfyUI's models/<kind>/)."""
 
@@ -89,14 +89,14 @@ class FileSpec:
     """Where the registry knows them; otherwise the Hub's tree at the revision says."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FilesJob:
     kind: Literal["files"] = "files"
     modelId: str
     files: Annotated[tuple[FileSpec, ...], Check(min_length=1)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class OllamaJob:
     """An Ollama library tag pulled into a model store as Ollama keeps one:
     `blobs/sha256-<hex>` and `manifests/<host>/<namespace>/<name>/<tag>`."""
@@ -110,7 +110,7 @@ class OllamaJob:
 SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Check(discriminator="kind")]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SeedPlan:
     """Everything one seeder run does: one job per model, run side by side."""
 
@@ -144,7 +144,7 @@ class SeedState(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class JobStatus:
     modelId: str
     state: JobState
@@ -162,7 +162,7 @@ class JobStatus:
     fix: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SeedStatus:
     """`GET /status` of a seeder pod."""
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Annotated, Any
 
 import pytest
 from pydantic import ValidationError
 
-from frutebox_infra.validation import Check, validate
+from frutebox_infra.validation import ALIAS, Check, validate
 
 
 def _no_text(value: Any) -> Any:
@@ -84,3 +84,25 @@ def test_the_same_rules_hold_inside_a_nested_record() -> None:
     with pytest.raises(ValidationError, match=r"inner\.0\.fp8"):
         validate(Outer, {"inner": [{"size_gb": 1, "fp8": 1}]})
     assert validate(Outer, {"inner": [{"size_gb": 1}]}).inner == (Record(size_gb=1),)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spelt:
+    data_center: str = field(metadata={ALIAS: "dataCenter"})
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param({"dataCenter": "EU"}, "EU", id="by-alias"),
+        pytest.param({"data_center": "EU"}, "EU", id="by-field-name"),
+        pytest.param({}, "dataCenter", id="missing-is-named-by-alias"),
+        pytest.param({"dataCentre": "EU"}, "dataCentre", id="misspelt-is-refused"),
+    ],
+)
+def test_a_field_is_read_by_its_alias_or_its_name(data: dict[str, str], expected: str) -> None:
+    if expected == "EU":
+        assert validate(Spelt, data).data_center == "EU"
+    else:
+        with pytest.raises(ValidationError, match=expected):
+            validate(Spelt, data)

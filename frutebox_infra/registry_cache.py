@@ -3,8 +3,9 @@
 Validating registry/*.yaml or a stack file (YAML parsing, then importing pydantic, building
 and running the schemas) is most of what reading them costs, and it gives the same answer
 until a file or our code changes. So a registry or stack settings that validated are pickled
-under a key hashed from the files' texts, every source file of this package and the Python
-and pydantic versions; a changed byte anywhere is another key, hence a fresh validation.
+under a key hashed from the files' texts, every source file of this package (by size and
+modification time, as Python judges its own compiled modules) and the Python and pydantic
+versions; a change anywhere is another key, hence a fresh validation.
 Only input that passed is kept, so every error is still found and explained by the
 validation itself. The cache is a convenience: an entry that cannot be read or written is
 ignored.
@@ -102,11 +103,19 @@ def _code_fingerprint() -> str:
     _feed(digest.update, sys.version.encode())
     for part in _validator_versions():
         _feed(digest.update, part.encode())
-    for path in sorted(_sources(_PACKAGE)):
-        _feed(digest.update, os.path.relpath(path, _PACKAGE).encode())
-        with open(path, "rb") as source:
-            _feed(digest.update, source.read())
+    _feed(digest.update, source_stamp(_PACKAGE).encode())
     return digest.hexdigest()
+
+
+def source_stamp(directory: Path) -> str:
+    """Every `.py` file below `directory` by path, size and modification time: the rule
+    Python itself uses to call a compiled module current, at a stat per file instead of
+    reading the package on every start-up."""
+    stamps = []
+    for path in sorted(_sources(directory)):
+        stat = os.stat(path)
+        stamps.append(f"{os.path.relpath(path, directory)}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    return "\n".join(stamps)
 
 
 def _validator_versions() -> list[str]:

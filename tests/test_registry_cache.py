@@ -127,3 +127,21 @@ def test_a_read_back_registry_behaves_as_the_validated_one(tmp_path: Path) -> No
     first = cached.models[0]
     assert cached.model(first.id) is not None and cached.model(first.id) == first
     assert cached.engine_options == real_registry().engine_options
+
+
+def test_a_source_file_edited_added_or_removed_changes_the_stamp(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "notes.txt").write_text("not a source")
+    first = registry_cache.source_stamp(tmp_path)
+    assert "a.py" in first and os.path.join("sub", "b.py") in first and "notes" not in first
+    assert registry_cache.source_stamp(tmp_path) == first
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    os.utime(tmp_path / "sub" / "b.py", ns=(1, 1))  # same size, other time: an edit
+    edited = registry_cache.source_stamp(tmp_path)
+    assert edited != first
+    (tmp_path / "c.py").write_text("")
+    assert registry_cache.source_stamp(tmp_path) != edited
+    (tmp_path / "c.py").unlink()
+    assert registry_cache.source_stamp(tmp_path) == edited

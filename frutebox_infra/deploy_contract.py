@@ -100,7 +100,9 @@ class PodRequest(_Request):
 
     name: Annotated[str, Check(min_length=1)]
     owner: Annotated[str, Check(min_length=8)]
+    """The stack's ownership token."""
     volumeId: Annotated[str, Check(min_length=1)]
+    """The stack's weights volume."""
     candidates: Annotated[list[dict[str, Any]], Check(min_length=1)]
     health: HealthSpec
     ollamaPull: Annotated[list[str], Check(before=_one_tag)] = field(default_factory=list)
@@ -131,6 +133,7 @@ class SeedRequest(_Request):
 
     name: Annotated[str, Check(min_length=1)]
     owner: Annotated[str, Check(min_length=8)]
+    """The stack's ownership token."""
     volumeId: Annotated[str, Check(min_length=1)]
     dataCenter: Annotated[str, Check(min_length=1)]
     pod: dict[str, Any]

@@ -43,6 +43,7 @@ class Gpu:
     """One RunPod GPU type. `vram_gb` is the marketed size; `memory_mib` what the driver reports."""
 
     id: Annotated[str, Check(min_length=1)]
+    """RunPod GPU type id, e.g. 'NVIDIA H100 80GB HBM3'."""
     name: str
     vram_gb: Annotated[int, Check(gt=0, le=1024)]
     memory_mib: Annotated[int, Check(gt=0, le=1024 * 1024)]
@@ -97,6 +98,8 @@ class Image:
     port: Annotated[int, Check(gt=0, lt=65536)]
     health_path: Annotated[str, Check(pattern=r"^/")]
     entrypoint: Literal["none", "fixed-binary"]
+    """none: args is the whole command; fixed-binary: args are flags or sub-commands of a
+    fixed program."""
     entrypoint_detail: str
     cache_env: dict[str, str] = field(default_factory=dict)
     engine_version: Annotated[str, Check(pattern=r"^\d+(\.\d+)*$")] | None = None
@@ -469,6 +472,7 @@ class CpuFlavor:
     """
 
     id: Annotated[str, Check(pattern=r"^[a-z0-9][a-z0-9-]*$")]
+    """cpu.id of POST /v2/pods."""
     name: str
     vcpu_min: Annotated[int, Check(ge=2, le=512)]
     vcpu_max: Annotated[int, Check(ge=2, le=512)]

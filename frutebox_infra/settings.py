@@ -73,14 +73,18 @@ class ModelOverride:
     context: Annotated[int, Check(strict=True, ge=1, le=MAX_CONTEXT_TOKENS)] | None = None
     concurrency: Annotated[int, Check(strict=True, ge=1, le=1024)] | None = None
     gpu: Annotated[str, Check(min_length=1)] | None = None
+    """Pin one RunPod GPU type id."""
     min_concurrent_sequences: Annotated[int, Check(strict=True, ge=1, le=1024)] | None = field(
         default=None, metadata={ALIAS: "minConcurrentSequences"}
     )
     own_pod: bool = field(default=False, metadata={ALIAS: "ownPod"})
+    """Never share a pod (with colocate on)."""
     gpu_count: Annotated[int, Check(strict=True, ge=1, le=8)] | None = field(
         default=None, metadata={ALIAS: "gpuCount"}
     )
+    """Pin the GPUs per pod."""
     engine: Annotated[str, Check(after=_known_engine)] | None = None
+    """Pin one of the model's runtimes (registry/models.yaml)."""
     min_decode_tok_s: Annotated[float, Check(strict=True, ge=0, le=MAX_DECODE_FLOOR)] | None = (
         field(default=None, metadata={ALIAS: "minDecodeTokensPerSecond"})
     )

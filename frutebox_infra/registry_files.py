@@ -13,6 +13,7 @@ from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
+from frutebox_infra.validation import message as validation_message
 from frutebox_infra.validation import validate
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
 
@@ -218,7 +219,7 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
             loc = [_KEYS[str(loc[0])], *loc[1:]]
         names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
-        message = str(err["msg"]).removeprefix("Value error, ")
+        message = validation_message(err).removeprefix("Value error, ")
         unit = unit_of(names[-1] if names else head)
         if unit and message[-1:].isdigit():
             message += f" {unit}"

@@ -30,6 +30,7 @@ from frutebox_infra.settings import (
     StackKey,
     StackSettings,
 )
+from frutebox_infra.validation import message as validation_message
 from frutebox_infra.validation import validate
 from frutebox_infra.yaml_text import MAX_INT_DIGITS, decode_utf8, load_yaml
 
@@ -272,7 +273,7 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
         else:
             fix = key.fix if key else "see Pulumi.yaml"
         unit = key.unit if key and len(loc) == 1 else _override_unit(loc)
-        message = str(err["msg"])
+        message = validation_message(err)
         if unit and re.search(r"\d$", message):
             message += f" {unit}"
         value = f" = {shown(err['input'])}" if err["type"] != "missing" else ""

@@ -75,6 +75,14 @@ def validate_json(cls: type[T], text: str | bytes) -> T:
     return cast(T, _validator(cast(Any, cls)).validate_json(text))
 
 
+def message(error: Mapping[str, Any]) -> str:
+    """An error's message as our readers see it: a key no record has is spelt as pydantic
+    spells it for its models ("Extra inputs are not permitted"), not as a call's argument."""
+    if error["type"] == "unexpected_keyword_argument":
+        return "Extra inputs are not permitted"
+    return str(error["msg"])
+
+
 @cache
 def _validator(cls: Any) -> SchemaValidator:
     from pydantic import TypeAdapter
@@ -102,7 +110,8 @@ def _house_rules(node: Any) -> Any:
     elif kind in ("int", "float"):
         if kind == "float":
             node["allow_inf_nan"] = False
-        return _before(_not_a_boolean, node)
+        # A strict number refuses a boolean itself, in its own words.
+        return node if node.get("strict") else _before(_not_a_boolean, node)
     elif kind == "bool":
         return _before(_a_boolean, node)
     return node

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import ValidationError
 
-from frutebox_infra.validation import ALIAS, Check, validate
+from frutebox_infra.validation import ALIAS, Check, message, validate
 
 
 def _no_text(value: Any) -> Any:
@@ -106,3 +106,29 @@ def test_a_field_is_read_by_its_alias_or_its_name(data: dict[str, str], expected
     else:
         with pytest.raises(ValidationError, match=expected):
             validate(Spelt, data)
+
+
+def test_an_unknown_key_reads_as_pydantic_says_it_for_its_models() -> None:
+    with pytest.raises(ValidationError) as err:
+        validate(Record, {"size_gb": 1, "sise_gb": 2})
+    assert [message(e) for e in err.value.errors()] == ["Extra inputs are not permitted"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Strict:
+    count: Annotated[int, Check(strict=True, ge=1)]
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        pytest.param(True, "valid integer", id="boolean-in-strict-words"),
+        pytest.param("2", "valid integer", id="text-is-not-a-number"),
+        pytest.param(0, "greater than or equal to 1", id="bound"),
+    ],
+)
+def test_a_strict_number_refuses_in_its_own_words(value: object, words: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        validate(Strict, {"count": value})
+    assert words in message(err.value.errors()[0])
+    assert validate(Strict, {"count": 2}).count == 2

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -159,8 +159,10 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
     """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory; a clone
     keeps no `former_ids`, which must stay unique across the registry."""
     clones = tuple(
-        templates[i % len(templates)].model_copy(
-            update={"id": f"{templates[i % len(templates)].id}-s{i:05d}", "former_ids": ()}
+        replace(
+            templates[i % len(templates)],
+            id=f"{templates[i % len(templates)].id}-s{i:05d}",
+            former_ids=(),
         )
         for i in range(n)
     )

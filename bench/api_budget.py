@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from _common import heading, print_table
@@ -116,7 +117,7 @@ def fleet_up(pods: int) -> dict[str, Any]:
         for index in range(pods):
             request = pod_request(model, settings, stack="bench", volume_id=volume["volumeId"],
                                   owner=volume["owner"])  # fmt: skip
-            requests.append(request.model_copy(update={"name": f"frutebox-bench-m{index}"}))
+            requests.append(replace(request, name=f"frutebox-bench-m{index}"))
         bodies = []
         for request in requests:
             data = json.loads(request.to_json())

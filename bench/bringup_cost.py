@@ -22,6 +22,7 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -159,7 +160,7 @@ def stack_plan(models: Sequence[str] | None, seeding: bool, tier: str) -> FleetP
     keys: dict[str, Any] = {"seeding": seeding, "volume_type": tier}
     if models is not None:
         keys["models"] = tuple(models)
-    return plan_fleet(load_registry(), settings.model_copy(update=keys), stack="prod")
+    return plan_fleet(load_registry(), replace(settings, **keys), stack="prod")
 
 
 def report(models: Sequence[str] | None, scale: float, tier: str = "STANDARD") -> float:

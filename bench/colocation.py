@@ -17,6 +17,7 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 from _common import heading, print_table, timed
@@ -41,16 +42,16 @@ def fleet(catalog: Registry, rng: random.Random, n: int) -> tuple[Registry, Stac
     for i in range(n):
         t = templates[i % len(templates)]
         vram = round(rng.uniform(0.5, 9.0), 1)
-        weights = t.weights.model_copy(update={"vram_gb": vram, "disk_gb": vram})
-        models.append(t.model_copy(update={"id": f"{t.id}-c{i:02d}", "weights": weights}))
-    reg = catalog.model_copy(update={"models": tuple(models)})
+        weights = replace(t.weights, vram_gb=vram, disk_gb=vram)
+        models.append(replace(t, id=f"{t.id}-c{i:02d}", weights=weights))
+    reg = replace(catalog, models=tuple(models))
     config = {"models": [m.id for m in models], "dataCenter": "EU-RO-1",
               "budgetUsdPerHour": 1000, "colocate": True}  # fmt: skip
     return reg, parse_settings(config, where="bench/colocation.py")
 
 
 def members(reg: Registry, settings: StackSettings) -> list[Member]:
-    alone = plan_fleet(reg, settings.model_copy(update={"colocate": False}), stack="bench")
+    alone = plan_fleet(reg, replace(settings, colocate=False), stack="bench")
     return members_of(((m.model_id, m.candidates, True) for m in alone.models), settings)
 
 

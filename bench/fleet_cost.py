@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from _common import Verdict, heading, judge, price, print_table, synthetic_registry
 
@@ -166,9 +167,9 @@ def colocation(registry: Registry, settings: StackSettings, stack: str, small_fl
     env = Environment(hf_token=True)
     for label, reg, base in ((f"stack {stack}", registry, settings),
                              (f"{small_fleet} small models", small, small_settings)):  # fmt: skip
-        apart = plan_fleet(reg, base.model_copy(update={"colocate": False}), stack=stack,
+        apart = plan_fleet(reg, replace(base, colocate=False), stack=stack,
                            environment=env)  # fmt: skip
-        shared = plan_fleet(reg, base.model_copy(update={"colocate": True}), stack=stack,
+        shared = plan_fleet(reg, replace(base, colocate=True), stack=stack,
                             environment=env)  # fmt: skip
         saving = apart.usd_per_hour_best - shared.usd_per_hour_best
         rows.append(

@@ -27,7 +27,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +69,7 @@ class Prod:
     def load(cls) -> Prod:
         # Seeding off: each pod fetches its own weights, as in the figures before, so a pod
         # created here (a replacement too) finds what it loads without a seed step first.
-        settings = load_settings(stack_file("prod")).model_copy(update={"seeding": False})
+        settings = replace(load_settings(stack_file("prod")), seeding=False)
         return cls(plan_fleet(load_registry(), settings, stack="prod"))
 
     def model(self, model_id: str) -> ModelPlan:

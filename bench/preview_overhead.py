@@ -15,9 +15,9 @@ __main__.py imports, loading the registry, planning prod and rendering, each pha
 (target: <= 80 ms after `import pulumi`); then `-X importtime` says which imports cost what
 beyond `import pulumi`.
 
-The registry is validated once and then read back from its cache (registry_cache.py) until a
-registry file or our code changes. "Cold" figures remove the cache entry before each run (the
-first run after such a change), "warm" ones leave it (every run after).
+The registry and the stack settings are validated once and then read back from their cache
+(registry_cache.py) until a file or our code changes. "Cold" figures remove the entries before
+each run (the first run after such a change), "warm" ones leave them (every run after).
 
 Run: .venv/bin/python bench/preview_overhead.py [--quick]
   --quick: one preview of each program without a warm-up, one start-up and one importtime
@@ -53,7 +53,7 @@ from _common import (
     require_toolchain,
 )
 
-from frutebox_infra.registry_cache import CACHE_DIR, cache_key
+from frutebox_infra.registry_cache import CACHE_DIR, SETTINGS_CACHE_DIR, cache_key
 from frutebox_infra.registry_files import (
     load_registry,
     parse_registry,
@@ -97,6 +97,8 @@ local.Command("noop", create="true")
 """
 
 LAZY = (
+    "pydantic",
+    "pydantic_core",
     "httpx",
     "jsonschema",
     "frutebox_infra.runpod",
@@ -107,9 +109,9 @@ LAZY = (
     "frutebox_infra.drift",
     "frutebox_infra.status_read",
 )
-"""Heavy or preview-irrelevant modules that must stay out of the program's start-up (the
-deploy step's HTTP client, the schema validator, the CLI, the diff, git reading and the
-emulator)."""
+"""Heavy or preview-irrelevant modules that must stay out of the program's start-up (pydantic,
+which validates only on a cache miss and in the deploy step, the deploy step's HTTP client, the
+schema validator, the CLI, the diff, git reading and the emulator)."""
 
 STARTUP_PROBE = f"""\
 import gc, json, time
@@ -159,8 +161,11 @@ _IMPORTTIME = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)")
 
 
 def forget_registry() -> None:
-    """Remove the checkout registry's cache entry: the next load validates it from scratch."""
+    """Remove the checkout registry's cache entry and every validated stack's: the next load
+    validates them from scratch, as the first run after a change to our code does."""
     (CACHE_DIR / f"{cache_key(read_registry_files().texts)}.pickle").unlink(missing_ok=True)
+    for entry in SETTINGS_CACHE_DIR.glob("*.pickle"):
+        entry.unlink(missing_ok=True)
 
 
 def preview_seconds(project: Project, stack: str, *, cold: bool = False) -> float:

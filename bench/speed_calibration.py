@@ -24,6 +24,7 @@ import math
 import statistics
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +36,7 @@ from frutebox_infra.registry import Model, Registry, Runtime, SpecDecode, Weight
 from frutebox_infra.registry_files import load_registry
 from frutebox_infra.speed import Placement, SpeedEstimate, Workload, estimate_speed
 from frutebox_infra.speed_facts import SpeedFacts
+from frutebox_infra.validation import validate
 
 ROWS_FILE = Path(__file__).with_name("speed_measurements.yaml")
 MEDIAN_TARGET = 0.25
@@ -105,7 +107,7 @@ class Measurements(_Strict):
 
 def load_rows(registry: Registry) -> tuple[dict[str, Model], tuple[Row, ...]]:
     """The measured models (the file's own and the catalog's) and the rows."""
-    doc = Measurements.model_validate(yaml.safe_load(ROWS_FILE.read_text(encoding="utf-8")))
+    doc = validate(Measurements, yaml.safe_load(ROWS_FILE.read_text(encoding="utf-8")))
     models = {m.id: m for m in registry.models} | {m.id: m for m in doc.models}
     for row in doc.rows:
         if row.model not in models or registry.gpu(row.gpu) is None:
@@ -211,8 +213,8 @@ LINK_BOUNDS = {"collective_latency_us": (0.5, 500.0)}
 def with_value(facts: SpeedFacts, path: tuple[str, str, str], value: float) -> SpeedFacts:
     section, key, field = path
     entries = dict(getattr(facts, section))
-    entries[key] = entries[key].model_copy(update={field: value})
-    return facts.model_copy(update={section: entries})
+    entries[key] = replace(entries[key], **{field: value})
+    return replace(facts, **{section: entries})
 
 
 def parameters(

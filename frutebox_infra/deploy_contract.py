@@ -1,85 +1,128 @@
 """The one request contract between the planner (which writes it) and the deploy step (which reads
 it): what `python -m frutebox_infra.runpod pod|volume|seed ACTION` gets on stdin and prints back.
 
-Plain pydantic, no pulumi and no httpx: `deploy_requests.py` renders a plan as these models,
-`runpod/command_io` parses them, and the tests build them; a field added here exists on both
-sides at once.
+Frozen dataclasses, no pulumi, no httpx and no pydantic import: `deploy_requests.py` renders a
+plan as these records (`to_json`), `runpod/command_io` validates what it reads against them
+(validation.py), and the tests build them; a field added here exists on both sides at once.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from dataclasses import field, fields, is_dataclass
+from enum import Enum
+from functools import cache
+from typing import Annotated, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from frutebox_infra.record import record
+from frutebox_infra.validation import Check
 
 OWNER_ENV = "FRUTEBOX_OWNER"
 """Pod environment variable carrying the stack's ownership token: RunPod names are not unique,
 so a pod is ours only when it carries our token and mounts our volume."""
 
-VolumeGb = Annotated[int, Field(ge=10, le=4096)]
+VolumeGb = Annotated[int, Check(ge=10, le=4096)]
 """The sizes POST /v2/network-volumes accepts."""
 
-VolumeType = Annotated[str, Field(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
+VolumeType = Annotated[str, Check(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
 
 
-class _Strict(BaseModel):
-    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on.
+def wire_data(record: Any) -> Any:
+    """A record as the JSON document it stands for: fields in order, None kept, enums as their
+    values, and a float field's whole number written as a float (`120.0`), as a validated
+    record would hold it, so the text of a request never depends on how it was built."""
+    if is_dataclass(record) and not isinstance(record, type):
+        floats = _float_fields(type(record))
+        return {
+            f.name: _as_float(v) if f.name in floats else wire_data(v)
+            for f in fields(record)
+            for v in (getattr(record, f.name),)
+        }
+    if isinstance(record, list | tuple):
+        return [wire_data(item) for item in record]
+    if isinstance(record, dict):
+        return {str(wire_data(k)): wire_data(v) for k, v in record.items()}
+    if isinstance(record, Enum):
+        return record.value
+    return record
 
-    Schemas are built on first use: a preview renders only the volume's request, the deploy
-    step reads only the one it is given."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+def wire_json(record: Any) -> str:
+    """`wire_data` as compact JSON, UTF-8 kept as it is (what pydantic's JSON writes too)."""
+    return json.dumps(wire_data(record), separators=(",", ":"), ensure_ascii=False)
+
+
+def _as_float(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+@cache
+def _float_fields(cls: type) -> frozenset[str]:
+    hints = get_type_hints(cls)
+    return frozenset(n for n, t in hints.items() if t is float or t == float | None)
+
+
+@record
+class _Request:
+    """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on
+    (validation.py closes every record)."""
 
     def to_json(self) -> str:
-        return self.model_dump_json(exclude_none=False)
+        return wire_json(self)
 
 
-class HealthSpec(_Strict):
-    port: int = Field(ge=1, le=65535)
-    path: str = Field(default="/", pattern=r"^/")
-    expectedFiles: list[str] = Field(default_factory=list)
+@record
+class HealthSpec(_Request):
+    port: Annotated[int, Check(ge=1, le=65535)]
+    path: Annotated[str, Check(pattern=r"^/")] = "/"
+    expectedFiles: list[str] = field(default_factory=list)
     """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
 
 
-class TimeoutSpec(_Strict):
+@record
+class TimeoutSpec(_Request):
     """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
 
-    runningSeconds: float | None = Field(default=None, gt=0)
-    healthySeconds: float | None = Field(default=None, gt=0)
+    runningSeconds: Annotated[float, Check(gt=0)] | None = None
+    healthySeconds: Annotated[float, Check(gt=0)] | None = None
 
 
-class PodRequest(_Strict):
+def _one_tag(value: Any) -> Any:
+    # A single tag (requests written before pods could be shared) is a list of one.
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
+@record
+class PodRequest(_Request):
     """stdin of `pod create|update`: candidates are full CreatePodRequest bodies, cheapest first."""
 
-    name: str = Field(min_length=1)
-    owner: str = Field(min_length=8, description="the stack's ownership token")
-    volumeId: str = Field(min_length=1, description="the stack's weights volume")
-    candidates: list[dict[str, Any]] = Field(min_length=1)
+    name: Annotated[str, Check(min_length=1)]
+    owner: Annotated[str, Check(min_length=8)]
+    """The stack's ownership token."""
+    volumeId: Annotated[str, Check(min_length=1)]
+    """The stack's weights volume."""
+    candidates: Annotated[list[dict[str, Any]], Check(min_length=1)]
     health: HealthSpec
-    ollamaPull: list[str] = Field(default_factory=list)
+    ollamaPull: Annotated[list[str], Check(before=_one_tag)] = field(default_factory=list)
     """Every Ollama tag the pod serves (several on a shared pod); each is pulled, and the
     pod is healthy only when its server lists them all."""
-    hfTokenEnv: list[str] = Field(default_factory=list)
-    timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
+    hfTokenEnv: list[str] = field(default_factory=list)
+    timeouts: TimeoutSpec = field(default_factory=TimeoutSpec)
     meta: Any = None
 
-    @field_validator("ollamaPull", mode="before")
-    @classmethod
-    def _one_tag(cls, value: Any) -> Any:
-        # A single tag (requests written before pods could be shared) is a list of one.
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
 
-
-class CpuSpec(_Strict):
+@record
+class CpuSpec(_Request):
     """The `cpu` block of a CPU pod's create: a flavor of GET /v2/catalog/cpus and its vCPUs."""
 
-    id: str = Field(min_length=1)
-    vcpuCount: int = Field(ge=2)
+    id: Annotated[str, Check(min_length=1)]
+    vcpuCount: Annotated[int, Check(ge=2)]
 
 
-class SeedRequest(_Strict):
+@record
+class SeedRequest(_Request):
     """stdin of `seed create|update`: a CPU pod on the stack's volume runs the seeder on
     `plan`, its status is followed until every job ends, and the pod is terminated.
 
@@ -88,69 +131,36 @@ class SeedRequest(_Strict):
     ownership token and, for `hfTokenEnv`, the Hugging Face token.
     """
 
-    name: str = Field(min_length=1)
-    owner: str = Field(min_length=8, description="the stack's ownership token")
-    volumeId: str = Field(min_length=1)
-    dataCenter: str = Field(min_length=1)
+    name: Annotated[str, Check(min_length=1)]
+    owner: Annotated[str, Check(min_length=8)]
+    """The stack's ownership token."""
+    volumeId: Annotated[str, Check(min_length=1)]
+    dataCenter: Annotated[str, Check(min_length=1)]
     pod: dict[str, Any]
-    cpus: list[CpuSpec] = Field(min_length=1)
+    cpus: Annotated[list[CpuSpec], Check(min_length=1)]
     plan: dict[str, Any]
     """A SeedPlan (seeding/protocol.py), read by the step with that model."""
     status: HealthSpec
     """Where the seeder serves GET /status."""
-    timeoutSeconds: float = Field(gt=0)
+    timeoutSeconds: Annotated[float, Check(gt=0)]
     """The whole seeding, from the create to the last job's end."""
-    hfTokenEnv: list[str] = Field(default_factory=list)
+    hfTokenEnv: list[str] = field(default_factory=list)
     meta: Any = None
 
 
-class VolumeRequest(_Strict):
+@record
+class VolumeRequest(_Request):
     """stdin of `volume create|update`; size in GB. The volume is named `name-<owner token>`."""
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, Check(min_length=1)]
     size: VolumeGb
-    dataCenter: str = Field(min_length=1)
+    dataCenter: Annotated[str, Check(min_length=1)]
     type: VolumeType = "STANDARD"
 
 
-class GrowRequest(_Strict):
+@record
+class GrowRequest(_Request):
     """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
 
-    volumeId: str = Field(min_length=1)
+    volumeId: Annotated[str, Check(min_length=1)]
     size: VolumeGb
-
-
-class _Result(BaseModel):
-    """A result printed earlier and read back (PULUMI_COMMAND_STDOUT): newer keys are fine."""
-
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class PreviousPod(_Result):
-    podId: str
-    ollamaModels: list[str] = Field(default_factory=list)
-    """The Ollama tags the pod served last time: a member no longer listed is deleted."""
-    candidateIndex: int | None = None
-    candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
-    applied: dict[str, Any] | None = None
-    """What the pod was last set to (image, args, env without secrets, ports, disk) and the
-    env names the step fills with secrets (`secretEnv`): an update whose new container does
-    not serve is rolled back to it."""
-
-
-class PreviousSeed(_Result):
-    """What a seed printed: the volume it filled and how each model ended; kept whole, since
-    an update that finds nothing to do prints it again."""
-
-    model_config = ConfigDict(extra="allow")
-
-    volumeId: str
-    state: str
-    models: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class PreviousVolume(_Result):
-    volumeId: str
-    owner: str | None = None
-    name: str | None = None
-    """The volume's name (`<base>-<owner token>`): a destroy removes any other volume of ours."""

@@ -16,6 +16,8 @@ from frutebox_infra.deploy_contract import (
     SeedRequest,
     TimeoutSpec,
     VolumeRequest,
+    wire_data,
+    wire_json,
 )
 from frutebox_infra.launches import pod_specs
 from frutebox_infra.plan import FleetPlan, ModelPlan
@@ -167,7 +169,7 @@ def seed_fingerprint(plan: FleetPlan, model_id: str) -> str:
     sent; anything else about the seed (flavor, deadline, key) moves no byte."""
     decision = plan.seeding.of(model_id) if plan.seeding else None
     assert decision is not None and decision.job is not None
-    return hashlib.sha256(decision.job.model_dump_json().encode()).hexdigest()[:16]
+    return hashlib.sha256(wire_json(decision.job).encode()).hexdigest()[:16]
 
 
 def seed_request(plan: FleetPlan, model_id: str, *, volume_id: str, owner: str) -> SeedRequest:
@@ -194,7 +196,7 @@ def seed_request(plan: FleetPlan, model_id: str, *, volume_id: str, owner: str) 
             "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
         },
         cpus=[CpuSpec(id=c.flavor.id, vcpuCount=c.vcpus) for c in seeding.cpus],
-        plan=seed_plan([decision.job], port=image.port).model_dump(mode="json"),
+        plan=wire_data(seed_plan([decision.job], port=image.port)),
         status=HealthSpec(port=image.port, path=STATUS_PATH),
         timeoutSeconds=decision.timeout_s,
         hfTokenEnv=[TOKEN_ENV] if needs_token(decision.job) else [],

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field
 from functools import cached_property
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Generated(BaseModel):
-    """Facts a tool wrote (registry/engine_options/): immutable and closed like Frozen, without
-    its per-field check for hand-typed booleans, which over thousands of flags costs preview
-    time and guards against a typo no person makes in a generated file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
+from frutebox_infra.record import record
+from frutebox_infra.validation import Check
 
 ValueKind = Literal["flag", "int", "float", "str", "json"]
 """What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
 
 
-class JsonField(Generated):
+@record
+class JsonField:
     """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
 
     type: ValueKind
@@ -30,12 +24,13 @@ class JsonField(Generated):
     choices_from: str | None = None
 
 
-class EngineFlag(Generated):
+@record
+class EngineFlag:
     """One option of an engine's server: every spelling, the value it takes, its choices."""
 
-    names: tuple[str, ...] = Field(min_length=1)
+    names: Annotated[tuple[str, ...], Check(min_length=1)]
     type: ValueKind
-    nargs: str | None = Field(default=None, pattern=r"^(\?|\*|\+|\d+)$")
+    nargs: Annotated[str, Check(pattern=r"^(\?|\*|\+|\d+)$")] | None = None
     """argparse's nargs: `?` an optional value, `*`/`+` a list, N exactly N values."""
     choices: tuple[str, ...] | None = None
     case_insensitive: bool = False
@@ -47,7 +42,8 @@ class EngineFlag(Generated):
 EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
 
 
-class EngineOptions(Generated):
+@record
+class EngineOptions:
     """What one pinned engine version accepts, read from its sources by tools/engine-options;
     `image` is the exact reference it was read for, so a bumped tag is caught."""
 
@@ -59,9 +55,9 @@ class EngineOptions(Generated):
     read_from: tuple[str, ...]
     read_with: str
     command: str
-    health_path: str = Field(pattern=r"^/")
+    health_path: Annotated[str, Check(pattern=r"^/")]
     health_source: str
-    positionals: int = Field(default=0, ge=0, le=4)
+    positionals: Annotated[int, Check(ge=0, le=4)] = 0
     subcommands: tuple[str, ...] | None = None
     """For a program whose args are sub-commands (Ollama): the ones it has."""
     underscores_as_dashes: bool = False
@@ -69,7 +65,7 @@ class EngineOptions(Generated):
     flags: tuple[EngineFlag, ...]
     env: dict[str, str]
     """Variable -> the component (file) that reads it."""
-    env_types: dict[str, EnvKind] = Field(default_factory=dict)
+    env_types: dict[str, EnvKind] = field(default_factory=dict)
 
     @cached_property
     def flag_index(self) -> Mapping[str, EngineFlag]:

@@ -1,12 +1,14 @@
-"""Validated registries kept on disk, keyed by everything their validation depends on.
+"""Validated input kept on disk, keyed by everything its validation depends on.
 
-Validating registry/*.yaml (YAML parsing, then pydantic building and running the schemas) is
-most of what loading the registry costs, and it gives the same answer until a registry file
-or our code changes. So a registry that validated is pickled under a key hashed from every
-registry file's text, every source file of this package and the Python and pydantic
-versions; a changed byte anywhere is another key, hence a fresh validation. Only registries
-that passed are kept, so every error is still found and explained by the validation itself.
-The cache is a convenience: an entry that cannot be read or written is ignored.
+Validating registry/*.yaml or a stack file (YAML parsing, then importing pydantic, building
+and running the schemas) is most of what reading them costs, and it gives the same answer
+until a file or our code changes. So a registry or stack settings that validated are pickled
+under a key hashed from the files' texts, every source file of this package (by size and
+modification time, as Python judges its own compiled modules) and the Python and pydantic
+versions; a change anywhere is another key, hence a fresh validation.
+Only input that passed is kept, so every error is still found and explained by the
+validation itself. The cache is a convenience: an entry that cannot be read or written is
+ignored.
 
 Entries are pickles in a git-ignored directory of the checkout, which only someone who can
 already edit this package's source can write.
@@ -15,6 +17,7 @@ already edit this package's source can write.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -22,15 +25,14 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-
-import pydantic
-import pydantic_core
+from typing import TypeVar
 
 from frutebox_infra.paths import REPO_ROOT
-from frutebox_infra.registry import Registry
 
 CACHE_DIR = REPO_ROOT / ".cache" / "registry"
 """Git-ignored (.gitignore's `.cache/`)."""
+SETTINGS_CACHE_DIR = REPO_ROOT / ".cache" / "settings"
+T = TypeVar("T")
 KEEP = 8
 """Entries kept after a write, newest first: the work tree's registry, a few git refs' ones
 and the test suite's variants, without the directory growing with every edit."""
@@ -38,7 +40,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def cache_key(texts: Mapping[str, str]) -> str:
-    """What a registry's validation depends on: its files' names and texts, and our code."""
+    """What a validation depends on: its files' names and texts, and our code."""
     digest = hashlib.sha256(_code_fingerprint().encode())
     for name in sorted(texts):
         _feed(digest.update, name.encode())
@@ -46,8 +48,8 @@ def cache_key(texts: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
-def load(directory: Path, key: str) -> Registry | None:
-    """The registry validated under `key`, or None when there is none or it cannot be read."""
+def load(directory: Path, key: str, kind: type[T]) -> T | None:
+    """The `kind` validated under `key`, or None when there is none or it cannot be read."""
     try:
         data = (directory / f"{key}.pickle").read_bytes()
     except OSError:
@@ -58,18 +60,18 @@ def load(directory: Path, key: str) -> Registry | None:
     # means only that this entry is unusable.
     except Exception:
         return None
-    return found if isinstance(found, Registry) else None
+    return found if isinstance(found, kind) else None
 
 
-def store(directory: Path, key: str, registry: Registry) -> None:
-    """Keep `registry` under `key`, atomically (a reader sees the old entry or the whole new
+def store(directory: Path, key: str, value: object) -> None:
+    """Keep `value` under `key`, atomically (a reader sees the old entry or the whole new
     one), then drop all but the KEEP newest entries. A failure leaves the cache as it was."""
     tmp: str | None = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "wb") as out:
-            pickle.dump(registry, out, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, directory / f"{key}.pickle")
         tmp = None
         _prune(directory)
@@ -98,13 +100,37 @@ def _code_fingerprint() -> str:
     """Python, pydantic and every source file of this package (any of them may change what
     validation accepts or builds), read once per process."""
     digest = hashlib.sha256()
-    for part in (sys.version, pydantic.VERSION, pydantic_core.__version__):
+    _feed(digest.update, sys.version.encode())
+    for part in _validator_versions():
         _feed(digest.update, part.encode())
-    for path in sorted(_sources(_PACKAGE)):
-        _feed(digest.update, os.path.relpath(path, _PACKAGE).encode())
-        with open(path, "rb") as source:
-            _feed(digest.update, source.read())
+    _feed(digest.update, source_stamp(_PACKAGE).encode())
     return digest.hexdigest()
+
+
+def source_stamp(directory: Path) -> str:
+    """Every `.py` file below `directory` by path, size and modification time: the rule
+    Python itself uses to call a compiled module current, at a stat per file instead of
+    reading the package on every start-up."""
+    stamps = []
+    for path in sorted(_sources(directory)):
+        stat = os.stat(path)
+        stamps.append(f"{os.path.relpath(path, directory)}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    return "\n".join(stamps)
+
+
+def _validator_versions() -> list[str]:
+    """The installed pydantic and pydantic-core, by their dist-info names (`pydantic-2.14.4`),
+    found without importing them: a cache hit must not pay for pydantic's import."""
+    names = []
+    for package in ("pydantic", "pydantic_core"):
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            names.append(f"{package} absent")
+            continue
+        site = Path(origin).parent.parent
+        names.extend(sorted(p.name for p in site.glob(f"{package}-*.dist-info")) or [origin])
+    return names
 
 
 def _sources(directory: Path | str) -> Iterator[str]:

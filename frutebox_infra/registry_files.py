@@ -7,15 +7,18 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
+from frutebox_infra.validation import message as validation_message
+from frutebox_infra.validation import validate
 from frutebox_infra.yaml_text import decode_utf8, load_yaml
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ def parse_registry(
     if cache is None:
         return validate_registry(files, label=label)
     key = cache_key(files.texts)
-    registry = load(cache, key)
+    registry = load(cache, key, Registry)
     if registry is None:
         registry = validate_registry(files, label=label)
         store(cache, key, registry)
@@ -105,8 +108,10 @@ def validate_registry(files: RegistryFiles, *, label: str = "registry") -> Regis
         if value is not None:
             sections[key] = value
     sections["engine_options"] = _engine_options(files, label)
+    from pydantic import ValidationError  # the edge: only a cache miss validates
+
     try:
-        return Registry.model_validate(sections)
+        return validate(Registry, sections)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, sections, label)) from None
 
@@ -214,7 +219,7 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
             loc = [_KEYS[str(loc[0])], *loc[1:]]
         names = [str(p) for p in loc if not isinstance(p, int)]
         field = ".".join(str(p) for p in loc) or head
-        message = str(err["msg"]).removeprefix("Value error, ")
+        message = validation_message(err).removeprefix("Value error, ")
         unit = unit_of(names[-1] if names else head)
         if unit and message[-1:].isdigit():
             message += f" {unit}"

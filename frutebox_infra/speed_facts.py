@@ -3,35 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
-
-from frutebox_infra.registry_base import Frozen, Runtime, SpecDecode
+from frutebox_infra.record import record
+from frutebox_infra.registry_base import Runtime, SpecDecode
+from frutebox_infra.validation import Check
 
 LinkKind = Literal["nvlink", "pcie"]
 
 
-class Interconnect(Frozen):
+@record
+class Interconnect:
     """How the GPUs of one RunPod pod of this type reach each other: the link tensor
     parallelism's all-reduces cross, at its per-direction bandwidth (datasheets quote NVLink
     as the sum of both directions)."""
 
     kind: LinkKind
-    generation: int = Field(ge=1, le=6)
-    gb_s_per_direction: float = Field(gt=0, le=2000)
+    generation: Annotated[int, Check(ge=1, le=6)]
+    gb_s_per_direction: Annotated[float, Check(gt=0, le=2000)]
 
 
-class GpuSpeed(Frozen):
+@record
+class GpuSpeed:
     """Datasheet figures the speed model reads: memory bandwidth, dense tensor throughput
     (NVIDIA's headline tensor TFLOPS assume 2:4 sparsity; these are half of them) and the
     interconnect between the GPUs of a pod."""
 
-    memory_bandwidth_gb_s: float = Field(gt=0, le=20_000)
-    bf16_dense_tflops: float = Field(gt=0, le=10_000)
+    memory_bandwidth_gb_s: Annotated[float, Check(gt=0, le=20_000)]
+    bf16_dense_tflops: Annotated[float, Check(gt=0, le=10_000)]
     """Dense BF16/FP16 tensor TFLOPS with FP32 accumulation."""
-    fp8_dense_tflops: float | None = Field(default=None, gt=0, le=20_000)
+    fp8_dense_tflops: Annotated[float, Check(gt=0, le=20_000)] | None = None
     """Dense FP8 tensor TFLOPS; None on GPUs without FP8 tensor cores (Ampere)."""
     interconnect: Interconnect
     datasheet: str
@@ -39,23 +41,25 @@ class GpuSpeed(Frozen):
     `frutebox prices --write` rewrites)."""
 
 
-class Parameters(Frozen):
+@record
+class Parameters:
     """Parameter counts from the model card, in billions: every weight, and the weights one
     token runs through (a MoE's shared weights plus its experts-per-token)."""
 
-    total_billions: float = Field(gt=0, le=100_000)
-    active_billions: float | None = Field(default=None, gt=0, le=100_000)
+    total_billions: Annotated[float, Check(gt=0, le=100_000)]
+    active_billions: Annotated[float, Check(gt=0, le=100_000)] | None = None
     """Required for a MoE; a dense model's active count is its total."""
     source: str
 
-    @model_validator(mode="after")
-    def _active_within_total(self) -> Parameters:
+    def __post_init__(self) -> None:
+        self._active_within_total()
+
+    def _active_within_total(self) -> None:
         if (self.active_billions or 0) > self.total_billions:
             raise ValueError(
                 f"active_billions {self.active_billions} is more than total_billions"
                 f" {self.total_billions}"
             )
-        return self
 
     @property
     def active(self) -> float:
@@ -75,25 +79,28 @@ active count implies) may land from the published total before the facts count a
 FIGURES = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_us", "layer_overhead_us")
 
 
-class EngineSpeed(Frozen):
+@record
+class EngineSpeed:
     """How close one engine's kernels come to the hardware, fitted on published measurements;
     or, for an engine running another's kernels (Ollama runs llama.cpp's), just that name."""
 
     kernels_of: Runtime | None = None
-    bandwidth_efficiency: float | None = Field(default=None, gt=0, le=1)
+    bandwidth_efficiency: Annotated[float, Check(gt=0, le=1)] | None = None
     """Share of the datasheet memory bandwidth a decode step's weight and KV reads reach."""
-    compute_efficiency: float | None = Field(default=None, gt=0, le=1)
+    compute_efficiency: Annotated[float, Check(gt=0, le=1)] | None = None
     """Share of the dense tensor TFLOPS a compute-bound step (prefill, a large batch) reaches."""
-    step_overhead_us: float | None = Field(default=None, ge=0, le=1_000_000)
+    step_overhead_us: Annotated[float, Check(ge=0, le=1_000_000)] | None = None
     """Fixed time per forward step that no read overlaps: scheduling, sampling, launches."""
-    layer_overhead_us: float | None = Field(default=None, ge=0, le=100_000)
+    layer_overhead_us: Annotated[float, Check(ge=0, le=100_000)] | None = None
     """Time per layer per step that no read overlaps: kernel boundaries, small ops."""
     fitted_on: tuple[str, ...] = ()
     """The bench/speed_measurements.yaml rows the figures were fitted on."""
     source: str
 
-    @model_validator(mode="after")
-    def _figures_or_alias(self) -> EngineSpeed:
+    def __post_init__(self) -> None:
+        self._figures_or_alias()
+
+    def _figures_or_alias(self) -> None:
         given = [name for name in FIGURES if getattr(self, name) is not None]
         if self.kernels_of is not None:
             if given or self.fitted_on:
@@ -101,7 +108,7 @@ class EngineSpeed(Frozen):
                     f"kernels_of {self.kernels_of} borrows that engine's figures: drop"
                     f" {', '.join([*given, *(['fitted_on'] if self.fitted_on else [])])}"
                 )
-            return self
+            return
         missing = [name for name in FIGURES if getattr(self, name) is None]
         if not self.fitted_on:
             missing.append("fitted_on")
@@ -110,7 +117,6 @@ class EngineSpeed(Frozen):
                 "an engine needs its figures and the rows they were fitted on (or kernels_of"
                 f" another engine); missing: {', '.join(missing)}"
             )
-        return self
 
 
 @dataclass(frozen=True)
@@ -123,36 +129,41 @@ class EngineFigures:
     layer_overhead_us: float
 
 
-class LinkSpeed(Frozen):
+@record
+class LinkSpeed:
     """What a collective over one kind of link costs beyond its bytes, fitted like an engine."""
 
-    collective_latency_us: float = Field(ge=0, le=100_000)
+    collective_latency_us: Annotated[float, Check(ge=0, le=100_000)]
     """One all-reduce (or expert dispatch) of a step: synchronisation and launch."""
-    link_efficiency: float = Field(gt=0, le=1)
+    link_efficiency: Annotated[float, Check(gt=0, le=1)]
     """Share of the per-direction link bandwidth a ring all-reduce reaches."""
-    fitted_on: tuple[str, ...] = Field(min_length=1)
+    fitted_on: Annotated[tuple[str, ...], Check(min_length=1)]
     source: str
 
 
-class Acceptance(Frozen):
+@record
+class Acceptance:
     """The stated acceptance assumption of one speculative-decoding method."""
 
-    token_acceptance: float = Field(gt=0, lt=1)
+    token_acceptance: Annotated[float, Check(gt=0, lt=1)]
     """Chance each drafted token is accepted, given the ones before it were."""
-    draft_step_cost: float = Field(gt=0, le=1)
+    draft_step_cost: Annotated[float, Check(gt=0, le=1)]
     """One drafting step's time as a share of one target decode step."""
     source: str
 
 
-class SpeedFacts(Frozen):
+@record
+class SpeedFacts:
     """registry/speed.yaml: per-engine calibration, link costs and acceptance assumptions."""
 
     engines: dict[Runtime, EngineSpeed]
     links: dict[LinkKind, LinkSpeed]
-    speculative: dict[SpecDecode, Acceptance] = Field(default_factory=dict)
+    speculative: dict[SpecDecode, Acceptance] = field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _aliases_resolve(self) -> SpeedFacts:
+    def __post_init__(self) -> None:
+        self._aliases_resolve()
+
+    def _aliases_resolve(self) -> None:
         broken = sorted(
             f"{name} -> {entry.kernels_of}"
             for name, entry in self.engines.items()
@@ -164,7 +175,6 @@ class SpeedFacts(Frozen):
             )
         if SpecDecode.NONE in self.speculative:
             raise ValueError("speculative has no entry for 'none'")
-        return self
 
     def engine(self, runtime: Runtime) -> EngineFigures | None:
         """The figures an engine runs at, through the engine whose kernels it runs."""

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import ConfigError, UsageError, printable, shown
 from frutebox_infra.paths import STACKS_DIR
+from frutebox_infra.registry_cache import SETTINGS_CACHE_DIR, cache_key, load, store
 from frutebox_infra.settings import (
     OVERRIDE_FIXES,
     OVERRIDE_UNITS,
@@ -31,7 +30,12 @@ from frutebox_infra.settings import (
     StackKey,
     StackSettings,
 )
+from frutebox_infra.validation import message as validation_message
+from frutebox_infra.validation import validate
 from frutebox_infra.yaml_text import MAX_INT_DIGITS, decode_utf8, load_yaml
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 _TOP_LEVEL = ("config", "secretsprovider", "encryptedkey", "encryptionsalt")
 """What a stack file may hold besides config: the secrets provider Pulumi writes there."""
@@ -51,6 +55,10 @@ def stack_file(stack: str, directory: Path = STACKS_DIR) -> Path:
 
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The project's keys from a stack file, prefix stripped; secure values kept opaque."""
+    return stack_config_from_text(_read_text(path), where=str(path))
+
+
+def _read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -58,7 +66,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
             f"{path}: cannot read the stack file ({exc.strerror}). Fix: create it, or pick a"
             f" stack that exists ({', '.join(sorted(_stacks(path.parent))) or 'none found'})."
         ) from None
-    return stack_config_from_text(decode_utf8(data, str(path)), where=str(path))
+    return decode_utf8(data, str(path))
 
 
 def stack_config_from_text(text: str, *, where: str) -> dict[str, Any]:
@@ -131,8 +139,30 @@ def _parse_key(raw: str, where: str) -> tuple[str, str]:
     return namespace, name
 
 
-def load_settings(path: Path) -> StackSettings:
-    return parse_settings(read_stack_config(path), where=str(path))
+def load_settings(path: Path, *, cache: Path | None = SETTINGS_CACHE_DIR) -> StackSettings:
+    """The stack file's settings. Settings that validated before, from the same text and the
+    same code, are read back from `cache` (registry_cache.py), with neither YAML nor
+    pydantic; None validates every time."""
+    text = _read_text(path)
+    where = str(path)
+    return _cached(
+        {"stack file": text},
+        lambda: parse_settings(stack_config_from_text(text, where=where), where=where),
+        cache,
+    )
+
+
+def _cached(
+    texts: Mapping[str, str], validated: Callable[[], StackSettings], cache: Path | None
+) -> StackSettings:
+    if cache is None:
+        return validated()
+    key = cache_key(texts)
+    settings = load(cache, key, StackSettings)
+    if settings is None:
+        settings = validated()
+        store(cache, key, settings)
+    return settings
 
 
 def parse_settings(config: Mapping[str, Any], *, where: str) -> StackSettings:
@@ -178,8 +208,10 @@ def parse_settings(config: Mapping[str, Any], *, where: str) -> StackSettings:
             )
     if not errors:
         values["hfTokenConfigured"] = hf_token
+        from pydantic import ValidationError  # the edge: only a stack not seen before
+
         try:
-            return StackSettings.model_validate(values)
+            return validate(StackSettings, values)
         except ValidationError as exc:
             errors.extend(_explain(exc, where))
     raise ConfigError("\n".join(errors))
@@ -202,7 +234,7 @@ def _coerce(key: StackKey, value: Any) -> Any:
         if value in ("true", "false"):
             return value == "true"
         raise ValueError("must be true or false (Pulumi type boolean)")
-    decimal = StackSettings.model_fields[key.field].annotation is float
+    decimal = key.decimal
     if isinstance(value, bool | list | dict):
         wanted = "a whole number" if kind == "integer" else "a number" if decimal else "text"
         raise ValueError(f"must be {wanted}, not {_kind(value)}")
@@ -234,14 +266,14 @@ def _explain(exc: ValidationError, where: str) -> list[str]:
         if key is not None and key.name == "overrides" and len(loc) >= 2:
             if len(loc) == 2:
                 fix = "give the model a mapping such as {context: 16384}"
-            elif err["type"] == "extra_forbidden":
+            elif err["type"] == "unexpected_keyword_argument":
                 fix = f"use only {', '.join(OVERRIDE_FIXES)}"
             else:
                 fix = OVERRIDE_FIXES.get(loc[2], key.fix)
         else:
             fix = key.fix if key else "see Pulumi.yaml"
         unit = key.unit if key and len(loc) == 1 else _override_unit(loc)
-        message = str(err["msg"])
+        message = validation_message(err)
         if unit and re.search(r"\d$", message):
             message += f" {unit}"
         value = f" = {shown(err['input'])}" if err["type"] != "missing" else ""
@@ -279,7 +311,13 @@ def _stacks(directory: Path) -> list[str]:
     return [p.name[len("Pulumi.") : -len(".yaml")] for p in directory.glob("Pulumi.*.yaml")]
 
 
-def check_pulumi_agrees(settings: StackSettings, texts: Mapping[str, str], *, where: str) -> None:
+def check_pulumi_agrees(
+    settings: StackSettings,
+    texts: Mapping[str, str],
+    *,
+    where: str,
+    cache: Path | None = SETTINGS_CACHE_DIR,
+) -> None:
     """Fail when the config Pulumi hands the program is not what the stack file says.
 
     `texts` are the project's keys as the engine passes them (prefix stripped; every value
@@ -293,8 +331,13 @@ def check_pulumi_agrees(settings: StackSettings, texts: Mapping[str, str], *, wh
         if key is None:
             continue  # secrets, and keys the stack file itself was checked for
         decoded[name] = _from_pulumi_text(key, text)
+    passed = json.dumps(decoded, sort_keys=True)
     try:
-        seen = parse_settings(decoded, where=f"{where} (as Pulumi passed it)")
+        seen = _cached(
+            {"pulumi config": passed},
+            lambda: parse_settings(decoded, where=f"{where} (as Pulumi passed it)"),
+            cache,
+        )
     except ConfigError as exc:
         raise ConfigError(
             f"{exc}\nThe config Pulumi passed differs from {where}, which is all `frutebox"

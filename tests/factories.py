@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from frutebox_infra.registry import (
     Gpu,
     Image,
     Model,
+    Price,
     Registry,
     Runtime,
 )
@@ -40,6 +42,7 @@ from frutebox_infra.registry_files import (
 from frutebox_infra.settings import PROJECT, StackSettings
 from frutebox_infra.speed_facts import GpuSpeed, SpeedFacts
 from frutebox_infra.stack_file import parse_settings
+from frutebox_infra.validation import validate
 
 ROOT = REPO_ROOT
 PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
@@ -108,7 +111,7 @@ def gpu(
         memory_mib=memory_mib if memory_mib is not None else vram_gb * 1024,
         fp8=fp8,
         max_count=max_count,
-        price_usd_per_hour={"secure": secure, "community": community, "source": "test"},
+        price_usd_per_hour=Price(secure=secure, community=community, source="test"),
     )
 
 
@@ -123,17 +126,15 @@ def speedy_gpu(
     max_count: int = 8,
 ) -> Gpu:
     """A GPU type with datasheet speed figures, so the speed model can estimate on it."""
-    speed = GpuSpeed.model_validate(
-        {
+    speed = validate(GpuSpeed, {
             "memory_bandwidth_gb_s": bandwidth_gb_s,
             "bf16_dense_tflops": tflops,
             "fp8_dense_tflops": 2 * tflops,
             "interconnect": {"kind": link, "generation": 4, "gb_s_per_direction": 64},
             "datasheet": "test",
-        }
-    )
+        })
     plain = gpu(gpu_id, vram_gb=vram_gb, secure=usd, max_count=max_count)
-    return plain.model_copy(update={"speed": speed})
+    return replace(plain, speed=speed)
 
 
 def gqa(
@@ -159,7 +160,7 @@ def model(model_id: str = "test-model", **fields: Any) -> Model:
     """A catalog entry; only `id`, `name` and `capability` are filled in unless given."""
     data: dict[str, Any] = {"id": model_id, "name": model_id, "capability": "chat"}
     data.update(fields)
-    return Model.model_validate(data)
+    return validate(Model, data)
 
 
 def sglang_model(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -32,6 +33,7 @@ from frutebox_infra.environment import Environment
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Registry
 from frutebox_infra.seeding.protocol import SeedPlan
+from frutebox_infra.validation import validate
 from tests.factories import flag, openapi_path, real_registry, settings
 
 OWNER = "0123456789abcdef"
@@ -143,7 +145,7 @@ def test_health_deadlines_scale_with_the_weights_and_a_stack_key_overrides() -> 
     # Unseeded: its download at 100 MB/s, then SGLang reads it all at 237 MB/s (STANDARD).
     download, read = (weights_gb or 0) * 1000 / 100, (weights_gb or 0) * 1000 / 237
     assert big_s == HEALTH_BASE_S + math.ceil(download + read)
-    fixed = fleet.settings.model_copy(update={"health_timeout_seconds": 1234})
+    fixed = replace(fleet.settings, health_timeout_seconds=1234)
     assert health_deadline_s(big, fixed) == 1234
 
 
@@ -216,7 +218,7 @@ def test_a_seed_request_names_its_model_job_and_the_flavors_to_walk() -> None:
         request.name == seed_pod_name("prod", "qwen-3.6-27b") == "frutebox-prod-qwen-3.6-27b-seed"
     )
     assert [(c.id, c.vcpuCount) for c in request.cpus] == [("cpu3c", 2), ("cpu3g", 2)]
-    seed = SeedPlan.model_validate(request.plan)
+    seed = validate(SeedPlan, request.plan)
     [job] = seed.jobs
     assert job.modelId == "qwen-3.6-27b" and job.kind == "hf-snapshot"
     assert seed.port == request.status.port and request.status.path == "/status"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 
@@ -132,13 +133,13 @@ def test_head_dim_is_the_config_value_not_hidden_over_heads() -> None:
 def test_hybrid_counts_only_full_attention_layers() -> None:
     per_token = kv_bytes_per_token(QWEN36_27B, 1, 2)
     assert per_token == 2 * 16 * 4 * 256 * 2
-    as_if_all = QWEN36_27B.model_copy(update={"attention": "gqa"})
+    as_if_all = replace(QWEN36_27B, attention="gqa")
     assert kv_bytes_per_token(as_if_all, 1, 2) == 4 * per_token
 
 
 def hybrid_with_and_without_state(engine: MemoryModel) -> tuple[Fit, Fit]:
     """Qwen3.6-27B on one H200, with its recurrent state and as if it had none."""
-    without_state = QWEN36_27B.model_copy(update={"state_bytes_per_sequence": 0})
+    without_state = replace(QWEN36_27B, state_bytes_per_sequence=0)
     req = request(engine, weights_gb=31, context=32768, kv_bytes=1, arch=QWEN36_27B)
     with_state = estimate(req, real_gpu(H200), 1)
     return with_state, estimate(
@@ -224,7 +225,7 @@ def test_vllm_budget_is_ninety_percent_of_the_card_in_bytes() -> None:
 def test_vllm_reserves_more_activation_memory_for_moe() -> None:
     dense = estimate(request(weights_gb=20, arch=QWEN3_32B), real_gpu(H100), 1)
     moe = estimate(
-        request(weights_gb=20, arch=QWEN3_32B.model_copy(update={"moe": True})), real_gpu(H100), 1
+        request(weights_gb=20, arch=replace(QWEN3_32B, moe=True)), real_gpu(H100), 1
     )
     lost = (dense.kv_tokens - moe.kv_tokens) * dense.kv_bytes_per_token  # type: ignore[operator]
     assert lost == pytest.approx(2.5 * GIB, rel=1e-3)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from typing import Any
 
 from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Model, Runtime
+from frutebox_infra.validation import validate
 from tests.factories import gpu, ollama_model, real_registry, registry, settings, sglang_model
 
 P100 = gpu("P-1.00", vram_gb=80, secure=1.00)
@@ -53,11 +55,11 @@ def test_a_refusal_only_a_fallback_would_meet_is_caught() -> None:
     # Ampere placement launches fine and only the dearer FP8 fallback would crash.
     ampere = gpu("AMPERE", vram_gb=80, fp8=False, secure=1.00)
     hopper = gpu("HOPPER", vram_gb=80, fp8=True, secure=1.20)
-    data = REAL_FACTS[Runtime.VLLM].model_dump()
+    data = asdict(REAL_FACTS[Runtime.VLLM])
     for f in data["flags"]:
         if "--kv-cache-dtype" in f["names"]:
             f["choices"] = [c for c in f["choices"] if c != "fp8"]
-    facts = {**REAL_FACTS, Runtime.VLLM: EngineOptions.model_validate(data)}
+    facts = {**REAL_FACTS, Runtime.VLLM: validate(EngineOptions, data)}
     fleet = checked_plan([vllm_model("m")], (ampere, hopper), facts=facts)
     assert fleet.models[0].placement is not None and fleet.models[0].placement.gpu.id == "AMPERE"
     (problem,) = [p for p in fleet.problems if p.rule == "launch-rejected"]
@@ -69,7 +71,7 @@ def test_a_refusal_only_a_fallback_would_meet_is_caught() -> None:
 def test_a_shared_pods_launch_is_checked_with_all_its_members() -> None:
     images = dict(real_registry().images)
     ollama = images[Runtime.OLLAMA]
-    images[Runtime.OLLAMA] = ollama.model_copy(update={"cache_env": {"OLLAMA_MODELZ": "/w"}})
+    images[Runtime.OLLAMA] = replace(ollama, cache_env={"OLLAMA_MODELZ": "/w"})
     small = [ollama_model("aa", vram_gb=1.0), ollama_model("bb", vram_gb=1.5)]
     fleet = checked_plan(small, (P100,), images=images, colocate=True)
     assert fleet.pods[0].model_ids == ("bb", "aa")
@@ -88,7 +90,7 @@ def test_a_registry_without_engine_facts_plans_unchecked() -> None:
 
 def test_facts_read_for_another_tag_are_a_warning_to_refresh() -> None:
     images = dict(real_registry().images)
-    images[Runtime.VLLM] = images[Runtime.VLLM].model_copy(update={"tag": "v0.32.0-cu129"})
+    images[Runtime.VLLM] = replace(images[Runtime.VLLM], tag="v0.32.0-cu129")
     fleet = checked_plan([vllm_model("m")], images=images)
     assert any(
         "read for vllm/vllm-openai:v0.31.0-cu129" in w

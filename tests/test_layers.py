@@ -27,6 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "report.text",
         "deploy_contract",
         "shell_words",
+        "validation",
+        "record",
     ),
     ("registry_base",),
     ("engine_options", "registry", "speed_facts"),

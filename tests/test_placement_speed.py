@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import asdict, is_dataclass
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +19,7 @@ from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Model, Registry, Runtime, SpecDecode
 from frutebox_infra.resolver import PlacementOption, resolve
 from frutebox_infra.speed import SpeedEstimate
+from frutebox_infra.validation import validate
 from tests.factories import ROOT, real_registry, registry, settings
 
 
@@ -153,12 +155,14 @@ def servable(row: Any, m: Model) -> Model:
             source = {"ollama_tag": f"{m.id}:test"}
     else:
         source = {"hf_repo": f"org/{m.id}", "revision": "0" * 40}
-    data = m.model_dump(exclude_none=True, exclude={"speed", "source", "runtimes", "weights"})
-    weights_data = weights.model_dump(exclude_none=True) | {"disk_gb": weights.vram_gb}
-    return Model.model_validate(
-        data | {"runtimes": [str(row.engine)], "source": source, "weights": weights_data,
-                "context": max(row.context_tokens, stated(row), 1024)}
-    )
+    kept = {"speed", "source", "runtimes", "weights"}
+    data = {k: v for k, v in asdict(m).items() if v is not None and k not in kept}
+    # The row's own weights are the bench's (pydantic) record, the catalog's a dataclass.
+    given = asdict(weights) if is_dataclass(weights) else weights.model_dump()
+    weights_data = {k: v for k, v in given.items() if v is not None}
+    return validate(Model, data | {"runtimes": [str(row.engine)], "source": source,
+                                   "weights": weights_data | {"disk_gb": weights.vram_gb},
+                                   "context": max(row.context_tokens, stated(row), 1024)})
 
 
 def stated(row: Any) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -256,9 +257,9 @@ def test_plan_fleet_never_mutates_its_inputs() -> None:
         overrides={"kimi-k2.6": {"context": 8192}, "qwen3-8b": {"gpu": "NVIDIA H200"}},
     )
     env = Environment.from_env({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": "org/head"})
-    before = (reg.model_dump(), s.model_dump(), dict(env.eagle3_heads))
+    before = (asdict(reg), asdict(s), dict(env.eagle3_heads))
     first = plan_fleet(reg, s, stack="t", environment=env)
-    assert (reg.model_dump(), s.model_dump(), dict(env.eagle3_heads)) == before
+    assert (asdict(reg), asdict(s), dict(env.eagle3_heads)) == before
     second = plan_fleet(reg, s, stack="t", environment=env)
     assert first == second
 

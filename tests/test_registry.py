@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import GgufSource, Image, Runtime
 from frutebox_infra.registry_files import RegistryFiles, load_registry, parse_registry
+from frutebox_infra.validation import validate
 from tests.factories import files_with, real_files, real_registry
 
 BRIEF_MODELS = (
@@ -638,13 +640,13 @@ def test_every_comfyui_recipe_declares_the_comfyui_that_added_its_loader() -> No
     [pytest.param(["sm_90", "sm_120"], True, id="sm-names"), pytest.param(["hopper"], False)],
 )
 def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool) -> None:
-    image = real_registry().images[Runtime.SGLANG].model_dump()
+    image = asdict(real_registry().images[Runtime.SGLANG])
     image["gpu_architectures"] = archs
     if ok:
-        assert Image.model_validate(image).gpu_architectures == tuple(archs)
+        assert validate(Image, image).gpu_architectures == tuple(archs)
     else:
         with pytest.raises(ValidationError, match="compute capability"):
-            Image.model_validate(image)
+            validate(Image, image)
 
 
 def test_a_registry_from_before_speed_facts_still_loads_without_them() -> None:
@@ -819,7 +821,7 @@ def test_a_gguf_quant_states_its_shared_weights_precision(value: float | None, o
     if value is not None:
         gguf["non_expert_bytes_per_weight"] = value
     if ok:
-        assert GgufSource.model_validate(gguf).non_expert_bytes_per_weight == value
+        assert validate(GgufSource, gguf).non_expert_bytes_per_weight == value
     else:
         with pytest.raises(ValidationError):
-            GgufSource.model_validate(gguf)
+            validate(GgufSource, gguf)

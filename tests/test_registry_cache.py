@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from frutebox_infra.errors import ConfigError
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import KEEP, cache_key, load, store
 from frutebox_infra.registry_files import RegistryFiles, parse_registry
+from frutebox_infra.settings import StackSettings
 from tests.factories import files_with, real_files, real_registry
 
 TEXTS = {"models.yaml": "models: []\n", "gpus.yaml": "gpus: []\n"}
@@ -57,9 +59,10 @@ def test_the_code_fingerprint_reads_every_source_file_of_the_package() -> None:
 def test_a_stored_registry_is_read_back_equal(tmp_path: Path) -> None:
     registry = real_registry()
     store(tmp_path, "k", registry)
-    found = load(tmp_path, "k")
+    found = load(tmp_path, "k", Registry)
     assert found == registry and found is not registry
-    assert load(tmp_path, "other") is None
+    assert load(tmp_path, "other", Registry) is None
+    assert load(tmp_path, "k", StackSettings) is None  # an entry is read back as its kind only
 
 
 @pytest.mark.parametrize(
@@ -74,7 +77,7 @@ def test_a_stored_registry_is_read_back_equal(tmp_path: Path) -> None:
 )
 def test_an_unreadable_entry_is_ignored(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "k.pickle").write_bytes(content)
-    assert load(tmp_path, "k") is None
+    assert load(tmp_path, "k", Registry) is None
 
 
 def test_an_unwritable_cache_is_ignored_and_leaves_nothing(tmp_path: Path) -> None:
@@ -102,7 +105,7 @@ def test_parse_registry_reads_a_cached_registry_instead_of_validating(tmp_path: 
     validated = parse_registry(files, cache=tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(files.texts)}.pickle"]
     # What the cache holds under the key is what comes back: the YAML is not read again.
-    fewer = validated.model_copy(update={"models": validated.models[:1]})
+    fewer = replace(validated, models=validated.models[:1])
     store(tmp_path, cache_key(files.texts), fewer)
     assert parse_registry(files, cache=tmp_path).models == validated.models[:1]
     assert parse_registry(files, cache=None) == validated
@@ -124,3 +127,21 @@ def test_a_read_back_registry_behaves_as_the_validated_one(tmp_path: Path) -> No
     first = cached.models[0]
     assert cached.model(first.id) is not None and cached.model(first.id) == first
     assert cached.engine_options == real_registry().engine_options
+
+
+def test_a_source_file_edited_added_or_removed_changes_the_stamp(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "notes.txt").write_text("not a source")
+    first = registry_cache.source_stamp(tmp_path)
+    assert "a.py" in first and os.path.join("sub", "b.py") in first and "notes" not in first
+    assert registry_cache.source_stamp(tmp_path) == first
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    os.utime(tmp_path / "sub" / "b.py", ns=(1, 1))  # same size, other time: an edit
+    edited = registry_cache.source_stamp(tmp_path)
+    assert edited != first
+    (tmp_path / "c.py").write_text("")
+    assert registry_cache.source_stamp(tmp_path) != edited
+    (tmp_path / "c.py").unlink()
+    assert registry_cache.source_stamp(tmp_path) == edited

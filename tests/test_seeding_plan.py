@@ -3,6 +3,8 @@ that then read the volume offline."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from frutebox_infra.environment import Environment
@@ -59,9 +61,9 @@ def test_with_seeding_off_nothing_seeds_and_the_gpu_pods_download_as_before() ->
 
 
 def only_in(registry: Registry, data_centre: str) -> Registry:
-    flavors = tuple(f.model_copy(update={"data_centers": (data_centre,)})
+    flavors = tuple(replace(f, data_centers=(data_centre,))
                     for f in registry.cpu_flavors)  # fmt: skip
-    return registry.model_copy(update={"cpu_flavors": flavors})
+    return replace(registry, cpu_flavors=flavors)
 
 
 def test_a_data_centre_without_a_cpu_flavor_says_so_and_its_gpu_pods_download() -> None:
@@ -128,8 +130,8 @@ def test_a_model_without_a_seeding_rule_says_why_and_downloads_on_its_gpu() -> N
     registry = real_registry()
     images = dict(registry.images)
     sglang = next(r for r in images if str(r) == "sglang")
-    images[sglang] = images[sglang].model_copy(update={"cache_env": {}})
-    plan = planned(["qwen-3.6-27b", "sdxl-1.0"], registry.model_copy(update={"images": images}))
+    images[sglang] = replace(images[sglang], cache_env={})
+    plan = planned(["qwen-3.6-27b", "sdxl-1.0"], replace(registry, images=images))
     qwen = seeding(plan).of("qwen-3.6-27b")
     assert qwen is not None and not qwen.seeded
     assert qwen.why_not == (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, fields
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from frutebox_infra.settings import (
     pulumi_config_schema,
 )
 from frutebox_infra.stack_file import parse_settings
+from frutebox_infra.validation import ALIAS
 from tests.factories import ROOT
 
 WHERE = "stacks/Pulumi.test.yaml"
@@ -66,7 +69,7 @@ def test_every_number_s_fix_states_its_bounds_and_unit(key: Any) -> None:
 
 
 def test_every_override_key_has_a_fix() -> None:
-    names = {(f.alias or n) for n, f in ModelOverride.model_fields.items()}
+    names = {f.metadata.get(ALIAS, f.name) for f in fields(ModelOverride)}
     assert names == set(OVERRIDE_FIXES)
 
 
@@ -199,12 +202,13 @@ def test_secret_token_is_only_noticed_never_kept() -> None:
         where=WHERE,
     )
     assert s.hf_token_configured is True
-    assert "v1:AAAA" not in s.model_dump_json() and "v1:BBBB" not in s.model_dump_json()
+    assert "v1:AAAA" not in repr(s) and "v1:BBBB" not in repr(s)
+    assert "v1:" not in json.dumps(asdict(s), default=str)
 
 
 def test_settings_built_directly_keep_their_python_types() -> None:
-    s = StackSettings(dataCenter="EU-RO-1", budgetUsdPerHour=3)  # type: ignore[call-arg]
-    assert s.budget_usd_per_hour == 3.0 and s.overrides == {}
+    s = StackSettings(data_center="EU-RO-1", budget_usd_per_hour=3.0)
+    assert s.budget_usd_per_hour == 3.0 and s.overrides == {} and s.colocate is False
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from frutebox_infra.speed import (
     usd_per_million_tokens,
 )
 from frutebox_infra.speed_facts import GpuSpeed, SpeedFacts
+from frutebox_infra.validation import validate
 from tests.factories import gpu, model, real_registry
 
 ENGINE = {
@@ -28,8 +30,7 @@ ENGINE = {
     "fitted_on": ["test"],
     "source": "test",
 }
-FACTS = SpeedFacts.model_validate(
-    {
+FACTS = validate(SpeedFacts, {
         "engines": {
             "sglang": ENGINE,
             "vllm": ENGINE,
@@ -51,22 +52,19 @@ FACTS = SpeedFacts.model_validate(
             },
         },
         "speculative": {"mtp": {"token_acceptance": 0.6, "draft_step_cost": 0.1, "source": "t"}},
-    }
-)
+    })
 """Identical figures for every engine: differences between engines are the parallelism's."""
 
 
 def fast_gpu(bandwidth_gb_s: float = 3000, *, tflops: float = 1000, link: str = "nvlink") -> Gpu:
-    speed = GpuSpeed.model_validate(
-        {
+    speed = validate(GpuSpeed, {
             "memory_bandwidth_gb_s": bandwidth_gb_s,
             "bf16_dense_tflops": tflops,
             "fp8_dense_tflops": 2 * tflops,
             "interconnect": {"kind": link, "generation": 4, "gb_s_per_direction": 450},
             "datasheet": "test",
-        }
-    )
-    return gpu(vram_gb=80).model_copy(update={"speed": speed})
+        })
+    return replace(gpu(vram_gb=80), speed=speed)
 
 
 DENSE = model(
@@ -296,7 +294,7 @@ NO_ARCH = model("blind", weights={"vram_gb": 10}, parameters={"total_billions": 
 NO_HIDDEN = model(
     "narrow",
     weights={"vram_gb": 10},
-    architecture={**DENSE.architecture.model_dump(), "hidden_size": None},  # type: ignore[union-attr]
+    architecture={**asdict(DENSE.architecture), "hidden_size": None},  # type: ignore[union-attr]
     parameters={"total_billions": 5, "source": "t"},
 )
 NO_TOPK = model(

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.registry import Runtime
 from frutebox_infra.speed_facts import EngineSpeed, Parameters, SpeedFacts
+from frutebox_infra.validation import validate
 from tests.factories import ROOT, real_registry
 
 FIGURES: dict[str, Any] = {
@@ -47,13 +48,13 @@ def measurement_rows() -> list[dict[str, Any]]:
 )
 def test_an_engine_has_its_figures_or_borrows_anothers(entry: dict[str, Any], words: str) -> None:
     with pytest.raises(ValidationError, match=words):
-        EngineSpeed.model_validate(entry)
+        validate(EngineSpeed, entry)
 
 
 def test_the_two_kinds_of_engine_entry_are_valid() -> None:
     # The control for the table above.
-    assert EngineSpeed.model_validate(FIGURES).kernels_of is None
-    alias = EngineSpeed.model_validate({"kernels_of": "llamacpp", "source": "t"})
+    assert validate(EngineSpeed, FIGURES).kernels_of is None
+    alias = validate(EngineSpeed, {"kernels_of": "llamacpp", "source": "t"})
     assert alias.kernels_of is Runtime.LLAMACPP
 
 
@@ -68,7 +69,7 @@ def test_the_two_kinds_of_engine_entry_are_valid() -> None:
     ],
 )
 def test_an_alias_runs_at_the_figures_of_the_engine_it_names(engines: dict[str, Any]) -> None:
-    facts = SpeedFacts.model_validate({"engines": engines, "links": LINKS})
+    facts = validate(SpeedFacts, {"engines": engines, "links": LINKS})
     assert facts.engine(Runtime.OLLAMA) == (
         facts.engine(Runtime.LLAMACPP) if "ollama" in engines else None
     )
@@ -79,13 +80,13 @@ def test_an_alias_runs_at_the_figures_of_the_engine_it_names(engines: dict[str, 
 def test_an_alias_to_an_engine_without_figures_is_refused() -> None:
     engines = {"ollama": {"kernels_of": "llamacpp", "source": "t"}}
     with pytest.raises(ValidationError, match="ollama -> llamacpp"):
-        SpeedFacts.model_validate({"engines": engines, "links": LINKS})
+        validate(SpeedFacts, {"engines": engines, "links": LINKS})
 
 
 def test_no_acceptance_assumption_for_no_speculation() -> None:
     spec = {"none": {"token_acceptance": 0.5, "draft_step_cost": 0.1, "source": "t"}}
     with pytest.raises(ValidationError, match="'none'"):
-        SpeedFacts.model_validate({"engines": {}, "links": LINKS, "speculative": spec})
+        validate(SpeedFacts, {"engines": {}, "links": LINKS, "speculative": spec})
 
 
 @pytest.mark.parametrize(
@@ -95,10 +96,10 @@ def test_no_acceptance_assumption_for_no_speculation() -> None:
 def test_active_parameters_are_within_the_total(active: float, ok: bool) -> None:
     data = {"total_billions": 235, "active_billions": active, "source": "t"}
     if ok:
-        assert Parameters.model_validate(data).active == active * 1e9
+        assert validate(Parameters, data).active == active * 1e9
     else:
         with pytest.raises(ValidationError, match="more than total_billions"):
-            Parameters.model_validate(data)
+            validate(Parameters, data)
 
 
 def test_every_fitted_figure_names_exactly_the_rows_it_was_fitted_on() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from frutebox_infra import stack_file
 from frutebox_infra.errors import ConfigError, UsageError
 from frutebox_infra.stack_file import (
     check_pulumi_agrees,
@@ -150,3 +151,41 @@ def test_a_key_with_a_control_character_is_named_on_one_line() -> None:
         parse_settings(config, where="Pulumi.s.yaml")
     text = str(err.value)
     assert "overrides.\\r" in text and len(text.splitlines()) == 1 and "Fix:" in text
+
+
+def test_settings_that_validated_are_read_back_without_yaml_or_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, cache = tmp_path / "Pulumi.test.yaml", tmp_path / "cache"
+    path.write_text(GOOD + "  frutebox-infra:colocate: true\n", encoding="utf-8")
+    first = load_settings(path, cache=cache)
+    assert len(list(cache.glob("*.pickle"))) == 1
+
+    def not_again(*_: object, **__: object) -> None:
+        raise AssertionError("validated again")
+
+    monkeypatch.setattr(stack_file, "stack_config_from_text", not_again)
+    assert load_settings(path, cache=cache) == first and first.colocate is True
+    # One changed byte is another entry, validated afresh (here: refused by the stand-in).
+    path.write_text(GOOD + "  frutebox-infra:colocate: false\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="validated again"):
+        load_settings(path, cache=cache)
+
+
+def test_a_bad_stack_file_is_never_kept_so_it_is_explained_every_time(tmp_path: Path) -> None:
+    path, cache = tmp_path / "Pulumi.test.yaml", tmp_path / "cache"
+    path.write_text(GOOD + "  frutebox-infra:seedVcpus: 3\n", encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="power of two"):
+            load_settings(path, cache=cache)
+    assert not list(cache.glob("*.pickle"))
+
+
+def test_pulumi_s_config_is_checked_through_the_same_cache(tmp_path: Path) -> None:
+    s = parse_settings(config(GOOD), where=WHERE)
+    passed = {"dataCenter": "EU-RO-1", "budgetUsdPerHour": "5"}
+    for _ in range(2):
+        check_pulumi_agrees(s, passed, where=WHERE, cache=tmp_path)
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
+    with pytest.raises(ConfigError, match="budgetUsdPerHour"):
+        check_pulumi_agrees(s, {**passed, "budgetUsdPerHour": "6"}, where=WHERE, cache=tmp_path)

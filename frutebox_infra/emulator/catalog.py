@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,8 @@ class Catalog:
     def with_price(self, gpu_id: str, secure: float) -> Catalog:
         """The same catalog with one GPU's Secure price changed (RunPod repricing)."""
         gpu = self.gpus[gpu_id]
-        price = gpu.price_usd_per_hour.model_copy(update={"secure": secure})
-        gpus = {**self.gpus, gpu_id: gpu.model_copy(update={"price_usd_per_hour": price})}
+        price = replace(gpu.price_usd_per_hour, secure=secure)
+        gpus = {**self.gpus, gpu_id: replace(gpu, price_usd_per_hour=price)}
         return Catalog(gpus, self.data_centers, self.cpus)
 
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from frutebox_infra.deploy_contract import wire_data
 from frutebox_infra.emulator import layout, volume_files
 from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord, timestamp
@@ -33,6 +34,7 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
+from frutebox_infra.validation import validate_json
 
 MANIFEST_BYTES = 400
 
@@ -54,7 +56,7 @@ def start(
     env = pod.body.get("env") or {}
     token = bool(env.get(TOKEN_ENV))
     try:
-        plan = SeedPlan.model_validate_json(str(env.get(PLAN_ENV, "")))
+        plan = validate_json(SeedPlan, str(env.get(PLAN_ENV, "")))
     except ValidationError as exc:
         pod.seeding = {"error": f"the seed plan ({PLAN_ENV}) is unreadable: {exc!r}", "jobs": []}
         pod.log(f"seeder: {pod.seeding['error']}; serving that until terminated")
@@ -88,14 +90,16 @@ def status(pod: PodRecord, volume: VolumeRecord | None, now: float) -> dict[str,
     seeding = pod.seeding or {}
     started = timestamp(pod.started_wall or now)
     if "error" in seeding:
-        return SeedStatus(
-            version=1,
-            state=SeedState.FAILED,
-            startedAt=started,
-            updatedAt=timestamp(now),
-            jobs=(),
-            error=seeding["error"],
-        ).model_dump(mode="json")
+        return _as_json(
+            SeedStatus(
+                version=1,
+                state=SeedState.FAILED,
+                startedAt=started,
+                updatedAt=timestamp(now),
+                jobs=(),
+                error=seeding["error"],
+            )
+        )
     volume_files.settle(pod, volume, now)
     present = volume_files.progress(pod, now)
     pieces = (pod.transfer or {}).get("pieces", [])
@@ -108,9 +112,14 @@ def status(pod: PodRecord, volume: VolumeRecord | None, now: float) -> dict[str,
         if JobState.FAILED in states
         else SeedState.DONE
     )
-    return SeedStatus(
-        version=1, state=state, startedAt=started, updatedAt=timestamp(now), jobs=jobs
-    ).model_dump(mode="json")
+    return _as_json(
+        SeedStatus(version=1, state=state, startedAt=started, updatedAt=timestamp(now), jobs=jobs)
+    )
+
+
+def _as_json(status: SeedStatus) -> dict[str, Any]:
+    data: dict[str, Any] = wire_data(status)
+    return data
 
 
 def _job(
@@ -161,7 +170,7 @@ def _files_of(
     if isinstance(job, HfSnapshotJob):
         commit, tree = hub.snapshot(job.repo, job.revision, token=token)
         entries = [{"path": path} for path in sorted(tree)]
-        chosen = seeder.select(entries, job.model_dump())
+        chosen = seeder.select(entries, wire_data(job))
         pieces = [
             Piece(layout.snapshot_file(job.cacheDir, job.repo, commit, e["path"]), tree[e["path"]])
             for e in chosen

@@ -11,15 +11,12 @@ from functools import cached_property
 from typing import Any, TextIO, TypeVar
 
 import httpx
-from pydantic import BaseModel, Field, NonNegativeFloat, PositiveFloat, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from frutebox_infra.deploy_contract import (
     GrowRequest,
     PodRequest,
-    PreviousPod,
-    PreviousSeed,
-    PreviousVolume,
     SeedRequest,
     VolumeRequest,
 )
@@ -30,6 +27,7 @@ from frutebox_infra.runpod.errors import ConfigurationError, RunPodError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
+from frutebox_infra.validation import validate
 
 __all__ = [
     "GrowRequest",
@@ -50,7 +48,43 @@ __all__ = [
     "write_result",
 ]
 
-_M = TypeVar("_M", bound=BaseModel)
+_M = TypeVar("_M")
+
+
+class _Result(BaseModel):
+    """A result printed earlier and read back (PULUMI_COMMAND_STDOUT): newer keys are fine."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+
+class PreviousPod(_Result):
+    podId: str
+    ollamaModels: list[str] = Field(default_factory=list)
+    """The Ollama tags the pod served last time: a member no longer listed is deleted."""
+    candidateIndex: int | None = None
+    candidatesTried: list[dict[str, Any]] = Field(default_factory=list)
+    applied: dict[str, Any] | None = None
+    """What the pod was last set to (image, args, env without secrets, ports, disk) and the
+    env names the step fills with secrets (`secretEnv`): an update whose new container does
+    not serve is rolled back to it."""
+
+
+class PreviousSeed(_Result):
+    """What a seed printed: the volume it filled and how each model ended; kept whole, since
+    an update that finds nothing to do prints it again."""
+
+    model_config = ConfigDict(extra="allow")
+
+    volumeId: str
+    state: str
+    models: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PreviousVolume(_Result):
+    volumeId: str
+    owner: str | None = None
+    name: str | None = None
+    """The volume's name (`<base>-<owner token>`): a destroy removes any other volume of ours."""
 
 
 # HF_TOKEN is read when FRUTEBOX_HF_TOKEN is unset, so its value is masked as well.
@@ -250,7 +284,10 @@ class Session:
 
 def _validate(model: type[_M], data: Any, where: str) -> _M:
     try:
-        return model.model_validate(data)
+        # Results are this step's own pydantic models; requests the contract's dataclasses.
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model.model_validate(data)
+        return validate(model, data)
     except ValidationError as exc:
         # Listed without input values: a request could carry something sensitive.
         problems = "; ".join(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.deploy_contract import OWNER_ENV
+from frutebox_infra.deploy_contract import OWNER_ENV, wire_data
 from frutebox_infra.runpod.adopting import DuplicateSweep
 from frutebox_infra.runpod.command_io import PreviousSeed, SeedRequest, Session
 from frutebox_infra.runpod.errors import (
@@ -34,6 +34,7 @@ from frutebox_infra.runpod.restarts import RestartWatch
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.seeding.delivery import pod_args, pod_env
 from frutebox_infra.seeding.protocol import JobState, JobStatus, SeedPlan, SeedState, SeedStatus
+from frutebox_infra.validation import validate
 
 PROGRESS_EVERY_S = 60.0
 """How often the log says how far each model is, besides when a model finishes."""
@@ -48,7 +49,7 @@ def prepare_bodies(request: SeedRequest, hf_token: str) -> list[dict[str, Any]]:
     """One create body per CPU flavor, cheapest first: the seeder and its plan in the env, the
     ownership token, and the Hugging Face token only where a job needs it, filled in here."""
     try:
-        plan = SeedPlan.model_validate(request.plan)
+        plan = validate(SeedPlan, request.plan)
         env = pod_env(plan)
     except (ValidationError, ValueError) as exc:
         raise ConfigurationError(
@@ -71,7 +72,7 @@ def prepare_bodies(request: SeedRequest, hf_token: str) -> list[dict[str, Any]]:
             f"The seed request's pod does not expose {request.status.port}/http, so its"
             f" {request.status.path} could never be read; add it."
         )
-    return [{**body, "cpu": cpu.model_dump()} for cpu in request.cpus]
+    return [{**body, "cpu": wire_data(cpu)} for cpu in request.cpus]
 
 
 def seed_create(session: Session, request: SeedRequest) -> dict[str, Any]:
@@ -193,7 +194,7 @@ def _status(raw: Any) -> SeedStatus | None:
     if not isinstance(raw, dict):
         return None
     try:
-        return SeedStatus.model_validate(raw)
+        return validate(SeedStatus, raw)
     except ValidationError:
         return None
 

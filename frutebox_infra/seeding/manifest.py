@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_sources
@@ -78,10 +79,10 @@ def needs_token(job: SeedJob) -> bool:
     return False
 
 
-def seed_plan(jobs: Sequence[SeedJob], **settings: object) -> SeedPlan:
-    """One seeder run for `jobs`; keyword settings override the plan's defaults (e.g. the
+def seed_plan(jobs: Sequence[SeedJob], **overrides: Any) -> SeedPlan:
+    """One seeder run for `jobs`; keyword overrides replace the plan's defaults (e.g. the
     emulator's hub URL)."""
-    return SeedPlan.model_validate({"jobs": list(jobs), "volumePath": VOLUME_PATH, **settings})
+    return SeedPlan(jobs=tuple(jobs), volumePath=VOLUME_PATH, **overrides)
 
 
 def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> SeedJob:

@@ -1,9 +1,10 @@
 """The seeder's wire contract: the plan a CPU pod gets and the status JSON it serves back.
 
 The seeder itself is standard-library Python (it runs in a slim image and cannot import this
-package), so these pydantic models are the one written definition of both documents: the
-planner builds a `SeedPlan`, the deploy step and the emulator read `SeedStatus`, and the tests
-check the real seeder's output against them. Keys are camelCase, as in the deploy contract.
+package), so these frozen dataclasses are the one written definition of both documents: the
+planner builds a `SeedPlan` (no pydantic), the deploy step and the emulator validate them and
+`SeedStatus` at the edge (validation.py), and the tests check the real seeder's output against
+them. Keys are camelCase, as in the deploy contract.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from frutebox_infra.deploy_contract import wire_json
+from frutebox_infra.record import record
+from frutebox_infra.validation import Check
 
 PROTOCOL_VERSION: Literal[1] = 1
 
@@ -29,24 +32,26 @@ OLLAMA_REGISTRY_HOST = "registry.ollama.ai"
 """The host Ollama files its manifests under (manifests/<host>/<namespace>/<name>/<tag>)."""
 
 
-def _below(path: str) -> str:
+def _below(path: str, _: object) -> str:
     if path.startswith("/") or ".." in path.split("/") or "\\" in path:
         raise ValueError(f"{path!r} must be a path below the volume's mount, without `..`")
     return path
 
 
-RepoId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][\w.\-]*/[A-Za-z0-9][\w.\-]*$")]
+RepoId = Annotated[str, Check(pattern=r"^[A-Za-z0-9][\w.\-]*/[A-Za-z0-9][\w.\-]*$")]
 """`org/name` on the Hub: two names, each starting with a letter or digit."""
 
-RelativePath = Annotated[str, Field(min_length=1), AfterValidator(_below)]
+RelativePath = Annotated[str, Check(min_length=1, after=_below)]
 """A path below the volume's mount: never absolute, never climbing out with `..`."""
 
+OllamaTag = Annotated[
+    str, Check(pattern=r"^([A-Za-z0-9][\w.\-]*/)?[A-Za-z0-9][\w.\-]*(:\w[\w.\-]*)?$")
+]
+"""`name`, `namespace/name`, either with `:tag`."""
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-class HfSnapshotJob(_Wire):
+@record
+class HfSnapshotJob:
     """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
     `models--org--name/blobs/<etag>`, `snapshots/<commit>/<path>` (relative symlinks to the
     blobs) and `refs/<name>` holding the commit, so an engine that loads through
@@ -55,7 +60,7 @@ class HfSnapshotJob(_Wire):
     kind: Literal["hf-snapshot"] = "hf-snapshot"
     modelId: str
     repo: RepoId
-    revision: str = Field(min_length=1)
+    revision: Annotated[str, Check(min_length=1)]
     cacheDir: RelativePath
     gated: bool = False
     refs: tuple[str, ...] = ()
@@ -70,54 +75,58 @@ class HfSnapshotJob(_Wire):
     shard and its siblings), chosen by llama.cpp's own rule."""
 
 
-class FileSpec(_Wire):
+@record
+class FileSpec:
     """One file of a repo at a revision, stored at a flat path (ComfyUI's models/<kind>/)."""
 
     repo: RepoId
-    revision: str = Field(min_length=1)
-    path: str = Field(min_length=1)
+    revision: Annotated[str, Check(min_length=1)]
+    path: Annotated[str, Check(min_length=1)]
     destination: RelativePath
     gated: bool = False
-    size: int | None = Field(default=None, ge=0)
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    size: Annotated[int, Check(ge=0)] | None = None
+    sha256: Annotated[str, Check(pattern=r"^[0-9a-f]{64}$")] | None = None
     """Where the registry knows them; otherwise the Hub's tree at the revision says."""
 
 
-class FilesJob(_Wire):
+@record
+class FilesJob:
     kind: Literal["files"] = "files"
     modelId: str
-    files: tuple[FileSpec, ...] = Field(min_length=1)
+    files: Annotated[tuple[FileSpec, ...], Check(min_length=1)]
 
 
-class OllamaJob(_Wire):
+@record
+class OllamaJob:
     """An Ollama library tag pulled into a model store as Ollama keeps one:
     `blobs/sha256-<hex>` and `manifests/<host>/<namespace>/<name>/<tag>`."""
 
     kind: Literal["ollama"] = "ollama"
     modelId: str
-    tag: str = Field(pattern=r"^([A-Za-z0-9][\w.\-]*/)?[A-Za-z0-9][\w.\-]*(:\w[\w.\-]*)?$")
+    tag: OllamaTag
     store: RelativePath
 
 
-SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Field(discriminator="kind")]
+SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Check(discriminator="kind")]
 
 
-class SeedPlan(_Wire):
+@record
+class SeedPlan:
     """Everything one seeder run does: one job per model, run side by side."""
 
     version: Literal[1] = PROTOCOL_VERSION
-    volumePath: str = Field(default="/workspace", pattern=r"^/")
-    jobs: tuple[SeedJob, ...] = Field(min_length=1)
-    hubUrl: str = Field(default=HF_HUB_URL, pattern=r"^https?://")
-    ollamaRegistryUrl: str = Field(default=OLLAMA_REGISTRY_URL, pattern=r"^https?://")
-    stallSeconds: float = Field(default=120, gt=0, le=3600)
+    volumePath: Annotated[str, Check(pattern=r"^/")] = "/workspace"
+    jobs: Annotated[tuple[SeedJob, ...], Check(min_length=1)]
+    hubUrl: Annotated[str, Check(pattern=r"^https?://")] = HF_HUB_URL
+    ollamaRegistryUrl: Annotated[str, Check(pattern=r"^https?://")] = OLLAMA_REGISTRY_URL
+    stallSeconds: Annotated[float, Check(gt=0, le=3600)] = 120
     """A download that delivers no byte for this long is a stall (retried, then a failure)."""
-    port: int = Field(default=8080, ge=0, le=65535)
+    port: Annotated[int, Check(ge=0, le=65535)] = 8080
     """The status port (`8080/http` on the pod); 0 takes any free port and logs it."""
     bindAddress: str = "0.0.0.0"
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        return wire_json(self)
 
 
 class JobState(StrEnum):
@@ -135,24 +144,26 @@ class SeedState(StrEnum):
     FAILED = "failed"
 
 
-class JobStatus(_Wire):
+@record
+class JobStatus:
     modelId: str
     state: JobState
-    bytesDone: int = Field(ge=0)
+    bytesDone: Annotated[int, Check(ge=0)]
     """Bytes in place: already present (skipped) or downloaded and verified."""
-    bytesTotal: int | None = Field(default=None, ge=0)
+    bytesTotal: Annotated[int, Check(ge=0)] | None = None
     """None until the source has been listed."""
-    bytesSkipped: int = Field(default=0, ge=0)
+    bytesSkipped: Annotated[int, Check(ge=0)] = 0
     """Of bytesDone, those found already complete on the volume."""
-    filesDone: int = Field(default=0, ge=0)
-    filesTotal: int | None = Field(default=None, ge=0)
+    filesDone: Annotated[int, Check(ge=0)] = 0
+    filesTotal: Annotated[int, Check(ge=0)] | None = None
     commit: str | None = None
     """The revision resolved to a commit (Hugging Face jobs)."""
     reason: str | None = None
     fix: str | None = None
 
 
-class SeedStatus(_Wire):
+@record
+class SeedStatus:
     """`GET /status` of a seeder pod."""
 
     version: Literal[1]

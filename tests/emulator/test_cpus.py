@@ -3,6 +3,7 @@ billing as CPU compute."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -99,7 +100,7 @@ def test_a_cpu_create_outside_the_flavors_rules_is_400(body: dict[str, Any], mes
 
 
 def test_a_flavor_not_offered_in_the_data_centre_has_no_capacity() -> None:
-    flavor = CATALOG.cpus["cpu3c"].model_copy(update={"data_centers": ("US-TX-3",)})
+    flavor = replace(CATALOG.cpus["cpu3c"], data_centers=("US-TX-3",))
     only_texas = Catalog(CATALOG.gpus, CATALOG.data_centers, {"cpu3c": flavor})
     with pytest.raises(ApiProblem) as caught:
         admit_cpu(cpu_pod(), only_texas, ["EU-RO-1"])

@@ -27,6 +27,7 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
+from frutebox_infra.validation import validate
 from tests.factories import real_registry, settings
 
 OWNER = "0123456789abcdef"
@@ -71,7 +72,7 @@ def status(acct: Account, pod: PodRecord) -> tuple[int, Any]:
 def job(acct: Account, pod: PodRecord) -> Any:
     code, body = status(acct, pod)
     assert code == 200
-    seen = SeedStatus.model_validate(body)  # the deploy step's own reading of it
+    seen = validate(SeedStatus, body)  # the deploy step's own reading of it
     [only] = seen.jobs
     return seen, only
 
@@ -178,6 +179,6 @@ def test_an_unreadable_plan_is_served_as_a_failure(clock: ManualClock) -> None:
     body["env"][PLAN_ENV] = json.dumps({"jobs": [{"kind": "x"}]})
     pod = running(acct, body)
     clock.advance(90)
-    seen = SeedStatus.model_validate(status(acct, pod)[1])
+    seen = validate(SeedStatus, status(acct, pod)[1])
     assert seen.state is SeedState.FAILED and seen.jobs == ()
     assert "is unreadable" in (seen.error or "")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def test_args_install_comfyui_fetch_the_weights_then_exec_the_server(
 
 def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
     image = real_images()[Runtime.COMFYUI]
-    script = launch_script(image.model_copy(update={"engine_version": "0.9.1"}), "sdxl-1.0")
+    script = launch_script(replace(image, engine_version="0.9.1"), "sdxl-1.0")
     assert f"home={INSTALL_ROOT}/0.9.1\n" in script
     assert "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
 
@@ -457,7 +458,7 @@ def test_a_model_needing_a_newer_comfyui_than_the_image_ships_is_refused(
     needed: str | None, shipped: str, servable: bool
 ) -> None:
     images = real_images()
-    images[Runtime.COMFYUI] = images[Runtime.COMFYUI].model_copy(update={"engine_version": shipped})
+    images[Runtime.COMFYUI] = replace(images[Runtime.COMFYUI], engine_version=shipped)
     result = resolve(registry([_comfy_model(needed)], images=images), "test-comfy")
     assert result.servable is servable
     if not servable:
@@ -480,7 +481,7 @@ def test_a_shared_pod_fetches_every_member_and_must_list_them_all(build_pod: Bui
 
 
 def test_an_image_without_the_comfyui_release_to_install_is_a_problem_not_a_crash() -> None:
-    image = real_images()[Runtime.COMFYUI].model_copy(update={"engine_version": None})
+    image = replace(real_images()[Runtime.COMFYUI], engine_version=None)
     model = real_registry().model("sdxl-1.0")
     assert model is not None
     problem = ComfyUI().image_problem(model, image)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from frutebox_infra.recipes.sglang import SGLang
@@ -151,5 +153,5 @@ def test_fp8_checkpoints_require_an_fp8_gpu_and_bf16_do_not() -> None:
     ],
 )
 def test_count_is_a_power_of_two_at_or_above_min_gpus(count: int, ok: bool) -> None:
-    m = sglang_model("tp", min_gpus=2, architecture=gqa(heads=48, kv_heads=48).model_dump())
+    m = sglang_model("tp", min_gpus=2, architecture=asdict(gqa(heads=48, kv_heads=48)))
     assert (SGLang().count_problem(m, count) is None) is ok

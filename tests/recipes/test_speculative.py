@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -143,7 +144,7 @@ def test_flags_are_appended_to_the_sglang_pod_and_survive_splitting(build_pod: B
 
 
 def test_vllm_json_survives_the_args_string(build_pod: BuildPod) -> None:
-    m = spec_model("p-eagle").model_copy(update={"runtimes": (Runtime.VLLM,)})
+    m = replace(spec_model("p-eagle"), runtimes=(Runtime.VLLM,))
     pod = build_pod(m, Runtime.VLLM, "NVIDIA H200", 1, eagle3_head=HEAD)
     split = words(pod.args)
     config = json.loads(split[split.index("--speculative-config") + 1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from frutebox_infra.recipes.base import is_power_of_two
@@ -44,7 +46,7 @@ def test_is_power_of_two(n: int, expected: bool) -> None:
     ],
 )
 def test_tp_problem(arch: Architecture | None, tp: int, ok: bool) -> None:
-    m = sglang_model("tp", architecture=arch.model_dump() if arch else None)
+    m = sglang_model("tp", architecture=asdict(arch) if arch else None)
     problem = tp_problem(m, tp)
     assert (problem is None) is ok
     if not ok:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from frutebox_infra.recipes import ServeOptions
@@ -127,7 +129,7 @@ def test_weights_cache_lives_on_the_volume(build_pod: BuildPod) -> None:
     ],
 )
 def test_count_is_a_power_of_two_dividing_heads(count: int, ok: bool) -> None:
-    m = vllm_model("tp", min_gpus=2, architecture=gqa(heads=12, kv_heads=4).model_dump())
+    m = vllm_model("tp", min_gpus=2, architecture=asdict(gqa(heads=12, kv_heads=4)))
     assert (VLLM().count_problem(m, count) is None) is ok
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -38,8 +39,9 @@ def real_plan(models: list[str], **config: object) -> FleetPlan:
 
 def long_plan() -> FleetPlan:
     images = real_images()
-    images[Runtime.OLLAMA] = images[Runtime.OLLAMA].model_copy(
-        update={"tag": "an-unpinned-and-very-long-tag-name-for-the-ollama-image-that-goes-on"}
+    images[Runtime.OLLAMA] = replace(
+        images[Runtime.OLLAMA],
+        tag="an-unpinned-and-very-long-tag-name-for-the-ollama-image-that-goes-on",
     )
     reg = registry(
         [ollama_model(LONG_ID)], (gpu("NVIDIA SOME VERY LONG GPU NAME 80GB"),), images=images
@@ -104,7 +106,7 @@ def test_coarse_estimates_are_marked() -> None:
 
 def test_an_unpinned_image_is_marked() -> None:
     images = real_images()
-    images[Runtime.OLLAMA] = images[Runtime.OLLAMA].model_copy(update={"tag": "latest"})
+    images[Runtime.OLLAMA] = replace(images[Runtime.OLLAMA], tag="latest")
     reg = registry([ollama_model("o")], (gpu("G"),), images=images)
     text = plan_table(plan_fleet(reg, settings(models=["o"]), stack="t"))
     assert "latest (unpinned)" in text

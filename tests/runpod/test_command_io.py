@@ -24,6 +24,7 @@ from frutebox_infra.runpod.command_io import (
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.retrying import RetryPolicy
+from frutebox_infra.validation import validate
 from tests.factories import ROOT
 from tests.runpod.command import pod_request
 
@@ -80,7 +81,7 @@ def test_text_within_the_limit_is_unchanged() -> None:
 
 def timeouts_under(env: dict[str, str], **request: float) -> Timeouts:
     session = Session(Settings.from_env(env), io.StringIO(), None, lambda text: text)
-    return session.timeouts(PodRequest.model_validate(pod_request("v", timeouts=request)))
+    return session.timeouts(validate(PodRequest, pod_request("v", timeouts=request)))
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_contract import PodRequest, PreviousPod
+from frutebox_infra.deploy_contract import PodRequest
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.command_io import PreviousPod
 from frutebox_infra.runpod.pods import (
     applied_of,
     matching_candidate,
@@ -19,6 +20,7 @@ from frutebox_infra.runpod.pods import (
     rollback_patch,
 )
 from frutebox_infra.runpod.wire import Pod
+from frutebox_infra.validation import validate
 from tests.emulator_client import fault, live_pods, requests
 from tests.runpod.command import env_for, pod_request, run, volume
 from tests.runpod.conftest import HF_TOKEN, OWNER, pod
@@ -28,7 +30,7 @@ VOLUME = "vol-ours"
 
 def request_of(**overrides: Any) -> PodRequest:
     data = pod_request(VOLUME, "NVIDIA RTX A4000", "NVIDIA A40", **overrides)
-    return PodRequest.model_validate(data)
+    return validate(PodRequest, data)
 
 
 def test_candidates_carry_our_name_token_and_the_hf_token_only_as_sent() -> None:

@@ -20,6 +20,7 @@ from frutebox_infra.plan import plan_fleet
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError
 from frutebox_infra.runpod.seeds import prepare_bodies
 from frutebox_infra.seeding.protocol import PLAN_ENV, PROGRAM_ENV, SeedPlan
+from frutebox_infra.validation import validate, validate_json
 from tests.emulator_client import fault, hub, live_pods, requests
 from tests.factories import real_registry, settings
 from tests.runpod.command import env_for, run, volume
@@ -61,7 +62,7 @@ def test_a_seed_places_the_weights_and_terminates_its_pod(emulator: RunningEmula
     [body] = created(emulator)
     assert body["cpu"] == {"id": "cpu3c", "vcpuCount": 2} and "gpu" not in body
     assert body["env"]["FRUTEBOX_OWNER"] == OWNER and "HF_TOKEN" not in body["env"]
-    assert SeedPlan.model_validate_json(body["env"][PLAN_ENV]).jobs[0].modelId == QWEN
+    assert validate_json(SeedPlan, body["env"][PLAN_ENV]).jobs[0].modelId == QWEN
     assert "seeding pod" in done.err and "terminated" in done.err
     files = emulator.app.account.volumes[vid].files
     assert sum(size for size, _ in files.values()) == model["bytesTotal"]
@@ -127,7 +128,7 @@ def test_delete_keeps_the_weights_and_removes_a_seeding_pod_still_there(
     first = run("seed create", request_for(vid), env=env_for(emulator)).result
     gone = run("seed delete", env=env_for(emulator), previous=first)
     assert gone.code == 0 and "already gone" in gone.err and "stay on the volume" in gone.err
-    body = prepare_bodies(SeedRequest.model_validate(request_for(vid)), "")[0]
+    body = prepare_bodies(validate(SeedRequest, request_for(vid)), "")[0]
     left = emulator.app.account.create_pod(body)  # as a crashed run would leave it
     removed = run("seed delete", env=env_for(emulator), previous={**first, "podId": left.id})
     assert removed.code == 0 and f"seeding pod {left.id} terminated" in removed.err
@@ -163,11 +164,11 @@ def test_a_request_that_cannot_be_sent_is_refused_before_any_create(
     data = request_for("vol-1")
     spoil(data)
     with pytest.raises(ConfigurationError, match=message):
-        prepare_bodies(SeedRequest.model_validate(data), HF_TOKEN)
+        prepare_bodies(validate(SeedRequest, data), HF_TOKEN)
 
 
 def test_the_bodies_carry_the_seeder_its_plan_and_one_flavor_each() -> None:
-    bodies = prepare_bodies(SeedRequest.model_validate(request_for("vol-1")), HF_TOKEN)
+    bodies = prepare_bodies(validate(SeedRequest, request_for("vol-1")), HF_TOKEN)
     assert [b["cpu"]["id"] for b in bodies] == ["cpu3c", "cpu3g"]
     assert all(PROGRAM_ENV in b["env"] and b["args"].startswith("python3 -u -c") for b in bodies)
 

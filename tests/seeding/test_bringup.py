@@ -19,6 +19,7 @@ from frutebox_infra.seeding.bringup import (
     first_deploy,
     seed_timeout_s,
 )
+from frutebox_infra.validation import validate
 from tests.factories import real_registry
 
 
@@ -28,7 +29,7 @@ def flavor(flavor_id: str, usd: float, **kwargs: object) -> CpuFlavor:
         "ram_gb_per_vcpu": 2, "disk_gb_per_vcpu": 10, "usd_per_vcpu_hour": usd,
         "source": "test", **kwargs,
     }  # fmt: skip
-    return CpuFlavor.model_validate(fields)
+    return validate(CpuFlavor, fields)
 
 
 CHEAP, DEAR = flavor("cheap", 0.03), flavor("dear", 0.05)

@@ -8,6 +8,7 @@ import shlex
 import signal
 import subprocess
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
+from frutebox_infra.validation import validate, validate_json
 from tests.seeding.fake_hub import Repo, running_hub
 
 
@@ -28,7 +30,7 @@ def plan_for(hub_url: str, root: Path, jobs: int = 1) -> SeedPlan:
     job = HfSnapshotJob(modelId="m", repo="org/m", revision="main", cacheDir="hub")
     return SeedPlan(
         volumePath=str(root),
-        jobs=tuple(job.model_copy(update={"modelId": f"m{i}"}) for i in range(jobs)),
+        jobs=tuple(replace(job, modelId=f"m{i}") for i in range(jobs)),
         hubUrl=hub_url,
         port=0,
         bindAddress="127.0.0.1",
@@ -50,7 +52,7 @@ def test_the_pods_command_runs_the_program_its_env_carries(tmp_path: Path) -> No
             port = int(process.stdout.readline().rsplit(" ", 1)[1])
             for _ in range(200):
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as r:
-                    status = SeedStatus.model_validate(json.loads(r.read()))
+                    status = validate(SeedStatus, json.loads(r.read()))
                 if status.state is not SeedState.RUNNING:
                     break
             assert status.state is SeedState.DONE
@@ -67,7 +69,7 @@ def test_the_env_holds_the_program_verbatim_and_the_plan_as_json(tmp_path: Path)
     env = pod_env(plan)
 
     assert env[PROGRAM_ENV] == program_text()
-    assert SeedPlan.model_validate_json(env[PLAN_ENV]) == plan
+    assert validate_json(SeedPlan, env[PLAN_ENV]) == plan
     assert "HF_TOKEN" not in env  # the deploy step fills it at the last moment
 
 

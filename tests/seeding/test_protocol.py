@@ -18,6 +18,7 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
+from frutebox_infra.validation import validate, validate_json
 
 SNAPSHOT = {"modelId": "m", "repo": "org/m", "revision": "main", "cacheDir": "huggingface/hub"}
 
@@ -30,7 +31,7 @@ def test_a_plan_survives_its_json() -> None:
         )
     )
 
-    again = SeedPlan.model_validate_json(plan.to_json())
+    again = validate_json(SeedPlan, plan.to_json())
 
     assert again == plan
     assert [j["kind"] for j in json.loads(plan.to_json())["jobs"]] == ["hf-snapshot", "ollama"]
@@ -50,7 +51,8 @@ def test_a_plan_survives_its_json() -> None:
 )
 def test_every_path_stays_on_the_volume(path: str, ok: bool) -> None:
     def build() -> Any:
-        return FileSpec(repo="org/m", revision="main", path="x", destination=path)
+        spec = {"repo": "org/m", "revision": "main", "path": "x", "destination": path}
+        return validate(FileSpec, spec)
 
     if ok:
         assert build().destination == path
@@ -74,10 +76,10 @@ def test_every_path_stays_on_the_volume(path: str, ok: bool) -> None:
 def test_plan_settings_have_bounds(field: str, value: Any, ok: bool) -> None:
     body = {"jobs": [SNAPSHOT | {"kind": "hf-snapshot"}], field: value}
     if ok:
-        assert getattr(SeedPlan.model_validate(body), field) == value
+        assert getattr(validate(SeedPlan, body), field) == value
     else:
         with pytest.raises(ValidationError):
-            SeedPlan.model_validate(body)
+            validate(SeedPlan, body)
 
 
 @pytest.mark.parametrize(
@@ -92,15 +94,14 @@ def test_plan_settings_have_bounds(field: str, value: Any, ok: bool) -> None:
 )
 def test_an_ollama_tag_is_a_name(tag: str, ok: bool) -> None:
     if ok:
-        assert OllamaJob(modelId="o", tag=tag, store="s").tag == tag
+        assert validate(OllamaJob, {"modelId": "o", "tag": tag, "store": "s"}).tag == tag
     else:
         with pytest.raises(ValidationError):
-            OllamaJob(modelId="o", tag=tag, store="s")
+            validate(OllamaJob, {"modelId": "o", "tag": tag, "store": "s"})
 
 
 def test_a_status_reads_each_job_by_model() -> None:
-    status = SeedStatus.model_validate(
-        {
+    status = validate(SeedStatus, {
             "version": 1,
             "state": "running",
             "startedAt": "2026-12-01T00:00:00Z",
@@ -109,8 +110,7 @@ def test_a_status_reads_each_job_by_model() -> None:
                 {"modelId": "a", "state": "done", "bytesDone": 5, "bytesTotal": 5},
                 {"modelId": "b", "state": "failed", "bytesDone": 0, "reason": "r", "fix": "f"},
             ],
-        }
-    )
+        })
 
     assert status.state is SeedState.RUNNING
     assert status.job("b") is not None and status.job("b").state is JobState.FAILED  # type: ignore[union-attr]
@@ -119,9 +119,8 @@ def test_a_status_reads_each_job_by_model() -> None:
 
 def test_a_status_with_an_unknown_state_is_refused() -> None:
     with pytest.raises(ValidationError):
-        SeedStatus.model_validate(
-            {"version": 1, "state": "paused", "startedAt": "", "updatedAt": "", "jobs": []}
-        )
+        validate(SeedStatus, {"version": 1, "state": "paused", "startedAt": "", "updatedAt": "",
+                              "jobs": []})  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -135,7 +134,7 @@ def test_a_status_with_an_unknown_state_is_refused() -> None:
 )
 def test_a_repo_is_org_and_name(repo: str, ok: bool) -> None:
     if ok:
-        assert HfSnapshotJob(**{**SNAPSHOT, "repo": repo}).repo == repo
+        assert validate(HfSnapshotJob, {**SNAPSHOT, "repo": repo}).repo == repo
     else:
         with pytest.raises(ValidationError):
-            HfSnapshotJob(**{**SNAPSHOT, "repo": repo})
+            validate(HfSnapshotJob, {**SNAPSHOT, "repo": repo})

@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
+from frutebox_infra.validation import validate
 from tests.seeding.fake_hub import TOKEN, FakeHub, Repo, running_hub, sha256
 
 SEEDER = Path(__file__).parents[2] / "frutebox_infra" / "seeding" / "seeder.py"
@@ -81,7 +82,7 @@ class Run:
 
     def status(self) -> SeedStatus:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=10) as r:
-            return SeedStatus.model_validate(json.loads(r.read()))
+            return validate(SeedStatus, json.loads(r.read()))
 
     def wait(self, until: Callable[[SeedStatus], bool] | None = None) -> SeedStatus:
         """Poll /status until `until` holds (default: the run has finished)."""
@@ -279,10 +280,10 @@ def test_the_token_goes_to_the_hub_only_never_to_the_cdn(
         files=(FileSpec(repo="org/moved", revision="main", path="w.safetensors",
                         destination="ComfyUI/models/checkpoints/w.safetensors"),),
     )  # fmt: skip
-    renamed = moved.model_copy(
-        update={"modelId": "renamed", "files": (moved.files[0].model_copy(update={
-            "repo": "renamed/moved", "destination": "ComfyUI/models/vae/w.safetensors"}),)}
-    )  # fmt: skip
+    renamed_file = replace(
+        moved.files[0], repo="renamed/moved", destination="ComfyUI/models/vae/w.safetensors"
+    )
+    renamed = replace(moved, modelId="renamed", files=(renamed_file,))
     hub.add_repo("renamed/moved", Repo(files={"w.safetensors": SHARD_2}, commit=COMMIT))
 
     status = start(hub, [snapshot_job(), moved, renamed], token=TOKEN).wait()
@@ -558,4 +559,4 @@ def test_an_unreadable_plan_is_served_as_a_failure_not_an_exit(
         body = json.loads(r.read())
     assert body["state"] == "failed" and body["jobs"] == []
     assert "the seed plan (FRUTEBOX_SEED_PLAN) is unreadable" in body["error"]
-    assert SeedStatus.model_validate(body).error == body["error"]  # what the step reads
+    assert validate(SeedStatus, body).error == body["error"]  # what the step reads

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,3 +74,31 @@ class EngineOptions(Generated):
     @cached_property
     def flag_index(self) -> Mapping[str, EngineFlag]:
         return {name: flag for flag in self.flags for name in flag.names}
+
+    @cached_property
+    def plain_flags(self) -> Mapping[str, PlainFlag]:
+        """Per spelling, the flags with no JSON keys to read: what nearly every launch
+        passes, looked up once per word by the launch check."""
+        return {
+            name: PlainFlag(
+                flag.type,
+                flag.nargs,
+                None
+                if flag.choices is None
+                else frozenset(c.upper() if flag.case_insensitive else c for c in flag.choices),
+                flag.case_insensitive,
+            )
+            for flag in self.flags
+            if flag.json_fields is None
+            for name in flag.names
+        }
+
+
+class PlainFlag(NamedTuple):
+    """A flag as `EngineOptions.plain_flags` gives it: its type, argparse's nargs, its
+    choices (upper-cased when matched case-insensitively) and whether they are."""
+
+    type: ValueKind
+    nargs: str | None
+    choices: frozenset[str] | None
+    case_insensitive: bool

@@ -13,6 +13,7 @@ _SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
 """`shlex.quote`'s safe characters, and the space that separates words."""
 _QUOTING = re.compile(r"""['"\\]""")
 """A word without quotes or backslashes is its own text: most flags and values."""
+_ESCAPED_IN_DOUBLE = re.compile(r'\\([\\"])')
 
 
 def split_words(text: str) -> list[str]:
@@ -39,7 +40,8 @@ def _unquote(part: re.Match[str]) -> str:
     if single is not None:
         return single
     if double is not None:
-        return re.sub(r'\\([\\"])', r"\1", double)  # shlex escapes only these in "..."
+        # shlex escapes only these in "..."; most double-quoted parts escape nothing.
+        return _ESCAPED_IN_DOUBLE.sub(r"\1", double) if "\\" in double else double
     return escaped if escaped is not None else plain
 
 

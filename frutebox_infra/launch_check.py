@@ -189,7 +189,7 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
             continue
         if nargs is None or nargs.isdigit():  # exactly this many values, none an option
             end = i + (int(nargs) if nargs else 1)
-            if end > n or any(_is_option(w) for w in words[i:end]):
+            if end > n:
                 return False
         else:  # the values up to the next option: at most one for `?`, at least one for `+`
             end = i
@@ -198,6 +198,8 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
             if nargs == "+" and end == i:
                 return False
         for value in words[i:end]:
+            if _is_option(value):
+                return False
             if kind != "str" and _value_problem(kind, None, False, value) is not None:
                 return False
             if choices is not None and (value.upper() if insensitive else value) not in choices:
@@ -207,7 +209,12 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
 
 
 def _is_option(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word)
+    # A negative number is a value; only a digit after the dash can start one.
+    return (
+        word.startswith("-")
+        and len(word) > 1
+        and not (word[1].isdigit() and _NUMBER.fullmatch(word))
+    )
 
 
 _NUMBER = re.compile(r"-\d+(\.\d+)?")

@@ -14,6 +14,12 @@ _SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
 _QUOTING = re.compile(r"""['"\\]""")
 """A word without quotes or backslashes is its own text: most flags and values."""
 _ESCAPED_IN_DOUBLE = re.compile(r'\\([\\"])')
+_WORDS = re.compile(
+    r"""\s*+(?:(?>(?:[^\s'"\\]++|'[^']*+'|"(?:[^"\\]|\\.)*+"|\\.)++)\s*+)*+""", re.DOTALL
+)
+"""Text whose every word `_WORD` takes whole (no quote left open), without backtracking."""
+_QUOTED = re.compile(r"""'[^']*+'(?:"'"'[^']*+')*+""")
+"""A word as `shlex.quote` quotes it: single-quoted, a single quote inside as '"'"'."""
 
 
 def split_words(text: str) -> list[str]:
@@ -22,17 +28,31 @@ def split_words(text: str) -> list[str]:
     script and runs for every placement planned."""
     if _QUOTING.search(text) is None:
         return text.split()  # splits at `\s` as the loop below does: no word is quoted
+    if _WORDS.fullmatch(text) is not None:
+        # Every quote is closed: the words are what one scan finds, and only those with a
+        # quote or a backslash need their parts unquoted.
+        return [
+            _unquoted(word) if "'" in word or '"' in word or "\\" in word else word
+            for word in _WORD.findall(text)
+        ]
     words, at = [], _SPACE.match(text).end()  # type: ignore[union-attr]
     while at < len(text):
         found = _WORD.match(text, at)
         if found is None:
             raise ValueError(f"no closing quotation at character {at}")
-        word = found.group()
-        if _QUOTING.search(word) is not None:
-            word = "".join(_unquote(part) for part in _PART.finditer(word))
-        words.append(word)
+        words.append(_unquoted(found.group()))
         at = _SPACE.match(text, found.end()).end()  # type: ignore[union-attr]
     return words
+
+
+def _unquoted(word: str) -> str:
+    """One word's text: `shlex.quote`'s own form (single quotes, each quote inside spelt
+    '"'"') undone by one replace, any other by its parts."""
+    if _QUOTED.fullmatch(word) is not None:
+        return word[1:-1].replace("'\"'\"'", "'")
+    if _QUOTING.search(word) is None:
+        return word
+    return "".join(_unquote(part) for part in _PART.finditer(word))
 
 
 def _unquote(part: re.Match[str]) -> str:

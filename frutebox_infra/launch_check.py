@@ -89,7 +89,9 @@ def _server_words(
         script = words[2]
         script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
         execs = [
-            line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")
+            line.strip()[5:]
+            for line in script.splitlines()
+            if "exec " in line and line.strip().startswith("exec ")
         ]
         if not execs:
             return (

@@ -223,20 +223,14 @@ def rank(
     allowed = tuple(c for c in counts if recipe.count_problem(model, c) is None)
     requests: dict[int, FitRequest] = {}
     ranked: list[Ranked] = []
-    # The loop below runs for every GPU type of every model planned: gpu_price, _gpu_refusal
-    # and _top_count written out, and a request made once per KV precision.
-    secure = cloud is Cloud.SECURE
-    needs_fp8 = serving.require_fp8
-    most = registry.max_gpus_per_pod
     for index, gpu in enumerate(registry.gpus):
         if gpu_id is not None and gpu.id != gpu_id:
             continue
-        prices = gpu.price_usd_per_hour
-        price = prices.secure if secure else prices.community
-        if price is None or (needs_fp8 and not gpu.fp8) or not image.drives(gpu):
+        price = gpu_price(gpu, cloud)
+        if price is None or _gpu_refusal(serving, image, gpu) is not None:
             continue
         request = _request(requests, model, recipe, serving, options, gpu)
-        count = _smallest_count(request, gpu, allowed, min(gpu.max_count, most))
+        count = _smallest_count(request, gpu, allowed, _top_count(registry, gpu))
         if count is not None:
             ranked.append((index, count, round(price * count, 2)))
     gpus = registry.gpus

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import field
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from frutebox_infra.record import record
 from frutebox_infra.validation import Check
@@ -70,3 +70,31 @@ class EngineOptions:
     @cached_property
     def flag_index(self) -> Mapping[str, EngineFlag]:
         return {name: flag for flag in self.flags for name in flag.names}
+
+    @cached_property
+    def plain_flags(self) -> Mapping[str, PlainFlag]:
+        """Per spelling, the flags with no JSON keys to read: what nearly every launch
+        passes, looked up once per word by the launch check."""
+        return {
+            name: PlainFlag(
+                flag.type,
+                flag.nargs,
+                None
+                if flag.choices is None
+                else frozenset(c.upper() if flag.case_insensitive else c for c in flag.choices),
+                flag.case_insensitive,
+            )
+            for flag in self.flags
+            if flag.json_fields is None
+            for name in flag.names
+        }
+
+
+class PlainFlag(NamedTuple):
+    """A flag as `EngineOptions.plain_flags` gives it: its type, argparse's nargs, its
+    choices (upper-cased when matched case-insensitively) and whether they are."""
+
+    type: ValueKind
+    nargs: str | None
+    choices: frozenset[str] | None
+    case_insensitive: bool

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from frutebox_infra.registry import Architecture, Gpu
 
@@ -76,6 +76,13 @@ class FitRequest:
         assert self.architecture is not None
         arch = self.architecture
         return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
+
+    shares: dict[int, tuple[float, float]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    """Per GPU count, the bytes per GPU outside the engine's cap (weights) and one
+    full-context sequence's: what `fits` asks of every GPU type at that count, worked out
+    once per count, not once per GPU type (a cache; nothing else changes)."""
 
 
 @dataclass(frozen=True)
@@ -159,15 +166,29 @@ def engine_cap_bytes(req: FitRequest, gpu: Gpu, count: int) -> float:
     per-device context and compute buffers. Diffusion: the card (its VRAM figure includes its
     working memory).
     """
-    memory = gpu.memory_mib * MIB
-    if req.engine is MemoryModel.SGLANG:
-        fraction = sglang_static_fraction(gpu.memory_mib, count, speculative=req.speculative)
+    return _engine_cap(req.engine, _cap_moe(req), req.speculative, gpu.memory_mib, count)
+
+
+def _cap_moe(req: FitRequest) -> bool:
+    """Whether vLLM reserves MoE activations: the larger figure when the architecture is
+    unknown (the other engines' caps ignore it)."""
+    return req.architecture.moe if req.architecture is not None else True
+
+
+@lru_cache(maxsize=4096)
+def _engine_cap(
+    engine: MemoryModel, moe: bool, speculative: bool, memory_mib: int, count: int
+) -> float:
+    """`engine_cap_bytes` from the facts it depends on: the engine's rule and the card's
+    memory, which every model planned on that card shares (so each is worked out once)."""
+    memory = memory_mib * MIB
+    if engine is MemoryModel.SGLANG:
+        fraction = sglang_static_fraction(memory_mib, count, speculative=speculative)
         return fraction * (memory - SGLANG_STARTUP_USED_GIB * GIB)
-    if req.engine is MemoryModel.VLLM:
-        moe = req.architecture.moe if req.architecture is not None else True
+    if engine is MemoryModel.VLLM:
         activations = VLLM_ACTIVATIONS_GIB_MOE if moe else VLLM_ACTIVATIONS_GIB_DENSE
         return memory * VLLM_GPU_MEMORY_UTILIZATION - (activations + VLLM_NON_TORCH_GIB) * GIB
-    if req.engine is MemoryModel.LLAMACPP:
+    if engine is MemoryModel.LLAMACPP:
         return memory - LLAMACPP_RESERVE_GIB_PER_GPU * GIB
     return float(memory)
 
@@ -194,7 +215,8 @@ def fewest_gpus(request: FitRequest, gpu: Gpu) -> int:
 
 def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
     """`estimate(request, gpu, count).fits`, without building the estimate or its reason:
-    what a search over GPU counts asks of every count it passes."""
+    what a search over GPU counts asks of every count it passes. The same arithmetic as the
+    estimate, its per-count and per-card parts each worked out once."""
     arch = request.architecture
     if request.engine is MemoryModel.DIFFUSION:
         needed, available = _diffusion_sizes(request, gpu)
@@ -202,11 +224,17 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
     if arch is None:
         needed, available = _coarse_sizes(request, gpu, count)
         return needed <= available
-    if request.engine is MemoryModel.LLAMACPP:
-        sizes = _layer_sizes(request, arch, gpu, count)[0]
-    else:
-        sizes = _tensor_parallel(request, arch, gpu, count)
-    return max(sizes.pool, 0.0) / sizes.per_sequence >= request.required_sequences
+    shares = request.shares.get(count)
+    if shares is None:
+        if request.engine is MemoryModel.LLAMACPP:
+            sizes = _layer_sizes(request, arch, gpu, count)[0]
+        else:
+            sizes = _tensor_parallel(request, arch, gpu, count)
+        shares = request.shares[count] = (sizes.weights_per_gpu, sizes.per_sequence)
+    weights, per_sequence = shares
+    pool = _engine_cap(request.engine, _cap_moe(request), request.speculative, gpu.memory_mib,
+                       count) - weights  # fmt: skip
+    return max(pool, 0.0) / per_sequence >= request.required_sequences
 
 
 @dataclass(slots=True)

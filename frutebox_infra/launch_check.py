@@ -61,7 +61,7 @@ def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tu
             return (problem,)
     if facts.subcommands is not None:
         refusals += _subcommand(words, facts)
-    else:
+    elif not _plainly_accepted(words, facts):
         refusals += _arguments(words, facts)
     refusals += _environment(launch, facts, script_env)
     if launch.health_path != facts.health_path:
@@ -89,7 +89,9 @@ def _server_words(
         script = words[2]
         script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
         execs = [
-            line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")
+            line.strip()[5:]
+            for line in script.splitlines()
+            if "exec " in line and line.strip().startswith("exec ")
         ]
         if not execs:
             return (
@@ -164,8 +166,57 @@ def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
         yield from _check_values(name, flag, values, facts)
 
 
+def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
+    """True when `_arguments` would refuse nothing, told in one pass over the words for the
+    launches the recipes emit (known flags with the values they take); False whenever
+    anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
+    `_arguments` decides. Every planned pod's launch is checked, so this is hot."""
+    plain = facts.plain_flags
+    dashes = facts.underscores_as_dashes
+    positionals = 0
+    i, n = 0, len(words)
+    while i < n:
+        word = words[i]
+        i += 1
+        if not _is_option(word):
+            positionals += 1
+            if positionals > facts.positionals:
+                return False
+            continue
+        flag = plain.get(_canonical(word, facts) if dashes else word)
+        if flag is None or (word.startswith("--") and "=" in word):
+            return False
+        kind, nargs, choices, insensitive = flag
+        if kind == "flag":
+            continue
+        if nargs is None or nargs.isdigit():  # exactly this many values, none an option
+            end = i + (int(nargs) if nargs else 1)
+            if end > n:
+                return False
+        else:  # the values up to the next option: at most one for `?`, at least one for `+`
+            end = i
+            while end < n and not _is_option(words[end]) and (nargs != "?" or end == i):
+                end += 1
+            if nargs == "+" and end == i:
+                return False
+        for value in words[i:end]:
+            if _is_option(value):
+                return False
+            if kind != "str" and _value_problem(kind, None, False, value) is not None:
+                return False
+            if choices is not None and (value.upper() if insensitive else value) not in choices:
+                return False
+        i = end
+    return True
+
+
 def _is_option(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not _NUMBER.fullmatch(word)
+    # A negative number is a value; only a digit after the dash can start one.
+    return (
+        word.startswith("-")
+        and len(word) > 1
+        and not (word[1].isdigit() and _NUMBER.fullmatch(word))
+    )
 
 
 _NUMBER = re.compile(r"-\d+(\.\d+)?")

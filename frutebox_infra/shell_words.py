@@ -13,6 +13,13 @@ _SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
 """`shlex.quote`'s safe characters, and the space that separates words."""
 _QUOTING = re.compile(r"""['"\\]""")
 """A word without quotes or backslashes is its own text: most flags and values."""
+_ESCAPED_IN_DOUBLE = re.compile(r'\\([\\"])')
+_WORDS = re.compile(
+    r"""\s*+(?:(?>(?:[^\s'"\\]++|'[^']*+'|"(?:[^"\\]|\\.)*+"|\\.)++)\s*+)*+""", re.DOTALL
+)
+"""Text whose every word `_WORD` takes whole (no quote left open), without backtracking."""
+_QUOTED = re.compile(r"""'[^']*+'(?:"'"'[^']*+')*+""")
+"""A word as `shlex.quote` quotes it: single-quoted, a single quote inside as '"'"'."""
 
 
 def split_words(text: str) -> list[str]:
@@ -21,17 +28,31 @@ def split_words(text: str) -> list[str]:
     script and runs for every placement planned."""
     if _QUOTING.search(text) is None:
         return text.split()  # splits at `\s` as the loop below does: no word is quoted
+    if _WORDS.fullmatch(text) is not None:
+        # Every quote is closed: the words are what one scan finds, and only those with a
+        # quote or a backslash need their parts unquoted.
+        return [
+            _unquoted(word) if "'" in word or '"' in word or "\\" in word else word
+            for word in _WORD.findall(text)
+        ]
     words, at = [], _SPACE.match(text).end()  # type: ignore[union-attr]
     while at < len(text):
         found = _WORD.match(text, at)
         if found is None:
             raise ValueError(f"no closing quotation at character {at}")
-        word = found.group()
-        if _QUOTING.search(word) is not None:
-            word = "".join(_unquote(part) for part in _PART.finditer(word))
-        words.append(word)
+        words.append(_unquoted(found.group()))
         at = _SPACE.match(text, found.end()).end()  # type: ignore[union-attr]
     return words
+
+
+def _unquoted(word: str) -> str:
+    """One word's text: `shlex.quote`'s own form (single quotes, each quote inside spelt
+    '"'"') undone by one replace, any other by its parts."""
+    if _QUOTED.fullmatch(word) is not None:
+        return word[1:-1].replace("'\"'\"'", "'")
+    if _QUOTING.search(word) is None:
+        return word
+    return "".join(_unquote(part) for part in _PART.finditer(word))
 
 
 def _unquote(part: re.Match[str]) -> str:
@@ -39,7 +60,8 @@ def _unquote(part: re.Match[str]) -> str:
     if single is not None:
         return single
     if double is not None:
-        return re.sub(r'\\([\\"])', r"\1", double)  # shlex escapes only these in "..."
+        # shlex escapes only these in "..."; most double-quoted parts escape nothing.
+        return _ESCAPED_IN_DOUBLE.sub(r"\1", double) if "\\" in double else double
     return escaped if escaped is not None else plain
 
 

@@ -131,8 +131,17 @@ class _Context:
     state_share: float = field(init=False)
     bandwidth: float = field(init=False)
     compute_rate: float = field(init=False)
-    attention_width: int = field(init=False)
+    attention: int = field(init=False)
+    """A step's attention FLOPs per token and cached position (scores and weighted values)."""
     overhead_s: float = field(init=False)
+    expert_bytes: float = field(init=False)
+    """One routed expert's bytes in one layer (0 for a dense model)."""
+    links: bool = field(init=False)
+    """Whether a step crosses links between the pod's GPUs, with these figures:"""
+    link_bandwidth: float = field(init=False)
+    link_latency_s: float = field(init=False)
+    ring_share: float = field(init=False)
+    """The share of the activations each GPU sends in a ring all-reduce: 2 (n - 1) / n."""
 
     def __post_init__(self) -> None:
         p, shape, engine, arch = self.placement, self.shape, self.engine, self.shape.arch
@@ -142,8 +151,21 @@ class _Context:
         self.state_share = 2 * (arch.state_bytes_per_sequence or 0) / parallel
         self.bandwidth = self.gpu.memory_bandwidth_gb_s * GB
         self.compute_rate = _tensor_tflops(self.gpu, p.precision) * 1e12 * engine.compute_efficiency
-        self.attention_width = _attention_width(arch)
+        layers = arch.full_attention_layers or arch.layers
+        self.attention = 2 * layers * arch.attention_heads * _attention_width(arch)
         self.overhead_s = (engine.step_overhead_us + engine.layer_overhead_us * arch.layers) / 1e6
+        self.expert_bytes = (
+            shape.per_expert * shape.expert_bytes_per_weight if shape.experts else 0.0
+        )
+        # Worked out here, not per step: each estimate takes two or three steps.
+        link = self.link
+        self.links = p.gpu_count > 1 and link is not None
+        if link is not None:
+            self.link_bandwidth = (
+                self.gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
+            )
+            self.link_latency_s = link.collective_latency_us / 1e6
+            self.ring_share = 2 * (p.gpu_count - 1) / p.gpu_count
 
 
 @dataclass(frozen=True)
@@ -315,35 +337,29 @@ def _step(ctx: _Context, tokens: int, streams: int, context: float) -> tuple[flo
     `context` tokens of KV; and whether compute rather than memory bounds it."""
     shape, parallel = ctx.shape, ctx.parallel
     # Under a layer split the GPUs read in turn, so the step reads everything at one GPU's pace.
-    weight_bytes = ctx.shared_bytes + _expert_bytes(shape, ctx.placement, tokens, parallel)
+    weight_bytes = ctx.shared_bytes + (_expert_bytes(ctx, tokens) if shape.experts else 0.0)
     kv_bytes = streams * (context * ctx.kv_per_token + ctx.state_share)
     memory_s = (weight_bytes + kv_bytes) / ctx.bandwidth
     memory_s /= ctx.engine.bandwidth_efficiency
-    attention = _attention_flops(shape.arch, tokens, context, ctx.attention_width)
+    # Scores and weighted values over `context` cached positions, for every token.
+    attention = ctx.attention * context * tokens
     flops = (2 * shape.active * tokens + attention) / parallel
     compute_s = flops / ctx.compute_rate
-    return max(memory_s, compute_s) + ctx.overhead_s + _links(ctx, tokens), compute_s > memory_s
+    links = _links(ctx, tokens) if ctx.links else 0.0
+    return max(memory_s, compute_s) + ctx.overhead_s + links, compute_s > memory_s
 
 
-def _expert_bytes(shape: _Shape, p: Placement, tokens: int, parallel: int) -> float:
+def _expert_bytes(ctx: _Context, tokens: int) -> float:
     """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every touched
     expert, or under expert parallelism the touched experts it owns (the most loaded GPU)."""
-    if not shape.experts:
-        return 0.0
+    shape, parallel = ctx.shape, ctx.parallel
     touched = distinct_experts(shape.experts, shape.used, tokens)
-    per_layer = shape.per_expert * shape.expert_bytes_per_weight
-    if p.expert_parallel and parallel > 1:
+    if ctx.placement.expert_parallel and parallel > 1:
         owned = shape.experts / parallel
         mean = touched / parallel
         busiest = min(owned, touched, mean + math.sqrt(2 * mean * math.log(parallel)))
-        return shape.arch.moe_layers * busiest * per_layer
-    return shape.arch.moe_layers * touched * per_layer / parallel
-
-
-def _attention_flops(arch: Architecture, tokens: int, context: float, width: int) -> float:
-    """Scores and weighted values over `context` cached positions, for every token."""
-    layers = arch.full_attention_layers or arch.layers
-    return 2 * layers * arch.attention_heads * width * context * tokens
+        return shape.arch.moe_layers * busiest * ctx.expert_bytes
+    return shape.arch.moe_layers * touched * ctx.expert_bytes / parallel
 
 
 def _attention_width(arch: Architecture) -> int:
@@ -363,15 +379,10 @@ def _tensor_tflops(gpu: GpuSpeed, precision: WeightFormat) -> float:
 
 def _links(ctx: _Context, tokens: int) -> float:
     """Seconds a step spends on the links between the pod's GPUs."""
-    p, link = ctx.placement, ctx.link
-    if p.gpu_count == 1 or link is None:
-        return 0.0
-    hidden = ctx.shape.arch.hidden_size or 0
-    bandwidth = ctx.gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
-    activations = tokens * hidden * ACTIVATION_BYTES
-    latency = link.collective_latency_us / 1e6
+    p = ctx.placement
+    activations = tokens * (ctx.shape.arch.hidden_size or 0) * ACTIVATION_BYTES
     if p.engine in LAYER_SPLIT_ENGINES:
         # One hand-off of the activations at each boundary between consecutive GPUs.
-        return (p.gpu_count - 1) * (latency + activations / bandwidth)
-    ring = 2 * (p.gpu_count - 1) / p.gpu_count * activations / bandwidth
-    return COLLECTIVES_PER_LAYER * ctx.shape.arch.layers * (latency + ring)
+        return (p.gpu_count - 1) * (ctx.link_latency_s + activations / ctx.link_bandwidth)
+    ring = ctx.ring_share * activations / ctx.link_bandwidth
+    return COLLECTIVES_PER_LAYER * ctx.shape.arch.layers * (ctx.link_latency_s + ring)

@@ -10,12 +10,20 @@ from collections.abc import Iterator
 import pytest
 
 from frutebox_infra.engine_options import EngineOptions
-from frutebox_infra.launch_check import Launch, Refusal, check_launch
+from frutebox_infra.launch_check import (
+    Launch,
+    Refusal,
+    _arguments,
+    _plainly_accepted,
+    _server_words,
+    check_launch,
+)
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import resolve
+from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry, registry, settings, sglang_model
 
 SGLANG = "python3 -m sglang.launch_server --model-path org/m "
@@ -35,6 +43,15 @@ def check(
     options = facts(engine)
     launch = Launch(args, env or {}, health or options.health_path)
     return check_launch(launch, options, entrypoint=entrypoint(engine))
+
+
+def server_words(engine: str, args: str) -> list[str]:
+    """The words `check_launch` reads flags from: after the server's command where the args
+    are the whole command line."""
+    words = split_words(args)
+    if entrypoint(engine) == "none":
+        words = _server_words(words, facts(engine))[0]
+    return words
 
 
 def spec_config(document: str) -> str:
@@ -405,6 +422,11 @@ def test_the_pinned_engine_refuses_and_accepts(
     assert what in refused[0].what
     assert hint in refused[0].accepts + " " + refused[0].fix
     assert check(engine, good_args, good_env) == ()
+    # The one pass that spares the full parse never takes what the full parse refuses.
+    for launch in (args, good_args):
+        words = server_words(engine, launch)
+        if _plainly_accepted(words, facts(engine)):
+            assert list(_arguments(words, facts(engine))) == [], launch
 
 
 @pytest.mark.parametrize("engine", [str(r) for r in RECIPES])
@@ -521,3 +543,50 @@ def test_the_check_sees_the_real_vllm_speculative_config_keys() -> None:
         spec.json_fields
     )
     assert json.dumps("eagle3")[1:-1] in (spec.json_fields["method"].choices or ())
+
+
+PLAIN = [
+    pytest.param("sglang", SGLANG + "--tp-size 2 --enable-hierarchical-cache", True, id="plain"),
+    pytest.param("sglang", SGLANG + "--tp-size=2", False, id="inline-value"),
+    pytest.param("sglang", SGLANG + "--tp 2", False, id="unknown-flag"),
+    pytest.param("sglang", SGLANG + "--tp-size two", False, id="not-a-number"),
+    pytest.param("sglang", SGLANG + "--tp-size", False, id="missing-value"),
+    pytest.param("sglang", SGLANG + "--tp-size --port", False, id="option-as-value"),
+    pytest.param("sglang", SGLANG + "--random-seed -1", True, id="a-negative-number-value"),
+    pytest.param("sglang", SGLANG + "--random-seed -x", False, id="a-dash-word-is-an-option"),
+    pytest.param("sglang", SGLANG + "--kv-cache-dtype fp8_e4m3", True, id="a-choice"),
+    pytest.param("sglang", SGLANG + "--kv-cache-dtype fp9", False, id="not-a-choice"),
+    pytest.param("sglang", SGLANG + "stray", False, id="a-positional-too-many"),
+    pytest.param("vllm", "org/m --max-model-len 4096", True, id="vllm-positional"),
+    pytest.param("vllm", "org/m --max_model_len 4096", True, id="vllm-underscores"),
+    pytest.param("vllm", spec_config('{"method":"eagle3"}'), False, id="json-keys-read-in-full"),
+    pytest.param("comfyui", comfy_script("--listen --port 8188"), True, id="optional-value-none"),
+    pytest.param("comfyui", comfy_script("--listen 0.0.0.0"), True, id="optional-value"),
+]
+
+
+@pytest.mark.parametrize(("engine", "args", "plain"), PLAIN)
+def test_the_one_pass_check_takes_the_launches_recipes_emit(
+    engine: str, args: str, plain: bool
+) -> None:
+    words = server_words(engine, args)
+    assert _plainly_accepted(words, facts(engine)) is plain
+    if plain:
+        assert check(engine, args) == ()
+
+
+def test_every_catalog_launch_but_a_json_config_is_plain() -> None:
+    reg = real_registry()
+    options = ServeOptions(hf_token_configured=True)
+    seen = 0
+    for m in reg.models:
+        resolution = resolve(reg, m.id, options)
+        engine = resolution.engine
+        if engine is None or engine == "ollama" or not resolution.servable:
+            continue
+        for p in resolution.placements:
+            words = server_words(engine, p.pod.args)
+            json_config = any(w.startswith("{") for w in words)
+            assert _plainly_accepted(words, facts(engine)) is not json_config, (m.id, p.label)
+            seen += 1
+    assert seen > 30

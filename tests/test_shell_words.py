@@ -68,3 +68,8 @@ def test_words_join_exactly_as_shlex_joins_them(words: list[str]) -> None:
 def test_join_words_on_both_sides_of_the_plain_path(words: list[str]) -> None:
     assert join_words(words) == shlex.join(words)
     assert split_words(join_words(words)) == words
+
+
+@given(st.lists(st.text(alphabet=" \t\n'\"\\ab$=-", max_size=12), max_size=6))
+def test_what_shlex_joins_splits_back_into_its_words(words: list[str]) -> None:
+    assert split_words(shlex.join(words)) == words

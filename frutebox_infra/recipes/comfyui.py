@@ -18,6 +18,7 @@ from frutebox_infra.recipes.base import (
     version_tuple,
 )
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
+from frutebox_infra.shell_words import join_words
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
 """ComfyUI's --base-directory: models, input, output and user data live on the volume."""
@@ -210,7 +211,7 @@ def launch_script(image: Image, model_id: str) -> str:
             "fi",
             'eval "$FRUTEBOX_PROVISION"',
             'cd "$home"',
-            f'exec "$home/venv/bin/python" {shlex.join(server)}',
+            f'exec "$home/venv/bin/python" {join_words(server)}',
         ]
     )
 

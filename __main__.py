@@ -1,7 +1,6 @@
 """frutebox-infra: a stack's armed models become a weights volume and one GPU pod each."""
-# ruff: noqa: E402 (our imports come after gc.freeze(), below)
+# ruff: noqa: E402 (our imports come after freeze_long_lived(), below)
 
-import gc
 import os
 from pathlib import Path
 
@@ -10,7 +9,9 @@ import pulumi
 # Everything loaded so far (the SDK, gRPC, protobuf) lives until the program exits: frozen,
 # the collector's full passes while our modules load and plan skip it instead of walking it
 # again (one such pass is about a sixth of our start-up on a 2-core machine).
-gc.freeze()
+from frutebox_infra.acyclic import freeze_long_lived
+
+freeze_long_lived()
 
 from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.environment import Environment

@@ -118,7 +118,8 @@ import gc, json, time
 LAZY = {LAZY!r}
 t0 = time.perf_counter()
 import pulumi
-gc.freeze()  # as __main__.py does
+from frutebox_infra.acyclic import freeze_long_lived
+freeze_long_lived()  # as __main__.py does
 t1 = time.perf_counter()
 import pulumi_command.local
 t2 = time.perf_counter()

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from frutebox_infra.acyclic import cycle_collector_paused
+from frutebox_infra import acyclic
+from frutebox_infra.acyclic import cycle_collector_paused, freeze_long_lived
 
 
 @pytest.fixture
@@ -74,9 +75,12 @@ def test_a_cycle_made_inside_is_still_freed_by_a_full_pass(collector: None) -> N
     assert watch() is None
 
 
-def test_objects_the_process_froze_stay_frozen(collector: None) -> None:
+def test_objects_the_process_froze_stay_frozen(
+    collector: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gc.enable()
-    gc.freeze()
+    monkeypatch.setattr(acyclic, "_process_froze", False)  # restored after the test
+    freeze_long_lived()
     try:
         frozen = gc.get_freeze_count()
         assert frozen > 0

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import ServeOptions, Sharing
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.speed import SpeedEstimate
@@ -38,7 +38,7 @@ Cost = tuple[int, int, int]
 (the first two swapped when ranking worst case first)."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class GroupPlacement:
     """One GPU type x count for a whole group, and each member's fit on it."""
 
@@ -56,7 +56,7 @@ class GroupPlacement:
         return f"{self.count}x {self.gpu.name}"
 
 
-@dataclass(frozen=True)
+@positional_record
 class PodGroup:
     """Models served by one pod. `anchor` (the largest member) names the pod, so arming or
     disarming a smaller member updates that pod rather than creating another."""
@@ -95,7 +95,7 @@ class PodGroup:
         return round(self.alone_usd_per_hour - self.usd_per_hour_best, 2)
 
 
-@dataclass(frozen=True)
+@positional_record
 class Member:
     """What grouping needs to know about one planned model."""
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
+from frutebox_infra.record import positional_record
 
 
-@dataclass(frozen=True)
+@positional_record
 class Environment:
     """The Hugging Face token's presence, the speculative-decoding switch and EAGLE3 heads."""
 

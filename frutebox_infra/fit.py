@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Architecture, Gpu
 
 GB = 10**9
@@ -46,7 +47,7 @@ SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class FitRequest:
     """What must fit: weights at the served precision and the serving targets."""
 
@@ -85,7 +86,7 @@ class FitRequest:
     once per count, not once per GPU type (a cache; nothing else changes)."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Fit:
     """The estimate for one placement. Byte counts are per GPU unless named `total`."""
 

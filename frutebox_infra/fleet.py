@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -27,6 +26,7 @@ from frutebox_infra.deploy_requests import (
 )
 from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.record import positional_record
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 
@@ -35,7 +35,7 @@ RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
 command text stays the same on every machine so it never shows up as a diff."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Credentials:
     """Secrets and endpoints for the deploy step; values may be secret Outputs."""
 
@@ -74,7 +74,7 @@ def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
     return stdout.apply(lambda text: json.loads(text) if text else {})
 
 
-@dataclass(frozen=True)
+@positional_record
 class WeightsVolumeArgs:
     request: VolumeRequest
     credentials: Credentials
@@ -133,7 +133,7 @@ class WeightsVolume(pulumi.ComponentResource):
         self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
 
 
-@dataclass(frozen=True)
+@positional_record
 class ModelServerArgs:
     stack: str
     plan: ModelPlan
@@ -241,7 +241,7 @@ class ModelServer(pulumi.ComponentResource):
         )
 
 
-@dataclass(frozen=True)
+@positional_record
 class Fleet:
     volume: WeightsVolume
     servers: Mapping[str, ModelServer]

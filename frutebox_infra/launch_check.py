@@ -15,15 +15,15 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 
 from frutebox_infra.engine_options import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.record import positional_record
 from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
 
-@dataclass(frozen=True)
+@positional_record
 class Refusal:
     """One thing the engine would refuse: what, what it accepts instead, and the fix."""
 
@@ -32,7 +32,7 @@ class Refusal:
     fix: str
 
 
-@dataclass(frozen=True)
+@positional_record
 class Launch:
     """A pod's launch as the planner emits it."""
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from frutebox_infra.launch_check import FACTS_FILE, Launch, Refusal, check_launch
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry
 from frutebox_infra.resolver import PlanProblem, Resolution
 
@@ -21,12 +21,11 @@ def pod_specs(
     if not members:
         return [p.pod for p in candidates]
     return [
-        p.recipe.shared_pod([p.pod, *(m[i].pod for m in members)])
-        for i, p in enumerate(candidates)
+        p.recipe.shared_pod([p.pod, *(m[i].pod for m in members)]) for i, p in enumerate(candidates)
     ]
 
 
-@dataclass(frozen=True)
+@positional_record
 class PodLaunches:
     """One pod as planned: its models (anchor first), the anchor's resolution and the
     candidates of the anchor and of every other member."""

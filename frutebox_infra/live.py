@@ -90,4 +90,3 @@ def live_lines(
     warnings = live_warnings(plan, catalog)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"live: RunPod catalog read {when}: {len(warnings)} warning(s)", warnings
-

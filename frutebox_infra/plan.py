@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cached_property
 
 from frutebox_infra.acyclic import cycle_collector_paused
@@ -11,6 +11,7 @@ from frutebox_infra.colocate import PodGroup, group_pods
 from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
@@ -21,7 +22,7 @@ HOURS_PER_MONTH = 730
 """A month of pods running around the clock, as RunPod bills an always-on pod."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class ModelPlan:
     """One armed model: its resolution, the placement taken, and the allowed fallbacks."""
 
@@ -53,7 +54,7 @@ class ModelPlan:
         return max((p.usd_per_hour for p in self.candidates), default=0.0)
 
 
-@dataclass(frozen=True)
+@positional_record
 class VolumePlan:
     """The stack's weights volume: armed weights plus headroom, never below its current size."""
 
@@ -86,7 +87,7 @@ class VolumePlan:
         return self.current_gb is not None and self.current_gb >= self.size_gb
 
 
-@dataclass(frozen=True)
+@positional_record
 class FleetPlan:
     stack: str
     settings: StackSettings

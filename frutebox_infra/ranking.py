@@ -8,18 +8,19 @@ problem or a report needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 from frutebox_infra.speed_facts import SpeedFacts
 
 
-@dataclass(frozen=True)
+@positional_record
 class Candidate:
     """One GPU type as considered: the smallest count that fits, or why none does."""
 
@@ -30,7 +31,7 @@ class Candidate:
     rejected: str | None
 
 
-@dataclass(frozen=True)
+@positional_record
 class PlacementOption:
     """A placement that can run the model, with the exact pod it would run."""
 
@@ -77,7 +78,7 @@ Ranked = tuple[int, int, float]
 count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Ranking:
     """One model's ranked placements and the GPU types that refuse it, built on demand.
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
 from frutebox_infra.validation import message as validation_message
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
-@dataclass(frozen=True)
+@positional_record
 class RegistryFiles:
     """The YAML texts a registry is built from, keyed by file name (for I/O-free loading)."""
 

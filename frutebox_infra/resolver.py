@@ -7,17 +7,18 @@ reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
 from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, Image, Model, Registry, Runtime
 
 DEFAULT_OPTIONS = ServeOptions()
 
 
-@dataclass(frozen=True)
+@positional_record
 class PlanProblem:
     """A reason preview must fail: which rule, what happened, and what to do."""
 
@@ -29,7 +30,7 @@ class PlanProblem:
         return f"{self.message} [{self.rule}]. Fix: {self.fix}"
 
 
-@dataclass(frozen=True)
+@positional_record
 class Resolution:
     """Everything the planner and reports need about one model, derived once."""
 

@@ -4,12 +4,13 @@ bring-up that buys (pure): one decision per model, made once for the plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import pod_specs
 from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
@@ -29,7 +30,7 @@ from frutebox_infra.settings import StackSettings
 DOWNLOADS = "its GPU pod downloads the weights itself"
 
 
-@dataclass(frozen=True)
+@positional_record
 class ModelSeeding:
     """One model's seed: the job its CPU pod runs, or why its GPU pod downloads instead."""
 
@@ -45,7 +46,7 @@ class ModelSeeding:
         return self.job is not None
 
 
-@dataclass(frozen=True)
+@positional_record
 class Seeding:
     """The stack's seeding: the CPU flavors a seeding pod may take (cheapest first) and
     every placed model's decision, with the first deploy they add up to."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, field, fields
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from frutebox_infra.record import record
+from frutebox_infra.record import positional_record, record
 from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 from frutebox_infra.validation import ALIAS, Check
@@ -457,7 +457,7 @@ class StackSettings:
     """Derived from the secret's presence, never read from the stack file."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class StackKey:
     """What Pulumi.yaml declares about one key, and what our errors say about it."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import (
     Architecture,
     ExpertSplit,
@@ -40,7 +41,7 @@ ACTIVATION_BYTES = 2
 """Activations cross the links in BF16."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Placement:
     """What serves the model: the engine, `gpu_count` x `gpu`, and the weights they hold."""
 
@@ -64,7 +65,7 @@ class Placement:
     """The placement's price, for the cost per output token; None leaves that unknown."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Workload:
     """How the placement is loaded: streams decoding at once, and their lengths in tokens."""
 
@@ -76,7 +77,7 @@ class Workload:
     """With both set, every request's prefill is paid for: the other streams stall meanwhile."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class SpeedEstimate:
     """One placement's speed at its workload, and the cost of an output token at full load."""
 
@@ -91,14 +92,14 @@ class SpeedEstimate:
     assumptions: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@positional_record
 class SpeedUnknown:
     """No estimate: a fact the model needs is not in the registry (never a made-up one)."""
 
     reason: str
 
 
-@dataclass(frozen=True)
+@positional_record
 class _Shape:
     """The weights a step reads, in counts and bytes per weight, from the registry's facts."""
 
@@ -168,7 +169,7 @@ class _Context:
             self.ring_share = 2 * (p.gpu_count - 1) / p.gpu_count
 
 
-@dataclass(frozen=True)
+@positional_record
 class ModelBasis:
     """What every estimate of one model served by one engine at one weights size shares,
     whatever the GPU type and count: the engine's figures, the expert split, and the weights

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Literal
 
-from frutebox_infra.record import record
+from frutebox_infra.record import positional_record, record
 from frutebox_infra.registry_base import Runtime, SpecDecode
 from frutebox_infra.validation import Check
 
@@ -119,7 +119,7 @@ class EngineSpeed:
             )
 
 
-@dataclass(frozen=True)
+@positional_record
 class EngineFigures:
     """An engine's resolved figures, as the speed model uses them."""
 

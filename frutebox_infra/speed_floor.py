@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from frutebox_infra.placement_speed import speed_inputs
 from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.record import positional_record
 from frutebox_infra.resolver import PlanProblem, Resolution
 from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
 from frutebox_infra.speed import (
@@ -29,7 +30,7 @@ from frutebox_infra.speed import (
 )
 
 
-@dataclass(frozen=True)
+@positional_record
 class BelowFloor:
     """A placement refused for its speed, with the figures that refused it."""
 
@@ -52,7 +53,7 @@ class BelowFloor:
         )
 
 
-@dataclass(frozen=True)
+@positional_record
 class SpeedChoice:
     """A model's placements after the floor: taken (chosen first), refused, and unchecked."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import StrEnum
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 VOLUME_PATH = "/workspace"
@@ -28,7 +29,7 @@ class Sharing(StrEnum):
     LARGEST = "largest"
 
 
-@dataclass(frozen=True)
+@positional_record
 class ServeOptions:
     """Per-model serving targets after the stack's overrides; engine-independent."""
 
@@ -45,7 +46,7 @@ class ServeOptions:
     """The request lengths the speed estimate assumes (both or neither)."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class PodSpec:
     """The engine-specific part of a RunPod v2 pod body for one placement."""
 
@@ -68,7 +69,7 @@ class PodSpec:
         return [f"{self.port}/http"]
 
 
-@dataclass(frozen=True)
+@positional_record
 class Serving:
     """How a model is served by one engine, independent of the placement."""
 

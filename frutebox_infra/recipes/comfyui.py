@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -17,6 +16,7 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
 from frutebox_infra.shell_words import join_words
 
@@ -241,7 +241,7 @@ def provisioning_script(model: Model) -> str:
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@positional_record
 class FileSource:
     """One file the recipe stores: where it comes from and the flat name ComfyUI lists."""
 

@@ -10,12 +10,11 @@ experts to divide evenly over the GPUs. A dense model has no such way out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model
 
 
-@dataclass(frozen=True)
+@positional_record
 class Sharding:
     """How `tp` GPUs split a model: plain tensor parallelism, experts per GPU, or not at all."""
 

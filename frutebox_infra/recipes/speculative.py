@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime, SpecDecode
 from frutebox_infra.shell_words import join_words
 
 
-@dataclass(frozen=True)
+@positional_record
 class Speculation:
     """Engine flags for speculative decoding (empty when off) and why it is off, if it is."""
 

@@ -4,9 +4,10 @@ format)` is the one entry, and each view's JSON data carries a `version`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
+
+from frutebox_infra.record import positional_record
 
 V = TypeVar("V")
 
@@ -19,7 +20,7 @@ class Format(StrEnum):
     MARKDOWN = "markdown"
 
 
-@dataclass(frozen=True)
+@positional_record
 class Renderers(Generic[V]):
     """What one view module offers: a terminal table, plain data with stable keys (JSON) and,
     where the view belongs in a pull request or a job summary, Markdown."""

@@ -307,9 +307,7 @@ def model_plan_data(
         "fit": fit_data(m.placement) if m.placement else None,
         "launch": launch_data(m.placement) if m.placement else None,
         "minDecodeTokensPerSecond": m.min_decode_tok_s,
-        "belowFloor": [
-            {**placement_data(b.placement), "text": str(b)} for b in m.below_floor
-        ],
+        "belowFloor": [{**placement_data(b.placement), "text": str(b)} for b in m.below_floor],
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
         "usdPerHourWorst": round(m.usd_per_hour_worst, 2),
         "bringup": model_bringup_data(seeding.of(m.model_id) if seeding else None),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import CpuFlavor
 
 SEED_VCPUS = 2
@@ -47,7 +47,7 @@ SEED_TIMEOUT_SLACK = 2.0
 as failed: half the assumed bandwidth still finishes; a dead link does not bill for hours."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class CpuChoice:
     """The CPU pod that seeds: flavor, vCPUs and its price, USD per hour for the pod."""
 
@@ -57,7 +57,7 @@ class CpuChoice:
     disk_gb: int
 
 
-@dataclass(frozen=True)
+@positional_record
 class NoCpu:
     """Why no CPU pod seeds here; the GPU pods then download their own weights."""
 
@@ -117,7 +117,7 @@ def read_seconds(weights_gb: float, volume_type: str) -> float:
     return weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
 
 
-@dataclass(frozen=True)
+@positional_record
 class Bringup:
     """One model's way to serving on a first deploy, seconds and USD."""
 
@@ -172,7 +172,7 @@ def bringup(
     )
 
 
-@dataclass(frozen=True)
+@positional_record
 class FirstDeploy:
     """A stack's first deploy: each seeded model on a CPU pod of its own (they run side by
     side, each with its own link), then the GPUs."""

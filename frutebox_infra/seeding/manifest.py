@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_sources
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.seeding.protocol import (
     FilesJob,
@@ -39,7 +39,7 @@ HF_FORMAT_SHARDS = ("model*.safetensors", "model.safetensors.index.json")
 """The transformers-format copy that Mistral repos carry beside their own format."""
 
 
-@dataclass(frozen=True)
+@positional_record
 class Unseedable:
     """Why a model's weights cannot be placed by a CPU pod; its GPU pod downloads them."""
 

@@ -57,6 +57,19 @@ def _command(kind: str, action: str) -> str:
     return f"{RUNPOD_COMMAND} {kind} {action}"
 
 
+def _deploy_step(name: str, kind: str, **inputs: Any) -> local.Command:
+    """A resource whose create, update and delete are the deploy step's actions on `kind`,
+    its progress logged on stderr."""
+    return local.Command(
+        name,
+        create=_command(kind, "create"),
+        update=_command(kind, "update"),
+        delete=_command(kind, "delete"),
+        logging=local.Logging.STDERR,
+        **inputs,
+    )
+
+
 SECRET_OUTPUTS = ["stderr"]
 """Secrets by construction, not by a provider's choice (upstream's never makes an output
 secret because an input is): stdout is the step's result JSON (ids, GPU, cost), which the
@@ -101,16 +114,13 @@ class WeightsVolume(pulumi.ComponentResource):
         environment = args.credentials.environment()
         # `update` runs when only the environment changes (a rotated API key): it finds the
         # same volume from the previous output rather than creating a second one.
-        volume = local.Command(
+        volume = _deploy_step(
             f"{name}-volume",
-            create=_command("volume", "create"),
-            update=_command("volume", "update"),
-            delete=_command("volume", "delete"),
+            "volume",
             stdin=request.to_json(),
             environment=environment,
             # The tier is fixed at creation, like the data centre: a change is a new volume.
             triggers=[request.dataCenter, request.type],
-            logging=local.Logging.STDERR,
             opts=_options(parent=self, protect=True, ignore_changes=["stdin"]),
         )
         recorded = _result(volume.stdout)
@@ -197,15 +207,12 @@ class ModelServer(pulumi.ComponentResource):
             args.volume_name,
             f"{plan.placement.count}x {plan.placement.gpu.id}",
         ]
-        command = local.Command(
+        command = _deploy_step(
             f"{name}-pod",
-            create=_command("pod", "create"),
-            update=_command("pod", "update"),
-            delete=_command("pod", "delete"),
+            "pod",
             stdin=stdin,
             environment=args.credentials.environment(),
             triggers=triggers,
-            logging=local.Logging.STDERR,
             opts=_options(parent=self, delete_before_replace=True, depends_on=seeds),
         )
         result = _result(command.stdout)
@@ -223,11 +230,9 @@ class ModelServer(pulumi.ComponentResource):
             lambda ids: seed_request(fleet, model_id, volume_id=ids[0], owner=ids[1]).to_json()
         )
         settings = args.settings
-        return local.Command(
+        return _deploy_step(
             f"{model_id}-seed",
-            create=_command("seed", "create"),
-            update=_command("seed", "update"),
-            delete=_command("seed", "delete"),
+            "seed",
             stdin=stdin,
             environment=args.credentials.environment(),
             # A new volume (its data centre or tier) holds none of the weights: seed again.
@@ -236,7 +241,6 @@ class ModelServer(pulumi.ComponentResource):
                 settings.data_center,
                 settings.volume_type,
             ],
-            logging=local.Logging.STDERR,
             opts=_options(parent=self),
         )
 

@@ -210,8 +210,9 @@ def fewest_gpus(request: FitRequest, gpu: Gpu) -> int:
     """A count of this GPU type below which nothing fits, whatever the engine: every engine
     keeps within the card's memory and every GPU holds at least 1/count of the weights (a
     layer split's most loaded one more), so the weights over the card's memory is a floor.
-    Rounded down, so that float rounding never excludes a count that fits."""
-    return max(1, math.floor(request.weights_gb * GB / (gpu.memory_mib * MIB)))
+    Rounded down (`int` of a positive figure), so that float rounding never excludes a count
+    that fits."""
+    return int(request.weights_gb * GB / (gpu.memory_mib * MIB)) or 1
 
 
 def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
@@ -225,17 +226,34 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
     if arch is None:
         needed, available = _coarse_sizes(request, gpu, count)
         return needed <= available
-    shares = request.shares.get(count)
-    if shares is None:
-        if request.engine is MemoryModel.LLAMACPP:
-            sizes = _layer_sizes(request, arch, gpu, count)[0]
-        else:
-            sizes = _tensor_parallel(request, arch, gpu, count)
-        shares = request.shares[count] = (sizes.weights_per_gpu, sizes.per_sequence)
-    weights, per_sequence = shares
+    weights, per_sequence = count_shares(request, arch, gpu, count)
     pool = _engine_cap(request.engine, _cap_moe(request), request.speculative, gpu.memory_mib,
                        count) - weights  # fmt: skip
     return max(pool, 0.0) / per_sequence >= request.required_sequences
+
+
+def count_shares(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> tuple[float, float]:
+    """Per GPU at `count`, the bytes outside the engine's cap (weights) and one full-context
+    sequence's: the same on every GPU type, so kept in `req.shares` (`gpu` only carries the
+    sizes worked out with them)."""
+    shares = req.shares.get(count)
+    if shares is None:
+        if req.engine is MemoryModel.LLAMACPP:
+            sizes = _layer_sizes(req, arch, gpu, count)[0]
+        else:
+            sizes = _tensor_parallel(req, arch, gpu, count)
+        shares = req.shares[count] = (sizes.weights_per_gpu, sizes.per_sequence)
+    return shares
+
+
+def cap_key(req: FitRequest) -> tuple[MemoryModel, bool, bool]:
+    """What the engine's cap on a card depends on besides the card and the count."""
+    return req.engine, _cap_moe(req), req.speculative
+
+
+def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) -> tuple[float, ...]:
+    """`engine_cap_bytes` at every count from 1 to `top` on a card (index = count; 0 unused)."""
+    return (0.0, *(_engine_cap(*key, memory_mib, count) for count in range(1, top + 1)))
 
 
 @dataclass(slots=True)

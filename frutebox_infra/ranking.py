@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import field
 from functools import cached_property
 
+from frutebox_infra.count_search import gpu_price as gpu_price  # the planner's, re-exported
+from frutebox_infra.count_search import gpu_table, smallest_count
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
@@ -202,7 +204,13 @@ class Ranking:
         return Candidate(gpu, top, round(price * top, 2), None, problem)
 
     def _request(self, gpu: Gpu) -> FitRequest:
-        return _request(self.requests, self.model, self.recipe, self.serving, self.options, gpu)
+        """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
+        dtype = self.recipe.kv_dtype_bytes(gpu)
+        request = self.requests.get(dtype)
+        if request is None:
+            request = self.requests[dtype] = request_at(self.model, self.serving, self.options,
+                                                        dtype)  # fmt: skip
+        return request
 
 
 def rank(
@@ -217,40 +225,32 @@ def rank(
     gpu_count: int | None = None,
 ) -> Ranking:
     """Per GPU type (only `gpu_id` when set) the smallest count (only `gpu_count` when set)
-    that fits, cheapest first."""
+    that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
     # is the same on every GPU type: worked out once per model, not per GPU type.
     counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
-    allowed = tuple(c for c in counts if recipe.count_problem(model, c) is None)
+    allowed = recipe.allowed_counts(model, counts)
+    table = gpu_table(registry)
+    kv_bytes = table.kv_bytes(recipe)
     requests: dict[int, FitRequest] = {}
-    ranked: list[Ranked] = []
-    for index, gpu in enumerate(registry.gpus):
+    caps_by_dtype: dict[int, tuple[tuple[float, ...], ...]] = {}
+    keyed: list[tuple[float, int, int, int]] = []
+    for index, gpu, top, usd in table.rows(cloud, image, serving.require_fp8):
         if gpu_id is not None and gpu.id != gpu_id:
             continue
-        price = gpu_price(gpu, cloud)
-        if price is None or _gpu_refusal(serving, image, gpu) is not None:
-            continue
-        request = _request(requests, model, recipe, serving, options, gpu)
-        count = _smallest_count(request, gpu, allowed, _top_count(registry, gpu))
+        dtype = kv_bytes[index]
+        if dtype in requests:
+            request, caps = requests[dtype], caps_by_dtype[dtype]
+        else:
+            request = requests[dtype] = request_at(model, serving, options, dtype)
+            caps = caps_by_dtype[dtype] = table.caps(request)
+        count = smallest_count(request, gpu, caps[index], allowed, top)
         if count is not None:
-            ranked.append((index, count, round(price * count, 2)))
-    gpus = registry.gpus
-    ranked.sort(key=lambda r: (r[2], gpus[r[0]].vram_gb * r[1]))
-    return Ranking(tuple(ranked), cloud, gpu_id, registry, model, recipe, image, serving,
-                   options, allowed, gpu_count, requests)  # fmt: skip
-
-
-def _smallest_count(
-    request: FitRequest, gpu: Gpu, allowed: tuple[int, ...], top: int
-) -> int | None:
-    """The smallest allowed count up to `top` that fits, asking each only whether it fits."""
-    fewest = fewest_gpus(request, gpu)
-    for count in allowed:
-        if count > top:
-            return None
-        if count >= fewest and fits(request, gpu, count):
-            return count
-    return None
+            keyed.append((usd[count], gpu.vram_gb * count, index, count))
+    keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
+    ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
+    return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
+                   allowed, gpu_count, requests)  # fmt: skip
 
 
 def _top_count(registry: Registry, gpu: Gpu) -> int:
@@ -264,22 +264,6 @@ def _gpu_refusal(serving: Serving, image: Image, gpu: Gpu) -> str | None:
     return None if image.drives(gpu) else image_gpu_problem(image, gpu)
 
 
-def _request(
-    requests: dict[int, FitRequest],
-    model: Model,
-    recipe: Recipe,
-    serving: Serving,
-    options: ServeOptions,
-    gpu: Gpu,
-) -> FitRequest:
-    """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
-    dtype = recipe.kv_dtype_bytes(gpu)
-    request = requests.get(dtype)
-    if request is None:
-        request = requests[dtype] = fit_request(model, recipe, serving, options, gpu)
-    return request
-
-
 def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
     """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
     if image.drives(gpu):
@@ -290,24 +274,25 @@ def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
     )
 
 
-def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
-    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
-    prices = gpu.price_usd_per_hour
-    return prices.secure if cloud is Cloud.SECURE else prices.community
-
-
 def fit_request(
     model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
 ) -> FitRequest:
     """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
+    return request_at(model, serving, options, recipe.kv_dtype_bytes(gpu))
+
+
+def request_at(
+    model: Model, serving: Serving, options: ServeOptions, kv_dtype_bytes: int
+) -> FitRequest:
+    """What must fit where the engine caches KV at `kv_dtype_bytes` per element."""
     return FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
+        serving.memory_model,
+        serving.weights_vram_gb,
+        serving.context_tokens,
+        serving.concurrency,
+        options.min_sequences,
+        kv_dtype_bytes,
+        model.architecture,
+        serving.static_allocation,
+        serving.speculative,
     )

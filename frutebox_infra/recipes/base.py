@@ -142,6 +142,14 @@ class Recipe(ABC):
             return f"below the model's minimum of {model.min_gpus} GPUs"
         return None
 
+    def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
+        """The `counts` without a `count_problem`, in their order: what a search may try."""
+        allowed = []
+        for count in counts:
+            if self.count_problem(model, count) is None:
+                allowed.append(count)
+        return tuple(allowed)
+
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         """Bytes per cached KV element as this engine is launched on `gpu`."""
         return 2

@@ -1,0 +1,133 @@
+"""The count search's inner loop: per GPU type the smallest count that fits, over a registry's
+GPU types worked out once.
+
+Every model of a stack is searched against the same GPU types, so what depends only on them,
+the cloud, the image and the engine (which types have a price and run the image, their $/h
+at each count, the engine's memory cap at each count, the KV precision on each) is kept per
+registry in a `GpuTable` and only the model's own arithmetic is done per model. The table
+holds nothing taken from a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from frutebox_infra.fit import (
+    FitRequest,
+    MemoryModel,
+    cap_key,
+    card_caps,
+    count_shares,
+    fewest_gpus,
+    fits,
+)
+from frutebox_infra.recipes import Recipe
+from frutebox_infra.registry import Cloud, Gpu, Image, Registry
+
+
+class GpuRow(NamedTuple):
+    """One GPU type as the search reads it."""
+
+    position: int
+    """Its index in the registry's `gpus`."""
+    gpu: Gpu
+    top: int
+    """The most of it one pod may have: its own cap and the registry's."""
+    usd: tuple[float, ...]
+    """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+
+
+class GpuTable:
+    """A registry's GPU types as the count search reads them: each view made on first use."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.gpus = registry.gpus
+        self.tops = tuple(min(g.max_count, registry.max_gpus_per_pod) for g in self.gpus)
+        self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
+        self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
+        self._kv_bytes: dict[Recipe, tuple[int, ...]] = {}
+
+    def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
+        """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
+        where `fp8_only`), in the registry's order: those the search asks to fit."""
+        key = cloud, image.gpu_architectures, fp8_only
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = tuple(
+                GpuRow(i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1))))
+                for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
+                if (price := gpu_price(gpu, cloud)) is not None
+                and (gpu.fp8 or not fp8_only)
+                and image.drives(gpu)
+            )
+        return rows
+
+    def caps(self, request: FitRequest) -> tuple[tuple[float, ...], ...]:
+        """Per GPU type, the bytes per GPU the request's engine lets weights and KV cache use
+        at each count (`engine_cap_bytes`; index = count)."""
+        key = cap_key(request)
+        caps = self._caps.get(key)
+        if caps is None:
+            tops = zip(self.gpus, self.tops, strict=True)
+            caps = self._caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
+        return caps
+
+    def kv_bytes(self, recipe: Recipe) -> tuple[int, ...]:
+        """Per GPU type, the bytes per KV element `recipe`'s engine caches there."""
+        found = self._kv_bytes.get(recipe)
+        if found is None:
+            found = self._kv_bytes[recipe] = tuple(recipe.kv_dtype_bytes(g) for g in self.gpus)
+        return found
+
+
+_last: tuple[Registry, GpuTable] | None = None
+"""The table of the registry planned last: one registry plans every model of a stack."""
+
+
+def gpu_table(registry: Registry) -> GpuTable:
+    """`registry`'s table, made once while the same registry is asked for (by identity: a
+    registry never changes once built)."""
+    global _last
+    if _last is None or _last[0] is not registry:
+        _last = registry, GpuTable(registry)
+    return _last[1]
+
+
+def smallest_count(
+    request: FitRequest, gpu: Gpu, caps: tuple[float, ...], allowed: Sequence[int], top: int
+) -> int | None:
+    """The smallest of `allowed` (ascending) up to `top` at which `request` fits on `gpu`:
+    what `fits` says of each count in turn, with the engine's cap per count taken from
+    `caps` (index = count). Counts below `fewest_gpus` are not asked."""
+    fewest = fewest_gpus(request, gpu)
+    arch = request.architecture
+    if arch is None or request.engine is MemoryModel.DIFFUSION:
+        for count in allowed:
+            if count > top:
+                return None
+            if count >= fewest and fits(request, gpu, count):
+                return count
+        return None
+    required = request.required_sequences
+    shares = request.shares
+    for count in allowed:
+        if count > top:
+            return None
+        if count < fewest:
+            continue
+        if count in shares:
+            weights, per_sequence = shares[count]
+        else:
+            weights, per_sequence = count_shares(request, arch, gpu, count)
+        pool = caps[count] - weights
+        # `fits`'s test, on the cap it would work out.
+        if (pool if pool > 0.0 else 0.0) / per_sequence >= required:
+            return count
+    return None
+
+
+def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
+    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
+    prices = gpu.price_usd_per_hour
+    return prices.secure if cloud is Cloud.SECURE else prices.community

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from frutebox_infra.fit import (
+    GB,
+    MIB,
     FitRequest,
     MemoryModel,
     cap_key,
     card_caps,
-    count_shares,
+    count_share,
     fewest_gpus,
     fits,
 )
@@ -100,15 +102,16 @@ def smallest_count(
     """The smallest of `allowed` (ascending) up to `top` at which `request` fits on `gpu`:
     what `fits` says of each count in turn, with the engine's cap per count taken from
     `caps` (index = count). Counts below `fewest_gpus` are not asked."""
-    fewest = fewest_gpus(request, gpu)
     arch = request.architecture
     if arch is None or request.engine is MemoryModel.DIFFUSION:
+        fewest = fewest_gpus(request, gpu)
         for count in allowed:
             if count > top:
                 return None
             if count >= fewest and fits(request, gpu, count):
                 return count
         return None
+    fewest = int(request.weights_gb * GB / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
     required = request.required_sequences
     shares = request.shares
     for count in allowed:
@@ -116,13 +119,10 @@ def smallest_count(
             return None
         if count < fewest:
             continue
-        if count in shares:
-            weights, per_sequence = shares[count]
-        else:
-            weights, per_sequence = count_shares(request, arch, gpu, count)
-        pool = caps[count] - weights
+        share = shares[count] if count in shares else count_share(request, arch, count)
+        pool = caps[count] - share.weights_per_gpu
         # `fits`'s test, on the cap it would work out.
-        if (pool if pool > 0.0 else 0.0) / per_sequence >= required:
+        if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
             return count
     return None
 

@@ -21,7 +21,6 @@ from frutebox_infra.fit import (
     cap_key,
     card_caps,
     count_share,
-    fewest_gpus,
     fits,
 )
 from frutebox_infra.recipes import Recipe
@@ -48,7 +47,9 @@ class GpuTable:
         self.tops = tuple(min(g.max_count, registry.max_gpus_per_pod) for g in self.gpus)
         self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
         self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
-        self._kv_bytes: dict[Recipe, tuple[int, ...]] = {}
+        self._groups: dict[
+            tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[tuple[int, tuple[GpuRow, ...]], ...]
+        ] = {}
 
     def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
         """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
@@ -75,12 +76,19 @@ class GpuTable:
             caps = self._caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
         return caps
 
-    def kv_bytes(self, recipe: Recipe) -> tuple[int, ...]:
-        """Per GPU type, the bytes per KV element `recipe`'s engine caches there."""
-        found = self._kv_bytes.get(recipe)
-        if found is None:
-            found = self._kv_bytes[recipe] = tuple(recipe.kv_dtype_bytes(g) for g in self.gpus)
-        return found
+    def by_kv_bytes(
+        self, recipe: Recipe, cloud: Cloud, image: Image, fp8_only: bool
+    ) -> tuple[tuple[int, tuple[GpuRow, ...]], ...]:
+        """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
+        fit request per group), each group in the registry's order."""
+        key = recipe, cloud, image.gpu_architectures, fp8_only
+        groups = self._groups.get(key)
+        if groups is None:
+            grouped: dict[int, list[GpuRow]] = {}
+            for row in self.rows(cloud, image, fp8_only):
+                grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
+            groups = self._groups[key] = tuple((k, tuple(rows)) for k, rows in grouped.items())
+        return groups
 
 
 _last: tuple[Registry, GpuTable] | None = None
@@ -96,35 +104,51 @@ def gpu_table(registry: Registry) -> GpuTable:
     return _last[1]
 
 
-def smallest_count(
-    request: FitRequest, gpu: Gpu, caps: tuple[float, ...], allowed: Sequence[int], top: int
-) -> int | None:
-    """The smallest of `allowed` (ascending) up to `top` at which `request` fits on `gpu`:
-    what `fits` says of each count in turn, with the engine's cap per count taken from
-    `caps` (index = count). Counts below `fewest_gpus` are not asked."""
+Fitting = tuple[float, int, int, int]
+"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
+type's position in the registry's `gpus`, and the count."""
+
+
+def smallest_counts(
+    request: FitRequest,
+    rows: Sequence[GpuRow],
+    caps: Sequence[tuple[float, ...]],
+    allowed: Sequence[int],
+) -> list[Fitting]:
+    """Per GPU type of `rows`, the smallest of `allowed` (ascending) up to its top at which
+    `request` fits, if one does: what `fits` says of each count in turn, with the engine's cap
+    per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked.
+
+    One call per fit request, not per GPU type: the loop is the search's hot path."""
+    found: list[Fitting] = []
     arch = request.architecture
     if arch is None or request.engine is MemoryModel.DIFFUSION:
-        fewest = fewest_gpus(request, gpu)
-        for count in allowed:
-            if count > top:
-                return None
-            if count >= fewest and fits(request, gpu, count):
-                return count
-        return None
-    fewest = int(request.weights_gb * GB / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        for position, gpu, top, usd in rows:
+            for count in allowed:
+                if count > top:
+                    break
+                if fits(request, gpu, count):
+                    found.append((usd[count], gpu.vram_gb * count, position, count))
+                    break
+        return found
+    weights_bytes = request.weights_gb * GB
     required = request.required_sequences
     shares = request.shares
-    for count in allowed:
-        if count > top:
-            return None
-        if count < fewest:
-            continue
-        share = shares[count] if count in shares else count_share(request, arch, count)
-        pool = caps[count] - share.weights_per_gpu
-        # `fits`'s test, on the cap it would work out.
-        if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
-            return count
-    return None
+    for position, gpu, top, usd in rows:
+        fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        by_count = caps[position]
+        for count in allowed:
+            if count > top:
+                break
+            if count < fewest:
+                continue
+            share = shares[count] if count in shares else count_share(request, arch, count)
+            pool = by_count[count] - share.weights_per_gpu
+            # `fits`'s test, on the cap it would work out.
+            if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
+                found.append((usd[count], gpu.vram_gb * count, position, count))
+                break
+    return found
 
 
 def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import field
 from functools import cached_property
 
+from frutebox_infra.count_search import Fitting, gpu_table, smallest_counts
 from frutebox_infra.count_search import gpu_price as gpu_price  # the planner's, re-exported
-from frutebox_infra.count_search import gpu_table, smallest_count
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
@@ -231,22 +231,15 @@ def rank(
     counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
     allowed = recipe.allowed_counts(model, counts)
     table = gpu_table(registry)
-    kv_bytes = table.kv_bytes(recipe)
     requests: dict[int, FitRequest] = {}
-    caps_by_dtype: dict[int, tuple[tuple[float, ...], ...]] = {}
-    keyed: list[tuple[float, int, int, int]] = []
-    for index, gpu, top, usd in table.rows(cloud, image, serving.require_fp8):
-        if gpu_id is not None and gpu.id != gpu_id:
-            continue
-        dtype = kv_bytes[index]
-        if dtype in requests:
-            request, caps = requests[dtype], caps_by_dtype[dtype]
-        else:
-            request = requests[dtype] = request_at(model, serving, options, dtype)
-            caps = caps_by_dtype[dtype] = table.caps(request)
-        count = smallest_count(request, gpu, caps[index], allowed, top)
-        if count is not None:
-            keyed.append((usd[count], gpu.vram_gb * count, index, count))
+    keyed: list[Fitting] = []
+    for dtype, rows in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
+        if gpu_id is not None:
+            rows = tuple(row for row in rows if row.gpu.id == gpu_id)
+            if not rows:
+                continue
+        request = requests[dtype] = request_at(model, serving, options, dtype)
+        keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
     ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from frutebox_infra.count_search import GpuTable, gpu_price, gpu_table, smallest_count
+from frutebox_infra.count_search import GpuRow, GpuTable, gpu_price, gpu_table, smallest_counts
 from frutebox_infra.fit import FitRequest, MemoryModel, engine_cap_bytes, estimate
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.registry import Architecture, Cloud, Gpu, Image, Runtime
@@ -92,10 +92,23 @@ def test_caps_are_the_engines_cap_at_every_count(
         assert by_count[1:] == tuple(engine_cap_bytes(req, card, n) for n in range(1, top + 1))
 
 
-@pytest.mark.parametrize("runtime", [Runtime.SGLANG, Runtime.VLLM, Runtime.LLAMACPP])
-def test_kv_bytes_are_the_recipes_on_each_type(runtime: Runtime) -> None:
+@pytest.mark.parametrize(
+    ("runtime", "fp8_only", "groups"),
+    [
+        pytest.param(Runtime.SGLANG, False, {1: ["AMPERE", "HOPPER", "UNKNOWN"]}, id="sglang"),
+        pytest.param(Runtime.VLLM, False, {2: ["AMPERE", "UNKNOWN"], 1: ["HOPPER"]}, id="vllm"),
+        pytest.param(Runtime.VLLM, True, {1: ["HOPPER"]}, id="vllm-fp8-cards-only"),
+        pytest.param(Runtime.LLAMACPP, False, {2: ["AMPERE", "HOPPER", "UNKNOWN"]}, id="llamacpp"),
+    ],
+)
+def test_rows_are_grouped_by_the_recipes_kv_precision_on_each_type(
+    runtime: Runtime, fp8_only: bool, groups: dict[int, list[str]]
+) -> None:
     recipe = RECIPES[runtime]
-    assert table().kv_bytes(recipe) == tuple(recipe.kv_dtype_bytes(g) for g in CARDS)
+    found = table().by_kv_bytes(recipe, Cloud.SECURE, image(), fp8_only)
+    assert {k: [row.gpu.id for row in rows] for k, rows in found} == groups
+    for dtype, rows in found:
+        assert all(recipe.kv_dtype_bytes(row.gpu) == dtype for row in rows)
 
 
 def test_one_table_per_registry_while_the_same_registry_is_planned() -> None:
@@ -133,22 +146,30 @@ SEARCHED = [
 ALLOWED = [(1, 2, 3, 4, 5, 6, 7, 8), (1, 2, 4, 8), (2, 4), (1,)]
 
 
+def row_of(card: Gpu, top: int) -> GpuRow:
+    return GpuRow(CARDS.index(card), card, top, tuple(float(n) for n in range(top + 1)))
+
+
 @pytest.mark.parametrize("req", SEARCHED)
 def test_the_smallest_count_is_the_first_the_estimate_says_fits(req: FitRequest) -> None:
     search = table()
-    caps = search.caps(req)
-    for card, top, by_count in zip(CARDS, search.tops, caps, strict=True):
-        for allowed in ALLOWED:
-            found = smallest_count(req, card, by_count, allowed, top)
-            assert found == first_fitting(req, card, allowed, top), (card.id, allowed)
+    rows = [row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True)]
+    for allowed in ALLOWED:
+        found = smallest_counts(req, rows, search.caps(req), allowed)
+        expected = [(row.gpu, first_fitting(req, row.gpu, allowed, row.top)) for row in rows]
+        assert [(CARDS[position], count) for _, _, position, count in found] == [
+            (card, count) for card, count in expected if count is not None
+        ], allowed
+        assert all(usd == count and vram == CARDS[p].vram_gb * count
+                   for usd, vram, p, count in found)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("top", "expected"),
-    [pytest.param(4, 4, id="at-the-top"), pytest.param(3, None, id="above-the-top")],
+    [pytest.param(4, [4], id="at-the-top"), pytest.param(3, [], id="above-the-top")],
 )
-def test_no_count_above_the_top_is_asked(top: int, expected: int | None) -> None:
+def test_no_count_above_the_top_is_asked(top: int, expected: list[int]) -> None:
     req = request(MemoryModel.VLLM, weights_gb=200.0)  # more than 2 x 80 GB
-    caps = table().caps(req)[1]
     assert first_fitting(req, HOPPER, (1, 2, 4, 8), 8) == 4
-    assert smallest_count(req, HOPPER, caps, (1, 2, 4, 8), top) == expected
+    found = smallest_counts(req, [row_of(HOPPER, top)], table().caps(req), (1, 2, 4, 8))
+    assert [count for *_, count in found] == expected

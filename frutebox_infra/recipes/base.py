@@ -230,7 +230,7 @@ def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
+    return tuple(map(int, version.split(".")))
 
 
 def is_power_of_two(n: int) -> bool:

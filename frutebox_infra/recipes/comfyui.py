@@ -154,7 +154,7 @@ class ComfyUI(Recipe):
         return self.pod_spec(
             model,
             image,
-            shlex.join(["bash", "-c", launch_script(image, model.id)]),
+            f"bash -c {shlex.quote(launch_script(image, model.id))}",  # shlex.join's text
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )

@@ -192,7 +192,9 @@ class Recipe(ABC):
         notes: tuple[str, ...] = (),
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
-        """A pod of this engine's image: caches on the volume, the token only where gated."""
+        """A pod of this engine's image: caches on the volume, the token only where gated.
+        `args` is RunPod's one args string: the words joined by `join_words`, so that
+        shell-style splitting restores them."""
         return PodSpec(
             image=image.reference,
             args=args,
@@ -224,9 +226,7 @@ class Recipe(ABC):
 
 def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The image's cache directories on the volume, plus engine-specific variables."""
-    env = dict(image.cache_env)
-    env.update(extra or {})
-    return env
+    return {**image.cache_env, **extra} if extra else dict(image.cache_env)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -6,7 +6,6 @@ import json
 
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime, SpecDecode
-from frutebox_infra.shell_words import join_words
 
 
 @positional_record
@@ -79,8 +78,3 @@ def _sglang(algorithm: str, draft: str, steps: int) -> tuple[str, ...]:
 def _vllm(config: dict[str, object], steps: int) -> tuple[str, ...]:
     config = {**config, "num_speculative_tokens": steps}
     return ("--speculative-config", json.dumps(config, separators=(",", ":")))
-
-
-def join_args(words: tuple[str, ...] | list[str]) -> str:
-    """RunPod takes one args string; quote each word so shell-style splitting restores it."""
-    return join_words(words)

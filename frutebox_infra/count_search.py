@@ -1,11 +1,10 @@
-"""The count search's inner loop: per GPU type the smallest count that fits, over a registry's
-GPU types worked out once.
+"""The count search's hot loop: per GPU type the smallest count that fits, off a GPU table.
 
 Every model of a stack is searched against the same GPU types, so what depends only on them,
 the cloud, the image and the engine (which types have a price and run the image, their $/h
 at each count, the engine's memory cap at each count, the KV precision on each) is kept per
-registry in a `GpuTable` and only the model's own arithmetic is done per model. The table
-holds nothing taken from a model.
+registry in a `GpuTable` and only the model's own arithmetic is done per model, in one call
+per fit request. The table holds nothing taken from a model.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ class GpuRow(NamedTuple):
     """Its index in the registry's `gpus`."""
     gpu: Gpu
     top: int
-    """The most of it one pod may have: its own cap and the registry's."""
+    """The most of it one pod may have (`top_count`)."""
     usd: tuple[float, ...]
     """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
 
@@ -44,7 +43,7 @@ class GpuTable:
 
     def __init__(self, registry: Registry) -> None:
         self.gpus = registry.gpus
-        self.tops = tuple(min(g.max_count, registry.max_gpus_per_pod) for g in self.gpus)
+        self.tops = tuple(top_count(registry, g) for g in self.gpus)
         self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
         self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
         self._groups: dict[
@@ -61,8 +60,7 @@ class GpuTable:
                 GpuRow(i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1))))
                 for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
                 if (price := gpu_price(gpu, cloud)) is not None
-                and (gpu.fp8 or not fp8_only)
-                and image.drives(gpu)
+                and gpu_refusal(image, gpu, fp8_only=fp8_only) is None
             )
         return rows
 
@@ -117,9 +115,7 @@ def smallest_counts(
 ) -> list[Fitting]:
     """Per GPU type of `rows`, the smallest of `allowed` (ascending) up to its top at which
     `request` fits, if one does: what `fits` says of each count in turn, with the engine's cap
-    per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked.
-
-    One call per fit request, not per GPU type: the loop is the search's hot path."""
+    per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked."""
     found: list[Fitting] = []
     arch = request.architecture
     if arch is None or request.engine is MemoryModel.DIFFUSION:
@@ -155,3 +151,26 @@ def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
     """USD per GPU per hour in `cloud`; None where no price was ever observed."""
     prices = gpu.price_usd_per_hour
     return prices.secure if cloud is Cloud.SECURE else prices.community
+
+
+def top_count(registry: Registry, gpu: Gpu) -> int:
+    """The most GPUs of a type one pod may have: the type's own cap and the registry's."""
+    return min(gpu.max_count, registry.max_gpus_per_pod)
+
+
+def gpu_refusal(image: Image, gpu: Gpu, *, fp8_only: bool) -> str | None:
+    """Why no count of `gpu` can serve, before any fit: FP8 weights (`fp8_only`), the image's
+    kernels."""
+    if fp8_only and not gpu.fp8:
+        return "FP8 checkpoint needs a native-FP8 GPU"
+    return image_gpu_problem(image, gpu)
+
+
+def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
+    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
+    if image.drives(gpu):
+        return None
+    return (
+        f"image {image.reference} has no kernels for {gpu.architecture}"
+        f" (it runs on {', '.join(image.gpu_architectures)})"
+    )

@@ -11,8 +11,15 @@ from __future__ import annotations
 from dataclasses import field
 from functools import cached_property
 
-from frutebox_infra.count_search import Fitting, gpu_table, smallest_counts
+from frutebox_infra.count_search import (
+    Fitting,
+    gpu_refusal,
+    gpu_table,
+    smallest_counts,
+    top_count,
+)
 from frutebox_infra.count_search import gpu_price as gpu_price  # the planner's, re-exported
+from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem  # and this
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
@@ -159,7 +166,7 @@ class Ranking:
         gpu = self.registry.gpus[gpu_index]
         price = gpu_price(gpu, self.cloud) or 0.0  # ranked: its price is recorded
         request = self._request(gpu)
-        top = _top_count(self.registry, gpu)
+        top = top_count(self.registry, gpu)
         fewest = fewest_gpus(request, gpu)
         for more in self.allowed_counts:
             if more > top:
@@ -190,10 +197,10 @@ class Ranking:
         price = gpu_price(gpu, self.cloud)
         if price is None:
             return Candidate(gpu, None, None, None, f"no {self.cloud} price recorded")
-        refused = _gpu_refusal(self.serving, self.image, gpu)
+        refused = gpu_refusal(self.image, gpu, fp8_only=self.serving.require_fp8)
         if refused is not None:
             return Candidate(gpu, None, None, None, refused)
-        top = _top_count(self.registry, gpu)  # >= 1: both caps are at least 1
+        top = top_count(self.registry, gpu)  # >= 1: both caps are at least 1
         allowed = [c for c in self.allowed_counts if c <= top]
         if self.pinned_count is not None and self.pinned_count > top:
             return Candidate(gpu, None, None, None, f"at most {top} per pod")
@@ -244,27 +251,6 @@ def rank(
     ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
                    allowed, gpu_count, requests)  # fmt: skip
-
-
-def _top_count(registry: Registry, gpu: Gpu) -> int:
-    return min(gpu.max_count, registry.max_gpus_per_pod)
-
-
-def _gpu_refusal(serving: Serving, image: Image, gpu: Gpu) -> str | None:
-    """Why no count of `gpu` can serve, before any fit: FP8 weights, the image's kernels."""
-    if serving.require_fp8 and not gpu.fp8:
-        return "FP8 checkpoint needs a native-FP8 GPU"
-    return None if image.drives(gpu) else image_gpu_problem(image, gpu)
-
-
-def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
-    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
-    if image.drives(gpu):
-        return None
-    return (
-        f"image {image.reference} has no kernels for {gpu.architecture}"
-        f" (it runs on {', '.join(image.gpu_architectures)})"
-    )
 
 
 def fit_request(

@@ -6,7 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from frutebox_infra.count_search import GpuRow, GpuTable, gpu_price, gpu_table, smallest_counts
+from frutebox_infra.count_search import (
+    GpuRow,
+    GpuTable,
+    gpu_price,
+    gpu_refusal,
+    gpu_table,
+    smallest_counts,
+    top_count,
+)
 from frutebox_infra.fit import FitRequest, MemoryModel, engine_cap_bytes, estimate
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.registry import Architecture, Cloud, Gpu, Image, Runtime
@@ -109,6 +117,35 @@ def test_rows_are_grouped_by_the_recipes_kv_precision_on_each_type(
     assert {k: [row.gpu.id for row in rows] for k, rows in found} == groups
     for dtype, rows in found:
         assert all(recipe.kv_dtype_bytes(row.gpu) == dtype for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("card", "architectures", "fp8_only", "refused"),
+    [
+        pytest.param(HOPPER, (), True, None, id="fp8-card-for-fp8-weights"),
+        pytest.param(AMPERE, (), True, "FP8 checkpoint needs a native-FP8 GPU", id="no-fp8"),
+        pytest.param(AMPERE, (), False, None, id="no-fp8-needed"),
+        pytest.param(AMPERE, ("sm_90",), False, "has no kernels for sm_86", id="no-kernels"),
+        pytest.param(UNKNOWN, ("sm_90",), False, None, id="unknown-architecture-is-no-refusal"),
+    ],
+)
+def test_a_gpu_type_is_refused_before_any_fit_for_fp8_weights_or_the_images_kernels(
+    card: Gpu, architectures: tuple[str, ...], fp8_only: bool, refused: str | None
+) -> None:
+    found = gpu_refusal(image(*architectures), card, fp8_only=fp8_only)
+    if refused is None:
+        assert found is None
+    else:
+        assert found is not None and refused in found
+
+
+@pytest.mark.parametrize(
+    ("max_count", "per_pod", "top"),
+    [pytest.param(2, 8, 2, id="the-type-caps"), pytest.param(8, 4, 4, id="the-pod-caps")],
+)
+def test_the_top_count_is_the_lower_of_the_two_caps(max_count: int, per_pod: int, top: int) -> None:
+    reg = registry(gpus=CARDS, max_gpus_per_pod=per_pod)
+    assert top_count(reg, gpu(max_count=max_count)) == top
 
 
 def test_one_table_per_registry_while_the_same_registry_is_planned() -> None:

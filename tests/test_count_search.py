@@ -18,19 +18,8 @@ from frutebox_infra.count_search import (
 from frutebox_infra.fit import FitRequest, MemoryModel, engine_cap_bytes, estimate
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.registry import Architecture, Cloud, Gpu, Image, Runtime
-from tests.factories import gpu, gqa, real_images, real_registry, registry
-
-QWEN3_8B = gqa(layers=36, heads=32, kv_heads=8, head_dim=128)
-HYBRID = Architecture(
-    attention="hybrid",
-    layers=64,
-    attention_heads=24,
-    kv_heads=4,
-    head_dim=256,
-    full_attention_layers=16,
-    state_bytes_per_sequence=150 * 2**20,
-    source="test",
-)
+from tests.factories import gpu, real_images, real_registry, registry
+from tests.test_fit import QWEN3_8B, QWEN36_27B
 
 AMPERE = replace(
     gpu("AMPERE", vram_gb=48, fp8=False, secure=0.5, community=0.3), architecture="sm_86"
@@ -85,7 +74,7 @@ def test_a_row_prices_every_count_up_to_its_top(max_gpus_per_pod: int, tops: lis
     ("engine", "arch", "speculative"),
     [
         pytest.param(MemoryModel.SGLANG, QWEN3_8B, True, id="sglang-speculative"),
-        pytest.param(MemoryModel.VLLM, HYBRID, False, id="vllm-dense"),
+        pytest.param(MemoryModel.VLLM, QWEN36_27B, False, id="vllm-dense"),
         pytest.param(MemoryModel.VLLM, None, False, id="vllm-unknown-arch-as-moe"),
         pytest.param(MemoryModel.LLAMACPP, QWEN3_8B, False, id="llamacpp"),
     ],
@@ -177,7 +166,7 @@ SEARCHED = [
                          min_sequences=seqs), id=f"{engine}-{w:g}gb-{name}-{seqs}seq")
     for engine in MemoryModel
     for w in (1.0, 15.99, 40.0, 79.9, 150.0, 600.0)
-    for name, arch in (("gqa", QWEN3_8B), ("hybrid", HYBRID), ("coarse", None))
+    for name, arch in (("gqa", QWEN3_8B), ("hybrid", QWEN36_27B), ("coarse", None))
     for seqs in (1, 8)
 ]  # fmt: skip
 ALLOWED = [(1, 2, 3, 4, 5, 6, 7, 8), (1, 2, 4, 8), (2, 4), (1,)]

@@ -18,8 +18,10 @@ from frutebox_infra.count_search import (
     smallest_counts,
     top_count,
 )
-from frutebox_infra.count_search import gpu_price as gpu_price  # the planner's, re-exported
-from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem  # and this
+
+# The price and kernel rules live with the search; the planner's other modules read them here.
+from frutebox_infra.count_search import gpu_price as gpu_price
+from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe

@@ -78,11 +78,10 @@ class FitRequest:
         arch = self.architecture
         return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
 
-    shares: dict[int, tuple[float, float]] = field(
+    shares: dict[int, CountShare] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    """Per GPU count, the bytes per GPU outside the engine's cap (weights) and one
-    full-context sequence's: what `fits` asks of every GPU type at that count, worked out
+    """Per GPU count, what every GPU type shares at that count (`count_share`): worked out
     once per count, not once per GPU type (a cache; nothing else changes)."""
 
 
@@ -210,8 +209,9 @@ def fewest_gpus(request: FitRequest, gpu: Gpu) -> int:
     """A count of this GPU type below which nothing fits, whatever the engine: every engine
     keeps within the card's memory and every GPU holds at least 1/count of the weights (a
     layer split's most loaded one more), so the weights over the card's memory is a floor.
-    Rounded down, so that float rounding never excludes a count that fits."""
-    return max(1, math.floor(request.weights_gb * GB / (gpu.memory_mib * MIB)))
+    Rounded down (`int` of a positive figure), so that float rounding never excludes a count
+    that fits."""
+    return int(request.weights_gb * GB / (gpu.memory_mib * MIB)) or 1
 
 
 def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
@@ -225,24 +225,52 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
     if arch is None:
         needed, available = _coarse_sizes(request, gpu, count)
         return needed <= available
-    shares = request.shares.get(count)
-    if shares is None:
-        if request.engine is MemoryModel.LLAMACPP:
-            sizes = _layer_sizes(request, arch, gpu, count)[0]
-        else:
-            sizes = _tensor_parallel(request, arch, gpu, count)
-        shares = request.shares[count] = (sizes.weights_per_gpu, sizes.per_sequence)
-    weights, per_sequence = shares
+    share = count_share(request, arch, count)
     pool = _engine_cap(request.engine, _cap_moe(request), request.speculative, gpu.memory_mib,
-                       count) - weights  # fmt: skip
-    return max(pool, 0.0) / per_sequence >= request.required_sequences
+                       count) - share.weights_per_gpu  # fmt: skip
+    return max(pool, 0.0) / share.per_sequence >= request.required_sequences
+
+
+def cap_key(req: FitRequest) -> tuple[MemoryModel, bool, bool]:
+    """What the engine's cap on a card depends on besides the card and the count."""
+    return req.engine, _cap_moe(req), req.speculative
+
+
+def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) -> tuple[float, ...]:
+    """`engine_cap_bytes` at every count from 1 to `top` on a card (index = count; 0 unused)."""
+    return (0.0, *(_engine_cap(*key, memory_mib, count) for count in range(1, top + 1)))
+
+
+@dataclass(slots=True)
+class CountShare:
+    """Per GPU at one count, in bytes, what is the same on every GPU type: the weights and
+    cache of a rank (a layer split's most loaded GPU). Worked out once per request and count
+    (`FitRequest.shares`) for every search and estimate; never changed, so not frozen
+    (freezing costs a call per field at construction)."""
+
+    weights_per_gpu: float
+    per_sequence: float
+    """Pool bytes one full-context sequence uses up (KV, state, or their share)."""
+    per_token: int
+    kv_divisor: float
+    """The pool over this is the KV cache's part of it."""
+    worst_layers: int | None = None
+    """Layer-split engines: the layers on the most loaded GPU."""
+
+
+def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
+    """`req`'s share per GPU at `count`, worked out on first use and kept in `req.shares`."""
+    share = req.shares.get(count)
+    if share is None:
+        split = req.engine is MemoryModel.LLAMACPP
+        share = req.shares[count] = (_layer_share if split else _tp_share)(req, arch, count)
+    return share
 
 
 @dataclass(slots=True)
 class _Sizes:
-    """Per GPU, in bytes: what an exact estimate weighs before its verdict. Made for every
-    GPU count a search passes and never changed, so not frozen (freezing costs a call per
-    field at construction)."""
+    """Per GPU, in bytes: what an exact estimate weighs before its verdict (not frozen, as
+    `CountShare`)."""
 
     weights_per_gpu: float
     budget: float
@@ -253,15 +281,8 @@ class _Sizes:
     kv_pool: float
 
 
-def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> _Sizes:
+def _tp_share(req: FitRequest, arch: Architecture, tp: int) -> CountShare:
     weights_per_gpu = req.weights_gb * GB / tp
-    pool = engine_cap_bytes(req, gpu, tp) - weights_per_gpu
-    # The budget shown is what the engine sizes from: SGLang's fraction of free memory,
-    # vLLM's utilization cap (its activation reserve then comes out of the pool).
-    if req.engine is MemoryModel.VLLM:
-        budget = gpu.memory_mib * MIB * VLLM_GPU_MEMORY_UTILIZATION
-    else:
-        budget = pool + weights_per_gpu
     per_token = kv_bytes_per_token(arch, tp, req.kv_dtype_bytes)
     state = _state_per_rank(arch, tp)
     kv_sequence = per_token * req.context_tokens
@@ -270,28 +291,47 @@ def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> 
         # sequence costs whichever share it runs out of first, scaled to the whole pool.
         r = SGLANG_MAMBA_FULL_MEMORY_RATIO
         per_sequence = max(kv_sequence * (1 + r), state * (1 + r) / r)
-        kv_pool = pool / (1 + r)
+        return CountShare(weights_per_gpu, per_sequence, per_token, 1 + r)
+    return CountShare(weights_per_gpu, kv_sequence + state, per_token, 1.0)
+
+
+def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> _Sizes:
+    share = count_share(req, arch, tp)
+    weights_per_gpu = share.weights_per_gpu
+    pool = engine_cap_bytes(req, gpu, tp) - weights_per_gpu
+    # The budget shown is what the engine sizes from: SGLang's fraction of free memory,
+    # vLLM's utilization cap (its activation reserve then comes out of the pool).
+    if req.engine is MemoryModel.VLLM:
+        budget = gpu.memory_mib * MIB * VLLM_GPU_MEMORY_UTILIZATION
     else:
-        per_sequence = kv_sequence + state
-        kv_pool = pool
-    return _Sizes(weights_per_gpu, budget, per_token, pool, per_sequence, kv_pool)
+        budget = pool + weights_per_gpu
+    kv_pool = pool / share.kv_divisor
+    return _Sizes(weights_per_gpu, budget, share.per_token, pool, share.per_sequence, kv_pool)
 
 
-def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> tuple[_Sizes, int]:
+def _layer_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     """llama.cpp and Ollama place whole layers per GPU, each layer's KV with it.
 
     The most loaded GPU holds ceil(layers / count) layers; it alone decides the fit, since
-    nothing spills to another card. Returns its sizes and its number of layers.
+    nothing spills to another card.
     """
     worst_layers = math.ceil(arch.layers / count)
     share = worst_layers / arch.layers
     weights = req.weights_gb * GB * share
-    budget = engine_cap_bytes(req, gpu, count)
     per_token_all, state_all = req.unsharded_cache_bytes
     per_token = math.ceil(per_token_all * share)
     per_sequence = per_token * req.context_tokens + math.ceil(state_all * share)
-    pool = budget - weights
-    return _Sizes(weights, budget, per_token, pool, per_sequence, pool), worst_layers
+    return CountShare(weights, per_sequence, per_token, 1.0, worst_layers)
+
+
+def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> tuple[_Sizes, int]:
+    """The most loaded GPU's sizes and its number of layers."""
+    share = count_share(req, arch, count)
+    budget = engine_cap_bytes(req, gpu, count)
+    pool = budget - share.weights_per_gpu
+    sizes = _Sizes(share.weights_per_gpu, budget, share.per_token, pool, share.per_sequence, pool)
+    assert share.worst_layers is not None
+    return sizes, share.worst_layers
 
 
 def _layer_split(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> Fit:

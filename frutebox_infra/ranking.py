@@ -11,6 +11,17 @@ from __future__ import annotations
 from dataclasses import field
 from functools import cached_property
 
+from frutebox_infra.count_search import (
+    Fitting,
+    gpu_refusal,
+    gpu_table,
+    smallest_counts,
+    top_count,
+)
+
+# The price and kernel rules live with the search; the planner's other modules read them here.
+from frutebox_infra.count_search import gpu_price as gpu_price
+from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem
 from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
@@ -157,7 +168,7 @@ class Ranking:
         gpu = self.registry.gpus[gpu_index]
         price = gpu_price(gpu, self.cloud) or 0.0  # ranked: its price is recorded
         request = self._request(gpu)
-        top = _top_count(self.registry, gpu)
+        top = top_count(self.registry, gpu)
         fewest = fewest_gpus(request, gpu)
         for more in self.allowed_counts:
             if more > top:
@@ -188,10 +199,10 @@ class Ranking:
         price = gpu_price(gpu, self.cloud)
         if price is None:
             return Candidate(gpu, None, None, None, f"no {self.cloud} price recorded")
-        refused = _gpu_refusal(self.serving, self.image, gpu)
+        refused = gpu_refusal(self.image, gpu, fp8_only=self.serving.require_fp8)
         if refused is not None:
             return Candidate(gpu, None, None, None, refused)
-        top = _top_count(self.registry, gpu)  # >= 1: both caps are at least 1
+        top = top_count(self.registry, gpu)  # >= 1: both caps are at least 1
         allowed = [c for c in self.allowed_counts if c <= top]
         if self.pinned_count is not None and self.pinned_count > top:
             return Candidate(gpu, None, None, None, f"at most {top} per pod")
@@ -202,7 +213,13 @@ class Ranking:
         return Candidate(gpu, top, round(price * top, 2), None, problem)
 
     def _request(self, gpu: Gpu) -> FitRequest:
-        return _request(self.requests, self.model, self.recipe, self.serving, self.options, gpu)
+        """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
+        dtype = self.recipe.kv_dtype_bytes(gpu)
+        request = self.requests.get(dtype)
+        if request is None:
+            request = self.requests[dtype] = request_at(self.model, self.serving, self.options,
+                                                        dtype)  # fmt: skip
+        return request
 
 
 def rank(
@@ -217,97 +234,46 @@ def rank(
     gpu_count: int | None = None,
 ) -> Ranking:
     """Per GPU type (only `gpu_id` when set) the smallest count (only `gpu_count` when set)
-    that fits, cheapest first."""
+    that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
     # is the same on every GPU type: worked out once per model, not per GPU type.
     counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
-    allowed = tuple(c for c in counts if recipe.count_problem(model, c) is None)
+    allowed = recipe.allowed_counts(model, counts)
+    table = gpu_table(registry)
     requests: dict[int, FitRequest] = {}
-    ranked: list[Ranked] = []
-    for index, gpu in enumerate(registry.gpus):
-        if gpu_id is not None and gpu.id != gpu_id:
-            continue
-        price = gpu_price(gpu, cloud)
-        if price is None or _gpu_refusal(serving, image, gpu) is not None:
-            continue
-        request = _request(requests, model, recipe, serving, options, gpu)
-        count = _smallest_count(request, gpu, allowed, _top_count(registry, gpu))
-        if count is not None:
-            ranked.append((index, count, round(price * count, 2)))
-    gpus = registry.gpus
-    ranked.sort(key=lambda r: (r[2], gpus[r[0]].vram_gb * r[1]))
-    return Ranking(tuple(ranked), cloud, gpu_id, registry, model, recipe, image, serving,
-                   options, allowed, gpu_count, requests)  # fmt: skip
-
-
-def _smallest_count(
-    request: FitRequest, gpu: Gpu, allowed: tuple[int, ...], top: int
-) -> int | None:
-    """The smallest allowed count up to `top` that fits, asking each only whether it fits."""
-    fewest = fewest_gpus(request, gpu)
-    for count in allowed:
-        if count > top:
-            return None
-        if count >= fewest and fits(request, gpu, count):
-            return count
-    return None
-
-
-def _top_count(registry: Registry, gpu: Gpu) -> int:
-    return min(gpu.max_count, registry.max_gpus_per_pod)
-
-
-def _gpu_refusal(serving: Serving, image: Image, gpu: Gpu) -> str | None:
-    """Why no count of `gpu` can serve, before any fit: FP8 weights, the image's kernels."""
-    if serving.require_fp8 and not gpu.fp8:
-        return "FP8 checkpoint needs a native-FP8 GPU"
-    return None if image.drives(gpu) else image_gpu_problem(image, gpu)
-
-
-def _request(
-    requests: dict[int, FitRequest],
-    model: Model,
-    recipe: Recipe,
-    serving: Serving,
-    options: ServeOptions,
-    gpu: Gpu,
-) -> FitRequest:
-    """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
-    dtype = recipe.kv_dtype_bytes(gpu)
-    request = requests.get(dtype)
-    if request is None:
-        request = requests[dtype] = fit_request(model, recipe, serving, options, gpu)
-    return request
-
-
-def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
-    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
-    if image.drives(gpu):
-        return None
-    return (
-        f"image {image.reference} has no kernels for {gpu.architecture}"
-        f" (it runs on {', '.join(image.gpu_architectures)})"
-    )
-
-
-def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
-    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
-    prices = gpu.price_usd_per_hour
-    return prices.secure if cloud is Cloud.SECURE else prices.community
+    keyed: list[Fitting] = []
+    for dtype, rows in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
+        if gpu_id is not None:
+            rows = tuple(row for row in rows if row.gpu.id == gpu_id)
+            if not rows:
+                continue
+        request = requests[dtype] = request_at(model, serving, options, dtype)
+        keyed += smallest_counts(request, rows, table.caps(request), allowed)
+    keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
+    ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
+    return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
+                   allowed, gpu_count, requests)  # fmt: skip
 
 
 def fit_request(
     model: Model, recipe: Recipe, serving: Serving, options: ServeOptions, gpu: Gpu
 ) -> FitRequest:
     """What must fit on `gpu`: the engine's memory model and KV precision on that card."""
+    return request_at(model, serving, options, recipe.kv_dtype_bytes(gpu))
+
+
+def request_at(
+    model: Model, serving: Serving, options: ServeOptions, kv_dtype_bytes: int
+) -> FitRequest:
+    """What must fit where the engine caches KV at `kv_dtype_bytes` per element."""
     return FitRequest(
-        engine=serving.memory_model,
-        weights_gb=serving.weights_vram_gb,
-        context_tokens=serving.context_tokens,
-        configured_sequences=serving.concurrency,
-        min_sequences=options.min_sequences,
-        kv_dtype_bytes=recipe.kv_dtype_bytes(gpu),
-        architecture=model.architecture,
-        static_allocation=serving.static_allocation,
-        speculative=serving.speculative,
+        serving.memory_model,
+        serving.weights_vram_gb,
+        serving.context_tokens,
+        serving.concurrency,
+        options.min_sequences,
+        kv_dtype_bytes,
+        model.architecture,
+        serving.static_allocation,
+        serving.speculative,
     )

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit", "launch_check"),
     ("speed",),
     ("recipes",),
-    ("placement_speed",),
+    ("placement_speed", "count_search"),
     ("ranking",),
     ("resolver", "settings", "seeding", "environment"),
     ("registry_cache", "registry_files", "stack_file", "endpoints"),

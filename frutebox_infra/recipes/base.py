@@ -142,6 +142,14 @@ class Recipe(ABC):
             return f"below the model's minimum of {model.min_gpus} GPUs"
         return None
 
+    def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
+        """The `counts` without a `count_problem`, in their order: what a search may try."""
+        allowed = []
+        for count in counts:
+            if self.count_problem(model, count) is None:
+                allowed.append(count)
+        return tuple(allowed)
+
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         """Bytes per cached KV element as this engine is launched on `gpu`."""
         return 2
@@ -184,7 +192,9 @@ class Recipe(ABC):
         notes: tuple[str, ...] = (),
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
-        """A pod of this engine's image: caches on the volume, the token only where gated."""
+        """A pod of this engine's image: caches on the volume, the token only where gated.
+        `args` is RunPod's one args string: the words joined by `join_words`, so that
+        shell-style splitting restores them."""
         return PodSpec(
             image=image.reference,
             args=args,
@@ -216,13 +226,11 @@ class Recipe(ABC):
 
 def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The image's cache directories on the volume, plus engine-specific variables."""
-    env = dict(image.cache_env)
-    env.update(extra or {})
-    return env
+    return {**image.cache_env, **extra} if extra else dict(image.cache_env)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
+    return tuple(map(int, version.split(".")))
 
 
 def is_power_of_two(n: int) -> bool:

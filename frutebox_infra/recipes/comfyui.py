@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections.abc import Sequence
+from functools import lru_cache
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -17,7 +18,7 @@ from frutebox_infra.recipes.base import (
     version_tuple,
 )
 from frutebox_infra.record import positional_record
-from frutebox_infra.registry import ComfyRecipe, Gpu, Image, Model, Runtime
+from frutebox_infra.registry import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
 from frutebox_infra.shell_words import join_words
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
@@ -31,8 +32,6 @@ INSTALL_ROOT = f"{VOLUME_PATH}/comfyui"
 
 SOURCE_TARBALL = "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v{version}.tar.gz"
 """ComfyUI's release tarball (the repository moved from comfyanonymous/ComfyUI to Comfy-Org)."""
-
-HF_RESOLVE = "https://huggingface.co/{repo}/resolve/{revision}/{path}"
 
 # The image (an official PyTorch runtime image) has python but neither curl nor git, so
 # downloads are Python's own. The token goes only to the URL asked for, never to the CDN a
@@ -152,7 +151,7 @@ class ComfyUI(Recipe):
         return self.pod_spec(
             model,
             image,
-            shlex.join(["bash", "-c", launch_script(image, model.id)]),
+            f"bash -c {shlex.quote(launch_script(image, model.id))}",  # shlex.join's text
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
@@ -186,9 +185,6 @@ def launch_script(image: Image, model_id: str) -> str:
     by several servers, would lock or corrupt).
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    version = image.engine_version
-    home = f"{INSTALL_ROOT}/{version}"
-    tarball = SOURCE_TARBALL.format(version=version)
     server = [
         *("main.py", "--listen", "0.0.0.0", "--port", str(image.port)),
         *("--base-directory", COMFY_BASE),
@@ -196,6 +192,16 @@ def launch_script(image: Image, model_id: str) -> str:
         *("--temp-directory", "/tmp/comfyui"),
         *("--database-url", "sqlite:///:memory:"),
     ]
+    exec_server = f'exec "$home/venv/bin/python" {join_words(server)}'
+    return f"{_install_script(image.engine_version)}\n{exec_server}"
+
+
+@lru_cache(maxsize=8)
+def _install_script(version: str) -> str:
+    """The launch up to the server's exec: the same for every model of one ComfyUI release
+    (worked out once per release, not once per pod)."""
+    home = f"{INSTALL_ROOT}/{version}"
+    tarball = SOURCE_TARBALL.format(version=version)
     return "\n".join(
         [
             "set -eo pipefail",
@@ -211,7 +217,6 @@ def launch_script(image: Image, model_id: str) -> str:
             "fi",
             'eval "$FRUTEBOX_PROVISION"',
             'cd "$home"',
-            f'exec "$home/venv/bin/python" {join_words(server)}',
         ]
     )
 
@@ -234,11 +239,16 @@ def provisioning_script(model: Model) -> str:
     arrive never reaches a healthy server and the deploy step terminates the pod.
     """
     lines = [_FETCH_FUNCTION]
-    for file in file_sources(model):
-        url = HF_RESOLVE.format(repo=file.repo, revision=file.revision, path=file.path)
+    for file, repo, revision, _ in _origins(model):
+        url = hf_resolve_url(repo, revision, file.path)
         target = f"{MODELS_DIR}/{file.folder}"
         lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)
+
+
+def hf_resolve_url(repo: str, revision: str, path: str) -> str:
+    """Where Hugging Face serves one file of a repo at a revision."""
+    return f"https://huggingface.co/{repo}/resolve/{revision}/{path}"
 
 
 @positional_record
@@ -259,26 +269,30 @@ class FileSource:
 
 
 def file_sources(model: Model) -> tuple[FileSource, ...]:
-    """Each file's repo and revision: the recipe's repackaging (or the model's own repo) at
-    its pinned revision; a file from another repository is that repository's main."""
+    """Each file the recipe stores, with the repo and revision it comes from."""
+    return tuple(
+        FileSource(repo, revision, file.path, file.folder, file.stored_name, gated)
+        for file, repo, revision, gated in _origins(model)
+    )
+
+
+def _origins(model: Model) -> list[tuple[ComfyFile, str, str, bool]]:
+    """Each file with its repo, revision and gate: the recipe's repackaging (or the model's
+    own repo) at its pinned revision; a file from another repository is that repository's
+    main, and not behind the recipe's gate. Plain tuples: every pod's provisioning reads them."""
     recipe = _recipe(model)
     assert recipe is not None and model.source is not None
     repo = recipe.repo or model.source.hf_repo
     assert repo is not None, "a ComfyUI recipe needs a repo or the model's hf_repo"
     revision = recipe.revision or model.source.revision or "main"
     gated = recipe.gated if recipe.repo is not None else model.source.gated
-    return tuple(
-        FileSource(
-            repo=file.repo or repo,
-            revision=file.revision or ("main" if file.repo else revision),
-            path=file.path,
-            folder=file.folder,
-            stored_name=file.stored_name,
-            # A file from another repository is that repository's: not the recipe's gate.
-            gated=False if file.repo else gated,
-        )
-        for file in recipe.files
-    )
+    origins = []
+    for file in recipe.files:
+        if file.repo:
+            origins.append((file, file.repo, file.revision or "main", False))
+        else:
+            origins.append((file, repo, file.revision or revision, gated))
+    return origins
 
 
 def _recipe(model: Model) -> ComfyRecipe | None:

@@ -11,8 +11,8 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.shell_words import join_words
 
 
 class LlamaCpp(Recipe):
@@ -91,7 +91,7 @@ class LlamaCpp(Recipe):
         notes: tuple[str, ...] = ()
         if gguf.revision:
             notes = (f"-hf takes no revision: {gguf.revision} documents what was tested",)
-        return self.pod_spec(model, image, join_args(words), notes=notes)
+        return self.pod_spec(model, image, join_words(words), notes=notes)
 
 
 def _gguf(model: Model) -> GgufSource | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
-from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
+from frutebox_infra.shell_words import join_words
 
 
 class SGLang(TensorParallelRecipe):
@@ -41,4 +41,4 @@ class SGLang(TensorParallelRecipe):
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags
-        return self.pod_spec(model, image, join_args(words))
+        return self.pod_spec(model, image, join_words(words))

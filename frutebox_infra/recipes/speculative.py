@@ -6,7 +6,6 @@ import json
 
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime, SpecDecode
-from frutebox_infra.shell_words import join_words
 
 
 @positional_record
@@ -21,6 +20,10 @@ class Speculation:
         return bool(self.flags)
 
 
+OFF = Speculation()
+"""No flags and nothing to say: what most models get."""
+
+
 def eagle3_env_name(model_id: str) -> str:
     """`FRUTEBOX_EAGLE3_HEAD_<ID>`: the id upper-cased, `-` and `.` as `_`."""
     return "FRUTEBOX_EAGLE3_HEAD_" + model_id.upper().replace("-", "_").replace(".", "_")
@@ -32,12 +35,12 @@ def speculation(
     """Flags only for a method the engine can run with the pieces we have; otherwise say why."""
     method = model.speed.spec_decode
     if method is SpecDecode.NONE:
-        return Speculation()
+        return OFF
     if not enabled:
         return Speculation(note="speculative decoding off (FRUTEBOX_SPEC_DECODE=false)")
     if engine not in (Runtime.SGLANG, Runtime.VLLM) or method is SpecDecode.MTP:
         # llama.cpp and MTP heads need no flag: the target model drafts for itself.
-        return Speculation()
+        return OFF
     steps = model.speed.K
     if method is SpecDecode.DRAFT:
         draft = model.speed.draft_model
@@ -79,8 +82,3 @@ def _sglang(algorithm: str, draft: str, steps: int) -> tuple[str, ...]:
 def _vllm(config: dict[str, object], steps: int) -> tuple[str, ...]:
     config = {**config, "num_speculative_tokens": steps}
     return ("--speculative-config", json.dumps(config, separators=(",", ":")))
-
-
-def join_args(words: tuple[str, ...] | list[str]) -> str:
-    """RunPod takes one args string; quote each word so shell-style splitting restores it."""
-    return join_words(words)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
@@ -73,6 +74,10 @@ class TensorParallelRecipe(Recipe):
 
     def expert_parallel(self, model: Model, count: int) -> bool:
         return sharding(model, count).expert_parallel
+
+    def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
+        # Only a power of two can be the degree: the other counts need no problem worked out.
+        return super().allowed_counts(model, [c for c in counts if c & (c - 1) == 0])
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return (

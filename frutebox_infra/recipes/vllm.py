@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
-from frutebox_infra.recipes.speculative import join_args
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
+from frutebox_infra.shell_words import join_words
 
 
 class VLLM(TensorParallelRecipe):
@@ -43,4 +43,4 @@ class VLLM(TensorParallelRecipe):
             words += ["--reasoning-parser", parser]
         words += model.engine_args.get(self.runtime, ())
         words += serving.spec_flags
-        return self.pod_spec(model, image, join_args(words))
+        return self.pod_spec(model, image, join_words(words))

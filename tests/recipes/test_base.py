@@ -99,3 +99,24 @@ def test_a_seeded_pod_reads_offline_where_its_engine_would_download(
         assert seeded.secret_env == ()  # offline, no token is ever sent
     else:
         assert seeded == pod
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        pytest.param(range(1, 9), id="every-count"),
+        pytest.param((3,), id="a-pinned-count-no-engine-may-take"),
+        pytest.param((2,), id="a-pinned-count"),
+        pytest.param((), id="none"),
+    ],
+)
+@pytest.mark.parametrize("runtime", sorted(RECIPES))
+def test_the_allowed_counts_are_those_without_a_count_problem(
+    runtime: Runtime, counts: range | tuple[int, ...]
+) -> None:
+    recipe = RECIPES[runtime]
+    models = [m for m in real_registry().models if recipe.missing(m) is None]
+    assert models, runtime
+    for m in models:
+        expected = tuple(n for n in counts if recipe.count_problem(m, n) is None)
+        assert recipe.allowed_counts(m, counts) == expected, m.id

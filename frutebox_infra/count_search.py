@@ -1,0 +1,176 @@
+"""The count search's hot loop: per GPU type the smallest count that fits, off a GPU table.
+
+Every model of a stack is searched against the same GPU types, so what depends only on them,
+the cloud, the image and the engine (which types have a price and run the image, their $/h
+at each count, the engine's memory cap at each count, the KV precision on each) is kept per
+registry in a `GpuTable` and only the model's own arithmetic is done per model, in one call
+per fit request. The table holds nothing taken from a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from frutebox_infra.fit import (
+    GB,
+    MIB,
+    FitRequest,
+    MemoryModel,
+    cap_key,
+    card_caps,
+    count_share,
+    fits,
+)
+from frutebox_infra.recipes import Recipe
+from frutebox_infra.registry import Cloud, Gpu, Image, Registry
+
+
+class GpuRow(NamedTuple):
+    """One GPU type as the search reads it."""
+
+    position: int
+    """Its index in the registry's `gpus`."""
+    gpu: Gpu
+    top: int
+    """The most of it one pod may have (`top_count`)."""
+    usd: tuple[float, ...]
+    """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+
+
+class GpuTable:
+    """A registry's GPU types as the count search reads them: each view made on first use."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.gpus = registry.gpus
+        self.tops = tuple(top_count(registry, g) for g in self.gpus)
+        self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
+        self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
+        self._groups: dict[
+            tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[tuple[int, tuple[GpuRow, ...]], ...]
+        ] = {}
+
+    def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
+        """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
+        where `fp8_only`), in the registry's order: those the search asks to fit."""
+        key = cloud, image.gpu_architectures, fp8_only
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = tuple(
+                GpuRow(i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1))))
+                for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
+                if (price := gpu_price(gpu, cloud)) is not None
+                and gpu_refusal(image, gpu, fp8_only=fp8_only) is None
+            )
+        return rows
+
+    def caps(self, request: FitRequest) -> tuple[tuple[float, ...], ...]:
+        """Per GPU type, the bytes per GPU the request's engine lets weights and KV cache use
+        at each count (`engine_cap_bytes`; index = count)."""
+        key = cap_key(request)
+        caps = self._caps.get(key)
+        if caps is None:
+            tops = zip(self.gpus, self.tops, strict=True)
+            caps = self._caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
+        return caps
+
+    def by_kv_bytes(
+        self, recipe: Recipe, cloud: Cloud, image: Image, fp8_only: bool
+    ) -> tuple[tuple[int, tuple[GpuRow, ...]], ...]:
+        """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
+        fit request per group), each group in the registry's order."""
+        key = recipe, cloud, image.gpu_architectures, fp8_only
+        groups = self._groups.get(key)
+        if groups is None:
+            grouped: dict[int, list[GpuRow]] = {}
+            for row in self.rows(cloud, image, fp8_only):
+                grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
+            groups = self._groups[key] = tuple((k, tuple(rows)) for k, rows in grouped.items())
+        return groups
+
+
+_last: tuple[Registry, GpuTable] | None = None
+"""The table of the registry planned last: one registry plans every model of a stack."""
+
+
+def gpu_table(registry: Registry) -> GpuTable:
+    """`registry`'s table, made once while the same registry is asked for (by identity: a
+    registry never changes once built)."""
+    global _last
+    if _last is None or _last[0] is not registry:
+        _last = registry, GpuTable(registry)
+    return _last[1]
+
+
+Fitting = tuple[float, int, int, int]
+"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
+type's position in the registry's `gpus`, and the count."""
+
+
+def smallest_counts(
+    request: FitRequest,
+    rows: Sequence[GpuRow],
+    caps: Sequence[tuple[float, ...]],
+    allowed: Sequence[int],
+) -> list[Fitting]:
+    """Per GPU type of `rows`, the smallest of `allowed` (ascending) up to its top at which
+    `request` fits, if one does: what `fits` says of each count in turn, with the engine's cap
+    per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked."""
+    found: list[Fitting] = []
+    arch = request.architecture
+    if arch is None or request.engine is MemoryModel.DIFFUSION:
+        for position, gpu, top, usd in rows:
+            for count in allowed:
+                if count > top:
+                    break
+                if fits(request, gpu, count):
+                    found.append((usd[count], gpu.vram_gb * count, position, count))
+                    break
+        return found
+    weights_bytes = request.weights_gb * GB
+    required = request.required_sequences
+    shares = request.shares
+    for position, gpu, top, usd in rows:
+        fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        by_count = caps[position]
+        for count in allowed:
+            if count > top:
+                break
+            if count < fewest:
+                continue
+            share = shares[count] if count in shares else count_share(request, arch, count)
+            pool = by_count[count] - share.weights_per_gpu
+            # `fits`'s test, on the cap it would work out.
+            if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
+                found.append((usd[count], gpu.vram_gb * count, position, count))
+                break
+    return found
+
+
+def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
+    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
+    prices = gpu.price_usd_per_hour
+    return prices.secure if cloud is Cloud.SECURE else prices.community
+
+
+def top_count(registry: Registry, gpu: Gpu) -> int:
+    """The most GPUs of a type one pod may have: the type's own cap and the registry's."""
+    return min(gpu.max_count, registry.max_gpus_per_pod)
+
+
+def gpu_refusal(image: Image, gpu: Gpu, *, fp8_only: bool) -> str | None:
+    """Why no count of `gpu` can serve, before any fit: FP8 weights (`fp8_only`), the image's
+    kernels."""
+    if fp8_only and not gpu.fp8:
+        return "FP8 checkpoint needs a native-FP8 GPU"
+    return image_gpu_problem(image, gpu)
+
+
+def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
+    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
+    if image.drives(gpu):
+        return None
+    return (
+        f"image {image.reference} has no kernels for {gpu.architecture}"
+        f" (it runs on {', '.join(image.gpu_architectures)})"
+    )

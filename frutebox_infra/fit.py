@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import Architecture, Gpu
 
 GB = 10**9
@@ -238,7 +238,7 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
     return max(pool, 0.0) / per_sequence >= request.required_sequences
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Sizes:
     """Per GPU, in bytes: what an exact estimate weighs before its verdict. Made for every
     GPU count a search passes and never changed, so not frozen (freezing costs a call per

@@ -24,6 +24,7 @@ import sys
 import types
 import typing
 from dataclasses import MISSING, Field, FrozenInstanceError, field
+from functools import cache
 from typing import Any, TypeVar, dataclass_transform
 
 from frutebox_infra.record_code import CODE
@@ -35,6 +36,7 @@ _FIELD_CLASSVAR: Any = vars(dataclasses)["_FIELD_CLASSVAR"]
 _HAS_DEFAULT_FACTORY: Any = vars(dataclasses)["_HAS_DEFAULT_FACTORY"]
 _PARAMS: Any = vars(dataclasses)["_DataclassParams"]
 _REFUSED = ("InitVar", "KW_ONLY")
+_SPECIAL = ("ClassVar", *_REFUSED)
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
@@ -94,9 +96,10 @@ def _build(cls: type[T], *, kw_only: bool, frozen: bool, slots: bool = False) ->
     return built
 
 
+@cache
 def _params(*, kw_only: bool, frozen: bool, slots: bool) -> Any:
     """The `__dataclass_params__` a dataclass with these options carries, whichever of them
-    this Python's dataclasses records."""
+    this Python's dataclasses records (one object per flavour, which nothing changes)."""
     given = {"init": True, "repr": True, "eq": True, "frozen": frozen, "match_args": True}
     given |= {"kw_only": kw_only, "slots": slots}
     params = object.__new__(_PARAMS)
@@ -167,7 +170,7 @@ def _special(cls: Any, annotation: Any) -> str | None:
     """Which of ClassVar, InitVar or KW_ONLY the annotation names, if any; a string one by
     what its head names in the class's module, as dataclasses judges it."""
     if isinstance(annotation, str):
-        if not any(word in annotation for word in ("ClassVar", *_REFUSED)):
+        if not any(word in annotation for word in _SPECIAL):
             return None
         qualifier, _, name = annotation.split("[", 1)[0].strip().rpartition(".")
         module = sys.modules.get(cls.__module__)

@@ -108,10 +108,12 @@ LAZY = (
     "frutebox_infra.emulator",
     "frutebox_infra.drift",
     "frutebox_infra.status_read",
+    "difflib",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (pydantic,
 which validates only on a cache miss and in the deploy step, the deploy step's HTTP client, the
-schema validator, the CLI, the diff, git reading and the emulator)."""
+schema validator, the CLI, the diff, git reading, the emulator, and difflib, which only a
+launch check's refusal uses to name the closest flag)."""
 
 STARTUP_PROBE = f"""\
 import gc, json, time

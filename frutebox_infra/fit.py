@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property, lru_cache
 
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import Architecture, Gpu
 
 GB = 10**9
@@ -267,7 +267,7 @@ def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     return share
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Sizes:
     """Per GPU, in bytes: what an exact estimate weighs before its verdict (not frozen, as
     `CountShare`)."""

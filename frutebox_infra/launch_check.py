@@ -10,7 +10,6 @@ the full spelling as its fix.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shlex
@@ -357,6 +356,8 @@ def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
             " by a later release makes ambiguous)",
             f"spell it {expands[0]}",
         )
+    import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
     close = difflib.get_close_matches(name, known, n=3)
     return Refusal(
         f"flag {name}",
@@ -374,6 +375,8 @@ def _kind(flag: EngineFlag) -> str:
 
 def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     if flag.choices:
+        import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
         close = difflib.get_close_matches(value, list(flag.choices), n=1)
         if close:
             return f"use {name} {close[0]} if that is what is meant"
@@ -383,6 +386,8 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
 def _environment(launch: Launch, facts: EngineOptions, script_env: set[str]) -> Iterator[Refusal]:
     for name in [*launch.env, *launch.secret_env]:
         if name not in facts.env and name not in script_env:
+            import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             yield Refusal(
                 f"environment variable {name}",

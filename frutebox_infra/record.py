@@ -1,48 +1,272 @@
-"""`@record`: a frozen, keyword-only dataclass that costs half as much to define.
+"""`@record`: a frozen dataclass that costs a fraction of one to define.
 
-Defining a dataclass compiles each method it writes from source (`exec`), which on the
-start-up path of a preview adds up over the records the registry, the stack settings and the
-deploy requests declare. A record gets its `__init__` and frozen `__setattr__` written as
-usual, and shares one `__eq__`, `__hash__` and `__repr__` with every other record instead;
-they behave as the written ones would (fields in order, equal only to the same class).
+Defining a dataclass compiles each method it writes from source (`exec`) and inspects every
+annotation, which on the start-up path of a preview adds up over the records the registry,
+the stack settings, the planner and the deploy requests declare. A record is built here
+instead: its fields are found as a dataclass finds them, its `__init__` is the very code a
+dataclass would write, compiled once and kept across processes (record_code.py), and its
+`__eq__`, `__hash__`, `__repr__` and frozen `__setattr__`/`__delattr__` are shared by every
+record; they behave as the written ones would (fields in order, equal only to the same class,
+`compare`, `hash` and `repr` of each field honoured). `dataclasses.fields`, `replace`,
+`asdict`, `is_dataclass` and pydantic see a dataclass: the class carries
+`__dataclass_fields__` (real `Field`s) and `__dataclass_params__`.
+
+Not supported (a dataclass is the tool there): `InitVar`, `KW_ONLY`, ordering, and a class
+that writes its own `__eq__`, `__hash__` or `__repr__`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import abc
+import dataclasses
+import inspect
+import sys
+import types
+import typing
+from dataclasses import MISSING, Field, FrozenInstanceError, field
+from functools import cache
 from typing import Any, TypeVar, dataclass_transform
 
+from frutebox_infra.record_code import CODE
+
 T = TypeVar("T")
+
+_FIELD: Any = vars(dataclasses)["_FIELD"]
+_FIELD_CLASSVAR: Any = vars(dataclasses)["_FIELD_CLASSVAR"]
+_HAS_DEFAULT_FACTORY: Any = vars(dataclasses)["_HAS_DEFAULT_FACTORY"]
+_PARAMS: Any = vars(dataclasses)["_DataclassParams"]
+_REFUSED = ("InitVar", "KW_ONLY")
+_SPECIAL = ("ClassVar", *_REFUSED)
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
 def record(cls: type[T]) -> type[T]:
     """A frozen record built by keyword only: the registry's, the settings' and the requests'."""
-    return _shared(dataclass(frozen=True, kw_only=True, repr=False, eq=False)(cls))
+    return _build(cls, kw_only=True, frozen=True)
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def positional_record(cls: type[T]) -> type[T]:
     """`@dataclass(frozen=True)` at a record's cost: for the planner's small values, which
     their modules build positionally."""
-    return _shared(dataclass(frozen=True, repr=False, eq=False)(cls))
+    return _build(cls, kw_only=False, frozen=True)
 
 
-def _shared(cls: type[T]) -> type[T]:
-    """The shared methods, over the fields a dataclass's own would use (`compare`, `hash`
-    and `repr` of each field honoured)."""
+@dataclass_transform(field_specifiers=(field,))
+def mutable_record(cls: type[T]) -> type[T]:
+    """`@dataclass(slots=True)` at a record's cost: for the planner's per-estimate scratch
+    values, built for every candidate and never changed, where freezing would cost a call
+    per field at construction."""
+    return _build(cls, kw_only=False, frozen=False, slots=True)
+
+
+def _build(cls: type[T], *, kw_only: bool, frozen: bool, slots: bool = False) -> type[T]:
     made: Any = cls
     own = [name for name in ("__eq__", "__hash__", "__repr__") if name in vars(made)]
     if own:
         raise TypeError(f"{made.__qualname__} writes its own {', '.join(own)}: not a record")
-    every = fields(made)
-    made.__record_fields__ = tuple(f.name for f in every if f.compare)
+    every = _fields(made, kw_only=kw_only, frozen=frozen)
+    made.__dataclass_fields__ = every
+    made.__dataclass_params__ = _params(kw_only=kw_only, frozen=frozen, slots=slots)
+    real = [f for f in every.values() if f._field_type is _FIELD]
+    if "__init__" not in vars(made):
+        made.__init__ = _init(made, every, real, frozen=frozen, slots=slots)
+    made.__record_fields__ = tuple(f.name for f in real if f.compare)
     made.__record_hash_fields__ = tuple(
-        f.name for f in every if (f.compare if f.hash is None else f.hash)
+        f.name for f in real if (f.compare if f.hash is None else f.hash)
     )
-    made.__record_repr_fields__ = tuple(f.name for f in every if f.repr)
-    made.__eq__, made.__hash__, made.__repr__ = _eq, _hash, _repr
-    return cls
+    made.__record_repr_fields__ = tuple(f.name for f in real if f.repr)
+    made.__eq__, made.__repr__ = _eq, _repr
+    made.__hash__ = _hash if frozen else None
+    if frozen:
+        made.__record_frozen_fields__ = frozenset(f.name for f in real)
+        for name, shared in (("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr)):
+            if name in vars(made):
+                raise TypeError(f"Cannot overwrite attribute {name} in class {made.__name__}")
+            setattr(made, name, shared)
+    if not made.__doc__:
+        made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+    if "__match_args__" not in vars(made):
+        match_args = tuple(f.name for f in real if f.init and not f.kw_only)
+        type.__setattr__(made, "__match_args__", match_args)
+    if slots:
+        made = _with_slots(made, real)
+    abc.update_abstractmethods(made)
+    built: type[T] = made
+    return built
+
+
+@cache
+def _params(*, kw_only: bool, frozen: bool, slots: bool) -> Any:
+    """The `__dataclass_params__` a dataclass with these options carries, whichever of them
+    this Python's dataclasses records (one object per flavour, which nothing changes)."""
+    given = {"init": True, "repr": True, "eq": True, "frozen": frozen, "match_args": True}
+    given |= {"kw_only": kw_only, "slots": slots}
+    params = object.__new__(_PARAMS)
+    for name in _PARAMS.__slots__:
+        object.__setattr__(params, name, given.get(name, False))
+    return params
+
+
+def _fields(cls: Any, *, kw_only: bool, frozen: bool) -> dict[str, Any]:
+    """The class's fields as a dataclass finds them: its bases' first, then its own
+    annotations in order (ClassVars kept as pseudo-fields), defaults from class attributes."""
+    every: dict[str, Any] = {}
+    bases = [b for b in cls.__mro__[-1:0:-1] if getattr(b, "__dataclass_fields__", None)]
+    for base in bases:
+        every.update(base.__dataclass_fields__)
+    if bases and any(b.__dataclass_params__.frozen for b in bases) is not frozen:
+        raise TypeError(
+            "cannot inherit frozen dataclass from a non-frozen one"
+            if frozen
+            else "cannot inherit non-frozen dataclass from a frozen one"
+        )
+    annotations = vars(cls).get("__annotations__", {})
+    for name, annotation in annotations.items():
+        found = every[name] = _field(cls, name, annotation, kw_only)
+        if isinstance(vars(cls).get(name), Field):
+            if found.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, found.default)
+    for name, value in vars(cls).items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    return every
+
+
+def _field(cls: Any, name: str, annotation: Any, kw_only: bool) -> Any:
+    default: Any = getattr(cls, name, MISSING)
+    made: Any
+    if isinstance(default, Field):
+        made = default
+    else:
+        if isinstance(default, types.MemberDescriptorType):
+            default = MISSING  # a slot of a base class, not a default
+        made = field(default=default)
+    made.name, made.type = name, annotation
+    made._field_type = _FIELD
+    kind = _special(cls, annotation)
+    if kind in _REFUSED:
+        raise TypeError(f"{cls.__qualname__}.{name}: a record has no {kind}; use a dataclass")
+    if kind == "ClassVar":
+        made._field_type = _FIELD_CLASSVAR
+        if made.default_factory is not MISSING:
+            raise TypeError(f"field {name} cannot have a default factory")
+        if made.kw_only is not MISSING:
+            raise TypeError(f"field {name} is a ClassVar but specifies kw_only")
+        return made
+    if made.kw_only is MISSING:
+        made.kw_only = kw_only
+    if made.default.__class__.__hash__ is None:
+        raise ValueError(
+            f"mutable default {type(made.default)} for field {name} is not allowed:"
+            " use default_factory"
+        )
+    return made
+
+
+def _special(cls: Any, annotation: Any) -> str | None:
+    """Which of ClassVar, InitVar or KW_ONLY the annotation names, if any; a string one by
+    what its head names in the class's module, as dataclasses judges it."""
+    if isinstance(annotation, str):
+        if not any(word in annotation for word in _SPECIAL):
+            return None
+        qualifier, _, name = annotation.split("[", 1)[0].strip().rpartition(".")
+        module = sys.modules.get(cls.__module__)
+        found = vars(module).get(qualifier.strip() or name.strip()) if module else None
+        annotation = getattr(found, name.strip(), None) if qualifier else found
+    if annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar:
+        return "ClassVar"
+    if annotation is dataclasses.InitVar or isinstance(annotation, dataclasses.InitVar):
+        return "InitVar"
+    return "KW_ONLY" if annotation is dataclasses.KW_ONLY else None
+
+
+def _init(
+    cls: Any, every: dict[str, Any], real: list[Any], *, frozen: bool, slots: bool
+) -> Any:
+    """The `__init__` a dataclass writes for these fields, from the same source text, whose
+    compiled code the process's cache keeps (so equal code, without compiling it again)."""
+    positional = [f for f in real if f.init and not f.kw_only]
+    keyword = [f for f in real if f.init and f.kw_only]
+    seen_default = False
+    for f in positional:
+        if f.default is not MISSING or f.default_factory is not MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    me = "__dataclass_self__" if "self" in every else "self"
+    names: dict[str, Any] = {f"_type_{f.name}": f.type for f in real}
+    names |= {"MISSING": MISSING, "_HAS_DEFAULT_FACTORY": _HAS_DEFAULT_FACTORY}
+    names["__dataclass_builtins_object__"] = object
+    body = [line for f in real if (line := _assign(f, names, me, frozen=frozen, slots=slots))]
+    if hasattr(cls, "__post_init__"):
+        body.append(f"{me}.__post_init__()")
+    params = [me, *map(_param, positional), *(["*", *map(_param, keyword)] if keyword else [])]
+    names["_return_type"] = None
+    lines = "\n".join(f"  {line}" for line in body or ["pass"])
+    source = (
+        f"def __create_fn__({', '.join(names)}):\n"
+        f" def __init__({','.join(params)})->_return_type:\n{lines}\n return __init__"
+    )
+    scope: dict[str, Any] = {}
+    module = sys.modules.get(cls.__module__)
+    exec(CODE.code(source), vars(module) if module else {}, scope)
+    made = scope["__create_fn__"](**names)
+    made.__qualname__ = f"{cls.__qualname__}.__init__"
+    return made
+
+
+def _assign(f: Any, names: dict[str, Any], me: str, *, frozen: bool, slots: bool) -> str:
+    """The `__init__` line that sets one field ("" for none), naming its default or factory."""
+    default = f"_dflt_{f.name}"
+    if f.default_factory is not MISSING:
+        names[default] = f.default_factory
+        value = f"{default}()"
+        if f.init:
+            value += f" if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
+    elif f.init:
+        if f.default is not MISSING:
+            names[default] = f.default
+        value = f.name
+    elif slots and f.default is not MISSING:
+        names[default] = f.default
+        value = default
+    else:
+        return ""  # read from the class attribute holding the default, as a dataclass's is
+    if frozen:
+        return f"__dataclass_builtins_object__.__setattr__({me},{f.name!r},{value})"
+    return f"{me}.{f.name}={value}"
+
+
+def _param(f: Any) -> str:
+    if f.default is not MISSING:
+        return f"{f.name}:_type_{f.name}=_dflt_{f.name}"
+    if f.default_factory is not MISSING:
+        return f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY"
+    return f"{f.name}:_type_{f.name}"
+
+
+def _with_slots(cls: Any, real: list[Any]) -> Any:
+    """The class made again with a slot per field, as `dataclass(slots=True)` makes it (slots
+    can only be given when a class is created)."""
+    if "__slots__" in vars(cls):
+        raise TypeError(f"{cls.__name__} already specifies __slots__")
+    inherited = {s for base in cls.__mro__[1:-1] for s in _slots(base)}
+    names = tuple(f.name for f in real)
+    namespace = dict(vars(cls))
+    namespace["__slots__"] = tuple(n for n in names if n not in inherited)
+    for name in (*names, "__dict__", "__weakref__"):
+        namespace.pop(name, None)
+    made = type(cls)(cls.__name__, cls.__bases__, namespace)
+    made.__qualname__ = cls.__qualname__
+    return made
+
+
+def _slots(cls: type) -> tuple[str, ...]:
+    found = vars(cls).get("__slots__", ())
+    return (found,) if isinstance(found, str) else tuple(found)
 
 
 def _values(self: Any) -> tuple[Any, ...]:
@@ -62,3 +286,29 @@ def _hash(self: Any) -> int:
 def _repr(self: Any) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__record_repr_fields__)
     return f"{self.__class__.__qualname__}({shown})"
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    if _frozen(self, name):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    owner: Any = _owner(self)
+    super(owner, self).__setattr__(name, value)
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    if _frozen(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+    owner: Any = _owner(self)
+    super(owner, self).__delattr__(name)
+
+
+def _frozen(self: Any, name: str) -> bool:
+    """A dataclass's rule: nothing is set on the frozen class itself; on a plain subclass of
+    it, only its fields are refused."""
+    kind = type(self)
+    return vars(kind).get("__setattr__") is _frozen_setattr or name in kind.__record_frozen_fields__
+
+
+def _owner(self: Any) -> type:
+    """The frozen record a plain subclass's instance inherits these methods from."""
+    return next(c for c in type(self).__mro__ if vars(c).get("__setattr__") is _frozen_setattr)

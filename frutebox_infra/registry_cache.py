@@ -112,9 +112,12 @@ def source_stamp(directory: Path) -> str:
     Python itself uses to call a compiled module current, at a stat per file instead of
     reading the package on every start-up."""
     stamps = []
+    # Each path starts with the directory as given: cut, not os.path.relpath (a millisecond
+    # over the package).
+    start = len(os.path.join(directory, ""))
     for path in sorted(_sources(directory)):
         stat = os.stat(path)
-        stamps.append(f"{os.path.relpath(path, directory)}\0{stat.st_size}\0{stat.st_mtime_ns}")
+        stamps.append(f"{path[start:]}\0{stat.st_size}\0{stat.st_mtime_ns}")
     return "\n".join(stamps)
 
 
@@ -128,8 +131,10 @@ def _validator_versions() -> list[str]:
         if origin is None:
             names.append(f"{package} absent")
             continue
-        site = Path(origin).parent.parent
-        names.extend(sorted(p.name for p in site.glob(f"{package}-*.dist-info")) or [origin])
+        # One listing of site-packages rather than a glob (which costs ten times as much).
+        listed = os.listdir(Path(origin).parent.parent)
+        found = [n for n in listed if n.startswith(f"{package}-") and n.endswith(".dist-info")]
+        names.extend(sorted(found) or [origin])
     return names
 
 

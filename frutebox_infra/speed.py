@@ -14,11 +14,11 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import (
     Architecture,
     ExpertSplit,
@@ -114,7 +114,7 @@ class _Shape:
     expert_bytes_per_weight: float
 
 
-@dataclass(slots=True)
+@mutable_record
 class _Context:
     """One placement's estimate inputs, and what every step of it shares: worked out once
     per estimate, not per step (a decode, a prefill, a speculative verify). Made for every

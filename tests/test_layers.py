@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "shell_words",
         "validation",
         "record",
+        "record_code",
     ),
     ("registry_base",),
     ("engine_options", "registry", "speed_facts"),

@@ -145,3 +145,21 @@ def test_a_source_file_edited_added_or_removed_changes_the_stamp(tmp_path: Path)
     assert registry_cache.source_stamp(tmp_path) != edited
     (tmp_path / "c.py").unlink()
     assert registry_cache.source_stamp(tmp_path) == edited
+
+
+def test_the_stamp_names_each_source_by_its_path_below_the_directory(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    os.utime(tmp_path / "sub" / "b.py", ns=(5, 7))
+    expected = "\0".join([os.path.join("sub", "b.py"), "6", "7"])  # path, size, mtime in ns
+    assert registry_cache.source_stamp(tmp_path) == expected
+
+
+def test_the_validator_versions_are_the_installed_dist_info_names() -> None:
+    import pydantic
+    import pydantic_core
+
+    assert registry_cache._validator_versions() == [
+        f"pydantic-{pydantic.VERSION}.dist-info",
+        f"pydantic_core-{pydantic_core.__version__}.dist-info",
+    ]

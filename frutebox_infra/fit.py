@@ -241,7 +241,7 @@ def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) ->
     return (0.0, *(_engine_cap(*key, memory_mib, count) for count in range(1, top + 1)))
 
 
-@dataclass(slots=True)
+@mutable_record
 class CountShare:
     """Per GPU at one count, in bytes, what is the same on every GPU type: the weights and
     cache of a rank (a layer split's most loaded GPU). Worked out once per request and count

@@ -11,15 +11,7 @@ from __future__ import annotations
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, Serving
 from frutebox_infra.registry import Gpu, Model, SpecDecode
-from frutebox_infra.speed import (
-    ModelBasis,
-    Placement,
-    SpeedEstimate,
-    SpeedUnknown,
-    Workload,
-    estimate_speed,
-    model_basis,
-)
+from frutebox_infra.speed import ModelTerms, Placement, SpeedEstimate, SpeedUnknown, Workload
 from frutebox_infra.speed_facts import SpeedFacts
 
 Speed = SpeedEstimate | SpeedUnknown | None
@@ -41,7 +33,7 @@ class ModelSpeeds:
         self.precision = recipe.weight_format(model)
         self.non_expert = recipe.non_expert_bytes_per_weight(model)
         self.workload = workload(serving)
-        self.basis: ModelBasis | None = None
+        self.terms: ModelTerms | None = None
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
         return Placement(
@@ -63,10 +55,12 @@ class ModelSpeeds:
         """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
         if not self.tokens:
             return None
-        placement = self.placement(gpu, count, usd_per_hour)
-        if self.basis is None:
-            self.basis = model_basis(self.model, placement, self.facts)
-        return estimate_speed(self.model, placement, self.workload, self.facts, self.basis)
+        terms = self.terms
+        if terms is None:
+            first = self.placement(gpu, count, usd_per_hour)
+            terms = self.terms = ModelTerms(self.model, first, self.facts)
+        kv, split = self.recipe.kv_dtype_bytes(gpu), self.recipe.expert_parallel(self.model, count)
+        return terms.at(gpu, count, kv, split, usd_per_hour, self.workload)
 
 
 def speed_inputs(

@@ -16,7 +16,13 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 
-from frutebox_infra.engine_options import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.engine_options import (
+    EngineFlag,
+    EngineOptions,
+    JsonField,
+    PlainChecks,
+    ValueKind,
+)
 from frutebox_infra.record import positional_record
 from frutebox_infra.shell_words import split_words
 
@@ -170,44 +176,78 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
     """True when `_arguments` would refuse nothing, told in one pass over the words for the
     launches the recipes emit (known flags with the values they take); False whenever
     anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
-    `_arguments` decides. Every planned pod's launch is checked, so this is hot."""
+    `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
+    launch's shape decides (its option words and where its other words stand) is worked out
+    once per engine and shape, as `_shape_checks`; only the values are read per launch."""
+    shape = tuple([word if word[:1] == "-" else "" for word in words])
+    memo = facts.plain_shapes
+    checks = memo.get(shape)
+    if checks is None:
+        if shape in memo:
+            return False
+        checks = memo[shape] = _shape_checks(shape, facts)
+        if checks is None:
+            return False
+    for at, kind, choices, insensitive in checks:
+        value = words[at]
+        if kind == "int":
+            if not value.isdecimal() and _INTEGER.fullmatch(value) is None:
+                return False
+        elif kind != "str" and _value_problem(kind, None, False, value) is not None:
+            return False
+        if choices is not None and (value.upper() if insensitive else value) not in choices:
+            return False
+    return True
+
+
+def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks | None:
+    """For launches of this shape (every word that is not an option blanked), the checks left
+    for their values (position, kind, choices, case-insensitively), or None when the shape
+    alone is less than plain. A value that starts with a dash stays in the shape, and is
+    checked here."""
     plain = facts.plain_flags
     dashes = facts.underscores_as_dashes
+    checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
     positionals = 0
-    i, n = 0, len(words)
+    i, n = 0, len(shape)
     while i < n:
-        word = words[i]
+        word = shape[i]
         i += 1
         if not _is_option(word):
             positionals += 1
             if positionals > facts.positionals:
-                return False
+                return None
             continue
         flag = plain.get(_canonical(word, facts) if dashes else word)
         if flag is None or (word.startswith("--") and "=" in word):
-            return False
+            return None
         kind, nargs, choices, insensitive = flag
         if kind == "flag":
             continue
         if nargs is None or nargs.isdigit():  # exactly this many values, none an option
             end = i + (int(nargs) if nargs else 1)
             if end > n:
-                return False
+                return None
         else:  # the values up to the next option: at most one for `?`, at least one for `+`
             end = i
-            while end < n and not _is_option(words[end]) and (nargs != "?" or end == i):
+            while end < n and not _is_option(shape[end]) and (nargs != "?" or end == i):
                 end += 1
             if nargs == "+" and end == i:
-                return False
-        for value in words[i:end]:
+                return None
+        for at in range(i, end):
+            value = shape[at]
+            if value == "":
+                if kind != "str" or choices is not None:
+                    checks.append((at, kind, choices, insensitive))
+                continue
             if _is_option(value):
-                return False
+                return None
             if kind != "str" and _value_problem(kind, None, False, value) is not None:
-                return False
+                return None
             if choices is not None and (value.upper() if insensitive else value) not in choices:
-                return False
+                return None
         i = end
-    return True
+    return tuple(checks)
 
 
 def _is_option(word: str) -> bool:

@@ -590,3 +590,16 @@ def test_every_catalog_launch_but_a_json_config_is_plain() -> None:
             assert _plainly_accepted(words, facts(engine)) is not json_config, (m.id, p.label)
             seen += 1
     assert seen > 30
+
+
+def test_the_one_pass_check_reads_every_launch_s_values_though_it_knows_the_shape() -> None:
+    # The shape's verdict is kept on the engine's facts: a launch of a known shape still has
+    # its own values checked, and a refused value does not make the shape refused.
+    known = facts("sglang")
+    for args, plain in (
+        (SGLANG + "--tp-size 2 --kv-cache-dtype fp8_e4m3", True),
+        (SGLANG + "--tp-size two --kv-cache-dtype fp8_e4m3", False),
+        (SGLANG + "--tp-size 2 --kv-cache-dtype fp9", False),
+        (SGLANG + "--tp-size 4 --kv-cache-dtype auto", True),
+    ):
+        assert _plainly_accepted(server_words("sglang", args), known) is plain, args

@@ -197,11 +197,21 @@ def speed_floor(
     settings: StackSettings, override: ModelOverride | None, model_id: str
 ) -> tuple[float, str]:
     """The floor a model's placements are held to, and the key that sets it."""
+    return floor_of(settings, override), floor_key(override, model_id)
+
+
+def floor_of(settings: StackSettings, override: ModelOverride | None) -> float:
+    """The floor a model's placements are held to: its override's, else the stack's."""
     if override is not None and override.min_decode_tok_s is not None:
-        return override.min_decode_tok_s, (
-            f"frutebox-infra:overrides.{model_id}.minDecodeTokensPerSecond"
-        )
-    return settings.min_decode_tok_s, (
+        return override.min_decode_tok_s
+    return settings.min_decode_tok_s
+
+
+def floor_key(override: ModelOverride | None, model_id: str) -> str:
+    """The stack key that sets a model's floor, as a fix names it."""
+    if override is not None and override.min_decode_tok_s is not None:
+        return f"frutebox-infra:overrides.{model_id}.minDecodeTokensPerSecond"
+    return (
         f"frutebox-infra:minDecodeTokensPerSecond (or overrides.{model_id}"
         ".minDecodeTokensPerSecond)"
     )

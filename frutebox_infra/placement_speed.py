@@ -20,34 +20,37 @@ Speed = SpeedEstimate | SpeedUnknown | None
 
 class ModelSpeeds:
     """One model's estimates as a recipe serves it, on any GPU type and count: what those
-    share (the recipe's precisions and speculation, the workload, the model's basis) is
-    worked out once, on the first estimate."""
+    share (the recipe's engine, precisions and speculation, the workload, the model's
+    `ModelTerms`) is worked out once, on the first estimate. It is the `Served` its terms
+    are made of."""
 
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
         self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
+        self.engine = recipe.runtime
+        self.weights_gb = serving.weights_vram_gb
         spec = model.speed
         self.speculative = spec.spec_decode if serving.speculative else SpecDecode.NONE
-        self.steps = spec.K if self.speculative is not SpecDecode.NONE else 0
-        self.acceptance = spec.acceptance
+        self.speculative_steps = spec.K if self.speculative is not SpecDecode.NONE else 0
+        self.speculative_acceptance = spec.acceptance
         self.precision = recipe.weight_format(model)
-        self.non_expert = recipe.non_expert_bytes_per_weight(model)
+        self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
         self.workload = workload(serving)
         self.terms: ModelTerms | None = None
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
         return Placement(
-            engine=self.recipe.runtime,
+            engine=self.engine,
             gpu=gpu,
             gpu_count=count,
-            weights_gb=self.serving.weights_vram_gb,
+            weights_gb=self.weights_gb,
             precision=self.precision,
             kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
             expert_parallel=self.recipe.expert_parallel(self.model, count),
             speculative=self.speculative,
-            speculative_steps=self.steps,
-            speculative_acceptance=self.acceptance,
-            non_expert_bytes_per_weight=self.non_expert,
+            speculative_steps=self.speculative_steps,
+            speculative_acceptance=self.speculative_acceptance,
+            non_expert_bytes_per_weight=self.non_expert_bytes_per_weight,
             usd_per_hour=usd_per_hour,
         )
 
@@ -57,8 +60,7 @@ class ModelSpeeds:
             return None
         terms = self.terms
         if terms is None:
-            first = self.placement(gpu, count, usd_per_hour)
-            terms = self.terms = ModelTerms(self.model, first, self.facts)
+            terms = self.terms = ModelTerms(self.model, self, self.facts)
         kv, split = self.recipe.kv_dtype_bytes(gpu), self.recipe.expert_parallel(self.model, count)
         return terms.at(gpu, count, kv, split, usd_per_hour, self.workload)
 

@@ -28,6 +28,13 @@ def split_words(text: str) -> list[str]:
     script and runs for every placement planned."""
     if _QUOTING.search(text) is None:
         return text.split()  # splits at `\s` as the loop below does: no word is quoted
+    quote = text.find("'")
+    if quote == 0 or (quote > 0 and text[quote - 1].isspace()):
+        # Plain words, then one word as `shlex.quote` quotes it (a `bash -c` launch script):
+        # one scan of that word instead of two of the whole text.
+        head, tail = text[:quote], text[quote:]
+        if _QUOTING.search(head) is None and _QUOTED.fullmatch(tail) is not None:
+            return [*head.split(), tail[1:-1].replace("'\"'\"'", "'")]
     if _WORDS.fullmatch(text) is not None:
         # Every quote is closed: the words are what one scan finds, and only those with a
         # quote or a backslash need their parts unquoted.

@@ -14,12 +14,13 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Protocol
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import (
     Architecture,
+    ExpertSplit,
     Gpu,
     Model,
     Runtime,
@@ -97,31 +98,52 @@ class SpeedUnknown:
     reason: str
 
 
+class Served(Protocol):
+    """How a placement serves its model, whatever its GPUs: what `ModelTerms` are made of
+    (a `Placement` is one; so is the planner's per-model view of a recipe)."""
+
+    @property
+    def engine(self) -> Runtime: ...
+    @property
+    def weights_gb(self) -> float: ...
+    @property
+    def precision(self) -> WeightFormat: ...
+    @property
+    def non_expert_bytes_per_weight(self) -> float | None: ...
+    @property
+    def speculative(self) -> SpecDecode: ...
+    @property
+    def speculative_steps(self) -> int: ...
+    @property
+    def speculative_acceptance(self) -> float | None: ...
+
+
 class ModelTerms:
-    """What every estimate of one model as one placement's engine, weights, precision and
-    speculation serve it shares, whatever the GPU type and count: the engine's figures, the
-    weights, state and FLOPs a step costs, and the speculation's yield; or what the registry
-    lacks to estimate at all. Made once per model, so that an estimate is arithmetic over the
-    GPUs (the planner estimates several GPU types and counts of every model)."""
+    """What every estimate of one model served as `Served` says shares, whatever the GPU type
+    and count: the engine's figures, the weights, state and FLOPs a step costs, and the
+    speculation's yield; or what the registry lacks to estimate at all. Made once per model,
+    so that an estimate is arithmetic over the GPUs (the planner estimates several GPU types
+    and counts of every model)."""
 
     __slots__ = (
         "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
-        "draft_cost", "expert_bytes", "experts", "hidden", "layer_split", "layers", "links",
-        "moe_layers", "no_engine", "no_model_facts", "overhead_s", "precision",
-        "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens", "state_bytes",
-        "two_active", "used",
+        "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
+        "layers", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
+        "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
+        "state_bytes", "two_active", "used",
     )  # fmt: skip
 
-    def __init__(self, model: Model, placement: Placement, facts: SpeedFacts | None):
-        p = placement
+    def __init__(self, model: Model, served: Served, facts: SpeedFacts | None):
+        p = served
         engine = facts.engine(p.engine) if facts is not None else None
+        split = model.expert_split
         self.no_engine = _no_engine(p, facts, engine)
-        self.no_model_facts = _no_model_facts(model)
+        self.no_model_facts = _no_model_facts(model, split)
         if engine is None or self.no_model_facts is not None:
             return
         assert facts is not None and model.architecture is not None
         arch = self.arch = model.architecture
-        shared, shared_bpw, experts, per_expert, expert_bpw = _weights(model, p)
+        shared, shared_bpw, experts, per_expert, expert_bpw = _weights(model, p, split)
         self.layer_split = p.engine in LAYER_SPLIT_ENGINES
         self.links = facts.links
         self.precision = p.precision
@@ -142,9 +164,11 @@ class ModelTerms:
         self.hidden = arch.hidden_size or 0
         self.layers = arch.layers
         self.collectives = COLLECTIVES_PER_LAYER * arch.layers
+        # KV bytes per token by (GPUs reading a step, KV element bytes), as estimates ask.
+        self.kv_per_token: dict[tuple[int, int], int] = {}
         self._speculation(p, facts)
 
-    def _speculation(self, p: Placement, facts: SpeedFacts) -> None:
+    def _speculation(self, p: Served, facts: SpeedFacts) -> None:
         """`K` drafts and a verify of `K + 1` per step where the placement drafts and the
         registry states the method's acceptance; one token per plain step otherwise."""
         self.spec_steps, self.spec_note = 0, None
@@ -242,7 +266,12 @@ class _OnGpus:
         # Under a layer split the GPUs read in turn, so a step reads at one GPU's pace.
         parallel = self.parallel = 1 if terms.layer_split else count
         self.shared_bytes = terms.shared_weight_bytes / parallel
-        self.kv_per_token = kv_bytes_per_token(terms.arch, parallel, kv_dtype_bytes)
+        kv = terms.kv_per_token.get((parallel, kv_dtype_bytes))
+        if kv is None:
+            kv = terms.kv_per_token[parallel, kv_dtype_bytes] = kv_bytes_per_token(
+                terms.arch, parallel, kv_dtype_bytes
+            )
+        self.kv_per_token = kv
         self.state_share = terms.state_bytes / parallel
         self.bandwidth = gpu.memory_bandwidth_gb_s * GB
         self.compute_rate = _tensor_tflops(gpu, terms.precision) * 1e12 * terms.compute_efficiency
@@ -327,7 +356,7 @@ def distinct_experts(experts: int, used: int, tokens: int) -> float:
     return experts * (1 - (1 - used / experts) ** tokens)
 
 
-def _no_engine(p: Placement, facts: SpeedFacts | None, engine: EngineFigures | None) -> str | None:
+def _no_engine(p: Served, facts: SpeedFacts | None, engine: EngineFigures | None) -> str | None:
     if facts is None:
         return "registry/speed.yaml is missing: no engine figures to estimate with"
     if engine is None:
@@ -335,13 +364,13 @@ def _no_engine(p: Placement, facts: SpeedFacts | None, engine: EngineFigures | N
     return None
 
 
-def _no_model_facts(model: Model) -> str | None:
+def _no_model_facts(model: Model, split: ExpertSplit | None) -> str | None:
     arch, params = model.architecture, model.parameters
     if arch is None or params is None:
         return f"registry/models.yaml lacks {model.id}'s architecture or parameter counts"
     if arch.hidden_size is None:
         return f"registry/models.yaml lacks {model.id}'s architecture.hidden_size"
-    if arch.moe and model.expert_split is None:
+    if arch.moe and split is None:
         return (
             f"registry/models.yaml lacks {model.id}'s expert structure (experts,"
             " experts_per_token, moe_intermediate_size)"
@@ -349,10 +378,12 @@ def _no_model_facts(model: Model) -> str | None:
     return None
 
 
-def _weights(model: Model, p: Placement) -> tuple[float, float, int, float, float]:
+def _weights(
+    model: Model, p: Served, split: ExpertSplit | None
+) -> tuple[float, float, int, float, float]:
     """The weights every token reads (attention, dense MLPs, shared experts, the LM head) and
     their bytes per weight; the routed experts per layer, one's weights and its bytes per weight."""
-    arch, params, split = model.architecture, model.parameters, model.expert_split
+    arch, params = model.architecture, model.parameters
     assert arch is not None and params is not None
     weight_bytes = p.weights_gb * GB
     uniform = weight_bytes / params.total

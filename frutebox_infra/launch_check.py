@@ -60,16 +60,16 @@ def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tu
         words = split_words(launch.args)
     except ValueError as exc:
         return (Refusal(f"args cannot be split into words ({exc})", "shell words", "quote it"),)
-    script_env: set[str] = set()
+    script = ""
     if entrypoint == "none":
-        words, script_env, problem = _server_words(words, facts)
+        words, script, problem = _server_words(words, facts)
         if problem is not None:
             return (problem,)
     if facts.subcommands is not None:
         refusals += _subcommand(words, facts)
     elif not _plainly_accepted(words, facts):
         refusals += _arguments(words, facts)
-    refusals += _environment(launch, facts, script_env)
+    refusals += _environment(launch, facts, script)
     if launch.health_path != facts.health_path:
         refusals.append(
             Refusal(
@@ -84,16 +84,15 @@ def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tu
 
 def _server_words(
     words: list[str], facts: EngineOptions
-) -> tuple[list[str], set[str], Refusal | None]:
-    """The words after the server's command, and the variables a launch script reads.
+) -> tuple[list[str], str, Refusal | None]:
+    """The words after the server's command, and the launch script ("" without one).
 
     A `bash -c SCRIPT` launch (ComfyUI's install-then-serve) is read at the line that execs the
-    server; the variables are those the script itself expands or reads.
+    server; the variables it may set are those the script itself expands or reads.
     """
-    script_env: set[str] = set()
+    script = ""
     if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
         script = words[2]
-        script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
         execs = [
             line.strip()[5:]
             for line in script.splitlines()
@@ -102,7 +101,7 @@ def _server_words(
         if not execs:
             return (
                 [],
-                script_env,
+                script,
                 Refusal(
                     "a launch script that never execs the server",
                     f"a last line `exec {facts.command} ...`",
@@ -114,10 +113,10 @@ def _server_words(
     for i, word in enumerate(words):
         tail = words[i + 1 : i + 1 + len(rest)]
         if word.rsplit("/", 1)[-1] == program and tail == rest:
-            return words[i + 1 + len(rest) :], script_env, None
+            return words[i + 1 + len(rest) :], script, None
     return (
         [],
-        script_env,
+        script,
         Refusal(
             f"command `{shlex.join(words[:4])}`",
             f"`{facts.command}` followed by its flags",
@@ -128,6 +127,19 @@ def _server_words(
 
 _SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _PY_ENV = re.compile(r"""environ\.get\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _script_reads(script: str, name: str) -> bool:
+    """Whether `script` expands `name` (`$NAME`, `${NAME`) or reads it (`environ.get("NAME")`):
+    is `name` among what `_SCRIPT_VARS` and `_PY_ENV` find? Asked for the one name a launch
+    sets that its engine does not read, rather than listing every name the script reads."""
+    if name not in script or _NAME.fullmatch(name) is None:
+        return False
+    return (
+        re.search(rf"\$\{{?{name}(?![A-Za-z0-9_])", script) is not None
+        or re.search(rf"""environ\.get\(\s*["']{name}["']""", script) is not None
+    )
 
 
 def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
@@ -420,9 +432,9 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     return f"give {name} a value it takes"
 
 
-def _environment(launch: Launch, facts: EngineOptions, script_env: set[str]) -> Iterator[Refusal]:
+def _environment(launch: Launch, facts: EngineOptions, script: str) -> Iterator[Refusal]:
     for name in [*launch.env, *launch.secret_env]:
-        if name not in facts.env and name not in script_env:
+        if name not in facts.env and not _script_reads(script, name):
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             yield Refusal(
                 f"environment variable {name}",

@@ -15,6 +15,7 @@ from frutebox_infra.launch_check import (
     Refusal,
     _arguments,
     _plainly_accepted,
+    _script_reads,
     _server_words,
     check_launch,
 )
@@ -603,3 +604,21 @@ def test_the_one_pass_check_reads_every_launch_s_values_though_it_knows_the_shap
         (SGLANG + "--tp-size 4 --kv-cache-dtype auto", True),
     ):
         assert _plainly_accepted(server_words("sglang", args), known) is plain, args
+
+
+@pytest.mark.parametrize(
+    ("script", "name", "reads"),
+    [
+        pytest.param('eval "$FRUTEBOX_PROVISION"', "FRUTEBOX_PROVISION", True, id="expanded"),
+        pytest.param("echo ${HOME}/x", "HOME", True, id="expanded-in-braces"),
+        pytest.param("echo $HOMEDIR", "HOME", False, id="a-longer-name"),
+        pytest.param("echo HOME", "HOME", False, id="named-not-expanded"),
+        pytest.param("os.environ.get( 'HF_TOKEN')", "HF_TOKEN", True, id="python-reads-it"),
+        pytest.param("os.environ.get(HF_TOKEN)", "HF_TOKEN", False, id="python-unquoted"),
+        pytest.param("echo $A-B", "A-B", False, id="not-a-variable-name"),
+    ],
+)
+def test_a_launch_script_reads_the_variables_it_expands(
+    script: str, name: str, reads: bool
+) -> None:
+    assert _script_reads(script, name) is reads

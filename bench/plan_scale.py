@@ -81,7 +81,7 @@ PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("    recipe.serving", ("recipes/", "serving")),
     ("    recipe.count_problem (per model and count)", ("recipes/", "count_problem")),
     ("  speed_floor.choose (the floor's walk, per model)", ("speed_floor.py", "choose")),
-    ("    estimate_speed (per placement walked)", ("frutebox_infra/speed.py", "estimate_speed")),
+    ("    ModelTerms.at: estimates (per placement walked)", ("frutebox_infra/speed.py", "at")),
     ("  group_pods (pods, co-location)", ("colocate.py", "group_pods")),
 )
 """Where to look: cumulative time of these (file, function) pairs, summed over recipes."""

@@ -25,7 +25,7 @@ from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.speed import SpeedEstimate
-from frutebox_infra.speed_floor import meets, speed_floor
+from frutebox_infra.speed_floor import floor_of, meets
 
 EXACT_LIMIT = 10
 """Largest class of compatible models grouped exactly: 3^10 subset pairs plan in well under a
@@ -128,7 +128,7 @@ def members_of(
         ) or settings.min_concurrent_sequences
         sharing = first.recipe.sharing if may_share else None
         serving = first.serving
-        floor = speed_floor(settings, override, model_id)[0] if serving.token_context else 0.0
+        floor = floor_of(settings, override) if serving.token_context else 0.0
         out.append(
             Member(
                 model_id,
@@ -411,19 +411,19 @@ def group_pods(
     """Pods for the planned models (id, allowed placements cheapest first), one each unless
     `settings.colocate` finds sharing cheaper, in the order of their first member; and each
     model's placements as seen from its pod."""
+    if not settings.colocate:
+        # A pod per model, seen from which a model's placements are its own.
+        alone = tuple(alone_pod(mid, placements, None) for mid, placements in planned)
+        return alone, dict(planned)
     members = members_of(
-        ((mid, placements, settings.colocate and not _own_pod(settings, mid))
-         for mid, placements in planned),
+        ((mid, placements, not _own_pod(settings, mid)) for mid, placements in planned),
         settings,
-    )  # fmt: skip
+    )
     by_id = {m.model_id: m for m in members}
-    if settings.colocate:
-        groups = choose_groups(registry, settings, members)
-    else:
-        groups = tuple((m.model_id,) for m in members)
+    groups = choose_groups(registry, settings, members)
     pods, views = _build(registry, settings, groups, by_id)
     worst = sum(p.usd_per_hour_worst for p in pods)
-    if settings.colocate and worst > settings.budget_usd_per_hour + 1e-9:
+    if worst > settings.budget_usd_per_hour + 1e-9:
         # The cheapest grouping breaks the budget in the worst case: take the grouping with
         # the least worst case, which is within budget whenever any grouping is.
         groups = choose_groups(registry, settings, members, worst_first=True)
@@ -461,17 +461,10 @@ def build_pod(
     """The pod of one chosen group, and each member's placements as seen from it: the pod's
     GPU, the member's own fit there, and its share of the pod's $/h (in proportion to the
     memory it needs, in cents that add up to the pod's price)."""
-    alone = sum(m.alone[0].usd_per_hour for m in members)
     if len(members) == 1:
         only = members[0]
-        placements = tuple(
-            GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,), round(p.fit.needed_gb, 2),
-                           round(p.fit.available_gb, 2))
-            for p in only.alone
-        )  # fmt: skip
-        pod = PodGroup(str(only.alone[0].recipe.runtime), (only.model_id,), placements,
-                       round(alone, 2), only.sharing)  # fmt: skip
-        return pod, {only.model_id: only.alone}
+        return alone_pod(only.model_id, only.alone, only.sharing), {only.model_id: only.alone}
+    alone = sum(m.alone[0].usd_per_hour for m in members)
     ordered = sorted(members, key=lambda m: (-m.weight_gb, m.model_id))
     placements = group_placements(registry, settings, ordered)
     assert placements, "choose_groups only returns groups that fit"
@@ -489,3 +482,21 @@ def build_pod(
         ordered[0].sharing,
     )
     return pod, {k: tuple(v) for k, v in views.items()}
+
+
+def alone_pod(
+    model_id: str, placements: tuple[PlacementOption, ...], sharing: Sharing | None
+) -> PodGroup:
+    """The pod of a model that shares it with none: its own placements, as the pod's."""
+    first = placements[0]
+    return PodGroup(
+        str(first.recipe.runtime),
+        (model_id,),
+        tuple(
+            GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,), round(p.fit.needed_gb, 2),
+                           round(p.fit.available_gb, 2))
+            for p in placements
+        ),
+        round(first.usd_per_hour, 2),
+        sharing,
+    )  # fmt: skip

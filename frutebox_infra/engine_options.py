@@ -89,6 +89,13 @@ class EngineOptions:
             for name in flag.names
         }
 
+    @cached_property
+    def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
+        """The launch check's memo: per launch shape (its words, those not options blanked),
+        the checks its values still need, or None where the shape is not plain. Filled as
+        launches are checked; the pods of one recipe launch in a handful of shapes."""
+        return {}
+
 
 class PlainFlag(NamedTuple):
     """A flag as `EngineOptions.plain_flags` gives it: its type, argparse's nargs, its
@@ -98,3 +105,8 @@ class PlainFlag(NamedTuple):
     nargs: str | None
     choices: frozenset[str] | None
     case_insensitive: bool
+
+
+PlainChecks = tuple[tuple[int, ValueKind, frozenset[str] | None, bool], ...]
+"""A plain launch shape's value checks: the word's position, what it takes, its choices (as
+`PlainFlag` has them) and whether they are matched case-insensitively."""

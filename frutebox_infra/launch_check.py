@@ -15,7 +15,13 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 
-from frutebox_infra.engine_options import EngineFlag, EngineOptions, JsonField
+from frutebox_infra.engine_options import (
+    EngineFlag,
+    EngineOptions,
+    JsonField,
+    PlainChecks,
+    ValueKind,
+)
 from frutebox_infra.record import positional_record
 from frutebox_infra.shell_words import split_words
 
@@ -53,16 +59,16 @@ def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tu
         words = split_words(launch.args)
     except ValueError as exc:
         return (Refusal(f"args cannot be split into words ({exc})", "shell words", "quote it"),)
-    script_env: set[str] = set()
+    script = ""
     if entrypoint == "none":
-        words, script_env, problem = _server_words(words, facts)
+        words, script, problem = _server_words(words, facts)
         if problem is not None:
             return (problem,)
     if facts.subcommands is not None:
         refusals += _subcommand(words, facts)
     elif not _plainly_accepted(words, facts):
         refusals += _arguments(words, facts)
-    refusals += _environment(launch, facts, script_env)
+    refusals += _environment(launch, facts, script)
     if launch.health_path != facts.health_path:
         refusals.append(
             Refusal(
@@ -77,16 +83,15 @@ def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tu
 
 def _server_words(
     words: list[str], facts: EngineOptions
-) -> tuple[list[str], set[str], Refusal | None]:
-    """The words after the server's command, and the variables a launch script reads.
+) -> tuple[list[str], str, Refusal | None]:
+    """The words after the server's command, and the launch script ("" without one).
 
     A `bash -c SCRIPT` launch (ComfyUI's install-then-serve) is read at the line that execs the
-    server; the variables are those the script itself expands or reads.
+    server; the variables it may set are those the script itself expands or reads.
     """
-    script_env: set[str] = set()
+    script = ""
     if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
         script = words[2]
-        script_env = set(_SCRIPT_VARS.findall(script)) | set(_PY_ENV.findall(script))
         execs = [
             line.strip()[5:]
             for line in script.splitlines()
@@ -95,7 +100,7 @@ def _server_words(
         if not execs:
             return (
                 [],
-                script_env,
+                script,
                 Refusal(
                     "a launch script that never execs the server",
                     f"a last line `exec {facts.command} ...`",
@@ -107,10 +112,10 @@ def _server_words(
     for i, word in enumerate(words):
         tail = words[i + 1 : i + 1 + len(rest)]
         if word.rsplit("/", 1)[-1] == program and tail == rest:
-            return words[i + 1 + len(rest) :], script_env, None
+            return words[i + 1 + len(rest) :], script, None
     return (
         [],
-        script_env,
+        script,
         Refusal(
             f"command `{shlex.join(words[:4])}`",
             f"`{facts.command}` followed by its flags",
@@ -121,6 +126,19 @@ def _server_words(
 
 _SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _PY_ENV = re.compile(r"""environ\.get\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _script_reads(script: str, name: str) -> bool:
+    """Whether `script` expands `name` (`$NAME`, `${NAME`) or reads it (`environ.get("NAME")`):
+    is `name` among what `_SCRIPT_VARS` and `_PY_ENV` find? Asked for the one name a launch
+    sets that its engine does not read, rather than listing every name the script reads."""
+    if name not in script or _NAME.fullmatch(name) is None:
+        return False
+    return (
+        re.search(rf"\$\{{?{name}(?![A-Za-z0-9_])", script) is not None
+        or re.search(rf"""environ\.get\(\s*["']{name}["']""", script) is not None
+    )
 
 
 def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
@@ -169,44 +187,78 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
     """True when `_arguments` would refuse nothing, told in one pass over the words for the
     launches the recipes emit (known flags with the values they take); False whenever
     anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
-    `_arguments` decides. Every planned pod's launch is checked, so this is hot."""
+    `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
+    launch's shape decides (its option words and where its other words stand) is worked out
+    once per engine and shape, as `_shape_checks`; only the values are read per launch."""
+    shape = tuple([word if word[:1] == "-" else "" for word in words])
+    memo = facts.plain_shapes
+    checks = memo.get(shape)
+    if checks is None:
+        if shape in memo:
+            return False
+        checks = memo[shape] = _shape_checks(shape, facts)
+        if checks is None:
+            return False
+    for at, kind, choices, insensitive in checks:
+        value = words[at]
+        if kind == "int":
+            if not value.isdecimal() and _INTEGER.fullmatch(value) is None:
+                return False
+        elif kind != "str" and _value_problem(kind, None, False, value) is not None:
+            return False
+        if choices is not None and (value.upper() if insensitive else value) not in choices:
+            return False
+    return True
+
+
+def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks | None:
+    """For launches of this shape (every word that is not an option blanked), the checks left
+    for their values (position, kind, choices, case-insensitively), or None when the shape
+    alone is less than plain. A value that starts with a dash stays in the shape, and is
+    checked here."""
     plain = facts.plain_flags
     dashes = facts.underscores_as_dashes
+    checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
     positionals = 0
-    i, n = 0, len(words)
+    i, n = 0, len(shape)
     while i < n:
-        word = words[i]
+        word = shape[i]
         i += 1
         if not _is_option(word):
             positionals += 1
             if positionals > facts.positionals:
-                return False
+                return None
             continue
         flag = plain.get(_canonical(word, facts) if dashes else word)
         if flag is None or (word.startswith("--") and "=" in word):
-            return False
+            return None
         kind, nargs, choices, insensitive = flag
         if kind == "flag":
             continue
         if nargs is None or nargs.isdigit():  # exactly this many values, none an option
             end = i + (int(nargs) if nargs else 1)
             if end > n:
-                return False
+                return None
         else:  # the values up to the next option: at most one for `?`, at least one for `+`
             end = i
-            while end < n and not _is_option(words[end]) and (nargs != "?" or end == i):
+            while end < n and not _is_option(shape[end]) and (nargs != "?" or end == i):
                 end += 1
             if nargs == "+" and end == i:
-                return False
-        for value in words[i:end]:
+                return None
+        for at in range(i, end):
+            value = shape[at]
+            if value == "":
+                if kind != "str" or choices is not None:
+                    checks.append((at, kind, choices, insensitive))
+                continue
             if _is_option(value):
-                return False
+                return None
             if kind != "str" and _value_problem(kind, None, False, value) is not None:
-                return False
+                return None
             if choices is not None and (value.upper() if insensitive else value) not in choices:
-                return False
+                return None
         i = end
-    return True
+    return tuple(checks)
 
 
 def _is_option(word: str) -> bool:
@@ -383,9 +435,9 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     return f"give {name} a value it takes"
 
 
-def _environment(launch: Launch, facts: EngineOptions, script_env: set[str]) -> Iterator[Refusal]:
+def _environment(launch: Launch, facts: EngineOptions, script: str) -> Iterator[Refusal]:
     for name in [*launch.env, *launch.secret_env]:
-        if name not in facts.env and name not in script_env:
+        if name not in facts.env and not _script_reads(script, name):
             import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
             close = difflib.get_close_matches(name, list(facts.env), n=3)

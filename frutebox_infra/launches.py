@@ -25,6 +25,16 @@ def pod_specs(
     ]
 
 
+def first_pod_spec(
+    candidates: Sequence[PlacementOption], members: Sequence[Sequence[PlacementOption]] = ()
+) -> PodSpec:
+    """`pod_specs(candidates, members)[0]`: the pod of the cheapest placement alone."""
+    first = candidates[0]
+    if not members:
+        return first.pod
+    return first.recipe.shared_pod([first.pod, *(m[0].pod for m in members)])
+
+
 @positional_record
 class PodLaunches:
     """One pod as planned: its models (anchor first), the anchor's resolution and the

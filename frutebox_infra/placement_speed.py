@@ -11,15 +11,7 @@ from __future__ import annotations
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, Serving
 from frutebox_infra.registry import Gpu, Model, SpecDecode
-from frutebox_infra.speed import (
-    ModelBasis,
-    Placement,
-    SpeedEstimate,
-    SpeedUnknown,
-    Workload,
-    estimate_speed,
-    model_basis,
-)
+from frutebox_infra.speed import ModelTerms, Placement, SpeedEstimate, SpeedUnknown, Workload
 from frutebox_infra.speed_facts import SpeedFacts
 
 Speed = SpeedEstimate | SpeedUnknown | None
@@ -28,34 +20,37 @@ Speed = SpeedEstimate | SpeedUnknown | None
 
 class ModelSpeeds:
     """One model's estimates as a recipe serves it, on any GPU type and count: what those
-    share (the recipe's precisions and speculation, the workload, the model's basis) is
-    worked out once, on the first estimate."""
+    share (the recipe's engine, precisions and speculation, the workload, the model's
+    `ModelTerms`) is worked out once, on the first estimate. It is the `Served` its terms
+    are made of."""
 
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
         self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
+        self.engine = recipe.runtime
+        self.weights_gb = serving.weights_vram_gb
         spec = model.speed
         self.speculative = spec.spec_decode if serving.speculative else SpecDecode.NONE
-        self.steps = spec.K if self.speculative is not SpecDecode.NONE else 0
-        self.acceptance = spec.acceptance
+        self.speculative_steps = spec.K if self.speculative is not SpecDecode.NONE else 0
+        self.speculative_acceptance = spec.acceptance
         self.precision = recipe.weight_format(model)
-        self.non_expert = recipe.non_expert_bytes_per_weight(model)
+        self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
         self.workload = workload(serving)
-        self.basis: ModelBasis | None = None
+        self.terms: ModelTerms | None = None
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
         return Placement(
-            engine=self.recipe.runtime,
+            engine=self.engine,
             gpu=gpu,
             gpu_count=count,
-            weights_gb=self.serving.weights_vram_gb,
+            weights_gb=self.weights_gb,
             precision=self.precision,
             kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
             expert_parallel=self.recipe.expert_parallel(self.model, count),
             speculative=self.speculative,
-            speculative_steps=self.steps,
-            speculative_acceptance=self.acceptance,
-            non_expert_bytes_per_weight=self.non_expert,
+            speculative_steps=self.speculative_steps,
+            speculative_acceptance=self.speculative_acceptance,
+            non_expert_bytes_per_weight=self.non_expert_bytes_per_weight,
             usd_per_hour=usd_per_hour,
         )
 
@@ -63,10 +58,11 @@ class ModelSpeeds:
         """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
         if not self.tokens:
             return None
-        placement = self.placement(gpu, count, usd_per_hour)
-        if self.basis is None:
-            self.basis = model_basis(self.model, placement, self.facts)
-        return estimate_speed(self.model, placement, self.workload, self.facts, self.basis)
+        terms = self.terms
+        if terms is None:
+            terms = self.terms = ModelTerms(self.model, self, self.facts)
+        kv, split = self.recipe.kv_dtype_bytes(gpu), self.recipe.expert_parallel(self.model, count)
+        return terms.at(gpu, count, kv, split, usd_per_hour, self.workload)
 
 
 def speed_inputs(

@@ -16,7 +16,7 @@ from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
 from frutebox_infra.settings import StackSettings
-from frutebox_infra.speed_floor import BelowFloor, choose, floor_problem, speed_floor
+from frutebox_infra.speed_floor import BelowFloor, choose, floor_key, floor_of, floor_problem
 
 HOURS_PER_MONTH = 730
 """A month of pods running around the clock, as RunPod bills an always-on pod."""
@@ -243,15 +243,10 @@ def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list
     by_id = {m.model_id: m for m in models}
     out = []
     for pod in pods:
-        anchor, *members = (by_id[i] for i in pod.model_ids)
-        out.append(
-            PodLaunches(
-                pod.model_ids,
-                anchor.resolution,
-                anchor.candidates,
-                tuple(m.candidates for m in members),
-            )
-        )
+        anchor, *members = pod.model_ids
+        plan = by_id[anchor]
+        others = tuple(by_id[i].candidates for i in members) if members else ()
+        out.append(PodLaunches(pod.model_ids, plan.resolution, plan.candidates, others))
     return out
 
 
@@ -265,6 +260,8 @@ def _pods(
     ]
     pods, views = group_pods(registry, settings, planned)
     shared = {mid: p.model_ids for p in pods if p.shared for mid in p.model_ids}
+    if not shared:
+        return models, pods
     replanned = tuple(
         replace(
             m,
@@ -289,6 +286,8 @@ def _seeding(
     checked against their engine as such."""
     placed = {m.model_id: m.candidates for m in models if m.placement and not m.problems}
     seeding = plan_seeding(registry, settings, pods, placed)
+    if not any(d.seeded for d in seeding.models):
+        return models, seeding
     seeded = tuple(
         replace(
             m,
@@ -348,7 +347,7 @@ def _plan_model(
         problems.append(resolution.problem)
     if resolution.ranking is None or not resolution.ranking.ranked:
         return ModelPlan(model_id, resolution, None, (), tuple(problems), resolution.warnings)
-    floor, key = speed_floor(settings, override, model_id)
+    floor = floor_of(settings, override)
     if resolution.serving is None or not resolution.serving.token_context:
         floor = 0.0  # a diffusion pipeline has no token rate
     choice = choose(
@@ -359,13 +358,13 @@ def _plan_model(
     if choice.unchecked and (floor > 0 or settings.rank_by != "usdPerHour"):
         warnings += (_unchecked(choice.unchecked, floor),)
     if not choice.taken:
-        problems.append(floor_problem(model_id, choice, floor, key))
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
-                         min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+        problems.append(floor_problem(model_id, choice, floor, floor_key(override, model_id)))
+        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings, (), floor,
+                         choice.below_floor)  # fmt: skip
     chosen, *fallbacks = choice.taken
     warnings += chosen.pod.notes
     return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
-                     min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+                     (), floor, choice.below_floor)  # fmt: skip
 
 
 def _unchecked(placements: tuple[PlacementOption, ...], floor: float) -> str:

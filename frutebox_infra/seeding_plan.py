@@ -8,8 +8,9 @@ from dataclasses import replace
 from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
-from frutebox_infra.launches import pod_specs
+from frutebox_infra.launches import first_pod_spec
 from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
@@ -96,27 +97,32 @@ def plan_seeding(
     cpus, no_cpu = _cpus(registry, settings, problems)
     if settings.seeding and no_cpu is not None and not problems:
         warnings.append(f"seeding: {no_cpu}; every GPU pod downloads its own weights")
+    why_not = _why_not(settings, no_cpu)
+    downloads = NoCpu(why_not or "")  # every model's when the stack seeds none
     decisions = []
     for pod in pods:
         ids = [mid for mid in pod.model_ids if mid in candidates]
         if len(ids) != len(pod.model_ids):
             continue
-        anchor, *members = (candidates[mid] for mid in ids)
-        # The pod's own launch (a shared pod's merged env): where its engine reads weights.
-        spec = pod_specs(anchor, members)[0]
+        spec: PodSpec | None = None
         for model_id in ids:
-            why_not = _why_not(settings, no_cpu)
-            job: SeedJob | None = None
             placement = candidates[model_id][0]
-            if why_not is None:
-                found = seed_job(placement.model, placement.recipe.runtime, spec)
-                if isinstance(found, Unseedable):
-                    why_not = f"{found.reason}: {DOWNLOADS}"
-                else:
-                    job = found
-            decisions.append(_decision(model_id, placement, job, why_not, cpus, settings))
+            if why_not is not None:
+                decisions.append(_decision(model_id, placement, None, downloads, settings))
+                continue
+            if spec is None:
+                # The pod's own launch (a shared pod's merged env): where its engine reads
+                # weights.
+                anchor, *members = (candidates[mid] for mid in ids)
+                spec = first_pod_spec(anchor, members)
+            found = seed_job(placement.model, placement.recipe.runtime, spec)
+            if isinstance(found, Unseedable):
+                cpu = NoCpu(f"{found.reason}: {DOWNLOADS}")
+                decisions.append(_decision(model_id, placement, None, cpu, settings))
+            else:
+                decisions.append(_decision(model_id, placement, found, cpus[0], settings))
     by_id = {d.model_id: d for d in decisions}
-    ordered = tuple(by_id[mid] for mid in candidates if mid in by_id)
+    ordered = tuple([by_id[mid] for mid in candidates if mid in by_id])
     return Seeding(
         on=settings.seeding,
         image=registry.seeder_image,
@@ -131,7 +137,19 @@ def plan_seeding(
 
 def reading_seeded(placements: Sequence[PlacementOption]) -> tuple[PlacementOption, ...]:
     """The same placements launching pods that read the seeded weights offline."""
-    return tuple(replace(p, seeded=True) for p in placements)
+    return tuple([p if p.seeded else _seeded(p) for p in placements])
+
+
+def _seeded(p: PlacementOption) -> PlacementOption:
+    """`p` reading seeded weights, with what `p` already worked out carried over (into the
+    slots of its cached properties): its speed, and its pod made to read offline."""
+    seeded = replace(p, seeded=True)
+    made, slots = vars(p), vars(seeded)
+    if "pod" in made:
+        slots["pod"] = p.recipe.seeded_pod(made["pod"])
+    if "speed" in made:
+        slots["speed"] = made["speed"]
+    return seeded
 
 
 def _cpus(
@@ -173,17 +191,16 @@ def _decision(
     model_id: str,
     placement: PlacementOption,
     job: SeedJob | None,
-    why_not: str | None,
-    cpus: tuple[CpuChoice, ...],
+    cpu: CpuChoice | NoCpu,
     settings: StackSettings,
 ) -> ModelSeeding:
+    """`cpu`: the pod that seeds the model's `job`, or why none does."""
     weights_gb = placement.serving.weights_disk_gb or 0.0
-    cpu: CpuChoice | NoCpu = cpus[0] if job is not None and cpus else NoCpu(why_not or "")
     return ModelSeeding(
-        model_id=model_id,
-        job=job,
-        why_not=why_not,
-        bringup=bringup(
+        model_id,
+        job,
+        cpu.reason if isinstance(cpu, NoCpu) else None,
+        bringup(
             model_id,
             weights_gb,
             placement.usd_per_hour,
@@ -192,7 +209,5 @@ def _decision(
             volume_type=settings.volume_type,
             loads_at_start=placement.recipe.loads_weights_at_start,
         ),
-        timeout_s=seed_timeout_s(
-            weights_gb, settings.download_mb_per_s, settings.seed_timeout_seconds
-        ),
+        seed_timeout_s(weights_gb, settings.download_mb_per_s, settings.seed_timeout_seconds),
     )

@@ -14,11 +14,10 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
-from dataclasses import field
-from typing import Literal
+from typing import Literal, Protocol
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
-from frutebox_infra.record import mutable_record, positional_record
+from frutebox_infra.record import positional_record
 from frutebox_infra.registry import (
     Architecture,
     ExpertSplit,
@@ -99,97 +98,228 @@ class SpeedUnknown:
     reason: str
 
 
-@positional_record
-class _Shape:
-    """The weights a step reads, in counts and bytes per weight, from the registry's facts."""
+class Served(Protocol):
+    """How a placement serves its model, whatever its GPUs: what `ModelTerms` are made of
+    (a `Placement` is one; so is the planner's per-model view of a recipe)."""
 
-    arch: Architecture
-    active: float
-    shared: float
-    """Weights every token reads: attention, dense MLPs, shared experts, the LM head."""
-    per_expert: float
-    experts: int
-    used: int
-    shared_bytes_per_weight: float
-    expert_bytes_per_weight: float
+    @property
+    def engine(self) -> Runtime: ...
+    @property
+    def weights_gb(self) -> float: ...
+    @property
+    def precision(self) -> WeightFormat: ...
+    @property
+    def non_expert_bytes_per_weight(self) -> float | None: ...
+    @property
+    def speculative(self) -> SpecDecode: ...
+    @property
+    def speculative_steps(self) -> int: ...
+    @property
+    def speculative_acceptance(self) -> float | None: ...
 
 
-@mutable_record
-class _Context:
-    """One placement's estimate inputs, and what every step of it shares: worked out once
-    per estimate, not per step (a decode, a prefill, a speculative verify). Made for every
-    estimate and never changed, so not frozen (freezing costs a call per field)."""
+class ModelTerms:
+    """What every estimate of one model served as `Served` says shares, whatever the GPU type
+    and count: the engine's figures, the weights, state and FLOPs a step costs, and the
+    speculation's yield; or what the registry lacks to estimate at all. Made once per model,
+    so that an estimate is arithmetic over the GPUs (the planner estimates several GPU types
+    and counts of every model)."""
 
-    placement: Placement
-    shape: _Shape
-    gpu: GpuSpeed
-    engine: EngineFigures
-    link: LinkSpeed | None
-    parallel: int = field(init=False)
-    """GPUs that read a step's weights at once: under a layer split they read in turn."""
-    shared_bytes: float = field(init=False)
-    kv_per_token: int = field(init=False)
-    state_share: float = field(init=False)
-    bandwidth: float = field(init=False)
-    compute_rate: float = field(init=False)
-    attention: int = field(init=False)
-    """A step's attention FLOPs per token and cached position (scores and weighted values)."""
-    overhead_s: float = field(init=False)
-    expert_bytes: float = field(init=False)
-    """One routed expert's bytes in one layer (0 for a dense model)."""
-    links: bool = field(init=False)
-    """Whether a step crosses links between the pod's GPUs, with these figures:"""
-    link_bandwidth: float = field(init=False)
-    link_latency_s: float = field(init=False)
-    ring_share: float = field(init=False)
-    """The share of the activations each GPU sends in a ring all-reduce: 2 (n - 1) / n."""
+    __slots__ = (
+        "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
+        "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
+        "layers", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
+        "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
+        "state_bytes", "two_active", "used",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        p, shape, engine, arch = self.placement, self.shape, self.engine, self.shape.arch
-        parallel = self.parallel = 1 if p.engine in LAYER_SPLIT_ENGINES else p.gpu_count
-        self.shared_bytes = shape.shared * shape.shared_bytes_per_weight / parallel
-        self.kv_per_token = kv_bytes_per_token(arch, parallel, p.kv_dtype_bytes)
-        self.state_share = 2 * (arch.state_bytes_per_sequence or 0) / parallel
-        self.bandwidth = self.gpu.memory_bandwidth_gb_s * GB
-        self.compute_rate = _tensor_tflops(self.gpu, p.precision) * 1e12 * engine.compute_efficiency
-        layers = arch.full_attention_layers or arch.layers
-        self.attention = 2 * layers * arch.attention_heads * _attention_width(arch)
+    def __init__(self, model: Model, served: Served, facts: SpeedFacts | None):
+        p = served
+        engine = facts.engine(p.engine) if facts is not None else None
+        split = model.expert_split
+        self.no_engine = _no_engine(p, facts, engine)
+        self.no_model_facts = _no_model_facts(model, split)
+        if engine is None or self.no_model_facts is not None:
+            return
+        assert facts is not None and model.architecture is not None
+        arch = self.arch = model.architecture
+        shared, shared_bpw, experts, per_expert, expert_bpw = _weights(model, p, split)
+        self.layer_split = p.engine in LAYER_SPLIT_ENGINES
+        self.links = facts.links
+        self.precision = p.precision
+        self.bandwidth_efficiency = engine.bandwidth_efficiency
+        self.compute_efficiency = engine.compute_efficiency
         self.overhead_s = (engine.step_overhead_us + engine.layer_overhead_us * arch.layers) / 1e6
-        self.expert_bytes = (
-            shape.per_expert * shape.expert_bytes_per_weight if shape.experts else 0.0
-        )
-        # Worked out here, not per step: each estimate takes two or three steps.
-        link = self.link
-        self.links = p.gpu_count > 1 and link is not None
-        if link is not None:
-            self.link_bandwidth = (
-                self.gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
+        assert model.parameters is not None
+        self.two_active = 2 * model.parameters.active
+        self.shared_weight_bytes = shared * shared_bpw
+        self.state_bytes = 2 * (arch.state_bytes_per_sequence or 0)
+        layers = arch.full_attention_layers or arch.layers
+        # A step's attention FLOPs per token and cached position (scores and weighted values).
+        self.attention = 2 * layers * arch.attention_heads * _attention_width(arch)
+        self.experts, self.used = experts, arch.experts_per_token or 0
+        self.moe_layers = arch.moe_layers
+        # One routed expert's bytes in one layer (0 for a dense model).
+        self.expert_bytes = per_expert * expert_bpw if experts else 0.0
+        self.hidden = arch.hidden_size or 0
+        self.layers = arch.layers
+        self.collectives = COLLECTIVES_PER_LAYER * arch.layers
+        # KV bytes per token by (GPUs reading a step, KV element bytes), as estimates ask.
+        self.kv_per_token: dict[tuple[int, int], int] = {}
+        self._speculation(p, facts)
+
+    def _speculation(self, p: Served, facts: SpeedFacts) -> None:
+        """`K` drafts and a verify of `K + 1` per step where the placement drafts and the
+        registry states the method's acceptance; one token per plain step otherwise."""
+        self.spec_steps, self.spec_note = 0, None
+        if p.speculative is SpecDecode.NONE or p.speculative_steps == 0:
+            return
+        assumption = facts.speculative.get(p.speculative)
+        if assumption is None:
+            self.spec_note = (
+                f"no acceptance assumption for {p.speculative} in registry/speed.yaml: estimated"
+                " without speculative decoding"
             )
+            return
+        k = self.spec_steps = p.speculative_steps
+        accept = p.speculative_acceptance or assumption.token_acceptance
+        self.draft_cost = k * assumption.draft_step_cost
+        self.spec_tokens = accepted_tokens(accept, k)
+        self.spec_note = (
+            f"{p.speculative} drafting {k} tokens at {accept:.0%} acceptance each:"
+            f" {self.spec_tokens:.2f} tokens per step"
+        )
+
+    def at(
+        self,
+        gpu: Gpu,
+        count: int,
+        kv_dtype_bytes: int,
+        expert_parallel: bool,
+        usd_per_hour: float | None,
+        workload: Workload,
+    ) -> SpeedEstimate | SpeedUnknown:
+        """The estimate on `count` x `gpu` (the placement's other inputs as given)."""
+        if self.no_engine is not None:
+            return SpeedUnknown(self.no_engine)
+        figures = gpu.speed
+        if figures is None:
+            return SpeedUnknown(f"registry/gpus.yaml has no speed facts for {gpu.name}")
+        if self.no_model_facts is not None:
+            return SpeedUnknown(self.no_model_facts)
+        kind = figures.interconnect.kind
+        link = self.links.get(kind)
+        if count > 1 and link is None:
+            return SpeedUnknown(f"registry/speed.yaml has no link figures for {kind}")
+        on = _OnGpus(self, figures, count, kv_dtype_bytes, expert_parallel, link)
+        streams, context = workload.concurrency, workload.context_tokens
+        step, compute_bound = on.step(streams, streams, context)
+        per_step = 1.0
+        notes: tuple[str, ...] = () if self.spec_note is None else (self.spec_note,)
+        k = self.spec_steps
+        if k:
+            verify, compute_bound = on.step(streams * (k + 1), streams, context)
+            step, per_step = verify + self.draft_cost * step, self.spec_tokens
+        if self.layer_split and count > 1:
+            notes += (f"layer split: the {count} GPUs take turns on every token",)
+        prompt = workload.prompt_tokens or PREFILL_REFERENCE_TOKENS
+        prefill = on.step(prompt, 1, prompt / 2)[0]
+        per_stream = per_step / step
+        aggregate = streams * per_stream
+        output = workload.output_tokens
+        if workload.prompt_tokens and output:
+            # Each stream waits out the other streams' prefills once per request it serves.
+            per_stream = 1 / (step / per_step + (streams - 1) * prefill / output)
+            aggregate = streams * output / (output * step / per_step + streams * prefill)
+        return SpeedEstimate(
+            per_stream,
+            aggregate,
+            prompt / prefill,
+            step * 1000,
+            "compute" if compute_bound else "memory",
+            usd_per_million_tokens(usd_per_hour, aggregate),
+            notes,
+        )
+
+
+class _OnGpus:
+    """One placement's side of its estimate: what each of its GPUs reads, computes and sends
+    in a step. Made for every estimate and never changed; a plain class, as a dataclass costs
+    a call per field."""
+
+    __slots__ = (
+        "bandwidth", "compute_rate", "count", "expert_parallel", "kv_per_token", "link_bandwidth",
+        "link_latency_s", "links", "parallel", "ring_share", "shared_bytes", "state_share",
+        "terms",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        terms: ModelTerms,
+        gpu: GpuSpeed,
+        count: int,
+        kv_dtype_bytes: int,
+        expert_parallel: bool,
+        link: LinkSpeed | None,
+    ):
+        self.terms, self.count, self.expert_parallel = terms, count, expert_parallel
+        # Under a layer split the GPUs read in turn, so a step reads at one GPU's pace.
+        parallel = self.parallel = 1 if terms.layer_split else count
+        self.shared_bytes = terms.shared_weight_bytes / parallel
+        kv = terms.kv_per_token.get((parallel, kv_dtype_bytes))
+        if kv is None:
+            kv = terms.kv_per_token[parallel, kv_dtype_bytes] = kv_bytes_per_token(
+                terms.arch, parallel, kv_dtype_bytes
+            )
+        self.kv_per_token = kv
+        self.state_share = terms.state_bytes / parallel
+        self.bandwidth = gpu.memory_bandwidth_gb_s * GB
+        self.compute_rate = _tensor_tflops(gpu, terms.precision) * 1e12 * terms.compute_efficiency
+        # Whether a step crosses links between the pod's GPUs, and at what cost; a ring
+        # all-reduce has each GPU send 2 (n - 1) / n of the activations.
+        self.links = count > 1 and link is not None
+        if link is not None:
+            self.link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
             self.link_latency_s = link.collective_latency_us / 1e6
-            self.ring_share = 2 * (p.gpu_count - 1) / p.gpu_count
+            self.ring_share = 2 * (count - 1) / count
 
+    def step(self, tokens: int, streams: int, context: float) -> tuple[float, bool]:
+        """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
+        `context` tokens of KV; and whether compute rather than memory bounds it."""
+        t = self.terms
+        weight_bytes = self.shared_bytes + (self._expert_bytes(tokens) if t.experts else 0.0)
+        kv_bytes = streams * (context * self.kv_per_token + self.state_share)
+        memory_s = (weight_bytes + kv_bytes) / self.bandwidth
+        memory_s /= t.bandwidth_efficiency
+        # Scores and weighted values over `context` cached positions, for every token.
+        attention = t.attention * context * tokens
+        flops = (t.two_active * tokens + attention) / self.parallel
+        compute_s = flops / self.compute_rate
+        links = self._links(tokens) if self.links else 0.0
+        compute_bound = compute_s > memory_s
+        return (compute_s if compute_bound else memory_s) + t.overhead_s + links, compute_bound
 
-@positional_record
-class ModelBasis:
-    """What every estimate of one model served by one engine at one weights size shares,
-    whatever the GPU type and count: the engine's figures, the expert split, and the weights
-    a step reads (None where the registry lacks the facts)."""
+    def _expert_bytes(self, tokens: int) -> float:
+        """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every
+        touched expert, or under expert parallelism the touched experts it owns (the most
+        loaded GPU)."""
+        t, parallel = self.terms, self.parallel
+        touched = distinct_experts(t.experts, t.used, tokens)
+        if self.expert_parallel and parallel > 1:
+            owned = t.experts / parallel
+            mean = touched / parallel
+            busiest = min(owned, touched, mean + math.sqrt(2 * mean * math.log(parallel)))
+            return t.moe_layers * busiest * t.expert_bytes
+        return t.moe_layers * touched * t.expert_bytes / parallel
 
-    engine: EngineFigures | None
-    split: ExpertSplit | None
-    shape: _Shape | None
-
-
-def model_basis(model: Model, placement: Placement, facts: SpeedFacts | None) -> ModelBasis:
-    """The shared part of `model`'s estimates, for placements with `placement`'s engine,
-    weights size and precisions."""
-    split = model.expert_split
-    known = model.architecture is not None and model.parameters is not None
-    return ModelBasis(
-        facts.engine(placement.engine) if facts is not None else None,
-        split,
-        _shape(model, placement, split) if known else None,
-    )
+    def _links(self, tokens: int) -> float:
+        """Seconds a step spends on the links between the pod's GPUs."""
+        activations = tokens * self.terms.hidden * ACTIVATION_BYTES
+        if self.terms.layer_split:
+            # One hand-off of the activations at each boundary between consecutive GPUs.
+            return (self.count - 1) * (self.link_latency_s + activations / self.link_bandwidth)
+        ring = self.ring_share * activations / self.link_bandwidth
+        return self.terms.collectives * (self.link_latency_s + ring)
 
 
 def estimate_speed(
@@ -197,75 +327,15 @@ def estimate_speed(
     placement: Placement,
     workload: Workload,
     facts: SpeedFacts | None,
-    basis: ModelBasis | None = None,
+    terms: ModelTerms | None = None,
 ) -> SpeedEstimate | SpeedUnknown:
-    """The decode and prefill speed of `model` on `placement` under `workload`; `basis`, when
-    given, is `model_basis` of a placement of the same engine and weights (the planner
-    estimates several GPU types and counts of every model)."""
-    basis = basis or model_basis(model, placement, facts)
-    engine = basis.engine
-    problem = _missing(model, placement, facts, engine, basis.split)
-    if problem is not None:
-        return SpeedUnknown(problem)
-    assert facts is not None and placement.gpu.speed is not None and engine is not None
-    assert basis.shape is not None  # _missing refuses a model without its shape's facts
-    ctx = _Context(
-        placement,
-        basis.shape,
-        placement.gpu.speed,
-        engine,
-        facts.links.get(placement.gpu.speed.interconnect.kind),
-    )
-    notes: list[str] = []
-    streams = workload.concurrency
-    step, per_step, compute_bound = _decode(ctx, workload, facts, notes)
-    if placement.engine in LAYER_SPLIT_ENGINES and placement.gpu_count > 1:
-        notes.append(f"layer split: the {placement.gpu_count} GPUs take turns on every token")
-    prompt = workload.prompt_tokens or PREFILL_REFERENCE_TOKENS
-    prefill, _ = _step(ctx, prompt, 1, prompt / 2)
-    per_stream = per_step / step
-    aggregate = streams * per_stream
-    output = workload.output_tokens
-    if workload.prompt_tokens and output:
-        # Each stream waits out the other streams' prefills once per request it serves.
-        per_stream = 1 / (step / per_step + (streams - 1) * prefill / output)
-        aggregate = streams * output / (output * step / per_step + streams * prefill)
-    return SpeedEstimate(
-        decode_tok_s_per_stream=per_stream,
-        decode_tok_s_aggregate=aggregate,
-        prefill_tok_s=prompt / prefill,
-        decode_step_ms=step * 1000,
-        bound="compute" if compute_bound else "memory",
-        usd_per_million_output_tokens=usd_per_million_tokens(placement.usd_per_hour, aggregate),
-        assumptions=tuple(notes),
-    )
-
-
-def _decode(
-    ctx: _Context, workload: Workload, facts: SpeedFacts, notes: list[str]
-) -> tuple[float, float, bool]:
-    """Seconds per decode step, tokens each stream gains per step, and whether compute bounds
-    it: one token per plain step; with speculation, `K` drafts and a verify of `K + 1`."""
-    p, streams, context = ctx.placement, workload.concurrency, workload.context_tokens
-    step, compute_bound = _step(ctx, streams, streams, context)
-    if p.speculative is SpecDecode.NONE or p.speculative_steps == 0:
-        return step, 1.0, compute_bound
-    assumption = facts.speculative.get(p.speculative)
-    if assumption is None:
-        notes.append(
-            f"no acceptance assumption for {p.speculative} in registry/speed.yaml: estimated"
-            " without speculative decoding"
-        )
-        return step, 1.0, compute_bound
-    k = p.speculative_steps
-    accept = p.speculative_acceptance or assumption.token_acceptance
-    verify, compute_bound = _step(ctx, streams * (k + 1), streams, context)
-    tokens = accepted_tokens(accept, k)
-    notes.append(
-        f"{p.speculative} drafting {k} tokens at {accept:.0%} acceptance each:"
-        f" {tokens:.2f} tokens per step"
-    )
-    return verify + k * assumption.draft_step_cost * step, tokens, compute_bound
+    """The decode and prefill speed of `model` on `placement` under `workload`; `terms`, when
+    given, are `ModelTerms` of a placement of the same engine, weights, precisions and
+    speculation (the planner estimates several GPU types and counts of every model)."""
+    terms = ModelTerms(model, placement, facts) if terms is None else terms
+    p = placement
+    return terms.at(p.gpu, p.gpu_count, p.kv_dtype_bytes, p.expert_parallel, p.usd_per_hour,
+                    workload)  # fmt: skip
 
 
 def usd_per_million_tokens(usd_per_hour: float | None, tok_s: float) -> float | None:
@@ -286,20 +356,16 @@ def distinct_experts(experts: int, used: int, tokens: int) -> float:
     return experts * (1 - (1 - used / experts) ** tokens)
 
 
-def _missing(
-    model: Model,
-    p: Placement,
-    facts: SpeedFacts | None,
-    engine: EngineFigures | None,
-    split: ExpertSplit | None,
-) -> str | None:
-    arch, params = model.architecture, model.parameters
+def _no_engine(p: Served, facts: SpeedFacts | None, engine: EngineFigures | None) -> str | None:
     if facts is None:
         return "registry/speed.yaml is missing: no engine figures to estimate with"
     if engine is None:
         return f"registry/speed.yaml has no figures for {p.engine} (no token speed to model)"
-    if p.gpu.speed is None:
-        return f"registry/gpus.yaml has no speed facts for {p.gpu.name}"
+    return None
+
+
+def _no_model_facts(model: Model, split: ExpertSplit | None) -> str | None:
+    arch, params = model.architecture, model.parameters
     if arch is None or params is None:
         return f"registry/models.yaml lacks {model.id}'s architecture or parameter counts"
     if arch.hidden_size is None:
@@ -309,58 +375,27 @@ def _missing(
             f"registry/models.yaml lacks {model.id}'s expert structure (experts,"
             " experts_per_token, moe_intermediate_size)"
         )
-    if p.gpu_count > 1 and p.gpu.speed.interconnect.kind not in facts.links:
-        return f"registry/speed.yaml has no link figures for {p.gpu.speed.interconnect.kind}"
     return None
 
 
-def _shape(model: Model, p: Placement, split: ExpertSplit | None) -> _Shape:
+def _weights(
+    model: Model, p: Served, split: ExpertSplit | None
+) -> tuple[float, float, int, float, float]:
+    """The weights every token reads (attention, dense MLPs, shared experts, the LM head) and
+    their bytes per weight; the routed experts per layer, one's weights and its bytes per weight."""
     arch, params = model.architecture, model.parameters
     assert arch is not None and params is not None
     weight_bytes = p.weights_gb * GB
     uniform = weight_bytes / params.total
     if split is None:
-        return _Shape(arch, params.active, params.active, 0.0, 0, 0, uniform, uniform)
+        return params.active, uniform, 0, 0.0, uniform
     assert arch.experts and arch.experts_per_token
     shared_bpw = expert_bpw = uniform
     if p.non_expert_bytes_per_weight is not None:
         stored_shared = max(params.total - split.routed, split.shared)
         shared_bpw = p.non_expert_bytes_per_weight
         expert_bpw = max(weight_bytes - stored_shared * shared_bpw, 0.0) / split.routed
-    return _Shape(
-        arch, params.active, split.shared, split.per_expert, arch.experts, arch.experts_per_token,
-        shared_bpw, expert_bpw,
-    )  # fmt: skip
-
-
-def _step(ctx: _Context, tokens: int, streams: int, context: float) -> tuple[float, bool]:
-    """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
-    `context` tokens of KV; and whether compute rather than memory bounds it."""
-    shape, parallel = ctx.shape, ctx.parallel
-    # Under a layer split the GPUs read in turn, so the step reads everything at one GPU's pace.
-    weight_bytes = ctx.shared_bytes + (_expert_bytes(ctx, tokens) if shape.experts else 0.0)
-    kv_bytes = streams * (context * ctx.kv_per_token + ctx.state_share)
-    memory_s = (weight_bytes + kv_bytes) / ctx.bandwidth
-    memory_s /= ctx.engine.bandwidth_efficiency
-    # Scores and weighted values over `context` cached positions, for every token.
-    attention = ctx.attention * context * tokens
-    flops = (2 * shape.active * tokens + attention) / parallel
-    compute_s = flops / ctx.compute_rate
-    links = _links(ctx, tokens) if ctx.links else 0.0
-    return max(memory_s, compute_s) + ctx.overhead_s + links, compute_s > memory_s
-
-
-def _expert_bytes(ctx: _Context, tokens: int) -> float:
-    """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every touched
-    expert, or under expert parallelism the touched experts it owns (the most loaded GPU)."""
-    shape, parallel = ctx.shape, ctx.parallel
-    touched = distinct_experts(shape.experts, shape.used, tokens)
-    if ctx.placement.expert_parallel and parallel > 1:
-        owned = shape.experts / parallel
-        mean = touched / parallel
-        busiest = min(owned, touched, mean + math.sqrt(2 * mean * math.log(parallel)))
-        return shape.arch.moe_layers * busiest * ctx.expert_bytes
-    return shape.arch.moe_layers * touched * ctx.expert_bytes / parallel
+    return split.shared, shared_bpw, arch.experts, split.per_expert, expert_bpw
 
 
 def _attention_width(arch: Architecture) -> int:
@@ -376,14 +411,3 @@ def _tensor_tflops(gpu: GpuSpeed, precision: WeightFormat) -> float:
     if precision == "fp8" and gpu.fp8_dense_tflops is not None:
         return gpu.fp8_dense_tflops
     return gpu.bf16_dense_tflops
-
-
-def _links(ctx: _Context, tokens: int) -> float:
-    """Seconds a step spends on the links between the pod's GPUs."""
-    p = ctx.placement
-    activations = tokens * (ctx.shape.arch.hidden_size or 0) * ACTIVATION_BYTES
-    if p.engine in LAYER_SPLIT_ENGINES:
-        # One hand-off of the activations at each boundary between consecutive GPUs.
-        return (p.gpu_count - 1) * (ctx.link_latency_s + activations / ctx.link_bandwidth)
-    ring = ctx.ring_share * activations / ctx.link_bandwidth
-    return COLLECTIVES_PER_LAYER * ctx.shape.arch.layers * (ctx.link_latency_s + ring)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
+from functools import cached_property
 from typing import Annotated, Literal
 
 from frutebox_infra.record import positional_record, record
@@ -178,6 +179,17 @@ class SpeedFacts:
 
     def engine(self, runtime: Runtime) -> EngineFigures | None:
         """The figures an engine runs at, through the engine whose kernels it runs."""
+        known = self._engine_figures
+        if runtime not in known:
+            known[runtime] = self._figures(runtime)
+        return known[runtime]
+
+    @cached_property
+    def _engine_figures(self) -> dict[Runtime, EngineFigures | None]:
+        """`engine`'s answers, each worked out once: every model's estimates ask."""
+        return {}
+
+    def _figures(self, runtime: Runtime) -> EngineFigures | None:
         entry = self.engines.get(runtime)
         if entry is not None and entry.kernels_of is not None:
             entry = self.engines.get(entry.kernels_of)

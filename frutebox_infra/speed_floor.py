@@ -81,22 +81,34 @@ def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -
 
 
 class _Walk:
-    """Placements cheapest per hour first, each refused one followed by its next count where
-    more GPUs speed a stream (not llama.cpp's layer split, where they take turns)."""
+    """Placements cheapest per hour first (then less VRAM), each refused one followed by its
+    next count where more GPUs speed a stream (not llama.cpp's layer split, where they take
+    turns). The ranking is in that order already: only the counts refusals add wait in a
+    heap, behind a ranked placement they tie with."""
 
     def __init__(self, ranking: Ranking, floor: float):
         self.ranking = ranking
         self.floor = floor
         self.more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         self.below: list[BelowFloor] = []
-        gpus = ranking.registry.gpus
-        self.heap = [(r[2], gpus[r[0]].vram_gb * r[1], i, r) for i, r in enumerate(ranking.ranked)]
-        self.pushed = len(self.heap)
+        self.ranked = ranking.ranked
+        self.at = 0
+        """The next of `ranked` to walk."""
+        self.larger: list[tuple[float, int, int, Ranked]] = []
+        """($/h, VRAM, order, placement) of the larger counts to walk."""
+
+    def next_usd(self) -> float | None:
+        """The $/h of the next placement to walk, or None when none is left."""
+        larger = self.larger[0][0] if self.larger else None
+        if self.at == len(self.ranked):
+            return larger
+        usd = self.ranked[self.at][2]
+        return usd if larger is None or usd <= larger else larger
 
     def by_usd_per_hour(self, premium: float) -> tuple[PlacementOption, ...]:
         taken: list[PlacementOption] = []
         ceiling = math.inf
-        while self.heap and self.heap[0][0] <= ceiling:
+        while (usd := self.next_usd()) is not None and usd <= ceiling:
             p = self._next()
             if p is not None:
                 taken.append(p)
@@ -105,29 +117,36 @@ class _Walk:
 
     def everything(self) -> list[PlacementOption]:
         out = []
-        while self.heap:
+        while self.next_usd() is not None:
             p = self._next()
             if p is not None:
                 out.append(p)
         return out
 
+    def _pop(self) -> Ranked:
+        if self.at < len(self.ranked):
+            ranked = self.ranked[self.at]
+            if not self.larger or (ranked[2], self._vram(ranked)) <= self.larger[0][:2]:
+                self.at += 1
+                return ranked
+        return heapq.heappop(self.larger)[3]
+
     def _next(self) -> PlacementOption | None:
         """The cheapest placement left if it meets the floor; else None, and its next count
         joins the walk."""
-        *_, ranked = heapq.heappop(self.heap)
+        ranked = self._pop()
         speed = self.ranking.speed(ranked)
         if not isinstance(speed, SpeedEstimate) or meets(speed, self.floor):
             return self.ranking.option(ranked)
         self.below.append(BelowFloor(ranked, speed, self.floor, self.ranking))
         more = self.ranking.larger(ranked) if self.more_gpus_help else None
         if more is not None:
-            self._push(more)
+            order = len(self.ranked) + len(self.below)  # after every ranked one, as pushed
+            heapq.heappush(self.larger, (more[2], self._vram(more), order, more))
         return None
 
-    def _push(self, ranked: Ranked) -> None:
-        vram = self.ranking.registry.gpus[ranked[0]].vram_gb * ranked[1]
-        heapq.heappush(self.heap, (ranked[2], vram, self.pushed, ranked))
-        self.pushed += 1
+    def _vram(self, ranked: Ranked) -> int:
+        return self.ranking.registry.gpus[ranked[0]].vram_gb * ranked[1]
 
 
 def meets(speed: SpeedEstimate, floor: float) -> bool:
@@ -197,11 +216,21 @@ def speed_floor(
     settings: StackSettings, override: ModelOverride | None, model_id: str
 ) -> tuple[float, str]:
     """The floor a model's placements are held to, and the key that sets it."""
+    return floor_of(settings, override), floor_key(override, model_id)
+
+
+def floor_of(settings: StackSettings, override: ModelOverride | None) -> float:
+    """The floor a model's placements are held to: its override's, else the stack's."""
     if override is not None and override.min_decode_tok_s is not None:
-        return override.min_decode_tok_s, (
-            f"frutebox-infra:overrides.{model_id}.minDecodeTokensPerSecond"
-        )
-    return settings.min_decode_tok_s, (
+        return override.min_decode_tok_s
+    return settings.min_decode_tok_s
+
+
+def floor_key(override: ModelOverride | None, model_id: str) -> str:
+    """The stack key that sets a model's floor, as a fix names it."""
+    if override is not None and override.min_decode_tok_s is not None:
+        return f"frutebox-infra:overrides.{model_id}.minDecodeTokensPerSecond"
+    return (
         f"frutebox-infra:minDecodeTokensPerSecond (or overrides.{model_id}"
         ".minDecodeTokensPerSecond)"
     )

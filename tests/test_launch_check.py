@@ -15,6 +15,7 @@ from frutebox_infra.launch_check import (
     Refusal,
     _arguments,
     _plainly_accepted,
+    _script_reads,
     _server_words,
     check_launch,
 )
@@ -590,3 +591,34 @@ def test_every_catalog_launch_but_a_json_config_is_plain() -> None:
             assert _plainly_accepted(words, facts(engine)) is not json_config, (m.id, p.label)
             seen += 1
     assert seen > 30
+
+
+def test_the_one_pass_check_reads_every_launch_s_values_though_it_knows_the_shape() -> None:
+    # The shape's verdict is kept on the engine's facts: a launch of a known shape still has
+    # its own values checked, and a refused value does not make the shape refused.
+    known = facts("sglang")
+    for args, plain in (
+        (SGLANG + "--tp-size 2 --kv-cache-dtype fp8_e4m3", True),
+        (SGLANG + "--tp-size two --kv-cache-dtype fp8_e4m3", False),
+        (SGLANG + "--tp-size 2 --kv-cache-dtype fp9", False),
+        (SGLANG + "--tp-size 4 --kv-cache-dtype auto", True),
+    ):
+        assert _plainly_accepted(server_words("sglang", args), known) is plain, args
+
+
+@pytest.mark.parametrize(
+    ("script", "name", "reads"),
+    [
+        pytest.param('eval "$FRUTEBOX_PROVISION"', "FRUTEBOX_PROVISION", True, id="expanded"),
+        pytest.param("echo ${HOME}/x", "HOME", True, id="expanded-in-braces"),
+        pytest.param("echo $HOMEDIR", "HOME", False, id="a-longer-name"),
+        pytest.param("echo HOME", "HOME", False, id="named-not-expanded"),
+        pytest.param("os.environ.get( 'HF_TOKEN')", "HF_TOKEN", True, id="python-reads-it"),
+        pytest.param("os.environ.get(HF_TOKEN)", "HF_TOKEN", False, id="python-unquoted"),
+        pytest.param("echo $A-B", "A-B", False, id="not-a-variable-name"),
+    ],
+)
+def test_a_launch_script_reads_the_variables_it_expands(
+    script: str, name: str, reads: bool
+) -> None:
+    assert _script_reads(script, name) is reads

@@ -11,7 +11,7 @@ from frutebox_infra.environment import Environment
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.registry import Registry
 from frutebox_infra.seeding.protocol import FilesJob, HfSnapshotJob, OllamaJob
-from frutebox_infra.seeding_plan import Seeding
+from frutebox_infra.seeding_plan import Seeding, reading_seeded
 from tests.factories import real_registry, settings
 
 PROD = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]
@@ -140,3 +140,17 @@ def test_a_model_without_a_seeding_rule_says_why_and_downloads_on_its_gpu() -> N
     )
     assert seeding(plan).seeds("sdxl-1.0")
     assert "HF_HUB_OFFLINE" not in plan.models[0].placement.pod.env  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("model_id", ["qwen-3.6-27b", "kimi-k2.6", "qwen3-8b", "sdxl-1.0"])
+def test_a_seeded_placement_carries_over_what_was_worked_out_as_rendering_anew_would(
+    model_id: str,
+) -> None:
+    plan = planned([model_id], seeding=False)
+    [placement] = plan.models[0].candidates[:1]
+    assert placement.pod.args and "pod" in vars(placement)  # rendered by the plan already
+    [carried] = reading_seeded([placement])
+    fresh = replace(placement, seeded=True)
+    assert carried.seeded and "pod" in vars(carried)
+    assert carried.pod == fresh.pod and carried.speed == fresh.speed
+    assert reading_seeded([carried]) == (carried,)

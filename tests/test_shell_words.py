@@ -33,6 +33,11 @@ def test_args_split_exactly_as_shlex_splits_them(text: str) -> None:
     [
         pytest.param("--tp 2\t--model  org/m\n", id="unquoted-split-at-whitespace"),
         pytest.param("--c '{\"a\": 1}' --x", id="quoted-word-kept-whole"),
+        pytest.param("bash -c 'a '\"'\"'b'\"'\"''", id="plain-words-then-one-quoted"),
+        pytest.param("bash -c 'a' ", id="one-quoted-then-space"),
+        pytest.param("bash -c'a'", id="a-quote-inside-a-word"),
+        pytest.param("a\\ b 'c'", id="a-backslash-before-the-quoted-word"),
+        pytest.param("'a'", id="only-the-quoted-word"),
     ],
 )
 def test_split_words_on_both_sides_of_the_unquoted_path(text: str) -> None:

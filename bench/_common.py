@@ -156,7 +156,8 @@ def ratio(a: float, b: float) -> str:
 
 
 def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
-    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory; a clone
+    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory, CPU
+    flavors and seeder image (so the plan decides seeding as a real stack's does); a clone
     keeps no `former_ids`, which must stay unique across the registry."""
     clones = tuple(
         replace(
@@ -174,5 +175,7 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         network_volume=catalog.network_volume,
         max_gpus_per_pod=catalog.max_gpus_per_pod,
         speed=catalog.speed,
+        cpu_flavors=catalog.cpu_flavors,
+        seeder_image=catalog.seeder_image,
         engine_options=catalog.engine_options,
     )

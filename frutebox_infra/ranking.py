@@ -22,7 +22,7 @@ from frutebox_infra.count_search import (
 # The price and kernel rules live with the search; the planner's other modules read them here.
 from frutebox_infra.count_search import gpu_price as gpu_price
 from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem
-from frutebox_infra.fit import Fit, FitRequest, estimate, fewest_gpus, fits
+from frutebox_infra.fit import Fit, FitRequest, estimate
 from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
@@ -163,19 +163,16 @@ class Ranking:
         return speed
 
     def larger(self, ranked: Ranked) -> Ranked | None:
-        """The next allowed count above `ranked`'s on its GPU type that fits, or None."""
+        """The next allowed count above `ranked`'s on its GPU type that fits, or None: the
+        count search on that one type, from the count above."""
         gpu_index, count, _ = ranked
-        gpu = self.registry.gpus[gpu_index]
-        price = gpu_price(gpu, self.cloud) or 0.0  # ranked: its price is recorded
-        request = self._request(gpu)
-        top = top_count(self.registry, gpu)
-        fewest = fewest_gpus(request, gpu)
-        for more in self.allowed_counts:
-            if more > top:
-                return None
-            if more > count and more >= fewest and fits(request, gpu, more):
-                return gpu_index, more, round(price * more, 2)
-        return None
+        table = gpu_table(self.registry)
+        rows = table.rows(self.cloud, self.image, self.serving.require_fp8)
+        row = next(r for r in rows if r.position == gpu_index)  # ranked: it is searched
+        request = self._request(row.gpu)
+        above = [c for c in self.allowed_counts if c > count]
+        found = smallest_counts(request, (row,), table.caps(request), above)
+        return (gpu_index, found[0][3], found[0][0]) if found else None
 
     def within(self, premium: float) -> tuple[PlacementOption, ...]:
         """The cheapest placement and every other costing at most `premium` times it."""

@@ -359,12 +359,12 @@ def _plan_model(
         warnings += (_unchecked(choice.unchecked, floor),)
     if not choice.taken:
         problems.append(floor_problem(model_id, choice, floor, floor_key(override, model_id)))
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings, (), floor,
-                         choice.below_floor)  # fmt: skip
+        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
+                         min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
     chosen, *fallbacks = choice.taken
     warnings += chosen.pod.notes
     return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
-                     (), floor, choice.below_floor)  # fmt: skip
+                     min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
 
 
 def _unchecked(placements: tuple[PlacementOption, ...], floor: float) -> str:

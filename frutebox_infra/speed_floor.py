@@ -212,13 +212,6 @@ def floor_problem(model_id: str, choice: SpeedChoice, floor: float, key: str) ->
     )
 
 
-def speed_floor(
-    settings: StackSettings, override: ModelOverride | None, model_id: str
-) -> tuple[float, str]:
-    """The floor a model's placements are held to, and the key that sets it."""
-    return floor_of(settings, override), floor_key(override, model_id)
-
-
 def floor_of(settings: StackSettings, override: ModelOverride | None) -> float:
     """The floor a model's placements are held to: its override's, else the stack's."""
     if override is not None and override.min_decode_tok_s is not None:

@@ -16,8 +16,9 @@ from frutebox_infra.speed import SpeedEstimate
 from frutebox_infra.speed_floor import (
     SpeedChoice,
     choose,
+    floor_key,
+    floor_of,
     floor_problem,
-    speed_floor,
     streams_meeting,
 )
 from tests.factories import gpu, model, real_registry, registry, settings, speedy_gpu
@@ -273,5 +274,6 @@ def test_the_floor_is_the_model_s_override_else_the_stack_s(
     config: dict[str, Any], floor: float, key: str
 ) -> None:
     s = settings(**config)
-    got, named = speed_floor(s, s.overrides.get("m"), "m")
+    override = s.overrides.get("m")
+    got, named = floor_of(s, override), floor_key(override, "m")
     assert got == floor and key in named

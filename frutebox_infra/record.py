@@ -11,6 +11,12 @@ record; they behave as the written ones would (fields in order, equal only to th
 `asdict`, `is_dataclass` and pydantic see a dataclass: the class carries
 `__dataclass_fields__` (real `Field`s) and `__dataclass_params__`.
 
+The planner copies and caches per placement, so two of its generic tools cost it a share of
+every plan: `replace` here is `dataclasses.replace` with one generated function per class
+instead of a walk over the fields per call, and `lazy` is `functools.cached_property` without
+the lock 3.11 takes on every first access (3.12 dropped it: nothing here shares an instance
+between threads while it is being filled).
+
 Not supported (a dataclass is the tool there): `InitVar`, `KW_ONLY`, ordering, and a class
 that writes its own `__eq__`, `__hash__` or `__repr__`.
 """
@@ -25,7 +31,7 @@ import types
 import typing
 from dataclasses import MISSING, Field, FrozenInstanceError, field
 from functools import cache
-from typing import Any, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform
 
 from frutebox_infra.record_code import CODE
 
@@ -33,6 +39,7 @@ T = TypeVar("T")
 
 _FIELD: Any = vars(dataclasses)["_FIELD"]
 _FIELD_CLASSVAR: Any = vars(dataclasses)["_FIELD_CLASSVAR"]
+_FIELDS_ATTR = "__dataclass_fields__"
 _HAS_DEFAULT_FACTORY: Any = vars(dataclasses)["_HAS_DEFAULT_FACTORY"]
 _PARAMS: Any = vars(dataclasses)["_DataclassParams"]
 _REFUSED = ("InitVar", "KW_ONLY")
@@ -312,3 +319,84 @@ def _frozen(self: Any, name: str) -> bool:
 def _owner(self: Any) -> type:
     """The frozen record a plain subclass's instance inherits these methods from."""
     return next(c for c in type(self).__mro__ if vars(c).get("__setattr__") is _frozen_setattr)
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """`dataclasses.replace(obj, **changes)`: a new instance through `__init__`, every init
+    field by keyword (so nothing a lazy property cached is carried over), with the same errors
+    for a field it cannot set."""
+    made = vars(type(obj)).get("__record_replace__")
+    if made is None:
+        made = _replacer(type(obj))
+        if made is None:
+            return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    copied: T = made(obj, **changes)
+    return copied
+
+
+def _replacer(cls: Any) -> Any:
+    """The class's own `replace`, generated once and kept on it; None for what only
+    `dataclasses.replace` handles (not a dataclass instance, or an `InitVar`)."""
+    every = getattr(cls, _FIELDS_ATTR, None)
+    if not isinstance(every, dict):
+        return None
+    kinds = {f._field_type for f in every.values()}
+    if kinds - {_FIELD, _FIELD_CLASSVAR}:
+        return None
+    real = [f for f in every.values() if f._field_type is _FIELD]
+    me = "__record_self__"
+    params = ", ".join(f"{f.name}=__record_missing__" for f in real)
+    checks = [
+        f"  if {f.name} is not __record_missing__: raise ValueError("
+        f"'field {f.name} is declared with init=False, it cannot be specified with replace()')"
+        for f in real
+        if not f.init
+    ]
+    args = ", ".join(
+        f"{f.name}=({f.name} if {f.name} is not __record_missing__"
+        f" else {me}.{f.name})"
+        for f in real
+        if f.init
+    )
+    source = (
+        "def __create_fn__(__record_class__, __record_missing__):\n"
+        f" def replace({me}, /{', *, ' + params if params else ''}):\n"
+        + "".join(line + "\n" for line in checks)
+        + f"  return __record_class__({args})\n"
+        " return replace"
+    )
+    scope: dict[str, Any] = {}
+    exec(CODE.code(source), {}, scope)
+    made = scope["__create_fn__"](cls, MISSING)
+    type.__setattr__(cls, "__record_replace__", made)
+    return made
+
+
+if TYPE_CHECKING:
+    from functools import cached_property as lazy
+else:
+
+    class lazy:  # named as the decorator it stands for
+        """`functools.cached_property` without its lock: computed on first access into the
+        instance's `__dict__`, which then answers every later access without this descriptor."""
+
+        def __init__(self, func):
+            self.func = func
+            self.attrname = None
+            self.__doc__ = func.__doc__
+            self.__module__ = func.__module__
+
+        def __set_name__(self, owner, name):
+            if self.attrname is None:
+                self.attrname = name
+            elif name != self.attrname:
+                raise TypeError(
+                    "Cannot assign the same lazy property to two different names "
+                    f"({self.attrname!r} and {name!r})."
+                )
+
+        def __get__(self, instance, owner=None):
+            if instance is None:
+                return self
+            value = instance.__dict__[self.attrname] = self.func(instance)
+            return value

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 import pytest
 
 from frutebox_infra import record as record_module
-from frutebox_infra.record import mutable_record, positional_record, record
+from frutebox_infra.record import lazy, mutable_record, positional_record, record
+from frutebox_infra.record import replace as replace_of
 from frutebox_infra.record_code import CodeCache
 
 
@@ -532,3 +533,93 @@ def test_a_records_init_is_compiled_once_per_source_and_kept(
     file.unlink()
     kept.save()  # nothing was compiled: nothing to write
     assert not file.exists()
+
+
+def _sample(annotation: object) -> object:
+    """A value of the annotated type unlike any shape's default."""
+    text = str(annotation)
+    for head, value in (("tuple", ("t",)), ("list", [9]), ("dict", {"k": 9}), ("str", "s")):
+        if head in text:
+            return value
+    return 5
+
+
+@pytest.mark.parametrize(
+    ("shape", "deco", "options"),
+    [
+        pytest.param(*shape.values, *flavour.values, id=f"{shape.id}-{flavour.id}")
+        for shape in SHAPES
+        for flavour in FLAVOURS
+        if not (shape.id == "kw-only-field" and flavour.id == "record")
+    ],
+)
+def test_replace_makes_what_dataclasses_replace_makes(
+    shape: Callable[[Decorator], type[Any]], deco: Decorator, options: dict[str, bool]
+) -> None:
+    made: list[Any] = []
+    for kind in (shape(deco), shape(dataclass(**options))):
+        given = {f.name: _sample(f.type) for f in fields(kind) if f.init}
+        value = kind(**given)
+        first = next(iter(given))
+        made.append(
+            [
+                repr(copied)
+                for copied in (
+                    replace_of(value),
+                    replace_of(value, **{first: 7}),
+                    replace_of(value, **given),
+                )
+            ]
+        )
+        assert replace_of(value) is not value
+        for wrong in [f.name for f in fields(kind) if not f.init]:
+            with pytest.raises(ValueError, match=f"field {wrong} is declared with init=False"):
+                replace_of(value, **{wrong: 1})
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            replace_of(value, nope=1)
+    ours, theirs = made
+    assert ours == theirs
+    assert ours[1] != ours[0]  # the change was made
+
+
+def test_replace_leaves_what_only_dataclasses_does_to_it() -> None:
+    @dataclass(frozen=True)
+    class WithInitVar:
+        x: int
+        scale: InitVar[int] = 1
+
+    assert replace_of(WithInitVar(1), x=2) == WithInitVar(2)
+    with pytest.raises(TypeError, match="dataclass instances"):
+        replace_of(object())
+
+
+def test_replace_builds_each_class_its_own_copy_and_carries_no_cached_value() -> None:
+    base = positional_record(type("Base", (), {"__annotations__": {"x": "int"}}))
+    child = type("Child", (base,), {})
+    assert type(replace_of(child(1), x=2)) is child and type(replace_of(base(1), x=2)) is base
+    value = Lazy(2)
+    assert value.doubled == 4 and replace_of(value, base=3).doubled == 6
+
+
+def test_lazy_computes_once_into_the_instance_as_cached_property_does() -> None:
+    calls: list[int] = []
+
+    @positional_record
+    class Counted:
+        base: int
+
+        @lazy
+        def doubled(self) -> int:
+            """Twice the base."""
+            calls.append(self.base)
+            return 2 * self.base
+
+    value = Counted(3)
+    assert (value.doubled, value.doubled, calls) == (6, 6, [3])
+    assert vars(value) == {"base": 3, "doubled": 6}
+    vars(value)["doubled"] = 1  # a value worked out elsewhere takes the slot
+    assert value.doubled == 1
+    descriptor: Any = vars(Counted)["doubled"]
+    assert Counted.doubled is descriptor and descriptor.__doc__ == "Twice the base."
+    with pytest.raises(TypeError, match="same lazy property to two different names"):
+        descriptor.__set_name__(Counted, "tripled")

@@ -3,8 +3,10 @@
 Defining a dataclass compiles each method it writes from source (`exec`) and inspects every
 annotation, which on the start-up path of a preview adds up over the records the registry,
 the stack settings, the planner and the deploy requests declare. A record is built here
-instead: its fields are found as a dataclass finds them, its `__init__` is the very code a
-dataclass would write, compiled once and kept across processes (record_code.py), and its
+instead: its fields are found as a dataclass finds them, its `__init__` is the code a
+dataclass would write (save that a frozen one fills the instance dict directly, as
+`object.__setattr__` would, at a quarter of its cost per field: the planner builds records
+by the thousand), compiled once and kept across processes (record_code.py), and its
 `__eq__`, `__hash__`, `__repr__` and frozen `__setattr__`/`__delattr__` are shared by every
 record; they behave as the written ones would (fields in order, equal only to the same class,
 `compare`, `hash` and `repr` of each field honoured). `dataclasses.fields`, `replace`,

@@ -284,21 +284,17 @@ def _seeding(
 ) -> tuple[tuple[ModelPlan, ...], Seeding]:
     """Which models seed first; theirs then launch pods that read the volume only, and are
     checked against their engine as such."""
-    placed = {m.model_id: m.candidates for m in models if m.placement and not m.problems}
+    placed = {m.model_id: m.placement for m in models if m.placement and not m.problems}
     seeding = plan_seeding(registry, settings, pods, placed)
-    if not any(d.seeded for d in seeding.models):
+    seeds = seeding.seeded_ids
+    if not seeds:
         return models, seeding
-    seeded = tuple(
-        replace(
-            m,
-            placement=reading_seeded(m.candidates)[0],
-            fallbacks=reading_seeded(m.fallbacks),
-        )
-        if seeding.seeds(m.model_id)
-        else m
-        for m in models
-    )
-    return seeded, seeding
+    return tuple(_reading_seeded(m) if m.model_id in seeds else m for m in models), seeding
+
+
+def _reading_seeded(plan: ModelPlan) -> ModelPlan:
+    placement, *fallbacks = reading_seeded(plan.candidates)
+    return replace(plan, placement=placement, fallbacks=tuple(fallbacks))
 
 
 def _plan_model(

@@ -293,8 +293,9 @@ def _seeding(
 
 
 def _reading_seeded(plan: ModelPlan) -> ModelPlan:
-    placement, *fallbacks = reading_seeded(plan.candidates)
-    return replace(plan, placement=placement, fallbacks=tuple(fallbacks))
+    assert plan.placement is not None
+    fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
+    return replace(plan, placement=reading_seeded(plan.placement), fallbacks=fallbacks)
 
 
 def _plan_model(

@@ -135,16 +135,13 @@ def plan_seeding(
     return seeding
 
 
-def reading_seeded(placements: Sequence[PlacementOption]) -> tuple[PlacementOption, ...]:
-    """The same placements launching pods that read the seeded weights offline."""
-    return tuple([p if p.seeded else _seeded(p) for p in placements])
-
-
-def _seeded(p: PlacementOption) -> PlacementOption:
-    """`p` reading seeded weights. Seeding changes where its pod reads weights and nothing
-    else, so `p`'s fields and what it already worked out (its cached properties' slots: its
-    speed, its pod) are copied as they are, the pod made to read offline; no field is
-    rebuilt, as `replace` would."""
+def reading_seeded(p: PlacementOption) -> PlacementOption:
+    """`p` launching a pod that reads the seeded weights offline. Seeding changes where its
+    pod reads weights and nothing else, so `p`'s fields and what it already worked out (its
+    cached properties' slots: its speed, its pod) are copied as they are, the pod made to
+    read offline; nothing is rebuilt, as `replace` would."""
+    if p.seeded:
+        return p
     seeded = object.__new__(type(p))
     slots = vars(seeded)
     slots.update(vars(p))

@@ -42,6 +42,9 @@ MISTRAL_NATIVE = ("consolidated*.safetensors",)
 """Mistral's own checkpoint, which only `--load-format mistral` reads."""
 HF_FORMAT_SHARDS = ("model*.safetensors", "model.safetensors.index.json")
 """The transformers-format copy that Mistral repos carry beside their own format."""
+BESIDE_MISTRAL_FORMAT = OTHER_WEIGHT_FORMATS + HF_FORMAT_SHARDS
+BESIDE_HF_FORMAT = OTHER_WEIGHT_FORMATS + MISTRAL_NATIVE
+"""What an engine skips beside the safetensors it loads, in Mistral's format or in HF's."""
 
 
 @positional_record
@@ -97,7 +100,7 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
     cache = _hub_cache(env)
     revision = model.source.revision or "main"
     mistral = _mistral_format(model.engine_args.get(runtime, ()))
-    beside = OTHER_WEIGHT_FORMATS + (HF_FORMAT_SHARDS if mistral else MISTRAL_NATIVE)
+    beside = BESIDE_MISTRAL_FORMAT if mistral else BESIDE_HF_FORMAT
     return HfSnapshotJob(
         modelId=model.id,
         repo=model.source.hf_repo,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cached_property
 
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import CpuFlavor
@@ -167,10 +166,6 @@ class BringupRates:
     volume_type: str = "STANDARD"
     fixed_timeout_s: int | None = None
 
-    @cached_property
-    def read_mb_per_s(self) -> float:
-        return VOLUME_READ_MB_PER_S[self.volume_type]
-
     def of(
         self,
         model_id: str,
@@ -182,7 +177,8 @@ class BringupRates:
         """One model's bring-up; `seeded`: the stack's CPU pod seeds it. The same arithmetic,
         in the same order, as `download_seconds` and `read_seconds`."""
         download_s = weights_gb * 1000 / self.download_mb_per_s
-        load_s = weights_gb * 1000 / self.read_mb_per_s if loads_at_start else 0.0
+        read_mb_per_s = VOLUME_READ_MB_PER_S[self.volume_type]
+        load_s = weights_gb * 1000 / read_mb_per_s if loads_at_start else 0.0
         without = GPU_POD_START_S + download_s + load_s
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
         if not seeded:

@@ -164,3 +164,13 @@ def test_decisions_follow_the_plans_model_order_when_a_shared_pods_anchor_comes_
     assert [m.model_id for m in s.models] == ["llama-3.2-1b", "qwen3-8b"]
     assert all(s.of(m.model_id) is m for m in s.models)
     assert s.seeded_ids == {"llama-3.2-1b", "qwen3-8b"}
+
+
+def test_a_seeded_model_plan_differs_from_its_unseeded_one_only_in_its_placements() -> None:
+    on, off = planned(PROD), planned(PROD, seeding=False)
+
+    assert seeding(on).seeded_ids == set(PROD)
+    for seeded, plain in zip(on.models, off.models, strict=True):
+        assert seeded.candidates and all(p.seeded for p in seeded.candidates)
+        assert replace(seeded, placement=plain.placement, fallbacks=plain.fallbacks) == plain
+        assert [replace(p, seeded=False) for p in seeded.candidates] == list(plain.candidates)

@@ -284,21 +284,23 @@ def _seeding(
 ) -> tuple[tuple[ModelPlan, ...], Seeding]:
     """Which models seed first; theirs then launch pods that read the volume only, and are
     checked against their engine as such."""
-    placed = {m.model_id: m.candidates for m in models if m.placement and not m.problems}
+    placed = {m.model_id: m.placement for m in models if m.placement and not m.problems}
     seeding = plan_seeding(registry, settings, pods, placed)
-    if not any(d.seeded for d in seeding.models):
+    seeds = seeding.seeded_ids
+    if not seeds:
         return models, seeding
-    seeded = tuple(
-        replace(
-            m,
-            placement=reading_seeded(m.candidates)[0],
-            fallbacks=reading_seeded(m.fallbacks),
-        )
-        if seeding.seeds(m.model_id)
-        else m
-        for m in models
-    )
-    return seeded, seeding
+    return tuple(_reading_seeded(m) if m.model_id in seeds else m for m in models), seeding
+
+
+def _reading_seeded(plan: ModelPlan) -> ModelPlan:
+    """`plan` with its placements reading seeded weights: a copy of its instance dict with
+    those two fields changed, which costs a third of `replace` (that sets every field again)
+    once per seeded model; a ModelPlan caches nothing that they would make stale."""
+    assert plan.placement is not None
+    fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
+    seeded = object.__new__(ModelPlan)
+    vars(seeded).update(vars(plan), placement=reading_seeded(plan.placement), fallbacks=fallbacks)
+    return seeded
 
 
 def _plan_model(

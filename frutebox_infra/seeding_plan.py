@@ -4,7 +4,6 @@ bring-up that buys (pure): one decision per model, made once for the plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
@@ -16,13 +15,12 @@ from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
     Bringup,
+    BringupRates,
     CpuChoice,
     FirstDeploy,
     NoCpu,
-    bringup,
     cpu_candidates,
     first_deploy,
-    seed_timeout_s,
 )
 from frutebox_infra.seeding.manifest import Unseedable, seed_job
 from frutebox_infra.seeding.protocol import SeedJob
@@ -75,8 +73,12 @@ class Seeding:
         return found
 
     def seeds(self, model_id: str) -> bool:
-        found = self.of(model_id)
-        return found is not None and found.seeded
+        return model_id in self.seeded_ids
+
+    @cached_property
+    def seeded_ids(self) -> frozenset[str]:
+        """The models a CPU pod seeds."""
+        return frozenset([m.model_id for m in self.models if m.job is not None])
 
     @property
     def cpu(self) -> CpuChoice | None:
@@ -87,68 +89,66 @@ def plan_seeding(
     registry: Registry,
     settings: StackSettings,
     pods: Sequence[PodGroup],
-    candidates: Mapping[str, tuple[PlacementOption, ...]],
+    placements: Mapping[str, PlacementOption],
 ) -> Seeding:
-    """`candidates`: every placed model's placements, cheapest first (a shared member's are its
-    view of its pod); `pods` groups them. A model seeds when seeding is on, a CPU flavor can
-    run in the stack's data centre, and its weights have a seeding rule."""
+    """`placements`: every placed model's chosen placement, in the plan's order (a shared
+    member's is its view of its pod); `pods` groups them. A model seeds when seeding is on, a
+    CPU flavor can run in the stack's data centre, and its weights have a seeding rule."""
     problems: list[PlanProblem] = []
     warnings: list[str] = []
     cpus, no_cpu = _cpus(registry, settings, problems)
     if settings.seeding and no_cpu is not None and not problems:
         warnings.append(f"seeding: {no_cpu}; every GPU pod downloads its own weights")
-    why_not = _why_not(settings, no_cpu)
-    downloads = NoCpu(why_not or "")  # every model's when the stack seeds none
-    decisions = []
+    why_not = _why_not(settings, no_cpu)  # every model's when the stack seeds none
+    rates = BringupRates(
+        cpus[0] if cpus else None,
+        settings.download_mb_per_s,
+        settings.volume_type,
+        settings.seed_timeout_seconds,
+    )
+    decisions: dict[str, ModelSeeding] = {}
     for pod in pods:
-        ids = [mid for mid in pod.model_ids if mid in candidates]
-        if len(ids) != len(pod.model_ids):
+        ids = pod.model_ids
+        chosen = [placements[mid] for mid in ids if mid in placements]
+        if len(chosen) != len(ids):
             continue
-        spec: PodSpec | None = None
-        for model_id in ids:
-            placement = candidates[model_id][0]
-            if why_not is not None:
-                decisions.append(_decision(model_id, placement, None, downloads, settings))
-                continue
-            if spec is None:
-                # The pod's own launch (a shared pod's merged env): where its engine reads
-                # weights.
-                anchor, *members = (candidates[mid] for mid in ids)
-                spec = first_pod_spec(anchor, members)
-            found = seed_job(placement.model, placement.recipe.runtime, spec)
-            if isinstance(found, Unseedable):
-                cpu = NoCpu(f"{found.reason}: {DOWNLOADS}")
-                decisions.append(_decision(model_id, placement, None, cpu, settings))
-            else:
-                decisions.append(_decision(model_id, placement, found, cpus[0], settings))
-    by_id = {d.model_id: d for d in decisions}
-    ordered = tuple([by_id[mid] for mid in candidates if mid in by_id])
-    return Seeding(
+        spec = None
+        if why_not is None:
+            # The pod's own launch (a shared pod's merged env): where its engine reads weights.
+            spec = first_pod_spec(chosen[:1], [(p,) for p in chosen[1:]])
+        for model_id, placement in zip(ids, chosen, strict=True):
+            decisions[model_id] = _decision(model_id, placement, spec, why_not, rates)
+    if list(decisions) != list(placements):  # pods in another order than their models
+        decisions = {mid: decisions[mid] for mid in placements if mid in decisions}
+    models = tuple(decisions.values())
+    seeding = Seeding(
         on=settings.seeding,
         image=registry.seeder_image,
         cpus=cpus,
         no_cpu=no_cpu,
-        models=ordered,
-        first_deploy=first_deploy([d.bringup for d in ordered]),
+        models=models,
+        first_deploy=first_deploy([d.bringup for d in models]),
         problems=tuple(problems),
         warnings=tuple(warnings),
     )
+    vars(seeding)["_by_model"] = decisions  # its index, already made (a cached property's slot)
+    return seeding
 
 
-def reading_seeded(placements: Sequence[PlacementOption]) -> tuple[PlacementOption, ...]:
-    """The same placements launching pods that read the seeded weights offline."""
-    return tuple([p if p.seeded else _seeded(p) for p in placements])
-
-
-def _seeded(p: PlacementOption) -> PlacementOption:
-    """`p` reading seeded weights, with what `p` already worked out carried over (into the
-    slots of its cached properties): its speed, and its pod made to read offline."""
-    seeded = replace(p, seeded=True)
-    made, slots = vars(p), vars(seeded)
-    if "pod" in made:
-        slots["pod"] = p.recipe.seeded_pod(made["pod"])
-    if "speed" in made:
-        slots["speed"] = made["speed"]
+def reading_seeded(p: PlacementOption) -> PlacementOption:
+    """`p` launching a pod that reads the seeded weights offline. Seeding changes where its
+    pod reads weights and nothing else, so `p`'s fields and what it already worked out (its
+    cached properties' slots: its speed, its pod) are copied as they are, the pod made to
+    read offline; nothing is rebuilt, as `replace` would."""
+    if p.seeded:
+        return p
+    seeded = object.__new__(type(p))
+    slots = vars(seeded)
+    slots.update(vars(p))
+    slots["seeded"] = True
+    pod = slots.get("pod")
+    if pod is not None:
+        slots["pod"] = p.recipe.seeded_pod(pod)
     return seeded
 
 
@@ -190,24 +190,20 @@ def _why_not(settings: StackSettings, no_cpu: str | None) -> str | None:
 def _decision(
     model_id: str,
     placement: PlacementOption,
-    job: SeedJob | None,
-    cpu: CpuChoice | NoCpu,
-    settings: StackSettings,
+    spec: PodSpec | None,
+    why_not: str | None,
+    rates: BringupRates,
 ) -> ModelSeeding:
-    """`cpu`: the pod that seeds the model's `job`, or why none does."""
+    """`spec`: the pod that reads the model's weights, None when the stack seeds nothing
+    (`why_not` says why)."""
     weights_gb = placement.serving.weights_disk_gb or 0.0
-    return ModelSeeding(
-        model_id,
-        job,
-        cpu.reason if isinstance(cpu, NoCpu) else None,
-        bringup(
-            model_id,
-            weights_gb,
-            placement.usd_per_hour,
-            cpu=cpu,
-            download_mb_per_s=settings.download_mb_per_s,
-            volume_type=settings.volume_type,
-            loads_at_start=placement.recipe.loads_weights_at_start,
-        ),
-        seed_timeout_s(weights_gb, settings.download_mb_per_s, settings.seed_timeout_seconds),
-    )
+    job = None
+    if spec is not None:
+        found = seed_job(placement.model, placement.recipe.runtime, spec)
+        if isinstance(found, Unseedable):
+            why_not = f"{found.reason}: {DOWNLOADS}"
+        else:
+            job = found
+    bringup = rates.of(model_id, weights_gb, placement.usd_per_hour, job is not None,
+                       placement.recipe.loads_weights_at_start)  # fmt: skip
+    return ModelSeeding(model_id, job, why_not, bringup, rates.timeout_s(weights_gb))

@@ -149,8 +149,28 @@ def test_a_seeded_placement_carries_over_what_was_worked_out_as_rendering_anew_w
     plan = planned([model_id], seeding=False)
     [placement] = plan.models[0].candidates[:1]
     assert placement.pod.args and "pod" in vars(placement)  # rendered by the plan already
-    [carried] = reading_seeded([placement])
+    carried = reading_seeded(placement)
     fresh = replace(placement, seeded=True)
     assert carried.seeded and "pod" in vars(carried)
     assert carried.pod == fresh.pod and carried.speed == fresh.speed
-    assert reading_seeded([carried]) == (carried,)
+    assert reading_seeded(carried) is carried
+
+
+def test_decisions_follow_the_plans_model_order_when_a_shared_pods_anchor_comes_later() -> None:
+    plan = planned(["llama-3.2-1b", "qwen3-8b"], colocate=True)
+    [pod] = plan.pods
+    assert pod.model_ids == ("qwen3-8b", "llama-3.2-1b")  # the anchor first, not the plan's
+    s = seeding(plan)
+    assert [m.model_id for m in s.models] == ["llama-3.2-1b", "qwen3-8b"]
+    assert all(s.of(m.model_id) is m for m in s.models)
+    assert s.seeded_ids == {"llama-3.2-1b", "qwen3-8b"}
+
+
+def test_a_seeded_model_plan_differs_from_its_unseeded_one_only_in_its_placements() -> None:
+    on, off = planned(PROD), planned(PROD, seeding=False)
+
+    assert seeding(on).seeded_ids == set(PROD)
+    for seeded, plain in zip(on.models, off.models, strict=True):
+        assert seeded.candidates and all(p.seeded for p in seeded.candidates)
+        assert replace(seeded, placement=plain.placement, fallbacks=plain.fallbacks) == plain
+        assert [replace(p, seeded=False) for p in seeded.candidates] == list(plain.candidates)

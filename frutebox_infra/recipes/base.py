@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import field
 from enum import StrEnum
 from typing import ClassVar
 
@@ -216,7 +216,11 @@ class Recipe(ABC):
         the Hugging Face token an offline engine never sends."""
         if not self.offline_env:
             return pod
-        return replace(pod, env={**pod.env, **self.offline_env}, secret_env=())
+        # The rendered pod's fields as they stand, two changed: a copy of its instance dict,
+        # which costs a third of `replace` (that sets every field again) once per placement.
+        seeded = object.__new__(type(pod))
+        vars(seeded).update(vars(pod), env={**pod.env, **self.offline_env}, secret_env=())
+        return seeded
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         """One pod serving every member, from the members' own pods on the shared GPU (the

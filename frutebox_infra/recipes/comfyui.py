@@ -239,7 +239,7 @@ def provisioning_script(model: Model) -> str:
     arrive never reaches a healthy server and the deploy step terminates the pod.
     """
     lines = [_FETCH_FUNCTION]
-    for file, repo, revision, _ in _origins(model):
+    for file, repo, revision, _ in file_origins(model):
         url = hf_resolve_url(repo, revision, file.path)
         target = f"{MODELS_DIR}/{file.folder}"
         lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
@@ -265,18 +265,23 @@ class FileSource:
     @property
     def destination(self) -> str:
         """Its path on the volume, as ComfyUI reads it."""
-        return f"{MODELS_DIR}/{self.folder}/{self.stored_name}"
+        return stored_path(self.folder, self.stored_name)
+
+
+def stored_path(folder: str, stored_name: str) -> str:
+    """Where ComfyUI reads a file of `folder` stored as `stored_name`."""
+    return f"{MODELS_DIR}/{folder}/{stored_name}"
 
 
 def file_sources(model: Model) -> tuple[FileSource, ...]:
     """Each file the recipe stores, with the repo and revision it comes from."""
     return tuple(
         FileSource(repo, revision, file.path, file.folder, file.stored_name, gated)
-        for file, repo, revision, gated in _origins(model)
+        for file, repo, revision, gated in file_origins(model)
     )
 
 
-def _origins(model: Model) -> list[tuple[ComfyFile, str, str, bool]]:
+def file_origins(model: Model) -> list[tuple[ComfyFile, str, str, bool]]:
     """Each file with its repo, revision and gate: the recipe's repackaging (or the model's
     own repo) at its pinned revision; a file from another repository is that repository's
     main, and not behind the recipe's gate. Plain tuples: every pod's provisioning reads them."""

@@ -149,27 +149,52 @@ def bringup(
     """`cpu` is the pod that seeds this model, or why none does. `loads_at_start`: the engine
     reads every weight before it answers (SGLang, vLLM, llama.cpp); Ollama and ComfyUI load a
     model on its first request, so their GPU bills no read before serving."""
-    download_s = download_seconds(weights_gb, download_mb_per_s)
-    load_s = read_seconds(weights_gb, volume_type) if loads_at_start else 0.0
-    without = GPU_POD_START_S + download_s + load_s
-    seeded = isinstance(cpu, CpuChoice)
-    gpu_s = without - download_s if seeded else without
-    seed_usd = (
-        (CPU_POD_START_S + download_s) / 3600 * cpu.usd_per_hour
-        if isinstance(cpu, CpuChoice)
-        else 0.0
-    )
-    return Bringup(
-        model_id=model_id,
-        weights_gb=weights_gb,
-        seed_s=download_s if seeded else 0.0,
-        seed_usd=round(seed_usd, 4),
-        gpu_before_serving_s=gpu_s,
-        gpu_before_serving_usd=round(gpu_s / 3600 * gpu_usd_per_hour, 4),
-        gpu_without_seeding_s=without,
-        gpu_without_seeding_usd=round(without / 3600 * gpu_usd_per_hour, 4),
-        seeded=seeded,
-    )
+    seeder = cpu if isinstance(cpu, CpuChoice) else None
+    rates = BringupRates(seeder, download_mb_per_s, volume_type)
+    return rates.of(model_id, weights_gb, gpu_usd_per_hour, seeder is not None, loads_at_start)
+
+
+@positional_record
+class BringupRates:
+    """What every model's bring-up in one stack is priced by: the CPU pod that seeds, the
+    download speed, the volume's tier and the fixed seed timeout, if any. Made once per plan,
+    so a model's bring-up is its own arithmetic only."""
+
+    cpu: CpuChoice | None
+    """The seeding pod (the cheapest flavor), or None where nothing seeds."""
+    download_mb_per_s: float
+    volume_type: str = "STANDARD"
+    fixed_timeout_s: int | None = None
+
+    def of(
+        self,
+        model_id: str,
+        weights_gb: float,
+        gpu_usd_per_hour: float,
+        seeded: bool,
+        loads_at_start: bool,
+    ) -> Bringup:
+        """One model's bring-up; `seeded`: the stack's CPU pod seeds it. The same arithmetic,
+        in the same order, as `download_seconds` and `read_seconds`."""
+        download_s = weights_gb * 1000 / self.download_mb_per_s
+        read_mb_per_s = VOLUME_READ_MB_PER_S[self.volume_type]
+        load_s = weights_gb * 1000 / read_mb_per_s if loads_at_start else 0.0
+        without = GPU_POD_START_S + download_s + load_s
+        without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
+        if not seeded:
+            return Bringup(model_id, weights_gb, 0.0, 0.0, without, without_usd, without,
+                           without_usd, False)  # fmt: skip
+        assert self.cpu is not None, "a seeded model needs the stack's CPU pod"
+        gpu_s = without - download_s
+        seed_usd = (CPU_POD_START_S + download_s) / 3600 * self.cpu.usd_per_hour
+        return Bringup(
+            model_id, weights_gb, download_s, round(seed_usd, 4), gpu_s,
+            round(gpu_s / 3600 * gpu_usd_per_hour, 4), without, without_usd, True,
+        )  # fmt: skip
+
+    def timeout_s(self, weights_gb: float) -> int:
+        """`seed_timeout_s` at the stack's download speed and fixed timeout."""
+        return seed_timeout_s(weights_gb, self.download_mb_per_s, self.fixed_timeout_s)
 
 
 @positional_record

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
-from frutebox_infra.recipes.comfyui import file_sources
+from frutebox_infra.recipes.comfyui import file_origins, stored_path
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.seeding.protocol import (
@@ -25,6 +26,8 @@ HUB_SUBDIR = "hub"
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
+_VOLUME_PREFIX = VOLUME_PATH.rstrip("/") + "/"
+
 OTHER_WEIGHT_FORMATS = (
     "*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.onnx", "*.ot", "*.tflite",
     "*.gguf", "original/*",
@@ -33,10 +36,15 @@ OTHER_WEIGHT_FORMATS = (
 pick `*.safetensors` first); Meta's repos add a second, raw copy under original/."""
 
 MISTRAL_FORMAT_FLAG = ("--load-format", "mistral")
+MISTRAL_FORMAT_WORD = "=".join(MISTRAL_FORMAT_FLAG)
+"""The same flag as one word."""
 MISTRAL_NATIVE = ("consolidated*.safetensors",)
 """Mistral's own checkpoint, which only `--load-format mistral` reads."""
 HF_FORMAT_SHARDS = ("model*.safetensors", "model.safetensors.index.json")
 """The transformers-format copy that Mistral repos carry beside their own format."""
+BESIDE_MISTRAL_FORMAT = OTHER_WEIGHT_FORMATS + HF_FORMAT_SHARDS
+BESIDE_HF_FORMAT = OTHER_WEIGHT_FORMATS + MISTRAL_NATIVE
+"""What an engine skips beside the safetensors it loads, in Mistral's format or in HF's."""
 
 
 @positional_record
@@ -91,9 +99,8 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
         raise _NotSeedable("the registry records no hf_repo for it")
     cache = _hub_cache(env)
     revision = model.source.revision or "main"
-    flags = tuple(model.engine_args.get(runtime, ()))
-    mistral = _has_flag_pair(flags, MISTRAL_FORMAT_FLAG)
-    beside = OTHER_WEIGHT_FORMATS + (HF_FORMAT_SHARDS if mistral else MISTRAL_NATIVE)
+    mistral = _mistral_format(model.engine_args.get(runtime, ()))
+    beside = BESIDE_MISTRAL_FORMAT if mistral else BESIDE_HF_FORMAT
     return HfSnapshotJob(
         modelId=model.id,
         repo=model.source.hf_repo,
@@ -141,14 +148,18 @@ def _comfy_job(model: Model) -> SeedJob:
     if model.source.comfyui is None:
         raise _NotSeedable("the registry records no source.comfyui file list for it")
     files = tuple(
-        FileSpec(
-            repo=source.repo,
-            revision=source.revision,
-            path=source.path,
-            destination=_on_volume("its ComfyUI models folder", source.destination),
-            gated=source.gated,
-        )
-        for source in file_sources(model)
+        [
+            FileSpec(
+                repo=repo,
+                revision=revision,
+                path=file.path,
+                destination=_on_volume(
+                    "its ComfyUI models folder", stored_path(file.folder, file.stored_name)
+                ),
+                gated=gated,
+            )
+            for file, repo, revision, gated in file_origins(model)
+        ]
     )
     return FilesJob(modelId=model.id, files=files)
 
@@ -169,14 +180,18 @@ def _env_path(env: Mapping[str, str], name: str) -> str:
 
 def _on_volume(name: str, path: str) -> str:
     """`path` relative to the volume's mount; a path elsewhere cannot be seeded."""
-    prefix = VOLUME_PATH.rstrip("/") + "/"
     clean = path.rstrip("/")
-    if not clean.startswith(prefix) or ".." in clean.split("/"):
+    if not clean.startswith(_VOLUME_PREFIX) or ".." in clean.split("/"):
         raise _NotSeedable(f"{name} is {path}, not on the volume mounted at {VOLUME_PATH}")
-    return clean.removeprefix(prefix)
+    return clean[len(_VOLUME_PREFIX) :]
 
 
-def _has_flag_pair(words: Sequence[str], pair: tuple[str, str]) -> bool:
-    return any(tuple(words[i : i + 2]) == pair for i in range(len(words) - 1)) or (
-        f"{pair[0]}={pair[1]}" in words
-    )
+def _mistral_format(words: Sequence[str]) -> bool:
+    """Do the engine's flags load Mistral's own format (`--load-format mistral`, as two words
+    or one)? Most flags name no load format, which `in` answers without a loop."""
+    flag, value = MISTRAL_FORMAT_FLAG
+    if MISTRAL_FORMAT_WORD in words:
+        return True
+    if flag not in words:
+        return False
+    return (flag, value) in pairwise(words)

@@ -3,6 +3,8 @@ pod that reads weights a CPU pod seeded."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from frutebox_infra.recipes import RECIPES
@@ -97,8 +99,11 @@ def test_a_seeded_pod_reads_offline_where_its_engine_would_download(
     assert seeded.args == pod.args  # --revision and -hf stay: they name what is read
     if offline:
         assert seeded.secret_env == ()  # offline, no token is ever sent
+        # Every other field as rendered (the seeded pod is a copy, not built again).
+        assert seeded == replace(pod, env={**pod.env, **offline}, secret_env=())
+        assert type(seeded) is type(pod) and seeded.ports == pod.ports
     else:
-        assert seeded == pod
+        assert seeded is pod
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,15 @@ from frutebox_infra.seeding.bringup import (
     SEED_TIMEOUT_BASE_S,
     SEEDER_DISK_GB,
     VOLUME_READ_MB_PER_S,
+    BringupRates,
     CpuChoice,
     NoCpu,
     bringup,
     choose_cpu,
     cpu_candidates,
+    download_seconds,
     first_deploy,
+    read_seconds,
     seed_timeout_s,
 )
 from frutebox_infra.validation import validate
@@ -179,3 +182,46 @@ def test_the_seed_timeout_scales_with_the_weights_unless_fixed(
     gb: float, fixed: int | None, expected: int
 ) -> None:
     assert seed_timeout_s(gb, 100, fixed) == expected
+
+
+@pytest.mark.parametrize(
+    ("seeded", "loads_at_start", "volume_type"),
+    [
+        pytest.param(True, True, "STANDARD", id="seeded-sglang"),
+        pytest.param(False, True, "STANDARD", id="downloading-sglang"),
+        pytest.param(True, False, "STANDARD", id="seeded-comfyui"),
+        pytest.param(True, True, "HIGH_PERFORMANCE", id="seeded-fast-tier"),
+    ],
+)
+def test_the_stacks_rates_price_a_model_as_its_download_and_read_seconds_say(
+    seeded: bool, loads_at_start: bool, volume_type: str
+) -> None:
+    cpu = choose_cpu([CHEAP], "EU-RO-1")
+    assert isinstance(cpu, CpuChoice)
+    rates = BringupRates(cpu, 87.5, volume_type)
+
+    b = rates.of("m", 41.3, 2.39, seeded, loads_at_start)
+
+    # Equal to the last bit: the plan's figures are the same floats as the one-off helpers'.
+    download = download_seconds(41.3, 87.5)
+    read = read_seconds(41.3, volume_type) if loads_at_start else 0.0
+    assert b.gpu_without_seeding_s == GPU_POD_START_S + download + read
+    assert b.seed_s == (download if seeded else 0.0) and b.seeded is seeded
+    assert b.gpu_before_serving_s == b.gpu_without_seeding_s - (download if seeded else 0.0)
+    assert b == bringup("m", 41.3, 2.39, cpu=cpu if seeded else NoCpu("x"),
+                        download_mb_per_s=87.5, volume_type=volume_type,
+                        loads_at_start=loads_at_start)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("gb", "fixed"),
+    [
+        pytest.param(41.3, None, id="scaled"),
+        pytest.param(41.3, 7200, id="fixed"),
+    ],
+)
+def test_the_stacks_rates_give_the_seed_timeout_of_its_keys(gb: float, fixed: int | None) -> None:
+    rates = BringupRates(None, 87.5, fixed_timeout_s=fixed)
+
+    assert rates.timeout_s(gb) == seed_timeout_s(gb, 87.5, fixed)
+    assert (rates.timeout_s(gb) == fixed) is (fixed is not None)

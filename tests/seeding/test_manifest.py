@@ -173,3 +173,30 @@ def test_a_plan_mounts_the_volume_where_every_pod_does() -> None:
 
     assert plan.volumePath == "/workspace" and plan.stallSeconds == 5
     assert plan.hubUrl == "https://huggingface.co"
+
+
+@pytest.mark.parametrize(
+    ("flags", "mistral"),
+    [
+        pytest.param(("--load-format", "mistral"), True, id="two-words"),
+        pytest.param(("--max-model-len", "8192", "--load-format=mistral"), True, id="one-word"),
+        pytest.param(("--load-format", "safetensors"), False, id="another-format"),
+        pytest.param(("--tokenizer-mode", "mistral"), False, id="the-value-elsewhere"),
+        pytest.param(("mistral", "--load-format"), False, id="the-pair-reversed"),
+        pytest.param(("--load-format",), False, id="the-flag-alone"),
+        pytest.param((), False, id="no-flags"),
+    ],
+)
+def test_the_load_format_flag_decides_which_checkpoint_a_vllm_pod_seeds(
+    flags: tuple[str, ...], mistral: bool
+) -> None:
+    resolution = resolve(real_registry(), "apertus-70b", TOKEN)
+    assert resolution.placements and resolution.model is not None
+    served = dataclasses.replace(resolution.model, engine_args={Runtime.VLLM: flags})
+
+    job = seed_job(served, Runtime.VLLM, resolution.placements[0].pod)
+
+    assert isinstance(job, HfSnapshotJob)
+    skipped = set(job.ignoreBesideSafetensors)
+    assert set(HF_FORMAT_SHARDS) <= skipped if mistral else set(MISTRAL_NATIVE) <= skipped
+    assert not set(MISTRAL_NATIVE if mistral else HF_FORMAT_SHARDS) & skipped

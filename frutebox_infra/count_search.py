@@ -25,6 +25,10 @@ from frutebox_infra.fit import (
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
 
+Fitting = tuple[float, int, int, int]
+"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
+type's position in the registry's `gpus`, and the count."""
+
 
 class GpuRow(NamedTuple):
     """One GPU type as the search reads it."""
@@ -34,8 +38,20 @@ class GpuRow(NamedTuple):
     gpu: Gpu
     top: int
     """The most of it one pod may have (`top_count`)."""
-    usd: tuple[float, ...]
-    """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+    fittings: tuple[Fitting, ...]
+    """What the search reports of a fit at each count (index = count; 0 unused): made once
+    per GPU type, not per model that fits there."""
+
+    @classmethod
+    def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
+        """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
+        fittings = tuple((usd[n], gpu.vram_gb * n, position, n) for n in range(top + 1))
+        return cls(position, gpu, top, fittings)
+
+    @property
+    def usd(self) -> tuple[float, ...]:
+        """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+        return tuple(fitting[0] for fitting in self.fittings)
 
 
 class GpuTable:
@@ -57,7 +73,9 @@ class GpuTable:
         rows = self._rows.get(key)
         if rows is None:
             rows = self._rows[key] = tuple(
-                GpuRow(i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1))))
+                GpuRow.at_prices(
+                    i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1)))
+                )
                 for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
                 if (price := gpu_price(gpu, cloud)) is not None
                 and gpu_refusal(image, gpu, fp8_only=fp8_only) is None
@@ -102,11 +120,6 @@ def gpu_table(registry: Registry) -> GpuTable:
     return _last[1]
 
 
-Fitting = tuple[float, int, int, int]
-"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus`, and the count."""
-
-
 def smallest_counts(
     request: FitRequest,
     rows: Sequence[GpuRow],
@@ -118,19 +131,27 @@ def smallest_counts(
     per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked."""
     found: list[Fitting] = []
     arch = request.architecture
-    if arch is None or request.engine is MemoryModel.DIFFUSION:
-        for position, gpu, top, usd in rows:
+    if request.engine is MemoryModel.DIFFUSION:
+        # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
+        if 1 in allowed:
+            needed = request.weights_gb * GB
+            for _, gpu, _, fittings in rows:
+                if needed <= gpu.memory_mib * MIB:
+                    found.append(fittings[1])
+        return found
+    if arch is None:
+        for _, gpu, top, fittings in rows:
             for count in allowed:
                 if count > top:
                     break
                 if fits(request, gpu, count):
-                    found.append((usd[count], gpu.vram_gb * count, position, count))
+                    found.append(fittings[count])
                     break
         return found
     weights_bytes = request.weights_gb * GB
     required = request.required_sequences
     shares = request.shares
-    for position, gpu, top, usd in rows:
+    for position, gpu, top, fittings in rows:
         fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
         by_count = caps[position]
         for count in allowed:
@@ -138,11 +159,11 @@ def smallest_counts(
                 break
             if count < fewest:
                 continue
-            share = shares[count] if count in shares else count_share(request, arch, count)
+            share = shares.get(count) or count_share(request, arch, count)
             pool = by_count[count] - share.weights_per_gpu
             # `fits`'s test, on the cap it would work out.
             if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
-                found.append((usd[count], gpu.vram_gb * count, position, count))
+                found.append(fittings[count])
                 break
     return found
 

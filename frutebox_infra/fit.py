@@ -64,7 +64,7 @@ class FitRequest:
     """True when the engine allocates every configured slot at start (llama.cpp, Ollama)."""
     speculative: bool = False
 
-    @cached_property
+    @property
     def required_sequences(self) -> int:
         """Full-context sequences a placement must hold: every configured slot where the
         engine allocates them all at start, else the floor."""
@@ -262,8 +262,10 @@ def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     """`req`'s share per GPU at `count`, worked out on first use and kept in `req.shares`."""
     share = req.shares.get(count)
     if share is None:
-        split = req.engine is MemoryModel.LLAMACPP
-        share = req.shares[count] = (_layer_share if split else _tp_share)(req, arch, count)
+        if req.engine is MemoryModel.LLAMACPP:
+            share = req.shares[count] = _layer_share(req, arch, count)
+        else:
+            share = req.shares[count] = _tp_share(req, arch, count)
     return share
 
 
@@ -372,20 +374,10 @@ def _verdict(
             " per GPU"
         )
     return Fit(
-        fits=fits,
-        exact=True,
-        gpu_count=gpu_count,
-        weights_gb_per_gpu=sizes.weights_per_gpu / GB,
-        memory_budget_gb_per_gpu=budget / GB,
-        kv_bytes_per_token=sizes.per_token,
-        kv_tokens=max(0, int(sizes.kv_pool // sizes.per_token)),
-        full_context_sequences=sequences,
-        configured_sequences=req.configured_sequences,
-        needed_gb=needed / GB,
-        available_gb=budget / GB,
-        reason=None if fits else reason,
-        layers_on_worst_gpu=layers_on_worst_gpu,
-    )
+        fits, True, gpu_count, sizes.weights_per_gpu / GB, budget / GB, sizes.per_token,
+        max(0, int(sizes.kv_pool // sizes.per_token)), sequences, req.configured_sequences,
+        needed / GB, budget / GB, None if fits else reason, layers_on_worst_gpu,
+    )  # fmt: skip
 
 
 def _state_per_rank(arch: Architecture, tp: int) -> int:

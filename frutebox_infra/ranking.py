@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from functools import cached_property
+from operator import itemgetter
 
 from frutebox_infra.count_search import (
     Fitting,
@@ -219,6 +220,10 @@ class Ranking:
         return request
 
 
+_AS_RANKED = itemgetter(2, 3, 0)
+"""A `Fitting` (usd, vram, index, count) as the `Ranked` (index, count, usd) it sorts as."""
+
+
 def rank(
     registry: Registry,
     model: Model,
@@ -247,7 +252,7 @@ def rank(
         request = requests[dtype] = request_at(model, serving, options, dtype)
         keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
-    ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
+    ranked: tuple[Ranked, ...] = tuple(map(_AS_RANKED, keyed))
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
                    allowed, gpu_count, requests)  # fmt: skip
 

@@ -173,7 +173,7 @@ ALLOWED = [(1, 2, 3, 4, 5, 6, 7, 8), (1, 2, 4, 8), (2, 4), (1,)]
 
 
 def row_of(card: Gpu, top: int) -> GpuRow:
-    return GpuRow(CARDS.index(card), card, top, tuple(float(n) for n in range(top + 1)))
+    return GpuRow.at_prices(CARDS.index(card), card, top, tuple(float(n) for n in range(top + 1)))
 
 
 @pytest.mark.parametrize("req", SEARCHED)

@@ -362,7 +362,7 @@ def _plan_model(
         return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
                          min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
     chosen, *fallbacks = choice.taken
-    warnings += chosen.pod.notes
+    warnings += chosen.recipe.pod_notes(chosen.model)  # the pod's own, not rendered for them
     return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
                      min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
 

@@ -204,6 +204,11 @@ class Recipe(ABC):
             expected_files=expected_files,
         )
 
+    def pod_notes(self, model: Model) -> tuple[str, ...]:
+        """The `notes` of every pod of `model`, known without rendering one: the planner warns
+        with the taken pod's notes before (and whether or not) it renders that pod."""
+        return ()
+
     @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.llamacpp import LlamaCpp
 from frutebox_infra.registry import Runtime
 from tests.factories import flag, model, words
@@ -64,7 +63,7 @@ def test_hf_takes_no_revision(build_pod: BuildPod) -> None:
     assert "--revision" not in words(pod.args)
     assert "b" * 40 not in pod.args
     assert any("b" * 40 in note for note in pod.notes)  # recorded, said out loud
-    assert RECIPES[Runtime.LLAMACPP].pod_notes(m) == pod.notes  # known before it is rendered
+    assert LlamaCpp().pod_notes(m) == pod.notes  # known before it is rendered
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,42 @@ class GpuRow(NamedTuple):
         return tuple(fitting[0] for fitting in self.fittings)
 
 
+Ladder = tuple[tuple[float, int, Fitting], ...]
+"""The GPU types that may have one count, each as (the engine's cap per GPU there, its
+position, its `Fitting` at that count), the largest cap first."""
+
+
+class GpuGroup:
+    """The GPU types one fit request is searched on: those where the engine caches KV at
+    `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
+
+    __slots__ = ("_ladders", "kv_bytes", "largest_bytes", "rows")
+
+    def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
+        self.kv_bytes = kv_bytes
+        self.rows = rows
+        self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
+        """The largest card's memory: below its `fewest_gpus` no type of the group fits."""
+        self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
+
+    def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
+        """Per count (index = count, up to the group's top), the group's types that may have
+        that many, by the request's engine cap there, largest first."""
+        key = cap_key(request)
+        ladders = self._ladders.get(key)
+        if ladders is None:
+            caps = table.caps(request)
+            ladders = self._ladders[key] = tuple(
+                tuple(sorted(
+                    ((caps[row.position][count], row.position, row.fittings[count])
+                     for row in self.rows if row.top >= count),
+                    key=lambda rung: -rung[0],
+                ))
+                for count in range(max(row.top for row in self.rows) + 1)
+            )  # fmt: skip
+        return ladders
+
+
 class GpuTable:
     """A registry's GPU types as the count search reads them: each view made on first use."""
 
@@ -62,9 +98,7 @@ class GpuTable:
         self.tops = tuple(top_count(registry, g) for g in self.gpus)
         self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
         self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
-        self._groups: dict[
-            tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[tuple[int, tuple[GpuRow, ...]], ...]
-        ] = {}
+        self._groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = {}
 
     def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
         """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
@@ -94,7 +128,7 @@ class GpuTable:
 
     def by_kv_bytes(
         self, recipe: Recipe, cloud: Cloud, image: Image, fp8_only: bool
-    ) -> tuple[tuple[int, tuple[GpuRow, ...]], ...]:
+    ) -> tuple[GpuGroup, ...]:
         """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
         fit request per group), each group in the registry's order."""
         key = recipe, cloud, image.gpu_architectures, fp8_only
@@ -103,7 +137,9 @@ class GpuTable:
             grouped: dict[int, list[GpuRow]] = {}
             for row in self.rows(cloud, image, fp8_only):
                 grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
-            groups = self._groups[key] = tuple((k, tuple(rows)) for k, rows in grouped.items())
+            groups = self._groups[key] = tuple(
+                GpuGroup(k, tuple(rows)) for k, rows in grouped.items()
+            )
         return groups
 
 
@@ -166,6 +202,44 @@ def smallest_counts(
                 found.append(fittings[count])
                 break
     return found
+
+
+def smallest_counts_of(
+    table: GpuTable, request: FitRequest, group: GpuGroup, allowed: Sequence[int]
+) -> list[Fitting]:
+    """`smallest_counts` on a whole group, count by count up its ladders: at one count the
+    test passes on a cap exactly where it passes on every larger cap, so each count asks its
+    ladder only down to the first type that fails, and the types it passes on that no smaller
+    count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
+    card every count below its own fails the test, since the weights it would hold per GPU
+    exceed the card. In the ladders' order, not the registry's."""
+    arch = request.architecture
+    required = request.required_sequences
+    if arch is None or request.engine is MemoryModel.DIFFUSION or required <= 0:
+        return smallest_counts(request, group.rows, table.caps(request), allowed)
+    ladders = group.ladders(table, request)
+    least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
+    shares = request.shares
+    taken: dict[int, Fitting] = {}
+    left = len(group.rows)
+    for count in allowed:
+        if count < least:
+            continue
+        if count >= len(ladders):
+            break
+        share = shares.get(count) or count_share(request, arch, count)
+        weights, per_sequence = share.weights_per_gpu, share.per_sequence
+        for cap, position, fitting in ladders[count]:
+            pool = cap - weights
+            # `fits`'s test, on the cap it would work out.
+            if (pool if pool > 0.0 else 0.0) / per_sequence < required:
+                break
+            if position not in taken:
+                taken[position] = fitting
+                left -= 1
+        if not left:
+            break
+    return list(taken.values())
 
 
 def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:

@@ -17,6 +17,7 @@ from frutebox_infra.count_search import (
     gpu_refusal,
     gpu_table,
     smallest_counts,
+    smallest_counts_of,
     top_count,
 )
 
@@ -244,13 +245,16 @@ def rank(
     table = gpu_table(registry)
     requests: dict[int, FitRequest] = {}
     keyed: list[Fitting] = []
-    for dtype, rows in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
-        if gpu_id is not None:
-            rows = tuple(row for row in rows if row.gpu.id == gpu_id)
-            if not rows:
-                continue
-        request = requests[dtype] = request_at(model, serving, options, dtype)
-        keyed += smallest_counts(request, rows, table.caps(request), allowed)
+    for group in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
+        dtype = group.kv_bytes
+        if gpu_id is None:
+            request = requests[dtype] = request_at(model, serving, options, dtype)
+            keyed += smallest_counts_of(table, request, group, allowed)
+            continue
+        rows = tuple(row for row in group.rows if row.gpu.id == gpu_id)
+        if rows:
+            request = requests[dtype] = request_at(model, serving, options, dtype)
+            keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
     ranked: tuple[Ranked, ...] = tuple(map(_AS_RANKED, keyed))
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,

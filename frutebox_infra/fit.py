@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import field
 from enum import StrEnum
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import Architecture, Gpu
@@ -47,9 +47,10 @@ SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
-@positional_record
+@mutable_record
 class FitRequest:
-    """What must fit: weights at the served precision and the serving targets."""
+    """What must fit: weights at the served precision and the serving targets. Built for
+    every model and KV precision searched and never changed, so not frozen (as `CountShare`)."""
 
     engine: MemoryModel
     weights_gb: float
@@ -70,7 +71,7 @@ class FitRequest:
         engine allocates them all at start, else the floor."""
         return self.configured_sequences if self.static_allocation else self.min_sequences
 
-    @cached_property
+    @property
     def unsharded_cache_bytes(self) -> tuple[int, int]:
         """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
         a layer split divides by layers, the same for every GPU type and count."""

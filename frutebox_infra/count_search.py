@@ -96,6 +96,8 @@ class GpuTable:
     def __init__(self, registry: Registry) -> None:
         self.gpus = registry.gpus
         self.tops = tuple(top_count(registry, g) for g in self.gpus)
+        self.counts = range(1, registry.max_gpus_per_pod + 1)
+        """Every count a pod may have."""
         self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
         self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
         self._groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = {}

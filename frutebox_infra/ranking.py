@@ -240,9 +240,8 @@ def rank(
     that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
     # is the same on every GPU type: worked out once per model, not per GPU type.
-    counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
-    allowed = recipe.allowed_counts(model, counts)
     table = gpu_table(registry)
+    allowed = recipe.allowed_counts(model, table.counts if gpu_count is None else (gpu_count,))
     requests: dict[int, FitRequest] = {}
     keyed: list[Fitting] = []
     for group in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):

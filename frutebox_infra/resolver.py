@@ -123,13 +123,13 @@ def resolve(
         too_long = _workload_problem(model, serving)
         if too_long is not None:
             return Resolution(model_id, model, recipe, image, serving, too_long)
-    warnings = _renamed(model, model_id) + list(serving.warnings)
-    warnings += _source_warnings(model, recipe, image)
+    warnings = (*_renamed(model, model_id), *serving.warnings,
+                *_source_warnings(model, recipe, image))  # fmt: skip
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
     if not ranking.ranked:
         problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
-    return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
+    return Resolution(model_id, model, recipe, image, serving, problem, warnings, ranking)
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:

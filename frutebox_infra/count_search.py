@@ -223,18 +223,18 @@ def smallest_counts_of(
     least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
     shares = request.shares
     taken: dict[int, Fitting] = {}
-    left = len(group.rows)
+    left, above = len(group.rows), len(ladders)
     for count in allowed:
         if count < least:
             continue
-        if count >= len(ladders):
+        if count >= above:
             break
         share = shares.get(count) or count_share(request, arch, count)
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
         for cap, position, fitting in ladders[count]:
             pool = cap - weights
-            # `fits`'s test, on the cap it would work out.
-            if (pool if pool > 0.0 else 0.0) / per_sequence < required:
+            # `fits`'s test, on the cap it would work out (no room fails: `required` > 0).
+            if pool <= 0.0 or pool / per_sequence < required:
                 break
             if position not in taken:
                 taken[position] = fitting

@@ -75,15 +75,23 @@ class FitRequest:
     def unsharded_cache_bytes(self) -> tuple[int, int]:
         """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
         a layer split divides by layers, the same for every GPU type and count."""
-        assert self.architecture is not None
-        arch = self.architecture
-        return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
+        whole = self.whole_cache_bytes
+        if whole is None:
+            arch = self.architecture
+            assert arch is not None
+            whole = kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
+            self.whole_cache_bytes = whole
+        return whole
 
     shares: dict[int, CountShare] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
     """Per GPU count, what every GPU type shares at that count (`count_share`): worked out
     once per count, not once per GPU type (a cache; nothing else changes)."""
+    whole_cache_bytes: tuple[int, int] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
+    """`unsharded_cache_bytes` once worked out (a cache)."""
 
 
 @positional_record

@@ -68,8 +68,8 @@ class GpuGroup:
     def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
         self.kv_bytes = kv_bytes
         self.rows = rows
+        # The largest card's memory: below its `fewest_gpus` no type of the group fits.
         self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
-        """The largest card's memory: below its `fewest_gpus` no type of the group fits."""
         self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
 
     def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:

@@ -199,6 +199,7 @@ def plan_fleet(
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
     with cycle_collector_paused():
+        # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
         shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
         models = tuple(
             _plan_model(registry, settings, environment, m, shared) for m in settings.models

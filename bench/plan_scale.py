@@ -75,7 +75,7 @@ def render(result: FleetPlan) -> None:
 PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("  resolve (per model)", ("resolver.py", "resolve")),
     ("    rank: the count search (per model)", ("ranking.py", "rank")),
-    ("      fit.fits (per gpu type and count asked)", ("fit.py", "fits")),
+    ("      smallest_counts_of (per fit request)", ("count_search.py", "smallest_counts_of")),
     ("    fit.estimate (per placement built)", ("fit.py", "estimate")),
     ("    recipe.pod (per placement taken)", ("recipes/", "pod")),
     ("    recipe.serving", ("recipes/", "serving")),

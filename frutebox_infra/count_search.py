@@ -25,6 +25,10 @@ from frutebox_infra.fit import (
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
 
+Fitting = tuple[float, int, int, int]
+"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
+type's position in the registry's `gpus`, and the count."""
+
 
 class GpuRow(NamedTuple):
     """One GPU type as the search reads it."""
@@ -34,8 +38,56 @@ class GpuRow(NamedTuple):
     gpu: Gpu
     top: int
     """The most of it one pod may have (`top_count`)."""
-    usd: tuple[float, ...]
-    """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+    fittings: tuple[Fitting, ...]
+    """What the search reports of a fit at each count (index = count; 0 unused): made once
+    per GPU type, not per model that fits there."""
+
+    @classmethod
+    def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
+        """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
+        fittings = tuple((usd[n], gpu.vram_gb * n, position, n) for n in range(top + 1))
+        return cls(position, gpu, top, fittings)
+
+    @property
+    def usd(self) -> tuple[float, ...]:
+        """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+        return tuple(fitting[0] for fitting in self.fittings)
+
+
+Ladder = tuple[tuple[float, int, Fitting], ...]
+"""The GPU types that may have one count, each as (the engine's cap per GPU there, its
+position, its `Fitting` at that count), the largest cap first."""
+
+
+class GpuGroup:
+    """The GPU types one fit request is searched on: those where the engine caches KV at
+    `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
+
+    __slots__ = ("_ladders", "kv_bytes", "largest_bytes", "rows")
+
+    def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
+        self.kv_bytes = kv_bytes
+        self.rows = rows
+        # The largest card's memory: below its `fewest_gpus` no type of the group fits.
+        self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
+        self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
+
+    def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
+        """Per count (index = count, up to the group's top), the group's types that may have
+        that many, by the request's engine cap there, largest first."""
+        key = cap_key(request)
+        ladders = self._ladders.get(key)
+        if ladders is None:
+            caps = table.caps(request)
+            ladders = self._ladders[key] = tuple(
+                tuple(sorted(
+                    ((caps[row.position][count], row.position, row.fittings[count])
+                     for row in self.rows if row.top >= count),
+                    key=lambda rung: -rung[0],
+                ))
+                for count in range(max(row.top for row in self.rows) + 1)
+            )  # fmt: skip
+        return ladders
 
 
 class GpuTable:
@@ -44,11 +96,11 @@ class GpuTable:
     def __init__(self, registry: Registry) -> None:
         self.gpus = registry.gpus
         self.tops = tuple(top_count(registry, g) for g in self.gpus)
+        self.counts = range(1, registry.max_gpus_per_pod + 1)
+        """Every count a pod may have."""
         self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
         self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
-        self._groups: dict[
-            tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[tuple[int, tuple[GpuRow, ...]], ...]
-        ] = {}
+        self._groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = {}
 
     def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
         """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
@@ -57,7 +109,9 @@ class GpuTable:
         rows = self._rows.get(key)
         if rows is None:
             rows = self._rows[key] = tuple(
-                GpuRow(i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1))))
+                GpuRow.at_prices(
+                    i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1)))
+                )
                 for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
                 if (price := gpu_price(gpu, cloud)) is not None
                 and gpu_refusal(image, gpu, fp8_only=fp8_only) is None
@@ -76,7 +130,7 @@ class GpuTable:
 
     def by_kv_bytes(
         self, recipe: Recipe, cloud: Cloud, image: Image, fp8_only: bool
-    ) -> tuple[tuple[int, tuple[GpuRow, ...]], ...]:
+    ) -> tuple[GpuGroup, ...]:
         """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
         fit request per group), each group in the registry's order."""
         key = recipe, cloud, image.gpu_architectures, fp8_only
@@ -85,7 +139,9 @@ class GpuTable:
             grouped: dict[int, list[GpuRow]] = {}
             for row in self.rows(cloud, image, fp8_only):
                 grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
-            groups = self._groups[key] = tuple((k, tuple(rows)) for k, rows in grouped.items())
+            groups = self._groups[key] = tuple(
+                GpuGroup(k, tuple(rows)) for k, rows in grouped.items()
+            )
         return groups
 
 
@@ -102,11 +158,6 @@ def gpu_table(registry: Registry) -> GpuTable:
     return _last[1]
 
 
-Fitting = tuple[float, int, int, int]
-"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus`, and the count."""
-
-
 def smallest_counts(
     request: FitRequest,
     rows: Sequence[GpuRow],
@@ -118,19 +169,27 @@ def smallest_counts(
     per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked."""
     found: list[Fitting] = []
     arch = request.architecture
-    if arch is None or request.engine is MemoryModel.DIFFUSION:
-        for position, gpu, top, usd in rows:
+    if request.engine is MemoryModel.DIFFUSION:
+        # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
+        if 1 in allowed:
+            needed = request.weights_gb * GB
+            for _, gpu, _, fittings in rows:
+                if needed <= gpu.memory_mib * MIB:
+                    found.append(fittings[1])
+        return found
+    if arch is None:
+        for _, gpu, top, fittings in rows:
             for count in allowed:
                 if count > top:
                     break
                 if fits(request, gpu, count):
-                    found.append((usd[count], gpu.vram_gb * count, position, count))
+                    found.append(fittings[count])
                     break
         return found
     weights_bytes = request.weights_gb * GB
     required = request.required_sequences
     shares = request.shares
-    for position, gpu, top, usd in rows:
+    for position, gpu, top, fittings in rows:
         fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
         by_count = caps[position]
         for count in allowed:
@@ -138,13 +197,51 @@ def smallest_counts(
                 break
             if count < fewest:
                 continue
-            share = shares[count] if count in shares else count_share(request, arch, count)
+            share = shares.get(count) or count_share(request, arch, count)
             pool = by_count[count] - share.weights_per_gpu
             # `fits`'s test, on the cap it would work out.
             if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
-                found.append((usd[count], gpu.vram_gb * count, position, count))
+                found.append(fittings[count])
                 break
     return found
+
+
+def smallest_counts_of(
+    table: GpuTable, request: FitRequest, group: GpuGroup, allowed: Sequence[int]
+) -> list[Fitting]:
+    """`smallest_counts` on a whole group, count by count up its ladders: at one count the
+    test passes on a cap exactly where it passes on every larger cap, so each count asks its
+    ladder only down to the first type that fails, and the types it passes on that no smaller
+    count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
+    card every count below its own fails the test, since the weights it would hold per GPU
+    exceed the card. In the ladders' order, not the registry's."""
+    arch = request.architecture
+    required = request.required_sequences
+    if arch is None or request.engine is MemoryModel.DIFFUSION or required <= 0:
+        return smallest_counts(request, group.rows, table.caps(request), allowed)
+    ladders = group.ladders(table, request)
+    least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
+    shares = request.shares
+    taken: dict[int, Fitting] = {}
+    left, above = len(group.rows), len(ladders)
+    for count in allowed:
+        if count < least:
+            continue
+        if count >= above:
+            break
+        share = shares.get(count) or count_share(request, arch, count)
+        weights, per_sequence = share.weights_per_gpu, share.per_sequence
+        for cap, position, fitting in ladders[count]:
+            pool = cap - weights
+            # `fits`'s test, on the cap it would work out (no room fails: `required` > 0).
+            if pool <= 0.0 or pool / per_sequence < required:
+                break
+            if position not in taken:
+                taken[position] = fitting
+                left -= 1
+        if not left:
+            break
+    return list(taken.values())
 
 
 def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:

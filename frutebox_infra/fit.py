@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import field
 from enum import StrEnum
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import Architecture, Gpu
@@ -47,9 +47,10 @@ SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
-@positional_record
+@mutable_record
 class FitRequest:
-    """What must fit: weights at the served precision and the serving targets."""
+    """What must fit: weights at the served precision and the serving targets. Built for
+    every model and KV precision searched and never changed, so not frozen (as `CountShare`)."""
 
     engine: MemoryModel
     weights_gb: float
@@ -64,25 +65,33 @@ class FitRequest:
     """True when the engine allocates every configured slot at start (llama.cpp, Ollama)."""
     speculative: bool = False
 
-    @cached_property
+    @property
     def required_sequences(self) -> int:
         """Full-context sequences a placement must hold: every configured slot where the
         engine allocates them all at start, else the floor."""
         return self.configured_sequences if self.static_allocation else self.min_sequences
 
-    @cached_property
+    @property
     def unsharded_cache_bytes(self) -> tuple[int, int]:
         """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
         a layer split divides by layers, the same for every GPU type and count."""
-        assert self.architecture is not None
-        arch = self.architecture
-        return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
+        whole = self.whole_cache_bytes
+        if whole is None:
+            arch = self.architecture
+            assert arch is not None
+            whole = kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
+            self.whole_cache_bytes = whole
+        return whole
 
     shares: dict[int, CountShare] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
     """Per GPU count, what every GPU type shares at that count (`count_share`): worked out
     once per count, not once per GPU type (a cache; nothing else changes)."""
+    whole_cache_bytes: tuple[int, int] | None = field(
+        default=None, init=False, compare=False, repr=False
+    )
+    """`unsharded_cache_bytes` once worked out (a cache)."""
 
 
 @positional_record
@@ -262,8 +271,10 @@ def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     """`req`'s share per GPU at `count`, worked out on first use and kept in `req.shares`."""
     share = req.shares.get(count)
     if share is None:
-        split = req.engine is MemoryModel.LLAMACPP
-        share = req.shares[count] = (_layer_share if split else _tp_share)(req, arch, count)
+        if req.engine is MemoryModel.LLAMACPP:
+            share = req.shares[count] = _layer_share(req, arch, count)
+        else:
+            share = req.shares[count] = _tp_share(req, arch, count)
     return share
 
 
@@ -372,20 +383,10 @@ def _verdict(
             " per GPU"
         )
     return Fit(
-        fits=fits,
-        exact=True,
-        gpu_count=gpu_count,
-        weights_gb_per_gpu=sizes.weights_per_gpu / GB,
-        memory_budget_gb_per_gpu=budget / GB,
-        kv_bytes_per_token=sizes.per_token,
-        kv_tokens=max(0, int(sizes.kv_pool // sizes.per_token)),
-        full_context_sequences=sequences,
-        configured_sequences=req.configured_sequences,
-        needed_gb=needed / GB,
-        available_gb=budget / GB,
-        reason=None if fits else reason,
-        layers_on_worst_gpu=layers_on_worst_gpu,
-    )
+        fits, True, gpu_count, sizes.weights_per_gpu / GB, budget / GB, sizes.per_token,
+        max(0, int(sizes.kv_pool // sizes.per_token)), sequences, req.configured_sequences,
+        needed / GB, budget / GB, None if fits else reason, layers_on_worst_gpu,
+    )  # fmt: skip
 
 
 def _state_per_rank(arch: Architecture, tp: int) -> int:

@@ -11,11 +11,12 @@ from frutebox_infra.colocate import PodGroup, group_pods
 from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
-from frutebox_infra.settings import StackSettings
+from frutebox_infra.settings import ModelOverride, StackSettings
 from frutebox_infra.speed_floor import BelowFloor, choose, floor_key, floor_of, floor_problem
 
 HOURS_PER_MONTH = 730
@@ -198,7 +199,11 @@ def plan_fleet(
     for model_id in sorted(set(settings.overrides) - set(settings.models)):
         warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
     with cycle_collector_paused():
-        models = tuple(_plan_model(registry, settings, environment, m) for m in settings.models)
+        # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
+        shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
+        models = tuple(
+            _plan_model(registry, settings, environment, m, shared) for m in settings.models
+        )
         models, pods = _pods(registry, settings, models)
         models, seeding = _seeding(registry, settings, models, pods)
         launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
@@ -304,8 +309,14 @@ def _reading_seeded(plan: ModelPlan) -> ModelPlan:
 
 
 def _plan_model(
-    registry: Registry, settings: StackSettings, environment: Environment, model_id: str
+    registry: Registry,
+    settings: StackSettings,
+    environment: Environment,
+    model_id: str,
+    shared: ServeOptions | None = None,
 ) -> ModelPlan:
+    """One model's plan; `shared` is the options of every model without an override, where
+    the environment names no EAGLE-3 head (made once per plan)."""
     override = settings.overrides.get(model_id)
     gpu_id = None
     problems: list[PlanProblem] = []
@@ -323,18 +334,10 @@ def _plan_model(
             )
             return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
         gpu_id = gpu.id
-    options = environment.serve_options(
-        model_id,
-        context_tokens=override.context if override else None,
-        concurrency=override.concurrency if override else None,
-        min_sequences=(override.min_concurrent_sequences if override else None)
-        or settings.min_concurrent_sequences,
-        min_sequences_pinned=override is not None and override.min_concurrent_sequences is not None,
-        hf_token=settings.hf_token_configured,
-        spec_decode=settings.spec_decode,
-        prompt_tokens=settings.prompt_tokens,
-        output_tokens=settings.output_tokens,
-    )
+    if override is None and shared is not None:
+        options = shared
+    else:
+        options = _options(settings, environment, model_id, override)
     gpu_count = override.gpu_count if override else None
     resolution = resolve(
         registry,
@@ -364,9 +367,30 @@ def _plan_model(
         return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
                          min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
     chosen, *fallbacks = choice.taken
-    warnings += chosen.pod.notes
+    warnings += chosen.recipe.pod_notes(chosen.model)  # the pod's own, not rendered for them
     return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
                      min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+
+
+def _options(
+    settings: StackSettings,
+    environment: Environment,
+    model_id: str,
+    override: ModelOverride | None,
+) -> ServeOptions:
+    """A model's serving targets: its override's, else the stack's."""
+    return environment.serve_options(
+        model_id,
+        context_tokens=override.context if override else None,
+        concurrency=override.concurrency if override else None,
+        min_sequences=(override.min_concurrent_sequences if override else None)
+        or settings.min_concurrent_sequences,
+        min_sequences_pinned=override is not None and override.min_concurrent_sequences is not None,
+        hf_token=settings.hf_token_configured,
+        spec_decode=settings.spec_decode,
+        prompt_tokens=settings.prompt_tokens,
+        output_tokens=settings.output_tokens,
+    )
 
 
 def _unchecked(placements: tuple[PlacementOption, ...], floor: float) -> str:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import field
 from functools import cached_property
+from operator import itemgetter
 
 from frutebox_infra.count_search import (
     Fitting,
     gpu_refusal,
     gpu_table,
     smallest_counts,
+    smallest_counts_of,
     top_count,
 )
 
@@ -219,6 +221,10 @@ class Ranking:
         return request
 
 
+_AS_RANKED = itemgetter(2, 3, 0)
+"""A `Fitting` (usd, vram, index, count) as the `Ranked` (index, count, usd) it sorts as."""
+
+
 def rank(
     registry: Registry,
     model: Model,
@@ -234,20 +240,22 @@ def rank(
     that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
     # is the same on every GPU type: worked out once per model, not per GPU type.
-    counts = range(1, registry.max_gpus_per_pod + 1) if gpu_count is None else (gpu_count,)
-    allowed = recipe.allowed_counts(model, counts)
     table = gpu_table(registry)
+    allowed = recipe.allowed_counts(model, table.counts if gpu_count is None else (gpu_count,))
     requests: dict[int, FitRequest] = {}
     keyed: list[Fitting] = []
-    for dtype, rows in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
-        if gpu_id is not None:
-            rows = tuple(row for row in rows if row.gpu.id == gpu_id)
-            if not rows:
-                continue
-        request = requests[dtype] = request_at(model, serving, options, dtype)
-        keyed += smallest_counts(request, rows, table.caps(request), allowed)
+    for group in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
+        dtype = group.kv_bytes
+        if gpu_id is None:
+            request = requests[dtype] = request_at(model, serving, options, dtype)
+            keyed += smallest_counts_of(table, request, group, allowed)
+            continue
+        rows = tuple(row for row in group.rows if row.gpu.id == gpu_id)
+        if rows:
+            request = requests[dtype] = request_at(model, serving, options, dtype)
+            keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
-    ranked = tuple([(index, count, usd) for usd, _, index, count in keyed])
+    ranked: tuple[Ranked, ...] = tuple(map(_AS_RANKED, keyed))
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
                    allowed, gpu_count, requests)  # fmt: skip
 

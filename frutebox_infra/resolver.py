@@ -46,7 +46,9 @@ class Resolution:
 
     def warnings_with(self, placement: PlacementOption | None) -> tuple[str, ...]:
         """The warnings of serving on `placement`: the pod taken, not one a floor refused."""
-        return self.warnings + (placement.pod.notes if placement else ())
+        if placement is None:
+            return self.warnings
+        return self.warnings + placement.recipe.pod_notes(placement.model)
 
     @property
     def placements(self) -> tuple[PlacementOption, ...]:
@@ -121,13 +123,13 @@ def resolve(
         too_long = _workload_problem(model, serving)
         if too_long is not None:
             return Resolution(model_id, model, recipe, image, serving, too_long)
-    warnings = _renamed(model, model_id) + list(serving.warnings)
-    warnings += _source_warnings(model, recipe, image)
+    warnings = (*_renamed(model, model_id), *serving.warnings,
+                *_source_warnings(model, recipe, image))  # fmt: skip
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
     if not ranking.ranked:
         problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
-    return Resolution(model_id, model, recipe, image, serving, problem, tuple(warnings), ranking)
+    return Resolution(model_id, model, recipe, image, serving, problem, warnings, ranking)
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
@@ -160,8 +162,7 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
             f"{mid} declares no runtime",
             f"list the engines that can serve it under `runtimes:` of {mid}",
         ), None
-    servable = [r for r in model.runtimes if r in SERVABLE_RUNTIMES]
-    if not servable:
+    if SERVABLE_RUNTIMES.isdisjoint(model.runtimes):
         declared = ", ".join(model.runtimes)
         built = ", ".join(sorted(SERVABLE_RUNTIMES))
         return PlanProblem(
@@ -169,10 +170,11 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
             f"{mid} declares runtime(s) {declared}; we build serving commands only for {built}",
             "declare one of those runtimes, or add a recipe module in frutebox_infra/recipes/",
         ), None
+    runtimes = model.runtimes  # every engine of the preference is servable
     for recipe in ENGINE_PREFERENCE:
-        if recipe.runtime in servable and recipe.missing(model) is None:
+        if recipe.runtime in runtimes and recipe.missing(model) is None:
             return None, recipe
-    first = next(r for r in ENGINE_PREFERENCE if r.runtime in servable)
+    first = next(r for r in ENGINE_PREFERENCE if r.runtime in runtimes)
     return PlanProblem(
         "no-recipe",
         f"{mid} declares runtime '{first.runtime}' but {first.missing(model)}",

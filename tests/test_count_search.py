@@ -7,12 +7,14 @@ from dataclasses import replace
 import pytest
 
 from frutebox_infra.count_search import (
+    GpuGroup,
     GpuRow,
     GpuTable,
     gpu_price,
     gpu_refusal,
     gpu_table,
     smallest_counts,
+    smallest_counts_of,
     top_count,
 )
 from frutebox_infra.fit import FitRequest, MemoryModel, engine_cap_bytes, estimate
@@ -103,9 +105,9 @@ def test_rows_are_grouped_by_the_recipes_kv_precision_on_each_type(
 ) -> None:
     recipe = RECIPES[runtime]
     found = table().by_kv_bytes(recipe, Cloud.SECURE, image(), fp8_only)
-    assert {k: [row.gpu.id for row in rows] for k, rows in found} == groups
-    for dtype, rows in found:
-        assert all(recipe.kv_dtype_bytes(row.gpu) == dtype for row in rows)
+    assert {g.kv_bytes: [row.gpu.id for row in g.rows] for g in found} == groups
+    for group in found:
+        assert all(recipe.kv_dtype_bytes(row.gpu) == group.kv_bytes for row in group.rows)
 
 
 @pytest.mark.parametrize(
@@ -173,7 +175,7 @@ ALLOWED = [(1, 2, 3, 4, 5, 6, 7, 8), (1, 2, 4, 8), (2, 4), (1,)]
 
 
 def row_of(card: Gpu, top: int) -> GpuRow:
-    return GpuRow(CARDS.index(card), card, top, tuple(float(n) for n in range(top + 1)))
+    return GpuRow.at_prices(CARDS.index(card), card, top, tuple(float(n) for n in range(top + 1)))
 
 
 @pytest.mark.parametrize("req", SEARCHED)
@@ -199,3 +201,35 @@ def test_no_count_above_the_top_is_asked(top: int, expected: list[int]) -> None:
     assert first_fitting(req, HOPPER, (1, 2, 4, 8), 8) == 4
     found = smallest_counts(req, [row_of(HOPPER, top)], table().caps(req), (1, 2, 4, 8))
     assert [count for *_, count in found] == expected
+
+
+@pytest.mark.parametrize("req", SEARCHED)
+def test_a_groups_search_finds_what_the_search_per_type_finds(req: FitRequest) -> None:
+    search = table()
+    rows = tuple(row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True))
+    for allowed in ALLOWED:
+        found = smallest_counts_of(search, req, GpuGroup(2, rows), allowed)
+        expected = smallest_counts(req, rows, search.caps(req), allowed)
+        assert sorted(found) == sorted(expected), allowed
+
+
+@pytest.mark.parametrize(
+    "req",
+    [
+        pytest.param(request(MemoryModel.SGLANG, weights_gb=70.0), id="sglang"),
+        pytest.param(request(MemoryModel.LLAMACPP, weights_gb=150.0, static=True), id="split"),
+    ],
+)
+def test_a_ladder_is_every_type_that_may_have_the_count_by_its_cap_largest_first(
+    req: FitRequest,
+) -> None:
+    search = table(max_gpus_per_pod=4)
+    rows = tuple(row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True))
+    ladders = GpuGroup(2, rows).ladders(search, req)
+    assert len(ladders) == max(search.tops) + 1
+    for count, ladder in enumerate(ladders):
+        assert {p for _, p, _ in ladder} == {r.position for r in rows if r.top >= count}
+        caps = [cap for cap, _, _ in ladder]
+        assert caps == sorted(caps, reverse=True)
+        assert all(cap == search.caps(req)[p][count] and fitting == rows[p].fittings[count]
+                   for cap, p, fitting in ladder)  # fmt: skip

@@ -583,3 +583,32 @@ def test_a_pods_notes_are_warnings_of_the_placement_taken() -> None:
     assert [w for w in fleet.warnings if "b" * 40 in w] == [
         f"pinned-gguf: {note}" for note in chosen.pod.notes
     ]
+
+
+@pytest.mark.parametrize(
+    ("env", "coder_head"),
+    [
+        pytest.param({}, None, id="no-head-one-set-of-options"),
+        pytest.param({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": "org/head"}, "org/head", id="a-head"),
+    ],
+)
+def test_each_model_is_served_with_its_own_override_and_head_the_rest_with_the_stacks(
+    env: dict[str, str], coder_head: str | None
+) -> None:
+    s = settings(
+        models=["qwen3-coder", "qwen3-8b", "llama-3.2-1b", "kimi-k2.6"],
+        overrides={"kimi-k2.6": {"context": 8192}},
+        hfToken={"secure": "configured"},
+    )
+    fleet = plan_fleet(real_registry(), s, stack="t", environment=Environment.from_env(env))
+    options = {}
+    for m in fleet.models:
+        assert m.resolution.ranking is not None, m.model_id
+        options[m.model_id] = m.resolution.ranking.options
+    assert options["qwen3-coder"].eagle3_head == coder_head
+    coder = fleet.model("qwen3-coder")
+    assert coder is not None and coder.resolution.serving is not None
+    assert ("org/head" in coder.resolution.serving.spec_flags) is (coder_head is not None)
+    assert options["kimi-k2.6"].context_tokens == 8192
+    assert options["qwen3-8b"] == options["llama-3.2-1b"]
+    assert options["qwen3-8b"].context_tokens is None and options["qwen3-8b"].hf_token_configured

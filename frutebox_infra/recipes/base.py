@@ -144,11 +144,8 @@ class Recipe(ABC):
 
     def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
         """The `counts` without a `count_problem`, in their order: what a search may try."""
-        allowed = []
-        for count in counts:
-            if self.count_problem(model, count) is None:
-                allowed.append(count)
-        return tuple(allowed)
+        problem = self.count_problem
+        return tuple([count for count in counts if problem(model, count) is None])
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         """Bytes per cached KV element as this engine is launched on `gpu`."""
@@ -206,6 +203,11 @@ class Recipe(ABC):
             notes=notes,
             expected_files=expected_files,
         )
+
+    def pod_notes(self, model: Model) -> tuple[str, ...]:
+        """The `notes` of every pod of `model`, known without rendering one: the planner warns
+        with the taken pod's notes before (and whether or not) it renders that pod."""
+        return ()
 
     @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:

@@ -88,10 +88,13 @@ class LlamaCpp(Recipe):
             "--cont-batching",
             "--jinja",
         ]
-        notes: tuple[str, ...] = ()
-        if gguf.revision:
-            notes = (f"-hf takes no revision: {gguf.revision} documents what was tested",)
-        return self.pod_spec(model, image, join_words(words), notes=notes)
+        return self.pod_spec(model, image, join_words(words), notes=self.pod_notes(model))
+
+    def pod_notes(self, model: Model) -> tuple[str, ...]:
+        gguf = _gguf(model)
+        if gguf is not None and gguf.revision:
+            return (f"-hf takes no revision: {gguf.revision} documents what was tested",)
+        return ()
 
 
 def _gguf(model: Model) -> GgufSource | None:

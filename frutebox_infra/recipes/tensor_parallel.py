@@ -76,8 +76,21 @@ class TensorParallelRecipe(Recipe):
         return sharding(model, count).expert_parallel
 
     def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
-        # Only a power of two can be the degree: the other counts need no problem worked out.
-        return super().allowed_counts(model, [c for c in counts if c & (c - 1) == 0])
+        # `count_problem`'s three rules in turn, the degree's first: only a power of two can
+        # be the degree, so the other counts need no problem worked out; and only an FP8 block
+        # size can make `sharding` refuse a count.
+        minimum = super().count_problem
+        blocks = model.weights.fp8_block_size is not None
+        allowed = []
+        for count in counts:
+            if (
+                count & (count - 1) == 0
+                and minimum(model, count) is None
+                and tp_problem(model, count) is None
+                and not (blocks and sharding(model, count).problem)
+            ):
+                allowed.append(count)
+        return tuple(allowed)
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return (

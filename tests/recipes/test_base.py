@@ -18,6 +18,7 @@ from frutebox_infra.recipes.base import (
     version_tuple,
 )
 from frutebox_infra.registry import Runtime
+from frutebox_infra.resolver import resolve
 from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod
 
@@ -125,3 +126,18 @@ def test_the_allowed_counts_are_those_without_a_count_problem(
     for m in models:
         expected = tuple(n for n in counts if recipe.count_problem(m, n) is None)
         assert recipe.allowed_counts(m, counts) == expected, m.id
+
+
+@pytest.mark.parametrize("runtime", sorted(RECIPES))
+def test_the_pod_notes_known_unrendered_are_the_notes_of_its_pods(runtime: Runtime) -> None:
+    catalog = real_registry()
+    options = ServeOptions(hf_token_configured=True)
+    placed = [
+        p
+        for m in catalog.models
+        if runtime in m.runtimes
+        for p in resolve(catalog, m.id, options, engine=runtime).placements
+    ]
+    assert placed, runtime
+    for p in placed:
+        assert p.pod.notes == p.recipe.pod_notes(p.model), (p.model.id, p.label)

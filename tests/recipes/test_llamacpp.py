@@ -63,6 +63,7 @@ def test_hf_takes_no_revision(build_pod: BuildPod) -> None:
     assert "--revision" not in words(pod.args)
     assert "b" * 40 not in pod.args
     assert any("b" * 40 in note for note in pod.notes)  # recorded, said out loud
+    assert LlamaCpp().pod_notes(m) == pod.notes  # known before it is rendered
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, Serving
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Gpu, Model, Runtime, SpecDecode, WeightFormat
 from frutebox_infra.speed import (
     Decode,
@@ -30,7 +29,17 @@ class ModelSpeeds:
     """One model's estimates as a recipe serves it, on any GPU type and count: what those
     share (the recipe's engine, precisions and speculation, the workload, the model's
     `ModelTerms`) is worked out once, on the first estimate, and each GPU type and count's
-    decode once, for the floor's walk and the estimate a report asks for alike."""
+    decode once, for the floor's walk and the estimate a report asks for alike. It is the
+    `Served` its terms are made of."""
+
+    engine: Runtime
+    weights_gb: float
+    precision: WeightFormat
+    non_expert_bytes_per_weight: float | None
+    speculative: SpecDecode
+    speculative_steps: int
+    speculative_acceptance: float | None
+    """The `Served` figures: set by `_serve`, as the first estimate asks."""
 
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
@@ -40,35 +49,33 @@ class ModelSpeeds:
         self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
         """By GPU type id and count: the decodes worked out so far."""
 
-    def served(self) -> ServedAs:
+    def _serve(self) -> None:
         """How the recipe serves the model, whatever the GPUs."""
         recipe, model = self.recipe, self.model
         spec = model.speed
+        self.engine = recipe.runtime
+        self.weights_gb = self.serving.weights_vram_gb
+        self.precision = recipe.weight_format(model)
+        self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
         speculative = spec.spec_decode if self.serving.speculative else SpecDecode.NONE
-        return ServedAs(
-            recipe.runtime,
-            self.serving.weights_vram_gb,
-            recipe.weight_format(model),
-            recipe.non_expert_bytes_per_weight(model),
-            speculative,
-            spec.K if speculative is not SpecDecode.NONE else 0,
-            spec.acceptance,
-        )
+        self.speculative = speculative
+        self.speculative_steps = spec.K if speculative is not SpecDecode.NONE else 0
+        self.speculative_acceptance = spec.acceptance
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
-        served = self.served()
+        self._serve()
         return Placement(
-            engine=served.engine,
+            engine=self.engine,
             gpu=gpu,
             gpu_count=count,
-            weights_gb=served.weights_gb,
-            precision=served.precision,
+            weights_gb=self.weights_gb,
+            precision=self.precision,
             kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
             expert_parallel=self.recipe.expert_parallel(self.model, count),
-            speculative=served.speculative,
-            speculative_steps=served.speculative_steps,
-            speculative_acceptance=served.speculative_acceptance,
-            non_expert_bytes_per_weight=served.non_expert_bytes_per_weight,
+            speculative=self.speculative,
+            speculative_steps=self.speculative_steps,
+            speculative_acceptance=self.speculative_acceptance,
+            non_expert_bytes_per_weight=self.non_expert_bytes_per_weight,
             usd_per_hour=usd_per_hour,
         )
 
@@ -82,7 +89,8 @@ class ModelSpeeds:
         if decode is None:
             shared = self.shared
             if shared is None:
-                terms = ModelTerms(self.model, self.served(), self.facts)
+                self._serve()
+                terms = ModelTerms(self.model, self, self.facts)
                 shared = self.shared = terms, workload(self.serving)
             recipe = self.recipe
             kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
@@ -93,20 +101,6 @@ class ModelSpeeds:
         """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
         decode = self.decode(gpu, count)
         return decode.estimate(usd_per_hour) if isinstance(decode, Decode) else decode
-
-
-@positional_record
-class ServedAs:
-    """How a recipe serves a model, whatever its GPUs: the `Served` its `ModelTerms` are
-    made of."""
-
-    engine: Runtime
-    weights_gb: float
-    precision: WeightFormat
-    non_expert_bytes_per_weight: float | None
-    speculative: SpecDecode
-    speculative_steps: int
-    speculative_acceptance: float | None
 
 
 def speed_inputs(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import field
 from functools import cached_property
-from operator import attrgetter
 
 from frutebox_infra.count_search import (
     Fitting,
@@ -84,8 +83,6 @@ class PlacementOption:
         return f"{self.count}x {self.gpu.name}"
 
 
-_position = attrgetter("position")
-
 Ranked = tuple[int, int, float]
 """A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
 count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
@@ -155,14 +152,14 @@ class Ranking:
 
     def larger(self, ranked: Ranked) -> Ranked | None:
         """The next allowed count above `ranked`'s on its GPU type that fits, or None."""
-        start = self.next_count(ranked)
-        return None if start is None else self.fitting_from(start)
+        row = self.row(ranked[0])
+        start = self.next_count(ranked, row)
+        return None if start is None else self.fitting_from(start, row)
 
-    def next_count(self, ranked: Ranked) -> Ranked | None:
-        """The next allowed count above `ranked`'s on its GPU type (at most its top) at its
-        $/h, whether or not it fits: the least a larger count can be, or None."""
+    def next_count(self, ranked: Ranked, row: GpuRow) -> Ranked | None:
+        """The next allowed count above `ranked`'s on its GPU type (`row`), at most its top,
+        at its $/h, whether or not it fits: the least a larger count can be, or None."""
         gpu_index, count, _ = ranked
-        row = self._row(gpu_index)
         allowed = self.allowed_counts
         at = bisect_right(allowed, count)
         if at == len(allowed) or allowed[at] > row.top:
@@ -170,21 +167,25 @@ class Ranking:
         above = allowed[at]
         return gpu_index, above, row.usd[above]
 
-    def fitting_from(self, start: Ranked) -> Ranked | None:
-        """The smallest allowed count from `start`'s up on its GPU type that fits, or None:
-        the count search on that one type."""
+    def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
+        """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
+        None: the count search on that one type."""
         gpu_index, count, _ = start
-        row = self._row(gpu_index)
         request = self._request(row.gpu)
         allowed = self.allowed_counts
         counts = allowed[bisect_left(allowed, count) :]
         found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
         return (gpu_index, found[0][3], found[0][0]) if found else None
 
-    def _row(self, gpu_index: int) -> GpuRow:
-        """The count search's row of a ranked GPU type (searched, so in its rows)."""
+    def row(self, gpu_index: int) -> GpuRow:
+        """The count search's row of a ranked GPU type (searched, so among its rows)."""
         rows = gpu_table(self.registry).rows(self.cloud, self.image, self.serving.require_fp8)
-        return rows[bisect_left(rows, gpu_index, key=_position)]
+        # The rows are some of the registry's types in its order: a type's row is at most
+        # at its own index, and mostly there or just before.
+        at = min(gpu_index, len(rows) - 1)
+        while rows[at].position != gpu_index:
+            at -= 1
+        return rows[at]
 
     def within(self, premium: float) -> tuple[PlacementOption, ...]:
         """The cheapest placement and every other costing at most `premium` times it."""

@@ -128,7 +128,7 @@ class ModelTerms:
     __slots__ = (
         "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
         "counts", "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
-        "layers", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
+        "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
         "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
         "state_bytes", "two_active", "used",
     )  # fmt: skip
@@ -162,7 +162,6 @@ class ModelTerms:
         # One routed expert's bytes in one layer (0 for a dense model).
         self.expert_bytes = per_expert * expert_bpw if experts else 0.0
         self.hidden = arch.hidden_size or 0
-        self.layers = arch.layers
         self.collectives = COLLECTIVES_PER_LAYER * arch.layers
         # KV bytes per token by (GPUs reading a step, KV element bytes), as estimates ask.
         self.kv_per_token: dict[tuple[int, int], int] = {}

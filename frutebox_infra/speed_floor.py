@@ -17,6 +17,7 @@ import math
 from dataclasses import field
 from typing import Protocol
 
+from frutebox_infra.count_search import GpuRow
 from frutebox_infra.placement_speed import speed_inputs
 from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
 from frutebox_infra.record import positional_record
@@ -91,6 +92,12 @@ def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -
     return SpeedChoice(taken, tuple(walk.below), unchecked)
 
 
+_Larger = tuple[float, int, int, Ranked, GpuRow | None]
+"""A larger count to walk: its $/h, VRAM, order pushed, the placement, and its GPU type's row
+while pending. A pending one is the least a refused count's larger count can be (the next
+allowed count, fit or not), searched when the walk reaches it: many walks end before."""
+
+
 class _Walk:
     """Placements cheapest per hour first (then less VRAM), each refused one followed by its
     next count where more GPUs speed a stream (not llama.cpp's layer split, where they take
@@ -111,10 +118,7 @@ class _Walk:
         more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         gpus, ranked = ranking.registry.gpus, ranking.ranked
         at, last = 0, len(ranked)
-        larger: list[tuple[float, int, int, Ranked, bool]] = []
-        """($/h, VRAM, order, placement, pending) of the larger counts to walk. A pending
-        one is the least a refused count's larger count can be (the next allowed count, fit
-        or not), searched when the walk reaches it: most walks end before."""
+        larger: list[_Larger] = []
         taken: list[PlacementOption] = []
         ceiling = math.inf
         while True:
@@ -126,8 +130,8 @@ class _Walk:
                         break
                     heapq.heappop(larger)
                     r = top[3]
-                    if top[4]:
-                        self._search(larger, r, top[2])
+                    if top[4] is not None:
+                        self._search(larger, top)
                         continue
                 else:
                     if r[2] > ceiling:
@@ -136,8 +140,8 @@ class _Walk:
             elif larger and larger[0][0] <= ceiling:
                 top = heapq.heappop(larger)
                 r = top[3]
-                if top[4]:
-                    self._search(larger, r, top[2])
+                if top[4] is not None:
+                    self._search(larger, top)
                     continue
             else:
                 break
@@ -151,23 +155,24 @@ class _Walk:
                     ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
                 continue
             below.append(BelowFloor(r, decode.decode_tok_s_per_stream, floor, ranking))
-            more = ranking.next_count(r) if more_gpus_help else None
-            if more is not None:
-                order = last + len(below)  # after every ranked one, as pushed
-                vram = gpus[more[0]].vram_gb * more[1]
-                heapq.heappush(larger, (more[2], vram, order, more, True))
+            if more_gpus_help:
+                row = ranking.row(r[0])
+                more = ranking.next_count(r, row)
+                if more is not None:
+                    order = last + len(below)  # after every ranked one, as pushed
+                    vram = row.gpu.vram_gb * more[1]
+                    heapq.heappush(larger, (more[2], vram, order, more, row))
         return tuple(taken)
 
-    def _search(
-        self, larger: list[tuple[float, int, int, Ranked, bool]], start: Ranked, order: int
-    ) -> None:
-        """A pending larger count searched: the count that fits from `start` up joins the
-        walk in its place (its $/h and VRAM are at least `start`'s, so none walked before it
+    def _search(self, larger: list[_Larger], pending: _Larger) -> None:
+        """A pending larger count searched: the count that fits from it up joins the walk in
+        its place (its $/h and VRAM are at least the pending one's, so none walked before it
         would have come after)."""
-        found = self.ranking.fitting_from(start)
+        _, _, order, start, row = pending
+        assert row is not None
+        found = self.ranking.fitting_from(start, row)
         if found is not None:
-            vram = self.ranking.registry.gpus[found[0]].vram_gb * found[1]
-            heapq.heappush(larger, (found[2], vram, order, found, False))
+            heapq.heappush(larger, (found[2], row.gpu.vram_gb * found[1], order, found, None))
 
 
 class DecodeRate(Protocol):

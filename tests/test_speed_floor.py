@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.ranking import PlacementOption, Ranking
+from frutebox_infra.count_search import GpuRow
+from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Model, Registry
 from frutebox_infra.resolver import resolve
@@ -288,9 +289,9 @@ def test_a_refused_count_s_larger_count_is_searched_only_when_the_walk_reaches_i
     asked: list[str] = []
     search = Ranking.fitting_from
 
-    def spy(self: Ranking, start: tuple[int, int, float]) -> tuple[int, int, float] | None:
-        asked.append(f"{start[1]}x {self.registry.gpus[start[0]].name}")
-        return search(self, start)
+    def spy(self: Ranking, start: Ranked, row: GpuRow) -> Ranked | None:
+        asked.append(f"{start[1]}x {row.gpu.name}")
+        return search(self, start, row)
 
     monkeypatch.setattr(Ranking, "fitting_from", spy)
     choice = pick(r, floor, premium=premium)

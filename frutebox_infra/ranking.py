@@ -189,10 +189,11 @@ class Ranking:
 
     def within(self, premium: float) -> tuple[PlacementOption, ...]:
         """The cheapest placement and every other costing at most `premium` times it."""
-        if not self.ranked:
+        ranked = self.ranked
+        if not ranked:
             return ()
-        ceiling = self.ranked[0][2] * premium + 1e-9
-        return self.placements(sum(1 for r in self.ranked if r[2] <= ceiling))
+        ceiling = ranked[0][2] * premium + 1e-9
+        return tuple([self.option(r) for r in ranked if r[2] <= ceiling])
 
     @property
     def refused(self) -> tuple[Candidate, ...]:

@@ -230,12 +230,12 @@ class ModelTerms:
 class _OnEachGpu:
     """What each GPU of `count` reads, computes and sends in a step, whatever the GPU type:
     one model's side of its estimates at one count, KV precision and expert split, shared by
-    every GPU type estimated at them. Never changed once made but for its cache; a plain
-    class, as a dataclass costs a call per field."""
+    every GPU type estimated at them. Never changed once made; a plain class, as a dataclass
+    costs a call per field."""
 
     __slots__ = (
-        "count", "expert_parallel", "hops", "kv_per_token", "links", "made", "parallel",
-        "ring_share", "shared_bytes", "state_share", "terms",
+        "count", "expert_parallel", "hops", "kv_per_token", "links", "parallel", "ring_share",
+        "shared_bytes", "state_share", "terms",
     )  # fmt: skip
 
     def __init__(self, terms: ModelTerms, count: int, kv_dtype_bytes: int, expert_parallel: bool):
@@ -257,16 +257,11 @@ class _OnEachGpu:
         self.links = count > 1
         self.hops = count - 1 if terms.layer_split else terms.collectives
         self.ring_share = 2 * (count - 1) / count
-        self.made: dict[tuple[int, int, float], tuple[float, float, float]] = {}
 
     def step(self, tokens: int, streams: int, context: float) -> tuple[float, float, float]:
         """Per GPU in a step of `tokens` tokens, `streams` streams each holding `context`
         tokens of KV: the bytes it reads, the FLOPs it computes and the bytes one link hop
-        sends (made once per step shape: every GPU type estimated asks the same)."""
-        key = tokens, streams, context
-        made = self.made.get(key)
-        if made is not None:
-            return made
+        sends."""
         t = self.terms
         weight_bytes = self.shared_bytes + (self._expert_bytes(tokens) if t.experts else 0.0)
         kv_bytes = streams * (context * self.kv_per_token + self.state_share)
@@ -275,8 +270,7 @@ class _OnEachGpu:
         flops = (t.two_active * tokens + attention) / self.parallel
         activations = tokens * t.hidden * ACTIVATION_BYTES
         sent = activations if t.layer_split else self.ring_share * activations
-        made = self.made[key] = weight_bytes + kv_bytes, flops, sent
-        return made
+        return weight_bytes + kv_bytes, flops, sent
 
     def _expert_bytes(self, tokens: int) -> float:
         """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every

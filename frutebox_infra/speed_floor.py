@@ -117,6 +117,7 @@ class _Walk:
         ranking, floor, below, unknown = self.ranking, self.floor, self.below, self.unknown
         more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         gpus, ranked = ranking.registry.gpus, ranking.ranked
+        decode_on = ranking.speed_model.decode
         at, last = 0, len(ranked)
         larger: list[_Larger] = []
         taken: list[PlacementOption] = []
@@ -145,7 +146,7 @@ class _Walk:
                     continue
             else:
                 break
-            decode = ranking.decode(r)
+            decode = decode_on(gpus[r[0]], r[1])
             if not isinstance(decode, Decode) or meets(decode, floor):
                 p = ranking.option(r)
                 taken.append(p)

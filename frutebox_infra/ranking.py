@@ -30,7 +30,6 @@ from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
-from frutebox_infra.speed import Decode, SpeedUnknown
 
 
 @positional_record
@@ -71,7 +70,7 @@ class PlacementOption:
     @cached_property
     def speed(self) -> Speed:
         """Estimated in full on first use, like the pod: where a report or a ranking by
-        output tokens asks (the floor asks only the decode rate, `Ranking.decode`)."""
+        output tokens asks (the floor asks only the decode rate, `ModelSpeeds.decode`)."""
         return self.speeds.at(self.gpu, self.count, self.usd_per_hour)
 
     @property
@@ -139,11 +138,6 @@ class Ranking:
                 self.speed_model,
             )  # fmt: skip
         return built
-
-    def decode(self, ranked: Ranked) -> Decode | SpeedUnknown | None:
-        """The decode rate of one ranked (or larger) count, without building its placement
-        (None: the model decodes no tokens)."""
-        return self.speed_model.decode(self.registry.gpus[ranked[0]], ranked[1])
 
     def speed(self, ranked: Ranked) -> Speed:
         """The speed estimate of one ranked (or larger) count, without building its placement."""

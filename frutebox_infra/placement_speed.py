@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, Serving
-from frutebox_infra.registry import Gpu, Model, SpecDecode
-from frutebox_infra.speed import ModelTerms, Placement, SpeedEstimate, SpeedUnknown, Workload
+from frutebox_infra.registry import Gpu, Model, Runtime, SpecDecode, WeightFormat
+from frutebox_infra.speed import (
+    Decode,
+    ModelTerms,
+    Placement,
+    SpeedEstimate,
+    SpeedUnknown,
+    Workload,
+)
 from frutebox_infra.speed_facts import SpeedFacts
 
 Speed = SpeedEstimate | SpeedUnknown | None
@@ -21,24 +28,42 @@ Speed = SpeedEstimate | SpeedUnknown | None
 class ModelSpeeds:
     """One model's estimates as a recipe serves it, on any GPU type and count: what those
     share (the recipe's engine, precisions and speculation, the workload, the model's
-    `ModelTerms`) is worked out once, on the first estimate. It is the `Served` its terms
-    are made of."""
+    `ModelTerms`) is worked out once, on the first estimate, and each GPU type and count's
+    decode once, for the floor's walk and the estimate a report asks for alike. It is the
+    `Served` its terms are made of."""
+
+    engine: Runtime
+    weights_gb: float
+    precision: WeightFormat
+    non_expert_bytes_per_weight: float | None
+    speculative: SpecDecode
+    speculative_steps: int
+    speculative_acceptance: float | None
+    """The `Served` figures: set by `_serve`, as the first estimate asks."""
 
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
         self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
-        self.engine = recipe.runtime
-        self.weights_gb = serving.weights_vram_gb
+        self.shared: tuple[ModelTerms, Workload] | None = None
+        """The model's terms and its workload, made on the first estimate."""
+        self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
+        """By GPU type id and count: the decodes worked out so far."""
+
+    def _serve(self) -> None:
+        """How the recipe serves the model, whatever the GPUs."""
+        recipe, model = self.recipe, self.model
         spec = model.speed
-        self.speculative = spec.spec_decode if serving.speculative else SpecDecode.NONE
-        self.speculative_steps = spec.K if self.speculative is not SpecDecode.NONE else 0
-        self.speculative_acceptance = spec.acceptance
+        self.engine = recipe.runtime
+        self.weights_gb = self.serving.weights_vram_gb
         self.precision = recipe.weight_format(model)
         self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
-        self.workload = workload(serving)
-        self.terms: ModelTerms | None = None
+        speculative = spec.spec_decode if self.serving.speculative else SpecDecode.NONE
+        self.speculative = speculative
+        self.speculative_steps = spec.K if speculative is not SpecDecode.NONE else 0
+        self.speculative_acceptance = spec.acceptance
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
+        self._serve()
         return Placement(
             engine=self.engine,
             gpu=gpu,
@@ -54,15 +79,28 @@ class ModelSpeeds:
             usd_per_hour=usd_per_hour,
         )
 
-    def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
-        """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
+    def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
+        """The decode rate for `count` x `gpu`, the rest of its estimate to follow; or None
+        for a model that decodes no tokens."""
         if not self.tokens:
             return None
-        terms = self.terms
-        if terms is None:
-            terms = self.terms = ModelTerms(self.model, self, self.facts)
-        kv, split = self.recipe.kv_dtype_bytes(gpu), self.recipe.expert_parallel(self.model, count)
-        return terms.at(gpu, count, kv, split, usd_per_hour, self.workload)
+        key = gpu.id, count
+        decode = self.decodes.get(key)
+        if decode is None:
+            shared = self.shared
+            if shared is None:
+                self._serve()
+                terms = ModelTerms(self.model, self, self.facts)
+                shared = self.shared = terms, workload(self.serving)
+            recipe = self.recipe
+            kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
+            decode = self.decodes[key] = shared[0].decode(gpu, count, kv, split, shared[1])
+        return decode
+
+    def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
+        """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
+        decode = self.decode(gpu, count)
+        return decode.estimate(usd_per_hour) if isinstance(decode, Decode) else decode
 
 
 def speed_inputs(
@@ -70,7 +108,7 @@ def speed_inputs(
 ) -> tuple[Placement, Workload]:
     """What the speed model is asked for `count` x `gpu` serving `model` as `recipe` runs it."""
     speeds = ModelSpeeds(recipe, model, serving, None)
-    return speeds.placement(gpu, count, usd_per_hour), speeds.workload
+    return speeds.placement(gpu, count, usd_per_hour), workload(serving)
 
 
 def workload(serving: Serving) -> Workload:

@@ -8,12 +8,14 @@ problem or a report needs them.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import field
 from functools import cached_property
 from operator import itemgetter
 
 from frutebox_infra.count_search import (
     Fitting,
+    GpuRow,
     gpu_refusal,
     gpu_table,
     smallest_counts,
@@ -25,12 +27,11 @@ from frutebox_infra.count_search import (
 from frutebox_infra.count_search import gpu_price as gpu_price
 from frutebox_infra.count_search import image_gpu_problem as image_gpu_problem
 from frutebox_infra.fit import Fit, FitRequest, estimate
-from frutebox_infra.placement_speed import ModelSpeeds, Speed, placement_speed
+from frutebox_infra.placement_speed import ModelSpeeds, Speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
 from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
-from frutebox_infra.speed_facts import SpeedFacts
 
 
 @positional_record
@@ -57,8 +58,8 @@ class PlacementOption:
     model: Model = field(compare=False, repr=False)
     image: Image = field(compare=False, repr=False)
     serving: Serving = field(compare=False, repr=False)
-    speed_facts: SpeedFacts | None = field(default=None, compare=False, repr=False)
-    """registry/speed.yaml's calibration; None gives no speed estimate."""
+    speeds: ModelSpeeds = field(compare=False, repr=False)
+    """The model's estimates as the recipe serves it (on any GPU type and count)."""
     seeded: bool = False
     """A CPU pod puts the weights on the volume first: the pod reads them offline."""
 
@@ -70,9 +71,9 @@ class PlacementOption:
 
     @cached_property
     def speed(self) -> Speed:
-        """Estimated on first use, like the pod: only where a floor or a report asks."""
-        return placement_speed(self.recipe, self.model, self.serving, self.gpu, self.count,
-                               self.usd_per_hour, self.speed_facts)  # fmt: skip
+        """Estimated in full on first use, like the pod: where a report or a ranking by
+        output tokens asks (the floor asks only the decode rate, `ModelSpeeds.decode`)."""
+        return self.speeds.at(self.gpu, self.count, self.usd_per_hour)
 
     @property
     def total_vram_gb(self) -> int:
@@ -82,9 +83,6 @@ class PlacementOption:
     def label(self) -> str:
         return f"{self.count}x {self.gpu.name}"
 
-
-MISSING = object()
-"""No estimate made yet (None is an estimate: a model that emits no tokens)."""
 
 Ranked = tuple[int, int, float]
 """A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
@@ -120,8 +118,6 @@ class Ranking:
         default_factory=dict, compare=False, repr=False
     )
     """The placements built so far, by GPU type index and count."""
-    speeds: dict[tuple[int, int], Speed] = field(default_factory=dict, compare=False, repr=False)
-    """The speed estimates made so far, by GPU type index and count."""
 
     @cached_property
     def speed_model(self) -> ModelSpeeds:
@@ -141,47 +137,59 @@ class Ranking:
             fit = estimate(self._request(gpu), gpu, count)
             built = self.built[gpu_index, count] = PlacementOption(
                 gpu, count, usd, fit, self.recipe, self.model, self.image, self.serving,
-                self.registry.speed,
+                self.speed_model,
             )  # fmt: skip
-            speed = self.speeds.get((gpu_index, count), MISSING)
-            if speed is not MISSING:
-                vars(built)["speed"] = speed  # cached_property's slot: estimated once
         return built
 
     def speed(self, ranked: Ranked) -> Speed:
         """The speed estimate of one ranked (or larger) count, without building its placement."""
         gpu_index, count, usd = ranked
-        key = gpu_index, count
-        if key in self.speeds:
-            return self.speeds[key]
-        built = self.built.get(key)
-        if built is not None and "speed" in vars(built):
-            speed = built.speed
-        else:
-            speed = self.speed_model.at(self.registry.gpus[gpu_index], count, usd)
-            if built is not None:
-                vars(built)["speed"] = speed  # cached_property's slot: estimated once
-        self.speeds[key] = speed
-        return speed
+        return self.speed_model.at(self.registry.gpus[gpu_index], count, usd)
 
     def larger(self, ranked: Ranked) -> Ranked | None:
-        """The next allowed count above `ranked`'s on its GPU type that fits, or None: the
-        count search on that one type, from the count above."""
+        """The next allowed count above `ranked`'s on its GPU type that fits, or None."""
+        row = self.row(ranked[0])
+        start = self.next_count(ranked, row)
+        return None if start is None else self.fitting_from(start, row)
+
+    def next_count(self, ranked: Ranked, row: GpuRow) -> Ranked | None:
+        """The next allowed count above `ranked`'s on its GPU type (`row`), at most its top,
+        at its $/h, whether or not it fits: the least a larger count can be, or None."""
         gpu_index, count, _ = ranked
-        table = gpu_table(self.registry)
-        rows = table.rows(self.cloud, self.image, self.serving.require_fp8)
-        row = next(r for r in rows if r.position == gpu_index)  # ranked: it is searched
+        allowed = self.allowed_counts
+        at = bisect_right(allowed, count)
+        if at == len(allowed) or allowed[at] > row.top:
+            return None
+        above = allowed[at]
+        return gpu_index, above, row.usd[above]
+
+    def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
+        """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
+        None: the count search on that one type."""
+        gpu_index, count, _ = start
         request = self._request(row.gpu)
-        above = [c for c in self.allowed_counts if c > count]
-        found = smallest_counts(request, (row,), table.caps(request), above)
+        allowed = self.allowed_counts
+        counts = allowed[bisect_left(allowed, count) :]
+        found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
         return (gpu_index, found[0][3], found[0][0]) if found else None
+
+    def row(self, gpu_index: int) -> GpuRow:
+        """The count search's row of a ranked GPU type (searched, so among its rows)."""
+        rows = gpu_table(self.registry).rows(self.cloud, self.image, self.serving.require_fp8)
+        # The rows are some of the registry's types in its order: a type's row is at most
+        # at its own index, and mostly there or just before.
+        at = min(gpu_index, len(rows) - 1)
+        while rows[at].position != gpu_index:
+            at -= 1
+        return rows[at]
 
     def within(self, premium: float) -> tuple[PlacementOption, ...]:
         """The cheapest placement and every other costing at most `premium` times it."""
-        if not self.ranked:
+        ranked = self.ranked
+        if not ranked:
             return ()
-        ceiling = self.ranked[0][2] * premium + 1e-9
-        return self.placements(sum(1 for r in self.ranked if r[2] <= ceiling))
+        ceiling = ranked[0][2] * premium + 1e-9
+        return tuple([self.option(r) for r in ranked if r[2] <= ceiling])
 
     @property
     def refused(self) -> tuple[Candidate, ...]:

@@ -127,8 +127,8 @@ class ModelTerms:
 
     __slots__ = (
         "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
-        "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
-        "layers", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
+        "counts", "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
+        "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
         "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
         "state_bytes", "two_active", "used",
     )  # fmt: skip
@@ -162,10 +162,11 @@ class ModelTerms:
         # One routed expert's bytes in one layer (0 for a dense model).
         self.expert_bytes = per_expert * expert_bpw if experts else 0.0
         self.hidden = arch.hidden_size or 0
-        self.layers = arch.layers
         self.collectives = COLLECTIVES_PER_LAYER * arch.layers
         # KV bytes per token by (GPUs reading a step, KV element bytes), as estimates ask.
         self.kv_per_token: dict[tuple[int, int], int] = {}
+        # Each GPU's side of a step by (count, KV element bytes, expert split), as asked.
+        self.counts: dict[tuple[int, int, bool], _OnEachGpu] = {}
         self._speculation(p, facts)
 
     def _speculation(self, p: Served, facts: SpeedFacts) -> None:
@@ -190,16 +191,11 @@ class ModelTerms:
             f" {self.spec_tokens:.2f} tokens per step"
         )
 
-    def at(
-        self,
-        gpu: Gpu,
-        count: int,
-        kv_dtype_bytes: int,
-        expert_parallel: bool,
-        usd_per_hour: float | None,
-        workload: Workload,
-    ) -> SpeedEstimate | SpeedUnknown:
-        """The estimate on `count` x `gpu` (the placement's other inputs as given)."""
+    def decode(
+        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool, workload: Workload
+    ) -> Decode | SpeedUnknown:
+        """The decode rate on `count` x `gpu` (the placement's other inputs as given), the
+        rest of its estimate to follow (`Decode.estimate`); or why there is none."""
         if self.no_engine is not None:
             return SpeedUnknown(self.no_engine)
         figures = gpu.speed
@@ -211,57 +207,38 @@ class ModelTerms:
         link = self.links.get(kind)
         if count > 1 and link is None:
             return SpeedUnknown(f"registry/speed.yaml has no link figures for {kind}")
-        on = _OnGpus(self, figures, count, kv_dtype_bytes, expert_parallel, link)
-        streams, context = workload.concurrency, workload.context_tokens
-        step, compute_bound = on.step(streams, streams, context)
-        per_step = 1.0
-        notes: tuple[str, ...] = () if self.spec_note is None else (self.spec_note,)
-        k = self.spec_steps
-        if k:
-            verify, compute_bound = on.step(streams * (k + 1), streams, context)
-            step, per_step = verify + self.draft_cost * step, self.spec_tokens
-        if self.layer_split and count > 1:
-            notes += (f"layer split: the {count} GPUs take turns on every token",)
-        prompt = workload.prompt_tokens or PREFILL_REFERENCE_TOKENS
-        prefill = on.step(prompt, 1, prompt / 2)[0]
-        per_stream = per_step / step
-        aggregate = streams * per_stream
-        output = workload.output_tokens
-        if workload.prompt_tokens and output:
-            # Each stream waits out the other streams' prefills once per request it serves.
-            per_stream = 1 / (step / per_step + (streams - 1) * prefill / output)
-            aggregate = streams * output / (output * step / per_step + streams * prefill)
-        return SpeedEstimate(
-            per_stream,
-            aggregate,
-            prompt / prefill,
-            step * 1000,
-            "compute" if compute_bound else "memory",
-            usd_per_million_tokens(usd_per_hour, aggregate),
-            notes,
-        )
+        key = count, kv_dtype_bytes, expert_parallel
+        each = self.counts.get(key)
+        if each is None:
+            each = self.counts[key] = _OnEachGpu(self, count, kv_dtype_bytes, expert_parallel)
+        return Decode(each, figures, link, workload)
 
-
-class _OnGpus:
-    """One placement's side of its estimate: what each of its GPUs reads, computes and sends
-    in a step. Made for every estimate and never changed; a plain class, as a dataclass costs
-    a call per field."""
-
-    __slots__ = (
-        "bandwidth", "compute_rate", "count", "expert_parallel", "kv_per_token", "link_bandwidth",
-        "link_latency_s", "links", "parallel", "ring_share", "shared_bytes", "state_share",
-        "terms",
-    )  # fmt: skip
-
-    def __init__(
+    def at(
         self,
-        terms: ModelTerms,
-        gpu: GpuSpeed,
+        gpu: Gpu,
         count: int,
         kv_dtype_bytes: int,
         expert_parallel: bool,
-        link: LinkSpeed | None,
-    ):
+        usd_per_hour: float | None,
+        workload: Workload,
+    ) -> SpeedEstimate | SpeedUnknown:
+        """The estimate on `count` x `gpu` (the placement's other inputs as given)."""
+        decode = self.decode(gpu, count, kv_dtype_bytes, expert_parallel, workload)
+        return decode if isinstance(decode, SpeedUnknown) else decode.estimate(usd_per_hour)
+
+
+class _OnEachGpu:
+    """What each GPU of `count` reads, computes and sends in a step, whatever the GPU type:
+    one model's side of its estimates at one count, KV precision and expert split, shared by
+    every GPU type estimated at them. Never changed once made; a plain class, as a dataclass
+    costs a call per field."""
+
+    __slots__ = (
+        "count", "expert_parallel", "hops", "kv_per_token", "links", "parallel", "ring_share",
+        "shared_bytes", "state_share", "terms",
+    )  # fmt: skip
+
+    def __init__(self, terms: ModelTerms, count: int, kv_dtype_bytes: int, expert_parallel: bool):
         self.terms, self.count, self.expert_parallel = terms, count, expert_parallel
         # Under a layer split the GPUs read in turn, so a step reads at one GPU's pace.
         parallel = self.parallel = 1 if terms.layer_split else count
@@ -273,31 +250,27 @@ class _OnGpus:
             )
         self.kv_per_token = kv
         self.state_share = terms.state_bytes / parallel
-        self.bandwidth = gpu.memory_bandwidth_gb_s * GB
-        self.compute_rate = _tensor_tflops(gpu, terms.precision) * 1e12 * terms.compute_efficiency
-        # Whether a step crosses links between the pod's GPUs, and at what cost; a ring
-        # all-reduce has each GPU send 2 (n - 1) / n of the activations.
-        self.links = count > 1 and link is not None
-        if link is not None:
-            self.link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
-            self.link_latency_s = link.collective_latency_us / 1e6
-            self.ring_share = 2 * (count - 1) / count
+        # Whether a step crosses links between the pod's GPUs, and how often: a layer split
+        # hands the activations on at each boundary between consecutive GPUs; tensor or
+        # expert parallelism runs its collectives, a ring all-reduce having each GPU send
+        # 2 (n - 1) / n of the activations.
+        self.links = count > 1
+        self.hops = count - 1 if terms.layer_split else terms.collectives
+        self.ring_share = 2 * (count - 1) / count
 
-    def step(self, tokens: int, streams: int, context: float) -> tuple[float, bool]:
-        """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
-        `context` tokens of KV; and whether compute rather than memory bounds it."""
+    def step(self, tokens: int, streams: int, context: float) -> tuple[float, float, float]:
+        """Per GPU in a step of `tokens` tokens, `streams` streams each holding `context`
+        tokens of KV: the bytes it reads, the FLOPs it computes and the bytes one link hop
+        sends."""
         t = self.terms
         weight_bytes = self.shared_bytes + (self._expert_bytes(tokens) if t.experts else 0.0)
         kv_bytes = streams * (context * self.kv_per_token + self.state_share)
-        memory_s = (weight_bytes + kv_bytes) / self.bandwidth
-        memory_s /= t.bandwidth_efficiency
         # Scores and weighted values over `context` cached positions, for every token.
         attention = t.attention * context * tokens
         flops = (t.two_active * tokens + attention) / self.parallel
-        compute_s = flops / self.compute_rate
-        links = self._links(tokens) if self.links else 0.0
-        compute_bound = compute_s > memory_s
-        return (compute_s if compute_bound else memory_s) + t.overhead_s + links, compute_bound
+        activations = tokens * t.hidden * ACTIVATION_BYTES
+        sent = activations if t.layer_split else self.ring_share * activations
+        return weight_bytes + kv_bytes, flops, sent
 
     def _expert_bytes(self, tokens: int) -> float:
         """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every
@@ -312,14 +285,95 @@ class _OnGpus:
             return t.moe_layers * busiest * t.expert_bytes
         return t.moe_layers * touched * t.expert_bytes / parallel
 
-    def _links(self, tokens: int) -> float:
-        """Seconds a step spends on the links between the pod's GPUs."""
-        activations = tokens * self.terms.hidden * ACTIVATION_BYTES
-        if self.terms.layer_split:
-            # One hand-off of the activations at each boundary between consecutive GPUs.
-            return (self.count - 1) * (self.link_latency_s + activations / self.link_bandwidth)
-        ring = self.ring_share * activations / self.link_bandwidth
-        return self.terms.collectives * (self.link_latency_s + ring)
+
+class Decode:
+    """One placement's estimate, its decode rate per stream worked out first: how long each
+    of its GPUs takes over a step (`_OnEachGpu`'s reads, FLOPs and sends at the GPU's
+    rates), and how fast a stream decodes. A floor asks only that rate; the rest (prefill,
+    the aggregate, a token's cost) is worked out when asked (`estimate`), for the placements
+    taken or reported. A plain class, as a dataclass costs a call per field."""
+
+    __slots__ = (
+        "bandwidth", "compute_bound", "compute_rate", "decode_tok_s_per_stream", "each",
+        "link_bandwidth", "link_latency_s", "made", "per_step", "prefill_s", "step_s",
+        "workload",
+    )  # fmt: skip
+
+    def __init__(self, each: _OnEachGpu, gpu: GpuSpeed, link: LinkSpeed | None, load: Workload):
+        self.each, self.workload = each, load
+        t = each.terms
+        self.bandwidth = gpu.memory_bandwidth_gb_s * GB
+        self.compute_rate = _tensor_tflops(gpu, t.precision) * 1e12 * t.compute_efficiency
+        if link is not None:
+            self.link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
+            self.link_latency_s = link.collective_latency_us / 1e6
+        self.made: tuple[float | None, SpeedEstimate] | None = None
+        # A decode step of every stream (with speculation: its drafts and the verify), and
+        # the tokens a stream gets per second: between its steps, where the stack states
+        # request lengths, it waits out the other streams' prefills once per request.
+        streams, context = load.concurrency, load.context_tokens
+        step, compute_bound = self.step(streams, streams, context)
+        per_step = 1.0
+        k = t.spec_steps
+        if k:
+            verify, compute_bound = self.step(streams * (k + 1), streams, context)
+            step, per_step = verify + t.draft_cost * step, t.spec_tokens
+        self.step_s, self.per_step, self.compute_bound = step, per_step, compute_bound
+        self.prefill_s: float | None = None
+        output = load.output_tokens
+        if load.prompt_tokens and output:
+            prefill = self.prefill_s = self.step(load.prompt_tokens, 1, load.prompt_tokens / 2)[0]
+            self.decode_tok_s_per_stream = 1 / (step / per_step + (streams - 1) * prefill / output)
+        else:
+            self.decode_tok_s_per_stream = per_step / step
+
+    def estimate(self, usd_per_hour: float | None) -> SpeedEstimate:
+        """The whole estimate, at the placement's `usd_per_hour` (made once per price)."""
+        made = self.made
+        if made is not None and made[0] == usd_per_hour:
+            return made[1]
+        each, load = self.each, self.workload
+        t = each.terms
+        streams, step, per_step = load.concurrency, self.step_s, self.per_step
+        notes: tuple[str, ...] = () if t.spec_note is None else (t.spec_note,)
+        if t.layer_split and each.count > 1:
+            notes += (f"layer split: the {each.count} GPUs take turns on every token",)
+        prompt = load.prompt_tokens or PREFILL_REFERENCE_TOKENS
+        prefill = self.prefill_s
+        if prefill is None:
+            prefill = self.step(prompt, 1, prompt / 2)[0]
+        per_stream = self.decode_tok_s_per_stream
+        output = load.output_tokens
+        if load.prompt_tokens and output:
+            aggregate = streams * output / (output * step / per_step + streams * prefill)
+        else:
+            aggregate = streams * per_stream
+        estimate = SpeedEstimate(
+            per_stream,
+            aggregate,
+            prompt / prefill,
+            step * 1000,
+            "compute" if self.compute_bound else "memory",
+            usd_per_million_tokens(usd_per_hour, aggregate),
+            notes,
+        )
+        self.made = usd_per_hour, estimate
+        return estimate
+
+    def step(self, tokens: int, streams: int, context: float) -> tuple[float, bool]:
+        """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
+        `context` tokens of KV; and whether compute rather than memory bounds it."""
+        each = self.each
+        t = each.terms
+        read, flops, sent = each.step(tokens, streams, context)
+        memory_s = read / self.bandwidth
+        memory_s /= t.bandwidth_efficiency
+        compute_s = flops / self.compute_rate
+        links = 0.0
+        if each.links:
+            links = each.hops * (self.link_latency_s + sent / self.link_bandwidth)
+        compute_bound = compute_s > memory_s
+        return (compute_s if compute_bound else memory_s) + t.overhead_s + links, compute_bound
 
 
 def estimate_speed(

@@ -15,7 +15,9 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import field
+from typing import Protocol
 
+from frutebox_infra.count_search import GpuRow
 from frutebox_infra.placement_speed import speed_inputs
 from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
 from frutebox_infra.record import positional_record
@@ -23,6 +25,7 @@ from frutebox_infra.resolver import PlanProblem, Resolution
 from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
 from frutebox_infra.speed import (
     LAYER_SPLIT_ENGINES,
+    Decode,
     SpeedEstimate,
     SpeedUnknown,
     Workload,
@@ -32,10 +35,10 @@ from frutebox_infra.speed import (
 
 @positional_record
 class BelowFloor:
-    """A placement refused for its speed, with the figures that refused it."""
+    """A placement refused for its speed, with the decode rate that refused it."""
 
     ranked: Ranked
-    estimate: SpeedEstimate
+    decode_tok_s_per_stream: float
     floor: float
     ranking: Ranking = field(compare=False, repr=False)
 
@@ -44,11 +47,18 @@ class BelowFloor:
         """Built when a report asks: most refusals are only counted."""
         return self.ranking.option(self.ranked)
 
+    @property
+    def estimate(self) -> SpeedEstimate:
+        """The refused placement's whole estimate, worked out when a report asks."""
+        speed = self.ranking.speed(self.ranked)
+        assert isinstance(speed, SpeedEstimate)  # refused by its estimate
+        return speed
+
     def __str__(self) -> str:
         gpu_index, count, _ = self.ranked
         return (
             f"{count}x {self.ranking.registry.gpus[gpu_index].name}:"
-            f" {self.estimate.decode_tok_s_per_stream:.1f} tok/s per stream at"
+            f" {self.decode_tok_s_per_stream:.1f} tok/s per stream at"
             f" {self.ranking.serving.concurrency} streams < {self.floor:g}"
         )
 
@@ -67,17 +77,25 @@ class SpeedChoice:
 def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -> SpeedChoice:
     """The placements to take from `ranking` under `floor` tok/s per stream, ranked by
     `rank_by`, fallbacks within `premium` times the chosen one. Only the placements the walk
-    reaches are built and estimated."""
+    reaches are built, and only their decode rates worked out (their whole estimates when
+    asked for)."""
     if floor <= 0 and rank_by == "usdPerHour":
         # Nothing to estimate: the cheapest and everything within the premium, as ranked.
         return SpeedChoice(ranking.within(premium))
     walk = _Walk(ranking, floor)
     if rank_by == "usdPerHour":
-        taken = walk.by_usd_per_hour(premium)
+        taken = walk.taken(premium)
+        unchecked = tuple(walk.unknown)  # every placement walked and taken, in order
     else:
-        taken = _by_usd_per_million(walk.everything(), premium)
-    unchecked = tuple(p for p in taken if isinstance(p.speed, SpeedUnknown))
+        taken = _by_usd_per_million(walk.taken(None), premium)
+        unchecked = tuple(p for p in taken if isinstance(p.speed, SpeedUnknown))
     return SpeedChoice(taken, tuple(walk.below), unchecked)
+
+
+_Larger = tuple[float, int, int, Ranked, GpuRow | None]
+"""A larger count to walk: its $/h, VRAM, order pushed, the placement, and its GPU type's row
+while pending. A pending one is the least a refused count's larger count can be (the next
+allowed count, fit or not), searched when the walk reaches it: many walks end before."""
 
 
 class _Walk:
@@ -89,72 +107,88 @@ class _Walk:
     def __init__(self, ranking: Ranking, floor: float):
         self.ranking = ranking
         self.floor = floor
-        self.more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         self.below: list[BelowFloor] = []
-        self.ranked = ranking.ranked
-        self.at = 0
-        """The next of `ranked` to walk."""
-        self.larger: list[tuple[float, int, int, Ranked]] = []
-        """($/h, VRAM, order, placement) of the larger counts to walk."""
+        self.unknown: list[PlacementOption] = []
+        """Taken without an estimate, in the order taken."""
 
-    def next_usd(self) -> float | None:
-        """The $/h of the next placement to walk, or None when none is left."""
-        larger = self.larger[0][0] if self.larger else None
-        if self.at == len(self.ranked):
-            return larger
-        usd = self.ranked[self.at][2]
-        return usd if larger is None or usd <= larger else larger
-
-    def by_usd_per_hour(self, premium: float) -> tuple[PlacementOption, ...]:
+    def taken(self, premium: float | None) -> tuple[PlacementOption, ...]:
+        """The placements that meet the floor: those up to `premium` times the first taken's
+        $/h, or every one where `premium` is None."""
+        ranking, floor, below, unknown = self.ranking, self.floor, self.below, self.unknown
+        more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
+        gpus, ranked = ranking.registry.gpus, ranking.ranked
+        decode_on = ranking.speed_model.decode
+        at, last = 0, len(ranked)
+        larger: list[_Larger] = []
         taken: list[PlacementOption] = []
         ceiling = math.inf
-        while (usd := self.next_usd()) is not None and usd <= ceiling:
-            p = self._next()
-            if p is not None:
+        while True:
+            if at < last:
+                r = ranked[at]
+                if larger and (r[2], gpus[r[0]].vram_gb * r[1]) > larger[0][:2]:
+                    top = larger[0]
+                    if top[0] > ceiling:
+                        break
+                    heapq.heappop(larger)
+                    r = top[3]
+                    if top[4] is not None:
+                        self._search(larger, top)
+                        continue
+                else:
+                    if r[2] > ceiling:
+                        break
+                    at += 1
+            elif larger and larger[0][0] <= ceiling:
+                top = heapq.heappop(larger)
+                r = top[3]
+                if top[4] is not None:
+                    self._search(larger, top)
+                    continue
+            else:
+                break
+            decode = decode_on(gpus[r[0]], r[1])
+            if not isinstance(decode, Decode) or meets(decode, floor):
+                p = ranking.option(r)
                 taken.append(p)
-                ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
+                if isinstance(decode, SpeedUnknown):
+                    unknown.append(p)
+                if premium is not None:
+                    ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
+                continue
+            below.append(BelowFloor(r, decode.decode_tok_s_per_stream, floor, ranking))
+            if more_gpus_help:
+                row = ranking.row(r[0])
+                more = ranking.next_count(r, row)
+                if more is not None:
+                    order = last + len(below)  # after every ranked one, as pushed
+                    vram = row.gpu.vram_gb * more[1]
+                    heapq.heappush(larger, (more[2], vram, order, more, row))
         return tuple(taken)
 
-    def everything(self) -> list[PlacementOption]:
-        out = []
-        while self.next_usd() is not None:
-            p = self._next()
-            if p is not None:
-                out.append(p)
-        return out
-
-    def _pop(self) -> Ranked:
-        if self.at < len(self.ranked):
-            ranked = self.ranked[self.at]
-            if not self.larger or (ranked[2], self._vram(ranked)) <= self.larger[0][:2]:
-                self.at += 1
-                return ranked
-        return heapq.heappop(self.larger)[3]
-
-    def _next(self) -> PlacementOption | None:
-        """The cheapest placement left if it meets the floor; else None, and its next count
-        joins the walk."""
-        ranked = self._pop()
-        speed = self.ranking.speed(ranked)
-        if not isinstance(speed, SpeedEstimate) or meets(speed, self.floor):
-            return self.ranking.option(ranked)
-        self.below.append(BelowFloor(ranked, speed, self.floor, self.ranking))
-        more = self.ranking.larger(ranked) if self.more_gpus_help else None
-        if more is not None:
-            order = len(self.ranked) + len(self.below)  # after every ranked one, as pushed
-            heapq.heappush(self.larger, (more[2], self._vram(more), order, more))
-        return None
-
-    def _vram(self, ranked: Ranked) -> int:
-        return self.ranking.registry.gpus[ranked[0]].vram_gb * ranked[1]
+    def _search(self, larger: list[_Larger], pending: _Larger) -> None:
+        """A pending larger count searched: the count that fits from it up joins the walk in
+        its place (its $/h and VRAM are at least the pending one's, so none walked before it
+        would have come after)."""
+        _, _, order, start, row = pending
+        assert row is not None
+        found = self.ranking.fitting_from(start, row)
+        if found is not None:
+            heapq.heappush(larger, (found[2], row.gpu.vram_gb * found[1], order, found, None))
 
 
-def meets(speed: SpeedEstimate, floor: float) -> bool:
+class DecodeRate(Protocol):
+    """What the floor reads of an estimate (whole or its decode first)."""
+
+    @property
+    def decode_tok_s_per_stream(self) -> float: ...
+
+
+def meets(speed: DecodeRate, floor: float) -> bool:
     return speed.decode_tok_s_per_stream >= floor
 
 
 def _by_usd_per_million(
-    placements: list[PlacementOption], premium: float
+    placements: tuple[PlacementOption, ...], premium: float
 ) -> tuple[PlacementOption, ...]:
     """Cheapest per output token first (unknown last, by $/h); fallbacks within the premium of
     the chosen one's $ per 1M, or of its $/h where no placement has an estimate."""
@@ -180,7 +214,7 @@ def streams_meeting(p: PlacementOption, floor: float) -> tuple[int, SpeedEstimat
     placement, load = speed_inputs(p.recipe, p.model, p.serving, p.gpu, p.count, p.usd_per_hour)
     for streams in range(load.concurrency - 1, 0, -1):
         fewer = Workload(streams, load.context_tokens, load.prompt_tokens, load.output_tokens)
-        speed = estimate_speed(p.model, placement, fewer, p.speed_facts)
+        speed = estimate_speed(p.model, placement, fewer, p.speeds.facts)
         if isinstance(speed, SpeedEstimate) and meets(speed, floor):
             return streams, speed
     return None
@@ -190,7 +224,7 @@ def floor_problem(model_id: str, choice: SpeedChoice, floor: float, key: str) ->
     """Why no placement of `model_id` is taken: every one decodes below `floor`, with the figures,
     and the fixes: fewer streams on the cheapest, or a lower floor at `key`."""
     below = choice.below_floor
-    fastest = max(below, key=lambda b: b.estimate.decode_tok_s_per_stream)
+    fastest = max(below, key=lambda b: b.decode_tok_s_per_stream)
     shown = "; ".join(str(b) for b in below[:4])
     more = f"; {len(below) - 4} more, the fastest {fastest}" if len(below) > 4 else ""
     cheapest = below[0].placement
@@ -207,7 +241,7 @@ def floor_problem(model_id: str, choice: SpeedChoice, floor: float, key: str) ->
         f"{model_id}: no placement decodes {floor:g} tok/s per stream by the speed model's"
         f" estimate: {shown}{more}",
         f"{streams}pin a faster GPU (overrides.{model_id}.gpu), or lower {key} (to"
-        f" {math.floor(fastest.estimate.decode_tok_s_per_stream * 10) / 10:g} or less to take"
+        f" {math.floor(fastest.decode_tok_s_per_stream * 10) / 10:g} or less to take"
         f" {fastest.placement.label})",
     )
 

@@ -135,4 +135,4 @@ def test_the_next_larger_count_of_a_gpu_type(start: int, larger: int | None) -> 
     if found is not None:
         p = ranking.option(found)
         assert p.gpu.id == "NVIDIA H100 80GB HBM3" and p.usd_per_hour == round(found[1] * 3.49, 2)
-        assert p.fit.fits and p.speed_facts is reg.speed
+        assert p.fit.fits and p.speeds.facts is reg.speed

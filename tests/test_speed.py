@@ -9,6 +9,8 @@ import pytest
 
 from frutebox_infra.registry import Gpu, Model, Runtime, SpecDecode
 from frutebox_infra.speed import (
+    Decode,
+    ModelTerms,
     Placement,
     SpeedEstimate,
     SpeedUnknown,
@@ -377,3 +379,20 @@ def test_catalog_models_with_unsourced_facts_get_no_estimate(model_id: str) -> N
     result = estimate_speed(m, p, Workload(1, 4096), reg.speed)
     assert isinstance(result, SpeedUnknown)
     assert "registry/models.yaml" in result.reason
+
+
+def test_a_decode_is_what_the_whole_estimate_says_and_a_count_s_side_is_shared() -> None:
+    terms = ModelTerms(DENSE, Placement(Runtime.SGLANG, fast_gpu(), 2, 140, "bf16"), FACTS)
+    load = Workload(8, 4096)
+    slow, fast = fast_gpu(1000), fast_gpu(4000)
+    decodes = [terms.decode(g, 2, 2, False, load) for g in (slow, fast)]
+    assert len(terms.counts) == 1  # both GPU types read the same per GPU at 2
+    for g, decode in zip((slow, fast), decodes, strict=True):
+        assert isinstance(decode, Decode)
+        whole = decode.estimate(1.5)
+        alone = estimate_speed(DENSE, Placement(Runtime.SGLANG, g, 2, 140, "bf16",
+                                                usd_per_hour=1.5), load, FACTS)  # fmt: skip
+        assert whole == alone and whole.decode_tok_s_per_stream == decode.decode_tok_s_per_stream
+        assert decode.estimate(1.5) is whole  # made once per price
+    rates = [d.decode_tok_s_per_stream for d in decodes if isinstance(d, Decode)]
+    assert rates[0] < rates[1]

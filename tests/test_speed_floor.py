@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.ranking import PlacementOption, Ranking
+from frutebox_infra.count_search import GpuRow
+from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Model, Registry
 from frutebox_infra.resolver import resolve
@@ -246,13 +247,56 @@ def test_without_a_floor_nothing_is_estimated() -> None:
         pytest.param(2.5, ["1x SLOW", "1x MID"], id="those-within-the-premium"),
     ],
 )
-def test_with_a_floor_only_the_placements_walked_are_built_and_estimated(
+def test_with_a_floor_only_the_placements_walked_are_built_and_decoded(
     premium: float, built: list[str]
 ) -> None:
     found = ranking(reg())
     choose(found, floor=1, rank_by="usdPerHour", premium=premium)
     assert labels(tuple(found.built.values())) == built
-    assert all("speed" in vars(p) for p in found.built.values())
+    assert [f"{n}x {g}" for g, n in found.speed_model.decodes] == built
+    # Their whole estimates wait for a report to ask.
+    assert all("speed" not in vars(p) for p in found.built.values())
+
+
+def test_a_whole_estimate_asked_later_has_the_decode_rate_the_walk_judged() -> None:
+    r = reg()
+    slow = tok_s(on(r, "SLOW"))
+    found = ranking(r)
+    choice = choose(found, floor=slow + 0.01, rank_by="usdPerHour", premium=10.0)
+    (below, *_) = choice.below_floor
+    assert below.decode_tok_s_per_stream == slow
+    assert below.estimate is below.placement.speed  # worked out once, when first asked
+    assert below.estimate.decode_tok_s_per_stream == slow
+    for p in choice.taken:
+        decode = found.speed_model.decodes[p.gpu.id, p.count]
+        assert tok_s(p) == decode.decode_tok_s_per_stream
+
+
+@pytest.mark.parametrize(
+    ("premium", "searched"),
+    [
+        # 1x SLOW and 2x SLOW are refused; 1x MID ($1.00) is taken and, without a premium,
+        # ends the walk before 4x SLOW ($1.60) is reached: that count is never searched.
+        pytest.param(1.0, ["2x SLOW"], id="the-walk-ends-first"),
+        pytest.param(2.0, ["2x SLOW", "4x SLOW"], id="within-the-premium"),
+    ],
+)
+def test_a_refused_count_s_larger_count_is_searched_only_when_the_walk_reaches_it(
+    premium: float, searched: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = reg(SLOW, MID)
+    floor = (tok_s(on(r, "SLOW", 2)) + tok_s(on(r, "MID"))) / 2
+    asked: list[str] = []
+    search = Ranking.fitting_from
+
+    def spy(self: Ranking, start: Ranked, row: GpuRow) -> Ranked | None:
+        asked.append(f"{start[1]}x {row.gpu.name}")
+        return search(self, start, row)
+
+    monkeypatch.setattr(Ranking, "fitting_from", spy)
+    choice = pick(r, floor, premium=premium)
+    assert choice.taken[0].label == "1x MID"
+    assert asked == searched
 
 
 @pytest.mark.parametrize(

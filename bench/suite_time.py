@@ -8,7 +8,9 @@ after the other, and prints each phase's wall time: ruff, mypy, go test, pytest'
 By default every cache a fresh clone lacks is bypassed, because the targets mean the first
 run on a fresh clone: ruff `--no-cache`, mypy an empty cache directory, go test `-count=1`
 (no cached test results; the Go build cache is per machine, warm on a clone too), pytest
-without its cacheprovider.
+without its cacheprovider and without the bytecode of tests/ and bench/ (which a run writes
+once for its workers, `tests/bytecode.py`; the package's own is compiled by `tools/dev setup`
+on a clone too).
 `--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
 that fails is reported FAILED and the script exits 1.
 
@@ -22,6 +24,7 @@ Run: .venv/bin/python bench/suite_time.py [--quick] [--warm]   (about 6 min on 2
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +75,14 @@ def phases(*, quick: bool, warm: bool, mypy_cache: str) -> list[Phase]:
     ]
 
 
+def drop_test_bytecode() -> None:
+    """The bytecode a fresh clone lacks: the tests' (pytest's rewrites, the helpers') and the
+    benches'."""
+    for top in ("tests", "bench"):
+        for cache in sorted((REPO_ROOT / top).rglob("__pycache__")):
+            shutil.rmtree(cache, ignore_errors=True)
+
+
 def run(phase: Phase, env: dict[str, str]) -> Timing:
     started = time.monotonic()
     proc = subprocess.run(
@@ -108,11 +119,13 @@ def report(timings: Sequence[Timing], *, quick: bool) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="ruff and one module: for CI")
-    parser.add_argument("--warm", action="store_true", help="keep mypy's and go's caches")
+    parser.add_argument("--warm", action="store_true", help="keep the checkout's caches")
     args = parser.parse_args()
     env = hermetic_env()
-    caches = "the checkout's caches" if args.warm else "no mypy cache, no go test cache"
+    caches = "the checkout's caches" if args.warm else "no mypy, go test or tests' bytecode cache"
     heading(f"tools/dev test, phase by phase ({caches}), pytest on every core")
+    if not args.warm:
+        drop_test_bytecode()
     with tempfile.TemporaryDirectory(prefix="suite-time-mypy-") as mypy_cache:
         timings = []
         for phase in phases(quick=args.quick, warm=args.warm, mypy_cache=mypy_cache):

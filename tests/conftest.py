@@ -4,25 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from frutebox_infra.emulator.catalog import Stock
-from frutebox_infra.emulator.realism import Realism
-from frutebox_infra.emulator.server import RunningEmulator, start
-from frutebox_infra.toolchain import ensure_toolchain
-from tests.factories import emulator_parts
+from frutebox_infra.paths import REPO_ROOT
+from tests import bytecode
+
+if TYPE_CHECKING:
+    from frutebox_infra.emulator.catalog import Stock
+    from frutebox_infra.emulator.server import RunningEmulator
+
+# The emulator and the toolchain are imported by the fixtures that use them: this module is
+# also imported by xdist's controller, which runs no test and starts the workers after it.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's bytecode, once for every worker (`tests/bytecode.py`)."""
+    if bytecode.worth_warming(config):
+        bytecode.warm(config, [REPO_ROOT / d for d in ("frutebox_infra", "tests", "bench")])
 
 
 @pytest.fixture(scope="session")
 def toolchain() -> Path:
     """Builds the pinned Pulumi toolchain on first use (minutes, once per machine)."""
+    from frutebox_infra.toolchain import ensure_toolchain
+
     return ensure_toolchain()
 
 
 @pytest.fixture
 def emulator_factory() -> Iterator[Callable[..., RunningEmulator]]:
     """Starts emulators on loopback (optionally with `stock`) and stops them after the test."""
+    from frutebox_infra.emulator.realism import Realism
+    from frutebox_infra.emulator.server import start
+    from tests.factories import emulator_parts
+
     started: list[RunningEmulator] = []
     catalog, hub, openapi = emulator_parts()
 
@@ -49,17 +66,32 @@ ENGINE = "engine"
 """The one marker of tests that need the real Pulumi engine: `pytest -m "not engine"` skips
 them for the fast loop."""
 
+FAST_LOOP = f"not {ENGINE}"
+"""The fast loop's marker expression, under which `tests/e2e` (all engine) is not imported."""
+
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m "not engine"` would deselect every test of `tests/e2e` after importing them all, in
+    every worker; the directory is left out instead (its tests must all be marked, below)."""
+    if collection_path == E2E and config.option.markexpr.strip() == FAST_LOOP:
+        return True
+    return None
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that asks for the toolchain must say so with the marker, or the run stops."""
+    """A test that asks for the toolchain, or lives in `tests/e2e`, must say so with the marker,
+    or the run stops."""
     unmarked = [
         item.nodeid
         for item in items
-        if "toolchain" in getattr(item, "fixturenames", ())
+        if ("toolchain" in getattr(item, "fixturenames", ()) or E2E in item.path.parents)
         and item.get_closest_marker(ENGINE) is None
     ]
     if unmarked:
         raise pytest.UsageError(
-            f"these tests use the Pulumi toolchain but are not marked `{ENGINE}`"
-            f" (add `pytestmark = pytest.mark.{ENGINE}` to the module): {', '.join(unmarked)}"
+            f"these tests use the Pulumi toolchain or live in tests/e2e but are not marked"
+            f" `{ENGINE}` (add `pytestmark = pytest.mark.{ENGINE}` to the module):"
+            f" {', '.join(unmarked)}"
         )

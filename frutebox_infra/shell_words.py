@@ -65,14 +65,13 @@ def _piecewise(text: str) -> list[str] | None:
     `exec "$home/bin/python" main.py ...` line): then no quote spans whitespace, and the
     shell splits where `str.split` does. None otherwise. Python's regular expressions are
     slow on a repeated group, so the few quoted pieces are the only ones they scan."""
-    words = []
-    for piece in text.split():
-        if not _unquoted_text(piece):
+    words = text.split()
+    for i, piece in enumerate(words):
+        if "'" in piece or '"' in piece or "\\" in piece:  # `_unquoted_text`, inline: hot
             whole = _whole_word(piece)
             if whole is None:
                 return None
-            piece = whole
-        words.append(piece)
+            words[i] = whole
     return words
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from functools import lru_cache
 
 from frutebox_infra.fit import MemoryModel
@@ -144,7 +144,13 @@ class ComfyUI(Recipe):
             return recipe.gated
         return model.source is not None and model.source.gated
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The pod is the same on every GPU type and count.
+        return ()
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.

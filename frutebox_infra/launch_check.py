@@ -232,7 +232,7 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
     `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
     launch's shape decides (its option words and where its other words stand) is worked out
     once per engine and shape, as `_shape_checks`; only the values are read per launch."""
-    shape = tuple([word if word[:1] == "-" else "" for word in words])
+    shape = tuple([word if word and word[0] == "-" else "" for word in words])
     memo = facts.plain_shapes
     checks = memo.get(shape)
     if checks is None:

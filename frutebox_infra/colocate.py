@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
@@ -64,11 +65,28 @@ class PodGroup:
     engine: str
     model_ids: tuple[str, ...]
     """The anchor first, then by id."""
-    placements: tuple[GroupPlacement, ...]
-    """Cheapest first: the chosen one, then the fallbacks within the premium."""
+    grouped: tuple[GroupPlacement, ...]
+    """A shared pod's placements, cheapest first: the chosen one, then the fallbacks within
+    the premium; empty for a pod of one model, whose placements are its `own`."""
     alone_usd_per_hour: float
     """What the members cost on a pod each (best case): the saving is measured against it."""
     sharing: Sharing | None = None
+    own: tuple[PlacementOption, ...] = ()
+    """A pod of one model: that model's placements, cheapest first."""
+
+    @cached_property
+    def placements(self) -> tuple[GroupPlacement, ...]:
+        """Cheapest first: the chosen one, then the fallbacks within the premium. A pod of one
+        model has its model's placements, made into the pod's when a report asks for them."""
+        if self.grouped:
+            return self.grouped
+        return tuple(
+            [
+                GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,),
+                               round(p.fit.needed_gb, 2), round(p.fit.available_gb, 2))
+                for p in self.own
+            ]
+        )  # fmt: skip
 
     @property
     def anchor(self) -> str:
@@ -84,11 +102,11 @@ class PodGroup:
 
     @property
     def usd_per_hour_best(self) -> float:
-        return self.placement.usd_per_hour
+        return (self.grouped or self.own)[0].usd_per_hour
 
     @property
     def usd_per_hour_worst(self) -> float:
-        return max(p.usd_per_hour for p in self.placements)
+        return max([p.usd_per_hour for p in self.grouped or self.own])
 
     @property
     def saving_usd_per_hour(self) -> float:
@@ -490,13 +508,6 @@ def alone_pod(
     """The pod of a model that shares it with none: its own placements, as the pod's."""
     first = placements[0]
     return PodGroup(
-        str(first.recipe.runtime),
-        (model_id,),
-        tuple(
-            GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,), round(p.fit.needed_gb, 2),
-                           round(p.fit.available_gb, 2))
-            for p in placements
-        ),
-        round(first.usd_per_hour, 2),
-        sharing,
+        str(first.recipe.runtime), (model_id,), (), round(first.usd_per_hour, 2), sharing,
+        placements,
     )  # fmt: skip

@@ -96,6 +96,13 @@ class EngineOptions:
         launches are checked; the pods of one recipe launch in a handful of shapes."""
         return {}
 
+    @cached_property
+    def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
+        """The launch check's memo of environments: per list of variables a launch sets (its
+        env, then its secret variables), what is left to check of them. A recipe's pods set
+        the same few names."""
+        return {}
+
 
 class PlainFlag(NamedTuple):
     """A flag as `EngineOptions.plain_flags` gives it: its type, argparse's nargs, its
@@ -110,3 +117,8 @@ class PlainFlag(NamedTuple):
 PlainChecks = tuple[tuple[int, ValueKind, frozenset[str] | None, bool], ...]
 """A plain launch shape's value checks: the word's position, what it takes, its choices (as
 `PlainFlag` has them) and whether they are matched case-insensitively."""
+
+
+EnvChecks = tuple[tuple[str, bool, EnvKind | None], ...]
+"""A launch environment's checks, in the order it sets the variables: the name, whether the
+engine does not read it (then the launch's script must), and the kind its value must be."""

@@ -14,10 +14,13 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 from frutebox_infra.engine_options import (
     EngineFlag,
     EngineOptions,
+    EnvChecks,
+    EnvKind,
     JsonField,
     PlainChecks,
     ValueKind,
@@ -48,7 +51,22 @@ class Launch:
     """Variables the deploy step fills in at create time (the Hugging Face token)."""
 
 
-def check_launch(launch: Launch, facts: EngineOptions, *, entrypoint: str) -> tuple[Refusal, ...]:
+class LaunchFields(Protocol):
+    """What the check reads of a launch: a `Launch`, or a pod spec, which carries the same."""
+
+    @property
+    def args(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def health_path(self) -> str: ...
+    @property
+    def secret_env(self) -> tuple[str, ...]: ...
+
+
+def check_launch(
+    launch: LaunchFields, facts: EngineOptions, *, entrypoint: str
+) -> tuple[Refusal, ...]:
     """Every refusal the engine behind `facts` would give this launch; empty when it takes it.
 
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
@@ -92,12 +110,8 @@ def _server_words(
     script = ""
     if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
         script = words[2]
-        execs = [
-            line.strip()[5:]
-            for line in script.splitlines()
-            if "exec " in line and line.strip().startswith("exec ")
-        ]
-        if not execs:
+        server = _last_exec(script)
+        if server is None:
             return (
                 [],
                 script,
@@ -107,11 +121,10 @@ def _server_words(
                     "end the recipe's script with an exec of the server",
                 ),
             )
-        words = split_words(execs[-1])
+        words = split_words(server)
     program, *rest = facts.command.split()
     for i, word in enumerate(words):
-        tail = words[i + 1 : i + 1 + len(rest)]
-        if word.rsplit("/", 1)[-1] == program and tail == rest:
+        if word.rsplit("/", 1)[-1] == program and words[i + 1 : i + 1 + len(rest)] == rest:
             return words[i + 1 + len(rest) :], script, None
     return (
         [],
@@ -122,6 +135,18 @@ def _server_words(
             f"start the server as `{facts.command} ...` in the recipe",
         ),
     )
+
+
+def _last_exec(script: str) -> str | None:
+    """What follows `exec` on the last line of `script` that starts with it (the server's
+    command line), or None. A script that ends with that line (the recipes' do) is read at
+    its last line alone, not split into every line."""
+    last = script[script.rfind("\n") + 1 :]
+    line = last.strip()
+    if line.startswith("exec ") and last.splitlines() == [last]:
+        return line[5:]
+    execs = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
+    return execs[-1] if execs else None
 
 
 _SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -136,9 +161,26 @@ def _script_reads(script: str, name: str) -> bool:
     if name not in script or _NAME.fullmatch(name) is None:
         return False
     return (
-        re.search(rf"\$\{{?{name}(?![A-Za-z0-9_])", script) is not None
+        _expands(script, name)
         or re.search(rf"""environ\.get\(\s*["']{name}["']""", script) is not None
     )
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _expands(script: str, name: str) -> bool:
+    """Whether `script` has `$NAME` or `${NAME` with no name character after it (what
+    `_SCRIPT_VARS` would find), told by finding the text rather than compiling a pattern
+    for each name."""
+    for lead in ("$" + name, "${" + name):
+        at = script.find(lead)
+        while at >= 0:
+            end = at + len(lead)
+            if end == len(script) or script[end] not in _NAME_CHARS:
+                return True
+            at = script.find(lead, end)
+    return False
 
 
 def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
@@ -190,7 +232,7 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
     `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
     launch's shape decides (its option words and where its other words stand) is worked out
     once per engine and shape, as `_shape_checks`; only the values are read per launch."""
-    shape = tuple([word if word[:1] == "-" else "" for word in words])
+    shape = tuple([word if word and word[0] == "-" else "" for word in words])
     memo = facts.plain_shapes
     checks = memo.get(shape)
     if checks is None:
@@ -435,9 +477,15 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     return f"give {name} a value it takes"
 
 
-def _environment(launch: Launch, facts: EngineOptions, script: str) -> Iterator[Refusal]:
-    for name in [*launch.env, *launch.secret_env]:
-        if name not in facts.env and not _script_reads(script, name):
+def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> Iterator[Refusal]:
+    env = launch.env
+    names = (*env, *launch.secret_env)
+    memo = facts.env_shapes
+    checks = memo.get(names)
+    if checks is None:
+        checks = memo[names] = _env_checks(names, facts)
+    for name, unread, kind in checks:
+        if unread and not _script_reads(script, name):
             import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
             close = difflib.get_close_matches(name, list(facts.env), n=3)
@@ -449,14 +497,26 @@ def _environment(launch: Launch, facts: EngineOptions, script: str) -> Iterator[
                 " or name the variable the engine reads",
             )
             continue
-        kind = facts.env_types.get(name)
-        value = launch.env.get(name)
+        value = env.get(name)
         if kind is not None and value is not None and not _env_value_ok(kind, value):
             yield Refusal(
                 f"{name}={value}",
                 f"{name} takes a {kind} value",
                 f"set {name} to a {kind} value",
             )
+
+
+def _env_checks(names: tuple[str, ...], facts: EngineOptions) -> EnvChecks:
+    """For a launch setting `names` (its env, then its secret variables), what is left to
+    check of each, in order: whether the engine does not read it (the launch's script must),
+    and the kind its value must be. Names the engine reads with any value need nothing."""
+    checks: list[tuple[str, bool, EnvKind | None]] = []
+    for name in names:
+        unread = name not in facts.env
+        kind = facts.env_types.get(name)
+        if unread or kind is not None:
+            checks.append((name, unread, kind))
+    return tuple(checks)
 
 
 _GO_DURATION = re.compile(r"[-+]?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+|[-+]?\d+")

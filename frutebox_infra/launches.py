@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from frutebox_infra.launch_check import FACTS_FILE, Launch, Refusal, check_launch
+from frutebox_infra.engine_options import EngineOptions
+from frutebox_infra.launch_check import FACTS_FILE, Refusal, check_launch
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.record import positional_record
@@ -57,42 +58,75 @@ def launch_problems(
     problems: dict[tuple[str, str], PlanProblem] = {}
     warnings: list[str] = []
     for pod in pods:
-        anchor = pod.model_ids[0]
         recipe, image = pod.resolution.recipe, pod.resolution.image
         if recipe is None or image is None:
             continue
         engine = recipe.runtime
         facts = registry.engine_options.get(engine)
-        where = FACTS_FILE.format(engine=engine)
         if facts is None:
             warnings.append(
-                f"{anchor}: no {where}: its launch is not checked (run tools/engine-options for"
-                " the pinned image)"
+                f"{pod.model_ids[0]}: no {FACTS_FILE.format(engine=engine)}: its launch is not"
+                " checked (run tools/engine-options for the pinned image)"
             )
             continue
         if facts.image != image.reference:
             warnings.append(
-                f"{anchor}: {where} was read for {facts.image}, but the pinned image is"
-                f" {image.reference}: refresh it with tools/engine-options"
+                f"{pod.model_ids[0]}: {FACTS_FILE.format(engine=engine)} was read for"
+                f" {facts.image}, but the pinned image is {image.reference}: refresh it with"
+                " tools/engine-options"
             )
-        who = ", ".join(pod.model_ids)
         specs = pod_specs(pod.candidates, pod.members)
         # A pod's candidates often launch alike (only a count or the KV precision differs
         # between GPU types, if anything): each distinct launch is checked once.
-        checked: dict[tuple[object, ...], tuple[Refusal, ...]] = {}
+        checked: list[tuple[PodSpec, tuple[Refusal, ...]]] = []
         for placement, spec in zip(pod.candidates, specs, strict=True):
-            key = (spec.args, tuple(spec.env.items()), spec.health_path, spec.secret_env)
-            if key not in checked:
-                launch = Launch(spec.args, spec.env, spec.health_path, spec.secret_env)
-                checked[key] = check_launch(launch, facts, entrypoint=image.entrypoint)
-            for refusal in checked[key]:
-                problems.setdefault(
-                    (who, refusal.what),
-                    PlanProblem(
-                        "launch-rejected",
-                        f"{who}: {facts.image} would refuse the launch ({placement.label}):"
-                        f" {refusal.what}; it accepts {refusal.accepts} ({where})",
-                        refusal.fix,
-                    ),
+            for seen, found in checked:
+                if _same_launch(seen, spec):
+                    refusals = found
+                    break
+            else:
+                refusals = check_launch(spec, facts, entrypoint=image.entrypoint)
+                checked.append((spec, refusals))
+            if refusals:
+                _refused(
+                    problems,
+                    pod.model_ids,
+                    placement,
+                    facts,
+                    where=FACTS_FILE.format(engine=engine),
+                    refusals=refusals,
                 )
     return list(problems.values()), warnings
+
+
+def _same_launch(a: PodSpec, b: PodSpec) -> bool:
+    """Whether two pods launch alike, as far as their engine's check sees."""
+    return a is b or (
+        a.args == b.args
+        and a.env == b.env
+        and a.health_path == b.health_path
+        and a.secret_env == b.secret_env
+    )
+
+
+def _refused(
+    problems: dict[tuple[str, str], PlanProblem],
+    model_ids: tuple[str, ...],
+    placement: PlacementOption,
+    facts: EngineOptions,
+    *,
+    where: str,
+    refusals: tuple[Refusal, ...],
+) -> None:
+    """One problem per pod and thing refused, naming the first placement that meets it."""
+    who = ", ".join(model_ids)
+    for refusal in refusals:
+        problems.setdefault(
+            (who, refusal.what),
+            PlanProblem(
+                "launch-rejected",
+                f"{who}: {facts.image} would refuse the launch ({placement.label}):"
+                f" {refusal.what}; it accepts {refusal.accepts} ({where})",
+                refusal.fix,
+            ),
+        )

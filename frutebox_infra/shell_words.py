@@ -18,8 +18,8 @@ _WORDS = re.compile(
     r"""\s*+(?:(?>(?:[^\s'"\\]++|'[^']*+'|"(?:[^"\\]|\\.)*+"|\\.)++)\s*+)*+""", re.DOTALL
 )
 """Text whose every word `_WORD` takes whole (no quote left open), without backtracking."""
-_QUOTED = re.compile(r"""'[^']*+'(?:"'"'[^']*+')*+""")
-"""A word as `shlex.quote` quotes it: single-quoted, a single quote inside as '"'"'."""
+_QUOTE_INSIDE = "'\"'\"'"
+"""A single quote inside a word `shlex.quote` quoted: the quotes closed, one quoted, reopened."""
 
 
 def split_words(text: str) -> list[str]:
@@ -32,9 +32,11 @@ def split_words(text: str) -> list[str]:
     if quote == 0 or (quote > 0 and text[quote - 1].isspace()):
         # Plain words, then one word as `shlex.quote` quotes it (a `bash -c` launch script):
         # one scan of that word instead of two of the whole text.
-        head, tail = text[:quote], text[quote:]
-        if _QUOTING.search(head) is None and _QUOTED.fullmatch(tail) is not None:
-            return [*head.split(), tail[1:-1].replace("'\"'\"'", "'")]
+        head = text[:quote]
+        if _QUOTING.search(head) is None:
+            last = _shlex_quoted(text[quote:])
+            if last is not None:
+                return [*head.split(), last]
     words = _piecewise(text)
     if words is not None:
         return words
@@ -65,14 +67,16 @@ def _piecewise(text: str) -> list[str] | None:
     `exec "$home/bin/python" main.py ...` line): then no quote spans whitespace, and the
     shell splits where `str.split` does. None otherwise. Python's regular expressions are
     slow on a repeated group, so the few quoted pieces are the only ones they scan."""
-    words = []
-    for piece in text.split():
-        if not _unquoted_text(piece):
-            whole = _whole_word(piece)
-            if whole is None:
-                return None
-            piece = whole
-        words.append(piece)
+    words = text.split()
+    if "'" in text or "\\" in text:
+        quoted = [i for i, piece in enumerate(words) if not _unquoted_text(piece)]
+    else:  # double quotes only: one test a piece
+        quoted = [i for i, piece in enumerate(words) if '"' in piece]
+    for i in quoted:
+        whole = _whole_word(words[i])
+        if whole is None:
+            return None
+        words[i] = whole
     return words
 
 
@@ -88,11 +92,27 @@ def _whole_word(piece: str) -> str | None:
 def _unquoted(word: str) -> str:
     """One word's text: `shlex.quote`'s own form (single quotes, each quote inside spelt
     '"'"') undone by one replace, any other by its parts."""
-    if _QUOTED.fullmatch(word) is not None:
-        return word[1:-1].replace("'\"'\"'", "'")
+    text = _shlex_quoted(word)
+    if text is not None:
+        return text
     if _QUOTING.search(word) is None:
         return word
     return "".join(_unquote(part) for part in _PART.finditer(word))
+
+
+def _shlex_quoted(word: str) -> str | None:
+    """The text of `word` if it is one word as `shlex.quote` quotes it (single-quoted, each
+    single quote inside spelt '"'"'), else None. Told by two replaces, which run at memory
+    speed, rather than a pattern over a launch script's every character: it is that form
+    exactly when no single quote is left once each '"'"' is taken out."""
+    if len(word) < 2 or word[0] != "'" or word[-1] != "'":
+        return None
+    inside = word[1:-1]
+    if "'" not in inside:
+        return inside
+    if "'" in inside.replace(_QUOTE_INSIDE, ""):
+        return None
+    return inside.replace(_QUOTE_INSIDE, "'")
 
 
 def _unquote(part: re.Match[str]) -> str:

@@ -173,6 +173,28 @@ def test_off_by_default_one_pod_per_model() -> None:
     assert [p.model_ids for p in fleet.pods] == [(i,) for i in ids]
 
 
+def test_a_pod_of_one_model_has_that_model_s_placements_as_its_own() -> None:
+    # Its placements are made from the model's when asked: the same GPU, count, price and
+    # fit, rounded as a shared pod's are, and its $/h read from them.
+    reg, ids = random_fleet(3, 4)
+    fleet = plan_fleet(reg, settings(models=ids, maxFallbackPremium=3.0), stack="test")
+    assert any(len(m.candidates) > 1 for m in fleet.models)
+    for m in fleet.models:
+        pod = fleet.pod_of(m.model_id)
+        assert pod is not None and not pod.shared
+        assert [(g.gpu, g.count, g.usd_per_hour, g.member_fits) for g in pod.placements] == [
+            (p.gpu, p.count, p.usd_per_hour, (p.fit,)) for p in m.candidates
+        ]
+        assert [(g.needed_gb, g.available_gb) for g in pod.placements] == [
+            (round(p.fit.needed_gb, 2), round(p.fit.available_gb, 2)) for p in m.candidates
+        ]
+        assert pod.placement is pod.placements[0]
+        assert (pod.usd_per_hour_best, pod.usd_per_hour_worst) == (
+            m.usd_per_hour_best,
+            m.usd_per_hour_worst,
+        )
+
+
 @pytest.mark.parametrize(
     "override",
     [{"ownPod": True}, {"gpu": "MEDIUM 24"}, {"gpuCount": 1}],

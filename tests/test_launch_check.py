@@ -14,6 +14,7 @@ from frutebox_infra.launch_check import (
     Launch,
     Refusal,
     _arguments,
+    _last_exec,
     _plainly_accepted,
     _script_reads,
     _server_words,
@@ -616,9 +617,44 @@ def test_the_one_pass_check_reads_every_launch_s_values_though_it_knows_the_shap
         pytest.param("os.environ.get( 'HF_TOKEN')", "HF_TOKEN", True, id="python-reads-it"),
         pytest.param("os.environ.get(HF_TOKEN)", "HF_TOKEN", False, id="python-unquoted"),
         pytest.param("echo $A-B", "A-B", False, id="not-a-variable-name"),
+        pytest.param("echo $HOMEDIR $HOME", "HOME", True, id="a-longer-name-then-the-name"),
+        pytest.param("echo ${HOMEDIR}${HOME", "HOME", True, id="braced-at-the-end"),
+        pytest.param("echo $HOME_", "HOME", False, id="an-underscore-after"),
     ],
 )
 def test_a_launch_script_reads_the_variables_it_expands(
     script: str, name: str, reads: bool
 ) -> None:
     assert _script_reads(script, name) is reads
+
+
+@pytest.mark.parametrize(
+    ("script", "server"),
+    [
+        pytest.param('cd "$home"\nexec python main.py', "python main.py", id="the-last-line"),
+        pytest.param("exec a\nexec b\necho done", "b", id="the-last-exec-not-the-last-line"),
+        pytest.param("exec a\nexec b\n", "b", id="a-trailing-newline"),
+        pytest.param("exec a\r\n  exec b  ", "b", id="crlf-and-indented"),
+        pytest.param("exec a\nx\rexec b", "b", id="a-carriage-return-ends-a-line"),
+        pytest.param("exec a\nx\x0cexec b", "b", id="a-form-feed-ends-a-line"),
+        pytest.param("echo exec a\nexecb", None, id="no-line-starts-with-exec"),
+        pytest.param("", None, id="empty"),
+    ],
+)
+def test_a_launch_script_s_server_is_its_last_exec_line(script: str, server: str | None) -> None:
+    assert _last_exec(script) == server
+    lines = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
+    assert _last_exec(script) == (lines[-1] if lines else None)  # what every line's scan says
+
+
+def test_environment_refusals_come_in_the_order_the_launch_sets_its_variables() -> None:
+    # An unread variable and a mistyped one, in both orders: the refusals follow the env
+    # (the shape's checks are worked out once, then read per launch in that order).
+    env = {"OLLAMA_NUM_PARALLEL": "four", "OLLAMA_NUM_PARALEL": "4", "OLLAMA_HOST": "0.0.0.0"}
+    forward = [r.what for r in check("ollama", "serve", env)]
+    assert forward == ["OLLAMA_NUM_PARALLEL=four", "environment variable OLLAMA_NUM_PARALEL"]
+    backward = [r.what for r in check("ollama", "serve", dict(reversed(env.items())))]
+    assert backward == forward[::-1]
+    assert check("ollama", "serve", {**env, "OLLAMA_NUM_PARALLEL": "4"})[0].what == (
+        "environment variable OLLAMA_NUM_PARALEL"
+    )  # the same names, another value: the value is read again

@@ -5,7 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import field
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import field, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
@@ -92,6 +95,31 @@ class Serving:
     def token_context(self) -> bool:
         """Diffusion pipelines have no token context; their `context_tokens` is a placeholder."""
         return self.memory_model is not MemoryModel.DIFFUSION
+
+    @cached_property
+    def rendered_pods(self) -> RenderedPods:
+        """The pods `Recipe.pod` rendered for placements served this way (one model's, in a
+        plan): they differ in a few values at most, so each variant is rendered once."""
+        return RenderedPods()
+
+
+class RenderedPods:
+    """The pods of one recipe, model and image by `Recipe.launch_variant`; held by a
+    `Serving`, so they last as long as the model's plan, and made again for another model."""
+
+    __slots__ = ("image", "model", "pods", "recipe")
+
+    def __init__(self) -> None:
+        self.recipe: Recipe | None = None
+        self.model: Model | None = None
+        self.image: Image | None = None
+        self.pods: dict[Hashable, PodSpec] = {}
+
+    def of(self, recipe: Recipe, model: Model, image: Image) -> dict[Hashable, PodSpec]:
+        """The pods rendered for `recipe`, `model` and `image` (the same objects), by variant."""
+        if self.recipe is not recipe or self.model is not model or self.image is not image:
+            self.recipe, self.model, self.image, self.pods = recipe, model, image, {}
+        return self.pods
 
 
 class Recipe(ABC):
@@ -192,16 +220,17 @@ class Recipe(ABC):
         """A pod of this engine's image: caches on the volume, the token only where gated.
         `args` is RunPod's one args string: the words joined by `join_words`, so that
         shell-style splitting restores them."""
+        # Positional, in PodSpec's field order: a record is built faster so, for every pod.
         return PodSpec(
-            image=image.reference,
-            args=args,
-            env=env_with_cache(image, env),
-            port=image.port,
-            health_path=image.health_path,
-            secret_env=("HF_TOKEN",) if self.gated_pull(model) else (),
-            ollama_pulls=ollama_pulls,
-            notes=notes,
-            expected_files=expected_files,
+            image.reference,
+            args,
+            env_with_cache(image, env),
+            image.port,
+            image.health_path,
+            ("HF_TOKEN",) if self.gated_pull(model) else (),
+            ollama_pulls,
+            notes,
+            expected_files,
         )
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:
@@ -209,8 +238,25 @@ class Recipe(ABC):
         with the taken pod's notes before (and whether or not) it renders that pod."""
         return ()
 
-    @abstractmethod
     def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+        """The pod for `count` x `gpu`: rendered once per `launch_variant` of the model's
+        placements, and the same object for every placement of that variant."""
+        rendered = serving.rendered_pods.of(self, model, image)
+        variant = self.launch_variant(gpu, count)
+        pod = rendered.get(variant)
+        if pod is None:
+            pod = rendered[variant] = self.render_pod(model, image, gpu, count, serving)
+        return pod
+
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        """Everything of a placement that `render_pod` reads: placements of one model with
+        the same variant launch the same pod. Unless a recipe says less, the whole placement."""
+        return gpu.id, count
+
+    @abstractmethod
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
 
     def seeded_pod(self, pod: PodSpec) -> PodSpec:

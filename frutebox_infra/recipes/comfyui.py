@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from functools import lru_cache
 
 from frutebox_infra.fit import MemoryModel
@@ -147,14 +147,20 @@ class ComfyUI(Recipe):
             return recipe.gated
         return model.source is not None and model.source.gated
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The pod is the same on every GPU type and count.
+        return ()
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
         return self.pod_spec(
             model,
             image,
-            f"bash -c {shlex.quote(launch_script(image, model.id))}",  # shlex.join's text
+            launch_args(image, model.id),
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
@@ -188,15 +194,33 @@ def launch_script(image: Image, model_id: str) -> str:
     by several servers, would lock or corrupt).
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
+    return f"{_install_script(image.engine_version)}\n{_exec_server(image.port, model_id)}"
+
+
+def launch_args(image: Image, model_id: str) -> str:
+    """RunPod's args for the launch script: `shlex.join(["bash", "-c", script])`, the
+    release's part quoted once per release. The script holds spaces, so `shlex.quote` always
+    single-quotes it whole, and each single quote inside is spelt '"'"' wherever it stands."""
+    assert image.engine_version is not None, "the comfyui image needs engine_version"
+    server = _exec_server(image.port, model_id).replace("'", "'\"'\"'")
+    return f"{_quoted_install_script(image.engine_version)}\n{server}'"
+
+
+def _exec_server(port: int, model_id: str) -> str:
     server = [
-        *("main.py", "--listen", "0.0.0.0", "--port", str(image.port)),
+        *("main.py", "--listen", "0.0.0.0", "--port", str(port)),
         *("--base-directory", COMFY_BASE),
         *("--output-directory", f"{COMFY_BASE}/output/{model_id}"),
         *("--temp-directory", "/tmp/comfyui"),
         *("--database-url", "sqlite:///:memory:"),
     ]
-    exec_server = f'exec "$home/venv/bin/python" {join_words(server)}'
-    return f"{_install_script(image.engine_version)}\n{exec_server}"
+    return f'exec "$home/venv/bin/python" {join_words(server)}'
+
+
+@lru_cache(maxsize=8)
+def _quoted_install_script(version: str) -> str:
+    """`bash -c '` and the install script as `shlex.quote` spells it inside the quotes."""
+    return "bash -c '" + _install_script(version).replace("'", "'\"'\"'")
 
 
 @lru_cache(maxsize=8)

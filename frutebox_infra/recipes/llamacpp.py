@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
     PodSpec,
@@ -66,7 +68,13 @@ class LlamaCpp(Recipe):
     def gated_pull(self, model: Model) -> bool:
         return False  # GGUF re-publications are open repos
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The pod is the same on every GPU type and count.
+        return ()
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         gguf = _gguf(model)
         assert gguf is not None
         slots = serving.concurrency

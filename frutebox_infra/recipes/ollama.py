@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -57,7 +57,13 @@ class Ollama(Recipe):
     def gated_pull(self, model: Model) -> bool:
         return False  # the Ollama library serves its own copy; no Hugging Face token involved
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The pod is the same on every GPU type and count.
+        return ()
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         assert model.source is not None and model.source.ollama_tag is not None
         # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
         # model is pulled through the server's /api/pull once it answers (the deploy step).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
@@ -17,7 +19,13 @@ class SGLang(TensorParallelRecipe):
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         return 1  # launched with --kv-cache-dtype fp8_e4m3
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The count sets its parallelism.
+        return count
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image has no ENTRYPOINT and no server CMD: args is the whole command line.
         words = ["python3", "-m", "sglang.launch_server", "--model-path", model.source.hf_repo]

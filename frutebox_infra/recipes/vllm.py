@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
@@ -18,7 +20,13 @@ class VLLM(TensorParallelRecipe):
         # fp8 KV only where the tensor cores run it natively; Ampere keeps the bf16 cache.
         return 1 if gpu.fp8 else 2
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
+    def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
+        # The count sets its parallelism, the GPU's FP8 its KV cache's precision.
+        return count, gpu.fp8
+
+    def render_pod(
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+    ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image's ENTRYPOINT is `vllm serve`, which takes the model as its first argument.
         words = [model.source.hf_repo]

@@ -10,6 +10,7 @@ import pytest
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import (
     VOLUME_PATH,
+    PodSpec,
     ServeOptions,
     env_with_cache,
     is_power_of_two,
@@ -141,3 +142,43 @@ def test_the_pod_notes_known_unrendered_are_the_notes_of_its_pods(runtime: Runti
     assert placed, runtime
     for p in placed:
         assert p.pod.notes == p.recipe.pod_notes(p.model), (p.model.id, p.label)
+def test_a_pod_is_rendered_once_per_launch_variant_and_the_variant_says_all_it_reads(
+    runtime: Runtime,
+) -> None:
+    # Every catalog model of the engine on every GPU type and count: two placements of one
+    # variant get the very same pod, and that pod is what rendering it afresh gives.
+    reg = real_registry()
+    recipe = RECIPES[runtime]
+    image = reg.images[runtime]
+    models = [m for m in reg.models if runtime in m.runtimes and recipe.missing(m) is None]
+    assert models, runtime
+    reused = 0
+    for m in models:
+        serving = recipe.serving(m, ServeOptions(hf_token_configured=True))
+        by_variant: dict[object, PodSpec] = {}
+        for gpu in reg.gpus:
+            for count in recipe.allowed_counts(m, range(1, 9)):
+                pod = recipe.pod(m, image, gpu, count, serving)
+                assert pod == recipe.render_pod(m, image, gpu, count, serving), (m.id, count)
+                variant = recipe.launch_variant(gpu, count)
+                if variant in by_variant:
+                    assert pod is by_variant[variant], (m.id, gpu.id, count)
+                    reused += 1
+                by_variant[variant] = pod
+    assert reused, runtime
+
+
+def test_pods_rendered_for_one_model_are_not_another_s() -> None:
+    # The rendered pods live on the Serving: asked with another model (or image), it renders
+    # that model's own instead of returning the first one's.
+    reg = real_registry()
+    recipe = RECIPES[Runtime.OLLAMA]
+    image, gpu = reg.images[Runtime.OLLAMA], reg.gpus[0]
+    first, second = reg.model("qwen3-8b"), reg.model("llama-3.2-1b")
+    assert first is not None and second is not None
+    serving = recipe.serving(first, ServeOptions())
+    one = recipe.pod(first, image, gpu, 1, serving)
+    other = recipe.pod(second, image, gpu, 1, serving)
+    assert one.ollama_pulls != other.ollama_pulls
+    moved = replace(image, port=image.port + 1)
+    assert recipe.pod(second, moved, gpu, 1, serving).env != other.env

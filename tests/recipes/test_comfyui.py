@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from frutebox_infra.recipes.comfyui import (
     INSTALL_ROOT,
     MODELS_DIR,
     ComfyUI,
+    launch_args,
     launch_script,
     provisioning_script,
 )
@@ -83,6 +85,24 @@ def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
     script = launch_script(replace(image, engine_version="0.9.1"), "sdxl-1.0")
     assert f"home={INSTALL_ROOT}/0.9.1\n" in script
     assert "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        pytest.param("sdxl-1.0", id="plain-id"),
+        pytest.param("it's", id="a-quote-in-the-exec-line"),
+        pytest.param("a b", id="a-space-in-the-exec-line"),
+    ],
+)
+def test_the_launch_args_are_the_script_as_shlex_joins_it(model_id: str) -> None:
+    # The release's part is quoted once per release and the exec line per model: together
+    # they must spell exactly what quoting the whole script does.
+    image = real_images()[Runtime.COMFYUI]
+    for version in ("0.8.0", "0.9.1"):
+        pinned = replace(image, engine_version=version)
+        joined = shlex.join(["bash", "-c", launch_script(pinned, model_id)])
+        assert launch_args(pinned, model_id) == joined
 
 
 @pytest.mark.parametrize("model_id", COMFY_MODELS)

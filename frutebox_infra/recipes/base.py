@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import field
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property
 from typing import ClassVar

@@ -14,15 +14,13 @@ over subsets, with unfit sets pruned) and a greedy heuristic above.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import ServeOptions, Sharing
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import lazy, positional_record, replace
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.speed import SpeedEstimate
@@ -74,7 +72,7 @@ class PodGroup:
     own: tuple[PlacementOption, ...] = ()
     """A pod of one model: that model's placements, cheapest first."""
 
-    @cached_property
+    @lazy
     def placements(self) -> tuple[GroupPlacement, ...]:
         """Cheapest first: the chosen one, then the fallbacks within the premium. A pod of one
         model has its model's placements, made into the pod's when a report asks for them."""
@@ -219,7 +217,7 @@ def _on(
             request = fit_request(first.model, first.recipe, first.serving, options, gpu)
             fit = estimate(request, gpu, count)
             if fit.fits and _below_floor(m, gpu, count):
-                fit = dataclasses.replace(fit, fits=False, reason=(
+                fit = replace(fit, fits=False, reason=(
                     f"below its floor of {m.min_decode_tok_s:g} tok/s per stream"))  # fmt: skip
             cache[key] = fit
         if not fit.fits:
@@ -239,7 +237,7 @@ def _below_floor(member: Member, gpu: Gpu, count: int) -> bool:
     """Does the member decode below its floor on `count` x `gpu` (estimated as if alone)?"""
     if member.min_decode_tok_s <= 0:
         return False
-    speed = dataclasses.replace(member.alone[0], gpu=gpu, count=count).speed
+    speed = replace(member.alone[0], gpu=gpu, count=count).speed
     return isinstance(speed, SpeedEstimate) and not meets(speed, member.min_decode_tok_s)
 
 
@@ -490,7 +488,7 @@ def build_pod(
     for gp in placements:
         split = shares(gp.usd_per_hour, [f.needed_gb for f in gp.member_fits])
         for m, fit, usd in zip(ordered, gp.member_fits, split, strict=True):
-            views[m.model_id].append(dataclasses.replace(
+            views[m.model_id].append(replace(
                 m.alone[0], gpu=gp.gpu, count=gp.count, usd_per_hour=usd, fit=fit))  # fmt: skip
     pod = PodGroup(
         str(ordered[0].alone[0].recipe.runtime),

@@ -7,7 +7,6 @@ the values and the view are `drift_view.py`'s.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from datetime import datetime
 
 from frutebox_infra.deploy_contract import OWNER_ENV
@@ -26,6 +25,7 @@ from frutebox_infra.drift_view import (
     heal_command,
 )
 from frutebox_infra.plan import FleetPlan, ModelPlan
+from frutebox_infra.record import replace
 from frutebox_infra.settings import PROJECT
 
 __all__ = [

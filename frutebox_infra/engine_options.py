@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from functools import cached_property
 from typing import Annotated, Literal, NamedTuple
 
-from frutebox_infra.record import record
+from frutebox_infra.record import lazy, record
 from frutebox_infra.validation import Check
 
 ValueKind = Literal["flag", "int", "float", "str", "json"]
@@ -67,11 +66,11 @@ class EngineOptions:
     """Variable -> the component (file) that reads it."""
     env_types: dict[str, EnvKind] = field(default_factory=dict)
 
-    @cached_property
+    @lazy
     def flag_index(self) -> Mapping[str, EngineFlag]:
         return {name: flag for flag in self.flags for name in flag.names}
 
-    @cached_property
+    @lazy
     def plain_flags(self) -> Mapping[str, PlainFlag]:
         """Per spelling, the flags with no JSON keys to read: what nearly every launch
         passes, looked up once per word by the launch check."""
@@ -89,14 +88,14 @@ class EngineOptions:
             for name in flag.names
         }
 
-    @cached_property
+    @lazy
     def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
         """The launch check's memo: per launch shape (its words, those not options blanked),
         the checks its values still need, or None where the shape is not plain. Filled as
         launches are checked; the pods of one recipe launch in a handful of shapes."""
         return {}
 
-    @cached_property
+    @lazy
     def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
         """The launch check's memo of environments: per list of variables a launch sets (its
         env, then its secret variables), what is left to check of them. A recipe's pods set

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import field, replace
-from functools import cached_property
+from dataclasses import field
 
 from frutebox_infra.acyclic import cycle_collector_paused
 from frutebox_infra.colocate import PodGroup, group_pods
@@ -12,7 +11,7 @@ from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import lazy, positional_record, replace
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
@@ -108,7 +107,7 @@ class FleetPlan:
     def pod_of(self, model_id: str) -> PodGroup | None:
         return self._pod_by_model.get(model_id)
 
-    @cached_property
+    @lazy
     def _pod_by_model(self) -> dict[str, PodGroup]:
         # Indexed once: reports and the program ask per model, which a scan would make
         # quadratic in the fleet.
@@ -159,7 +158,7 @@ class FleetPlan:
     def model(self, model_id: str) -> ModelPlan | None:
         return self._model_by_id.get(model_id)
 
-    @cached_property
+    @lazy
     def _model_by_id(self) -> dict[str, ModelPlan]:
         return {m.model_id: m for m in self.models}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import field
-from functools import cached_property
 from operator import itemgetter
 
 from frutebox_infra.count_search import (
@@ -30,7 +29,7 @@ from frutebox_infra.fit import Fit, FitRequest, estimate
 from frutebox_infra.placement_speed import ModelSpeeds, Speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 
 
@@ -63,13 +62,13 @@ class PlacementOption:
     seeded: bool = False
     """A CPU pod puts the weights on the volume first: the pod reads them offline."""
 
-    @cached_property
+    @lazy
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
         pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
         return self.recipe.seeded_pod(pod) if self.seeded else pod
 
-    @cached_property
+    @lazy
     def speed(self) -> Speed:
         """Estimated in full on first use, like the pod: where a report or a ranking by
         output tokens asks (the floor asks only the decode rate, `ModelSpeeds.decode`)."""
@@ -119,7 +118,7 @@ class Ranking:
     )
     """The placements built so far, by GPU type index and count."""
 
-    @cached_property
+    @lazy
     def speed_model(self) -> ModelSpeeds:
         """The model's estimates on this ranking's GPU types and counts, made when asked for."""
         return ModelSpeeds(self.recipe, self.model, self.serving, self.registry.speed)

@@ -398,7 +398,9 @@ def _replacer(cls: Any) -> Any:
 
 
 if TYPE_CHECKING:
-    from functools import cached_property as lazy
+    from functools import cached_property
+
+    lazy = cached_property
 else:
 
     class lazy:  # named as the decorator it stands for

@@ -7,12 +7,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import field
 from enum import StrEnum
-from functools import cached_property
 from itertools import pairwise
 from typing import Annotated, Any, Literal, NamedTuple
 
 from frutebox_infra.engine_options import EngineOptions
-from frutebox_infra.record import record
+from frutebox_infra.record import lazy, record
 from frutebox_infra.registry_base import Runtime as Runtime
 from frutebox_infra.registry_base import SpecDecode as SpecDecode
 from frutebox_infra.speed_facts import PARAMETERS_TOLERANCE, GpuSpeed, Parameters, SpeedFacts
@@ -586,11 +585,11 @@ class Registry:
                         f" {flag.choices_from}); use its spelling of the name"
                     )
 
-    @cached_property
+    @lazy
     def models_by_id(self) -> Mapping[str, Model]:
         return {m.id: m for m in self.models}
 
-    @cached_property
+    @lazy
     def renamed(self) -> Mapping[str, str]:
         """Former id -> current id."""
         return {old: m.id for m in self.models for old in m.former_ids}

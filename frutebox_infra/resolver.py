@@ -7,12 +7,10 @@ reported.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
 from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import positional_record, replace
 from frutebox_infra.registry import Cloud, Image, Model, Registry, Runtime
 
 DEFAULT_OPTIONS = ServeOptions()

@@ -4,13 +4,12 @@ bring-up that buys (pure): one decision per model, made once for the plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import first_pod_spec
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
@@ -64,7 +63,7 @@ class Seeding:
     def of(self, model_id: str) -> ModelSeeding | None:
         return self._by_model.get(model_id)
 
-    @cached_property
+    @lazy
     def _by_model(self) -> dict[str, ModelSeeding]:
         # Indexed once: the program, reports and deploy requests ask per model.
         found: dict[str, ModelSeeding] = {}
@@ -75,7 +74,7 @@ class Seeding:
     def seeds(self, model_id: str) -> bool:
         return model_id in self.seeded_ids
 
-    @cached_property
+    @lazy
     def seeded_ids(self) -> frozenset[str]:
         """The models a CPU pod seeds."""
         return frozenset([m.model_id for m in self.models if m.job is not None])

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from functools import cached_property
 from typing import Annotated, Literal
 
-from frutebox_infra.record import positional_record, record
+from frutebox_infra.record import lazy, positional_record, record
 from frutebox_infra.registry_base import Runtime, SpecDecode
 from frutebox_infra.validation import Check
 
@@ -184,7 +183,7 @@ class SpeedFacts:
             known[runtime] = self._figures(runtime)
         return known[runtime]
 
-    @cached_property
+    @lazy
     def _engine_figures(self) -> dict[Runtime, EngineFigures | None]:
         """`engine`'s answers, each worked out once: every model's estimates ask."""
         return {}

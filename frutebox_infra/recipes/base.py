@@ -6,11 +6,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import field
 from enum import StrEnum
-from functools import cached_property
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 VOLUME_PATH = "/workspace"
@@ -94,7 +93,7 @@ class Serving:
         """Diffusion pipelines have no token context; their `context_tokens` is a placeholder."""
         return self.memory_model is not MemoryModel.DIFFUSION
 
-    @cached_property
+    @lazy
     def rendered_pods(self) -> RenderedPods:
         """The pods `Recipe.pod` rendered for placements served this way (one model's, in a
         plan): they differ in a few values at most, so each variant is rendered once."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
@@ -17,7 +16,7 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
-from frutebox_infra.record import positional_record
+from frutebox_infra.record import positional_record, replace
 from frutebox_infra.registry import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
 from frutebox_infra.shell_words import join_words
 
@@ -170,7 +169,7 @@ class ComfyUI(Recipe):
         # before it starts and must list them all to be healthy.
         anchor = pods[0]
         script = "\n".join(pod.env["FRUTEBOX_PROVISION"] for pod in pods)
-        return dataclasses.replace(
+        return replace(
             anchor,
             env={**anchor.env, "FRUTEBOX_PROVISION": script},
             secret_env=tuple(sorted({name for pod in pods for name in pod.secret_env})),

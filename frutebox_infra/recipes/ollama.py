@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Sequence
 
 from frutebox_infra.fit import MemoryModel
@@ -15,6 +14,7 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
+from frutebox_infra.record import replace
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -90,4 +90,4 @@ class Ollama(Recipe):
         anchor = pods[0]
         env = {**anchor.env, "OLLAMA_MAX_LOADED_MODELS": str(len(pods))}
         tags = tuple(tag for pod in pods for tag in pod.ollama_pulls)
-        return dataclasses.replace(anchor, env=env, ollama_pulls=tags)
+        return replace(anchor, env=env, ollama_pulls=tags)

@@ -142,6 +142,9 @@ def test_the_pod_notes_known_unrendered_are_the_notes_of_its_pods(runtime: Runti
     assert placed, runtime
     for p in placed:
         assert p.pod.notes == p.recipe.pod_notes(p.model), (p.model.id, p.label)
+
+
+@pytest.mark.parametrize("runtime", sorted(RECIPES))
 def test_a_pod_is_rendered_once_per_launch_variant_and_the_variant_says_all_it_reads(
     runtime: Runtime,
 ) -> None:

@@ -278,16 +278,17 @@ def _attribute(cls: type[Any], name: str) -> object:
     return "a slot" if isinstance(found, types.MemberDescriptorType) else found
 
 
-@pytest.mark.parametrize(
-    ("shape", "deco", "options"),
-    [
-        pytest.param(*shape.values, *flavour.values, id=f"{shape.id}-{flavour.id}")
-        for shape in SHAPES
-        for flavour in FLAVOURS
-        # every field of a record is keyword-only already: `defaults` is that shape
-        if not (shape.id == "kw-only-field" and flavour.id == "record")
-    ],
-)
+SHAPED_FLAVOURS = [
+    pytest.param(*shape.values, *flavour.values, id=f"{shape.id}-{flavour.id}")
+    for shape in SHAPES
+    for flavour in FLAVOURS
+    # every field of a record is keyword-only already: `defaults` is that shape
+    if not (shape.id == "kw-only-field" and flavour.id == "record")
+]
+"""Every shape made by every record flavour."""
+
+
+@pytest.mark.parametrize(("shape", "deco", "options"), SHAPED_FLAVOURS)
 def test_a_record_is_built_as_its_dataclass_is(
     shape: Callable[[Decorator], type[Any]], deco: Decorator, options: dict[str, bool]
 ) -> None:
@@ -586,15 +587,7 @@ def _sample(annotation: object) -> object:
     return 5
 
 
-@pytest.mark.parametrize(
-    ("shape", "deco", "options"),
-    [
-        pytest.param(*shape.values, *flavour.values, id=f"{shape.id}-{flavour.id}")
-        for shape in SHAPES
-        for flavour in FLAVOURS
-        if not (shape.id == "kw-only-field" and flavour.id == "record")
-    ],
-)
+@pytest.mark.parametrize(("shape", "deco", "options"), SHAPED_FLAVOURS)
 def test_replace_makes_what_dataclasses_replace_makes(
     shape: Callable[[Decorator], type[Any]], deco: Decorator, options: dict[str, bool]
 ) -> None:

@@ -76,13 +76,15 @@ PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("  resolve (per model)", ("resolver.py", "resolve")),
     ("    rank: the count search (per model)", ("ranking.py", "rank")),
     ("      smallest_counts_of (per fit request)", ("count_search.py", "smallest_counts_of")),
-    ("    fit.estimate (per placement built)", ("fit.py", "estimate")),
-    ("    recipe.pod (per placement taken)", ("recipes/", "pod")),
     ("    recipe.serving", ("recipes/", "serving")),
     ("    recipe.count_problem (per model and count)", ("recipes/", "count_problem")),
     ("  speed_floor.choose (the floor's walk, per model)", ("speed_floor.py", "choose")),
-    ("    ModelTerms.at: estimates (per placement walked)", ("frutebox_infra/speed.py", "at")),
+    ("    ModelTerms.decode (per placement walked)", ("frutebox_infra/speed.py", "decode")),
+    ("    fit.estimate (per placement built)", ("fit.py", "estimate")),
     ("  group_pods (pods, co-location)", ("colocate.py", "group_pods")),
+    ("  plan_seeding (the seeding decisions)", ("seeding_plan.py", "plan_seeding")),
+    ("  launch_problems (every launch checked)", ("launches.py", "launch_problems")),
+    ("  recipe.pod (rendered once per launch variant)", ("recipes/base.py", "pod")),
 )
 """Where to look: cumulative time of these (file, function) pairs, summed over recipes."""
 

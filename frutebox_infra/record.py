@@ -241,9 +241,14 @@ _DICT = "__record_dict__"
 
 
 def _descriptor(cls: Any, name: str) -> bool:
-    """True when `name` on the class is a data descriptor, which a plain dict write would skip."""
-    found = inspect.getattr_static(cls, name, None)
-    return hasattr(type(found), "__set__") or hasattr(type(found), "__delete__")
+    """True when `name` on the class is a data descriptor, which a plain dict write would skip
+    (the class's own attribute first, then its bases', as attribute lookup finds it)."""
+    for klass in cls.__mro__:
+        found = vars(klass).get(name, MISSING)
+        if found is not MISSING:
+            kind = type(found)
+            return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    return False
 
 
 def _assign(

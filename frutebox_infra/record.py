@@ -5,7 +5,7 @@ annotation, which on the start-up path of a preview adds up over the records the
 the stack settings, the planner and the deploy requests declare. A record is built here
 instead: its fields are found as a dataclass finds them, its `__init__` is the code a
 dataclass would write (save that a frozen one fills the instance dict directly, as
-`object.__setattr__` would, at a quarter of its cost per field: the planner builds records
+`object.__setattr__` would, at a fraction of its cost per field: the planner builds records
 by the thousand), compiled once and kept across processes (record_code.py), and its
 `__eq__`, `__hash__`, `__repr__` and frozen `__setattr__`/`__delattr__` are shared by every
 record; they behave as the written ones would (fields in order, equal only to the same class,
@@ -210,7 +210,7 @@ def _init(
     names |= {"MISSING": MISSING, "_HAS_DEFAULT_FACTORY": _HAS_DEFAULT_FACTORY}
     names["__dataclass_builtins_object__"] = object
     # A frozen record's fields go straight into its instance dict: what `object.__setattr__`
-    # does there, at a quarter of its cost per field, unless a field's name is a descriptor
+    # does there, at a fraction of its cost per field, unless a field's name is a descriptor
     # of the class (a base's slot, say), which only `object.__setattr__` honours.
     into_dict = frozen and not slots and not any(_descriptor(cls, f.name) for f in real)
     body = [

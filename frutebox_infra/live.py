@@ -77,7 +77,8 @@ def live_lines(
     catalog = result.get("catalog")
     if not isinstance(catalog, LiveCatalog):
         error = result.get("error")
-        if error is None:
+        if error is None or _timed_out(error):
+            # The bound ran out, or a read's own timeout (the same bound) fired first.
             reason = f"RunPod did not answer within {bound_s:.0f} s"
         elif (status := getattr(error, "status", None)) in (401, 403):
             reason = (
@@ -90,3 +91,10 @@ def live_lines(
     warnings = live_warnings(plan, catalog)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"live: RunPod catalog read {when}: {len(warnings)} warning(s)", warnings
+
+
+def _timed_out(error: object) -> bool:
+    """True for a transport failure that is an HTTP timeout: RunPod did not answer in time."""
+    import httpx  # the client that raised it imported it already
+
+    return isinstance(error, BaseException) and isinstance(error.__cause__, httpx.TimeoutException)

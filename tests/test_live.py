@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import socket
+from typing import NoReturn
 
+import httpx
+import pytest
+
+from frutebox_infra import live
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.runpod.errors import TransportError
 from tests.emulator_client import LOOPBACK
 from tests.factories import real_registry, settings
 
@@ -57,6 +63,18 @@ def test_a_runpod_that_never_answers_is_bounded_and_not_fatal() -> None:
     assert warnings == []
     assert "RunPod did not answer within 1 s" in line
     assert "dated" in line
+
+
+def test_a_read_that_times_out_before_the_bound_is_told_as_no_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Under load the read's own timeout (the same bound) can fire before the join gives up.
+    def timed_out(endpoint: object, timeout_s: float) -> NoReturn:
+        raise TransportError("GET /pods: no answer") from httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(live, "fetch_catalog", timed_out)
+    line, warnings = live_lines(plan(), real_registry(), endpoint=at("http://127.0.0.1:9"))
+    assert warnings == [] and "RunPod did not answer within" in line
 
 
 def test_refused_connection_names_the_failure_not_the_key() -> None:

@@ -298,8 +298,8 @@ def _seeding(
 
 def _reading_seeded(plan: ModelPlan) -> ModelPlan:
     """`plan` with its placements reading seeded weights: a copy of its instance dict with
-    those two fields changed, which costs a third of `replace` (that sets every field again)
-    once per seeded model; a ModelPlan caches nothing that they would make stale."""
+    those two fields changed, the others not set again; a ModelPlan caches nothing that they
+    would make stale."""
     assert plan.placement is not None
     fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
     seeded = object.__new__(ModelPlan)

@@ -95,6 +95,6 @@ def live_lines(
 
 def _timed_out(error: object) -> bool:
     """True for a transport failure that is an HTTP timeout: RunPod did not answer in time."""
-    import httpx  # the client that raised it imported it already
+    from frutebox_infra.runpod.errors import TransportError  # the client raised it: loaded
 
-    return isinstance(error, BaseException) and isinstance(error.__cause__, httpx.TimeoutException)
+    return isinstance(error, TransportError) and error.timed_out

@@ -56,6 +56,11 @@ class ConfigurationError(RunPodError):
 class TransportError(RunPodError):
     """The HTTP exchange itself failed: connection refused, timeout, invalid URL."""
 
+    @property
+    def timed_out(self) -> bool:
+        """True when it failed for want of an answer in time (an httpx timeout)."""
+        return isinstance(self.__cause__, httpx.TimeoutException)
+
 
 class ProtocolError(RunPodError):
     """The API answered with a body that is not the JSON its contract documents."""

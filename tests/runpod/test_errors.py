@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
+from frutebox_infra.runpod.errors import TransportError
 
 TREE_ENTRY = re.compile(r"^(?P<indent>[ │├└─]+)(?P<name>[A-Z]\w+)\s")
 """A class in the drawn tree: four columns of indent per level below the base."""
@@ -99,3 +100,25 @@ def test_may_still_bill_carries_what_to_look_for() -> None:
     )
     assert isinstance(error, errors.RunPodError)
     assert not isinstance(error, errors.PodFailedError | errors.ConfigurationError)
+
+
+def _transport(cause: BaseException | None) -> TransportError:
+    try:
+        raise TransportError("GET /pods: no answer") from cause
+    except TransportError as error:
+        return error
+
+
+@pytest.mark.parametrize(
+    ("cause", "timed_out"),
+    [
+        pytest.param(httpx.ReadTimeout("read"), True, id="read-timeout"),
+        pytest.param(httpx.ConnectTimeout("connect"), True, id="connect-timeout"),
+        pytest.param(httpx.ConnectError("refused"), False, id="refused"),
+        pytest.param(None, False, id="no-cause"),
+    ],
+)
+def test_a_transport_error_says_whether_it_timed_out(
+    cause: BaseException | None, timed_out: bool
+) -> None:
+    assert _transport(cause).timed_out is timed_out

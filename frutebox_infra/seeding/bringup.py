@@ -174,11 +174,9 @@ class BringupRates:
         seeded: bool,
         loads_at_start: bool,
     ) -> Bringup:
-        """One model's bring-up; `seeded`: the stack's CPU pod seeds it. The same arithmetic,
-        in the same order, as `download_seconds` and `read_seconds`."""
-        download_s = weights_gb * 1000 / self.download_mb_per_s
-        read_mb_per_s = VOLUME_READ_MB_PER_S[self.volume_type]
-        load_s = weights_gb * 1000 / read_mb_per_s if loads_at_start else 0.0
+        """One model's bring-up; `seeded`: the stack's CPU pod seeds it."""
+        download_s = download_seconds(weights_gb, self.download_mb_per_s)
+        load_s = read_seconds(weights_gb, self.volume_type) if loads_at_start else 0.0
         without = GPU_POD_START_S + download_s + load_s
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
         if not seeded:

@@ -11,7 +11,7 @@ from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.record import lazy, positional_record, replace
+from frutebox_infra.record import amended, lazy, positional_record, replace
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
@@ -302,9 +302,7 @@ def _reading_seeded(plan: ModelPlan) -> ModelPlan:
     would make stale."""
     assert plan.placement is not None
     fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
-    seeded = object.__new__(ModelPlan)
-    vars(seeded).update(vars(plan), placement=reading_seeded(plan.placement), fallbacks=fallbacks)
-    return seeded
+    return amended(plan, placement=reading_seeded(plan.placement), fallbacks=fallbacks)
 
 
 def _plan_model(

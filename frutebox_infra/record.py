@@ -364,6 +364,15 @@ def replace(obj: T, /, **changes: Any) -> T:
     return copied
 
 
+
+def amended(obj: T, /, **changes: Any) -> T:
+    """A copy of a frozen record's instance dict with `changes`: its fields and what its lazy
+    properties already worked out carried over, nothing set again. Only for changes that
+    leave those worked-out values true (`replace` recomputes them)."""
+    copied: T = object.__new__(type(obj))
+    vars(copied).update(vars(obj), **changes)
+    return copied
+
 def _replacer(cls: Any) -> Any:
     """The class's own `replace`, generated once and kept on it; None for what only
     `dataclasses.replace` handles (not a dataclass instance, or an `InitVar`)."""

@@ -9,7 +9,7 @@ from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import first_pod_spec
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
-from frutebox_infra.record import lazy, positional_record
+from frutebox_infra.record import amended, lazy, positional_record
 from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
@@ -141,14 +141,10 @@ def reading_seeded(p: PlacementOption) -> PlacementOption:
     read offline; nothing is rebuilt, as `replace` would."""
     if p.seeded:
         return p
-    seeded = object.__new__(type(p))
-    slots = vars(seeded)
-    slots.update(vars(p))
-    slots["seeded"] = True
-    pod = slots.get("pod")
-    if pod is not None:
-        slots["pod"] = p.recipe.seeded_pod(pod)
-    return seeded
+    pod = vars(p).get("pod")
+    if pod is None:
+        return amended(p, seeded=True)
+    return amended(p, seeded=True, pod=p.recipe.seeded_pod(pod))
 
 
 def _cpus(

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import pytest
 
 from frutebox_infra import record as record_module
-from frutebox_infra.record import lazy, mutable_record, positional_record, record
+from frutebox_infra.record import amended, lazy, mutable_record, positional_record, record
 from frutebox_infra.record import replace as replace_of
 from frutebox_infra.record_code import CodeCache
 
@@ -658,3 +658,12 @@ def test_lazy_computes_once_into_the_instance_as_cached_property_does() -> None:
     assert Counted.doubled is descriptor and descriptor.__doc__ == "Twice the base."
     with pytest.raises(TypeError, match="same lazy property to two different names"):
         descriptor.__set_name__(Counted, "tripled")
+
+
+def test_amended_copies_fields_and_worked_out_values_with_the_changes() -> None:
+    value = Lazy(2)
+    assert value.doubled == 4
+    copied = amended(value, base=3)
+    assert type(copied) is Lazy and copied is not value
+    assert vars(copied) == {"base": 3, "doubled": 4}  # carried over, not recomputed
+    assert vars(value) == {"base": 2, "doubled": 4}

@@ -231,7 +231,8 @@ def _init(
     )
     scope: dict[str, Any] = {}
     module = sys.modules.get(cls.__module__)
-    exec(CODE.code(source), vars(module) if module else {}, scope)
+    owner = f"{cls.__module__}.{cls.__qualname__}.__init__"
+    exec(CODE.code(source, owner), vars(module) if module else {}, scope)
     made = scope["__create_fn__"](**names)
     made.__qualname__ = f"{cls.__qualname__}.__init__"
     return made
@@ -405,7 +406,7 @@ def _replacer(cls: Any) -> Any:
         " return replace"
     )
     scope: dict[str, Any] = {}
-    exec(CODE.code(source), {}, scope)
+    exec(CODE.code(source, f"{cls.__module__}.{cls.__qualname__}.replace"), {}, scope)
     made = scope["__create_fn__"](cls, MISSING)
     type.__setattr__(cls, "__record_replace__", made)
     return made

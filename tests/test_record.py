@@ -561,15 +561,17 @@ def test_the_dataclass_tools_see_a_record_as_a_dataclass() -> None:
             assert x == 2
 
 
-def test_a_records_init_is_compiled_once_per_source_and_kept(
+def test_a_records_init_is_compiled_once_per_source_and_kept_by_its_class(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     file = tmp_path / "code.marshal"
     monkeypatch.setattr(record_module, "CODE", CodeCache(file))
-    _plain(positional_record)
+    made = _plain(positional_record)
     record_module.CODE.save()
     kept = CodeCache(file)
-    kept_sources = list(marshal.loads(file.read_bytes())[1])
+    ((owner, by_source),) = marshal.loads(file.read_bytes())[1].items()
+    assert owner == f"{made.__module__}.{made.__qualname__}.__init__"
+    kept_sources = list(by_source)
     assert len(kept_sources) == 1 and "def __init__(self,x:_type_x,y:_type_y)" in kept_sources[0]
     monkeypatch.setattr(record_module, "CODE", kept)
     assert _plain(positional_record)(1, "a").y == "a"

@@ -63,13 +63,18 @@ class GpuGroup:
     """The GPU types one fit request is searched on: those where the engine caches KV at
     `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
 
-    __slots__ = ("_ladders", "kv_bytes", "largest_bytes", "rows")
+    __slots__ = ("_ladders", "by_memory", "kv_bytes", "largest_bytes", "rows")
 
     def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
         self.kv_bytes = kv_bytes
         self.rows = rows
         # The largest card's memory: below its `fewest_gpus` no type of the group fits.
         self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
+        self.by_memory = tuple(sorted(
+            ((row.gpu.memory_mib * MIB, row.fittings[1]) for row in rows), key=lambda m: -m[0]
+        ))  # fmt: skip
+        """Each type's memory in bytes and its `Fitting` at one GPU, the largest card first:
+        where a pipeline fits (one GPU that holds its weights) is a prefix of it."""
         self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
 
     def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
@@ -215,13 +220,22 @@ def smallest_counts_of(
     count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
     card every count below its own fails the test, since the weights it would hold per GPU
     exceed the card. In the ladders' order, not the registry's."""
+    if request.engine is MemoryModel.DIFFUSION:
+        # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
+        needed = request.weights_gb * GB
+        found = []
+        if 1 in allowed:
+            for memory, fitting in group.by_memory:
+                if needed > memory:
+                    break
+                found.append(fitting)
+        return found
     arch = request.architecture
     required = request.required_sequences
-    if arch is None or request.engine is MemoryModel.DIFFUSION or required <= 0:
+    if arch is None or required <= 0:
         return smallest_counts(request, group.rows, table.caps(request), allowed)
     ladders = group.ladders(table, request)
     least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
-    shares = request.shares
     taken: dict[int, Fitting] = {}
     left, above = len(group.rows), len(ladders)
     for count in allowed:
@@ -229,7 +243,7 @@ def smallest_counts_of(
             continue
         if count >= above:
             break
-        share = shares.get(count) or count_share(request, arch, count)
+        share = count_share(request, arch, count)
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
         for cap, position, fitting in ladders[count]:
             pool = cap - weights

@@ -169,6 +169,9 @@ class Recipe(ABC):
 
     def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
         """The `counts` without a `count_problem`, in their order: what a search may try."""
+        if type(self).count_problem is Recipe.count_problem:
+            least = model.min_gpus  # the one rule of this class's `count_problem`
+            return tuple([count for count in counts if count >= least])
         problem = self.count_problem
         return tuple([count for count in counts if problem(model, count) is None])
 

@@ -60,16 +60,18 @@ class TensorParallelRecipe(Recipe):
             eagle3_head=options.eagle3_head,
         )
         assert model.weights.vram_gb is not None and model.context is not None
+        # Positional, in Serving's field order: built so faster, once per model.
         return Serving(
-            weights_vram_gb=model.weights.vram_gb,
-            weights_disk_gb=model.weights.disk_gb,
-            context_tokens=options.context_tokens or model.context,
-            concurrency=options.concurrency or self.default_concurrency,
-            require_fp8=model.weights.format == "fp8",
-            memory_model=self.memory_model,
-            speculative=spec.active,
-            spec_flags=spec.flags,
-            warnings=(spec.note,) if spec.note else (),
+            model.weights.vram_gb,
+            model.weights.disk_gb,
+            options.context_tokens or model.context,
+            options.concurrency or self.default_concurrency,
+            model.weights.format == "fp8",
+            self.memory_model,
+            False,
+            bool(spec.flags),
+            spec.flags,
+            (spec.note,) if spec.note else (),
         )
 
     def expert_parallel(self, model: Model, count: int) -> bool:
@@ -79,18 +81,16 @@ class TensorParallelRecipe(Recipe):
         # `count_problem`'s three rules in turn, the degree's first: only a power of two can
         # be the degree, so the other counts need no problem worked out; and only an FP8 block
         # size can make `sharding` refuse a count.
-        minimum = super().count_problem
+        least = model.min_gpus  # the base `count_problem`
         blocks = model.weights.fp8_block_size is not None
-        allowed = []
-        for count in counts:
-            if (
-                count & (count - 1) == 0
-                and minimum(model, count) is None
-                and tp_problem(model, count) is None
-                and not (blocks and sharding(model, count).problem)
-            ):
-                allowed.append(count)
-        return tuple(allowed)
+        return tuple([
+            count
+            for count in counts
+            if not count & (count - 1)
+            and count >= least
+            and tp_problem(model, count) is None
+            and not (blocks and sharding(model, count).problem)
+        ])  # fmt: skip
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return (

@@ -25,9 +25,11 @@ from frutebox_infra.fit import (
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
 
-Fitting = tuple[float, int, int, int]
+Fitting = tuple[float, int, int, int, tuple[int, int, float]]
 """A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus`, and the count."""
+type's position in the registry's `gpus` (no two alike, so nothing after it is compared), the
+count, and the three as the ranking keeps them (position, count, $/h), so that no model makes
+them again."""
 
 
 class GpuRow(NamedTuple):
@@ -45,7 +47,9 @@ class GpuRow(NamedTuple):
     @classmethod
     def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
         """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
-        fittings = tuple((usd[n], gpu.vram_gb * n, position, n) for n in range(top + 1))
+        fittings = tuple(
+            (usd[n], gpu.vram_gb * n, position, n, (position, n, usd[n])) for n in range(top + 1)
+        )
         return cls(position, gpu, top, fittings)
 
     @property
@@ -178,7 +182,7 @@ def smallest_counts(
         # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
         if 1 in allowed:
             needed = request.weights_gb * GB
-            for _, gpu, _, fittings in rows:
+            for _, gpu, _top, fittings in rows:
                 if needed <= gpu.memory_mib * MIB:
                     found.append(fittings[1])
         return found

@@ -151,9 +151,11 @@ class Recipe(ABC):
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         """Why this engine cannot honour the stack's overrides for `model`: (what, fix)."""
-        limit = self.max_context(model)
         asked = options.context_tokens
-        if asked is not None and limit is not None and asked > limit:
+        if asked is None:
+            return None  # the registry's context: nothing to refuse
+        limit = self.max_context(model)
+        if limit is not None and asked > limit:
             return (
                 f"overrides.{model.id}.context asks for {asked} tokens, above the {limit}"
                 f" tokens {model.id} is served with at most (registry/models.yaml `context`)",

@@ -164,7 +164,7 @@ class Ranking:
     def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
         """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
         None: the count search on that one type."""
-        gpu_index, count, _ = start
+        count = start[1]
         request = self._request(row.gpu)
         allowed = self.allowed_counts
         counts = allowed[bisect_left(allowed, count) :]

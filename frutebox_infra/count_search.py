@@ -21,6 +21,7 @@ from frutebox_infra.fit import (
     card_caps,
     count_share,
     fits,
+    share_rule,
 )
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
@@ -242,12 +243,15 @@ def smallest_counts_of(
     least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
     taken: dict[int, Fitting] = {}
     left, above = len(group.rows), len(ladders)
+    shares, share_at = request.shares, share_rule(request)
     for count in allowed:
         if count < least:
             continue
         if count >= above:
             break
-        share = count_share(request, arch, count)
+        share = shares.get(count)  # kept for the estimates of the counts taken
+        if share is None:
+            share = shares[count] = share_at(request, arch, count)
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
         for cap, position, fitting in ladders[count]:
             pool = cap - weights

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import field
 from enum import StrEnum
 from functools import lru_cache
@@ -274,11 +275,14 @@ def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     shares = req.shares
     share = shares.get(count)
     if share is None:
-        if req.engine is MemoryModel.LLAMACPP:
-            share = shares[count] = _layer_share(req, arch, count)
-        else:
-            share = shares[count] = _tp_share(req, arch, count)
+        share = shares[count] = share_rule(req)(req, arch, count)
     return share
+
+
+def share_rule(req: FitRequest) -> Callable[[FitRequest, Architecture, int], CountShare]:
+    """How `req`'s engine splits a model over GPUs (`count_share` without its cache): by
+    layers (llama.cpp, Ollama) or by heads, asked once by a search that tries many counts."""
+    return _layer_share if req.engine is MemoryModel.LLAMACPP else _tp_share
 
 
 @mutable_record

@@ -114,15 +114,16 @@ def resolve(
     if recipe.gated_pull(model) and not options.hf_token_configured:
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
-    if serving.token_context and options.prompt_tokens is not None:
+    if options.prompt_tokens is not None and serving.token_context:
         serving = replace(
             serving, prompt_tokens=options.prompt_tokens, output_tokens=options.output_tokens
         )
         too_long = _workload_problem(model, serving)
         if too_long is not None:
             return Resolution(model_id, model, recipe, image, serving, too_long)
-    warnings = (*_renamed(model, model_id), *serving.warnings, *image_warnings,
-                *_weights_warnings(model, recipe))  # fmt: skip
+    warnings = (*serving.warnings, *image_warnings, *_weights_warnings(model, recipe))
+    if model.id != model_id:
+        warnings = (_renamed(model, model_id), *warnings)
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
     if not ranking.ranked:
@@ -224,14 +225,12 @@ def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
     )
 
 
-def _renamed(model: Model, armed_id: str) -> list[str]:
-    if model.id == armed_id:
-        return []
-    return [
+def _renamed(model: Model, armed_id: str) -> str:
+    return (
         f"{armed_id} is a former id of {model.id} (it named weights it does not serve); it"
         f" still works, but arm {model.id} instead: replace the id in the stack's models"
         " (and overrides) list"
-    ]
+    )
 
 
 def _unknown(model_id: str) -> PlanProblem:

@@ -9,7 +9,7 @@ from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, is_power_of_two
 from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import speculation
-from frutebox_infra.registry import Model
+from frutebox_infra.registry import Architecture, Model
 
 
 def tp_problem(model: Model, tp: int) -> str | None:
@@ -21,8 +21,11 @@ def tp_problem(model: Model, tp: int) -> str | None:
     if not is_power_of_two(tp):
         return f"tensor parallelism {tp} is not a power of two"
     arch = model.architecture
-    if arch is None:
-        return None
+    return None if arch is None else _heads_problem(arch, tp)
+
+
+def _heads_problem(arch: Architecture, tp: int) -> str | None:
+    """`tp_problem` of a power of two: the heads it must divide."""
     if arch.attention_heads % tp:
         return f"tensor parallelism {tp} does not divide {arch.attention_heads} attention heads"
     kv = arch.kv_heads
@@ -83,12 +86,15 @@ class TensorParallelRecipe(Recipe):
         # size can make `sharding` refuse a count.
         least = model.min_gpus  # the base `count_problem`
         blocks = model.weights.fp8_block_size is not None
+        arch = model.architecture
+        if arch is None:  # `tp_problem` asks only for a power of two
+            return tuple([c for c in counts if not c & (c - 1) and c >= least])
         return tuple([
             count
             for count in counts
             if not count & (count - 1)
             and count >= least
-            and tp_problem(model, count) is None
+            and _heads_problem(arch, count) is None
             and not (blocks and sharding(model, count).problem)
         ])  # fmt: skip
 

@@ -111,7 +111,7 @@ def resolve(
         what, fix = refused
         problem = PlanProblem("override-refused", f"{model_id}: {what}", fix)
         return Resolution(model_id, model, recipe, image, problem=problem)
-    if recipe.gated_pull(model) and not options.hf_token_configured:
+    if not options.hf_token_configured and recipe.gated_pull(model):
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
     if options.prompt_tokens is not None and serving.token_context:

@@ -262,7 +262,8 @@ def expected_files(model: Model) -> tuple[str, ...]:
     """`kind/name` of every file the recipe stores, as ComfyUI's GET /models/<kind> lists it."""
     recipe = _recipe(model)
     assert recipe is not None
-    return tuple(f"{LISTED_KIND.get(f.folder, f.folder)}/{f.stored_name}" for f in recipe.files)
+    kinds = LISTED_KIND
+    return tuple([f"{kinds.get(f.folder, f.folder)}/{f.stored_name}" for f in recipe.files])
 
 
 def provisioning_script(model: Model) -> str:

@@ -62,14 +62,15 @@ class TensorParallelRecipe(Recipe):
             enabled=options.spec_decode_enabled,
             eagle3_head=options.eagle3_head,
         )
-        assert model.weights.vram_gb is not None and model.context is not None
+        weights = model.weights
+        assert weights.vram_gb is not None and model.context is not None
         # Positional, in Serving's field order: built so faster, once per model.
         return Serving(
-            model.weights.vram_gb,
-            model.weights.disk_gb,
+            weights.vram_gb,
+            weights.disk_gb,
             options.context_tokens or model.context,
             options.concurrency or self.default_concurrency,
-            model.weights.format == "fp8",
+            weights.format == "fp8",
             self.memory_model,
             False,
             bool(spec.flags),

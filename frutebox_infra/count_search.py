@@ -224,9 +224,10 @@ def smallest_counts_of(
     ladder only down to the first type that fails, and the types it passes on that no smaller
     count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
     card every count below its own fails the test, since the weights it would hold per GPU
-    exceed the card. In the ladders' order, not the registry's."""
+    exceed the card. A pipeline fits on one GPU that holds its weights: the group's cards
+    largest first, down to the first that cannot. In the ladders' (or cards') order, not the
+    registry's."""
     if request.engine is MemoryModel.DIFFUSION:
-        # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
         needed = request.weights_gb * GB
         found = []
         if 1 in allowed:

@@ -227,8 +227,6 @@ class Ranking:
         return request
 
 
-
-
 def rank(
     registry: Registry,
     model: Model,

@@ -161,7 +161,7 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     for recipe in ENGINE_PREFERENCE:
         if recipe.runtime in runtimes and recipe.missing(model) is None:
             return None, recipe
-    if not model.runtimes:
+    if not runtimes:
         return PlanProblem(
             "no-runtime",
             f"{mid} declares no runtime",

@@ -21,13 +21,16 @@ from frutebox_infra.fit import (
     card_caps,
     count_share,
     fits,
+    share_rule,
 )
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
 
-Fitting = tuple[float, int, int, int]
+Fitting = tuple[float, int, int, int, tuple[int, int, float]]
 """A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus`, and the count."""
+type's position in the registry's `gpus` (no two alike, so nothing after it is compared), the
+count, and the three as the ranking keeps them (position, count, $/h), so that no model makes
+them again."""
 
 
 class GpuRow(NamedTuple):
@@ -45,7 +48,9 @@ class GpuRow(NamedTuple):
     @classmethod
     def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
         """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
-        fittings = tuple((usd[n], gpu.vram_gb * n, position, n) for n in range(top + 1))
+        fittings = tuple(
+            (usd[n], gpu.vram_gb * n, position, n, (position, n, usd[n])) for n in range(top + 1)
+        )
         return cls(position, gpu, top, fittings)
 
     @property
@@ -63,13 +68,18 @@ class GpuGroup:
     """The GPU types one fit request is searched on: those where the engine caches KV at
     `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
 
-    __slots__ = ("_ladders", "kv_bytes", "largest_bytes", "rows")
+    __slots__ = ("_ladders", "by_memory", "kv_bytes", "largest_bytes", "rows")
 
     def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
         self.kv_bytes = kv_bytes
         self.rows = rows
         # The largest card's memory: below its `fewest_gpus` no type of the group fits.
         self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
+        self.by_memory = tuple(sorted(
+            ((row.gpu.memory_mib * MIB, row.fittings[1]) for row in rows), key=lambda m: -m[0]
+        ))  # fmt: skip
+        """Each type's memory in bytes and its `Fitting` at one GPU, the largest card first:
+        where a pipeline fits (one GPU that holds its weights) is a prefix of it."""
         self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
 
     def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
@@ -173,7 +183,7 @@ def smallest_counts(
         # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
         if 1 in allowed:
             needed = request.weights_gb * GB
-            for _, gpu, _, fittings in rows:
+            for _, gpu, _top, fittings in rows:
                 if needed <= gpu.memory_mib * MIB:
                     found.append(fittings[1])
         return found
@@ -214,22 +224,35 @@ def smallest_counts_of(
     ladder only down to the first type that fails, and the types it passes on that no smaller
     count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
     card every count below its own fails the test, since the weights it would hold per GPU
-    exceed the card. In the ladders' order, not the registry's."""
+    exceed the card. A pipeline fits on one GPU that holds its weights: the group's cards
+    largest first, down to the first that cannot. In the ladders' (or cards') order, not the
+    registry's."""
+    if request.engine is MemoryModel.DIFFUSION:
+        needed = request.weights_gb * GB
+        found = []
+        if 1 in allowed:
+            for memory, fitting in group.by_memory:
+                if needed > memory:
+                    break
+                found.append(fitting)
+        return found
     arch = request.architecture
     required = request.required_sequences
-    if arch is None or request.engine is MemoryModel.DIFFUSION or required <= 0:
+    if arch is None or required <= 0:
         return smallest_counts(request, group.rows, table.caps(request), allowed)
     ladders = group.ladders(table, request)
     least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
-    shares = request.shares
     taken: dict[int, Fitting] = {}
     left, above = len(group.rows), len(ladders)
+    shares, share_at = request.shares, share_rule(request)
     for count in allowed:
         if count < least:
             continue
         if count >= above:
             break
-        share = shares.get(count) or count_share(request, arch, count)
+        share = shares.get(count)  # kept for the estimates of the counts taken
+        if share is None:
+            share = shares[count] = share_at(request, arch, count)
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
         for cap, position, fitting in ladders[count]:
             pool = cap - weights

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import field
 from enum import StrEnum
 from functools import lru_cache
@@ -241,8 +242,10 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
 
 
 def cap_key(req: FitRequest) -> tuple[MemoryModel, bool, bool]:
-    """What the engine's cap on a card depends on besides the card and the count."""
-    return req.engine, _cap_moe(req), req.speculative
+    """What the engine's cap on a card depends on besides the card and the count (`_cap_moe`
+    inline: every search asks it)."""
+    arch = req.architecture
+    return req.engine, arch.moe if arch is not None else True, req.speculative
 
 
 def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) -> tuple[float, ...]:
@@ -269,13 +272,17 @@ class CountShare:
 
 def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     """`req`'s share per GPU at `count`, worked out on first use and kept in `req.shares`."""
-    share = req.shares.get(count)
+    shares = req.shares
+    share = shares.get(count)
     if share is None:
-        if req.engine is MemoryModel.LLAMACPP:
-            share = req.shares[count] = _layer_share(req, arch, count)
-        else:
-            share = req.shares[count] = _tp_share(req, arch, count)
+        share = shares[count] = share_rule(req)(req, arch, count)
     return share
+
+
+def share_rule(req: FitRequest) -> Callable[[FitRequest, Architecture, int], CountShare]:
+    """How `req`'s engine splits a model over GPUs (`count_share` without its cache): by
+    layers (llama.cpp, Ollama) or by heads, asked once by a search that tries many counts."""
+    return _layer_share if req.engine is MemoryModel.LLAMACPP else _tp_share
 
 
 @mutable_record
@@ -295,8 +302,10 @@ class _Sizes:
 def _tp_share(req: FitRequest, arch: Architecture, tp: int) -> CountShare:
     weights_per_gpu = req.weights_gb * GB / tp
     per_token = kv_bytes_per_token(arch, tp, req.kv_dtype_bytes)
-    state = _state_per_rank(arch, tp)
     kv_sequence = per_token * req.context_tokens
+    if arch.attention != "hybrid":  # no recurrent state (`_state_per_rank`): most models
+        return CountShare(weights_per_gpu, kv_sequence, per_token, 1.0)
+    state = _state_per_rank(arch, tp)
     if req.engine is MemoryModel.SGLANG and state:
         # SGLang gives the recurrent state a fixed share of the pool and KV the rest, so a
         # sequence costs whichever share it runs out of first, scaled to the whole pool.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import field
-from operator import itemgetter
 
 from frutebox_infra.count_search import (
     Fitting,
@@ -165,12 +164,12 @@ class Ranking:
     def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
         """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
         None: the count search on that one type."""
-        gpu_index, count, _ = start
+        count = start[1]
         request = self._request(row.gpu)
         allowed = self.allowed_counts
         counts = allowed[bisect_left(allowed, count) :]
         found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
-        return (gpu_index, found[0][3], found[0][0]) if found else None
+        return found[0][4] if found else None
 
     def row(self, gpu_index: int) -> GpuRow:
         """The count search's row of a ranked GPU type (searched, so among its rows)."""
@@ -228,10 +227,6 @@ class Ranking:
         return request
 
 
-_AS_RANKED = itemgetter(2, 3, 0)
-"""A `Fitting` (usd, vram, index, count) as the `Ranked` (index, count, usd) it sorts as."""
-
-
 def rank(
     registry: Registry,
     model: Model,
@@ -262,7 +257,7 @@ def rank(
             request = requests[dtype] = request_at(model, serving, options, dtype)
             keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
-    ranked: tuple[Ranked, ...] = tuple(map(_AS_RANKED, keyed))
+    ranked: tuple[Ranked, ...] = tuple([fitting[4] for fitting in keyed])
     return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
                    allowed, gpu_count, requests)  # fmt: skip
 

@@ -89,7 +89,7 @@ def resolve(
     problem, recipe = _engine_for(model) if engine is None else _pinned_engine(model, engine)
     if problem is not None or recipe is None:
         return Resolution(model_id, model, problem=problem)
-    image = registry.images.get(recipe.runtime)
+    image, image_warnings = _engine_images(registry)[recipe]
     if image is None:
         problem = PlanProblem(
             "no-image",
@@ -111,18 +111,19 @@ def resolve(
         what, fix = refused
         problem = PlanProblem("override-refused", f"{model_id}: {what}", fix)
         return Resolution(model_id, model, recipe, image, problem=problem)
-    if recipe.gated_pull(model) and not options.hf_token_configured:
+    if not options.hf_token_configured and recipe.gated_pull(model):
         return Resolution(model_id, model, recipe, image, problem=_gated(model))
     serving = recipe.serving(model, options)
-    if serving.token_context and options.prompt_tokens is not None:
+    if options.prompt_tokens is not None and serving.token_context:
         serving = replace(
             serving, prompt_tokens=options.prompt_tokens, output_tokens=options.output_tokens
         )
         too_long = _workload_problem(model, serving)
         if too_long is not None:
             return Resolution(model_id, model, recipe, image, serving, too_long)
-    warnings = (*_renamed(model, model_id), *serving.warnings,
-                *_source_warnings(model, recipe, image))  # fmt: skip
+    warnings = (*serving.warnings, *image_warnings, *_weights_warnings(model, recipe))
+    if model.id != model_id:
+        warnings = (_renamed(model, model_id), *warnings)
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
     problem = None
     if not ranking.ranked:
@@ -147,14 +148,20 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
             " its weights from",
             f"add `source:` (hf_repo + revision, gguf repo + quant, or ollama_tag) to {mid}",
         ), None
-    if "ollama" in model.runtimes and not source.ollama_tag:
+    runtimes = model.runtimes
+    if "ollama" in runtimes and not source.ollama_tag:
         return PlanProblem(
             "no-ollama-tag",
             f"{mid} declares runtime 'ollama' but has no source.ollama_tag (a catalog id is"
             " not a pullable tag)",
             f"add the Ollama library tag (e.g. 'qwen3:8b') as source.ollama_tag of {mid}",
         ), None
-    if not model.runtimes:
+    # Where an engine is found, the model declares a runtime we serve: the two rules below
+    # hold, so they are asked only where none is.
+    for recipe in ENGINE_PREFERENCE:
+        if recipe.runtime in runtimes and recipe.missing(model) is None:
+            return None, recipe
+    if not runtimes:
         return PlanProblem(
             "no-runtime",
             f"{mid} declares no runtime",
@@ -168,10 +175,6 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
             f"{mid} declares runtime(s) {declared}; we build serving commands only for {built}",
             "declare one of those runtimes, or add a recipe module in frutebox_infra/recipes/",
         ), None
-    runtimes = model.runtimes  # every engine of the preference is servable
-    for recipe in ENGINE_PREFERENCE:
-        if recipe.runtime in runtimes and recipe.missing(model) is None:
-            return None, recipe
     first = next(r for r in ENGINE_PREFERENCE if r.runtime in runtimes)
     return PlanProblem(
         "no-recipe",
@@ -222,14 +225,12 @@ def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
     )
 
 
-def _renamed(model: Model, armed_id: str) -> list[str]:
-    if model.id == armed_id:
-        return []
-    return [
+def _renamed(model: Model, armed_id: str) -> str:
+    return (
         f"{armed_id} is a former id of {model.id} (it named weights it does not serve); it"
         f" still works, but arm {model.id} instead: replace the id in the stack's models"
         " (and overrides) list"
-    ]
+    )
 
 
 def _unknown(model_id: str) -> PlanProblem:
@@ -284,13 +285,36 @@ def _no_placement(
     )
 
 
-def _source_warnings(model: Model, recipe: Recipe, image: Image) -> list[str]:
+_last_images: tuple[Registry, dict[Recipe, tuple[Image | None, tuple[str, ...]]]] | None = None
+"""The engine images of the registry resolved last: one registry resolves every model."""
+
+
+def _engine_images(registry: Registry) -> dict[Recipe, tuple[Image | None, tuple[str, ...]]]:
+    """Per recipe, `registry`'s image for its engine (None: none recorded) and that image's
+    own warnings: the same for every model the engine serves, so made once while the same
+    registry is asked for (by identity: a registry never changes once built)."""
+    global _last_images
+    if _last_images is None or _last_images[0] is not registry:
+        images = registry.images
+        by_recipe = {}
+        for recipe in ENGINE_PREFERENCE:
+            image = images.get(recipe.runtime)
+            by_recipe[recipe] = image, (_image_warnings(image) if image is not None else ())
+        _last_images = registry, by_recipe
+    return _last_images[1]
+
+
+def _image_warnings(image: Image) -> tuple[str, ...]:
+    if image.pinned:
+        return ()
+    return (
+        f"image {image.reference} is not pinned to a version: reverting config will not"
+        " roll the engine back (pin a tag in registry/images.yaml)",
+    )
+
+
+def _weights_warnings(model: Model, recipe: Recipe) -> list[str]:
     warnings = []
-    if not image.pinned:
-        warnings.append(
-            f"image {image.reference} is not pinned to a version: reverting config will not"
-            " roll the engine back (pin a tag in registry/images.yaml)"
-        )
     source = model.source
     comfy = source.comfyui if source else None
     repack_pinned = comfy is not None and comfy.repo is not None and comfy.revision is not None

@@ -185,11 +185,11 @@ def test_the_smallest_count_is_the_first_the_estimate_says_fits(req: FitRequest)
     for allowed in ALLOWED:
         found = smallest_counts(req, rows, search.caps(req), allowed)
         expected = [(row.gpu, first_fitting(req, row.gpu, allowed, row.top)) for row in rows]
-        assert [(CARDS[position], count) for _, _, position, count in found] == [
+        assert [(CARDS[position], count) for _, _, position, count, _ in found] == [
             (card, count) for card, count in expected if count is not None
         ], allowed
-        assert all(usd == count and vram == CARDS[p].vram_gb * count
-                   for usd, vram, p, count in found)  # fmt: skip
+        assert all(usd == count and vram == CARDS[p].vram_gb * count and ranked == (p, count, usd)
+                   for usd, vram, p, count, ranked in found)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -200,7 +200,7 @@ def test_no_count_above_the_top_is_asked(top: int, expected: list[int]) -> None:
     req = request(MemoryModel.VLLM, weights_gb=200.0)  # more than 2 x 80 GB
     assert first_fitting(req, HOPPER, (1, 2, 4, 8), 8) == 4
     found = smallest_counts(req, [row_of(HOPPER, top)], table().caps(req), (1, 2, 4, 8))
-    assert [count for *_, count in found] == expected
+    assert [count for _, _, _, count, _ in found] == expected
 
 
 @pytest.mark.parametrize("req", SEARCHED)

@@ -12,11 +12,13 @@ from frutebox_infra.fit import (
     Fit,
     FitRequest,
     MemoryModel,
+    count_share,
     estimate,
     fewest_gpus,
     fits,
     kv_bytes_per_token,
     sglang_static_fraction,
+    share_rule,
 )
 from frutebox_infra.registry import Architecture
 from tests.factories import GB, GIB, MIB, gpu, gqa, real_gpu, real_registry
@@ -137,6 +139,32 @@ def test_hybrid_counts_only_full_attention_layers() -> None:
     assert kv_bytes_per_token(as_if_all, 1, 2) == 4 * per_token
 
 
+@pytest.mark.parametrize(
+    "engine", [pytest.param(e, id=e.value) for e in MemoryModel if e is not MemoryModel.DIFFUSION]
+)
+@pytest.mark.parametrize(
+    "arch",
+    [pytest.param(QWEN3_8B, id="gqa"), pytest.param(QWEN36_27B, id="hybrid"),
+     pytest.param(KIMI_K2, id="mla")],
+)  # fmt: skip
+def test_the_share_rule_is_the_share_at_every_count(
+    engine: MemoryModel, arch: Architecture
+) -> None:
+    rule = share_rule(request(engine, arch=arch))
+    for count in range(1, 9):
+        # Fresh requests: one that asks the rule, one whose share is worked out and kept.
+        assert rule(request(engine, arch=arch), arch, count) == count_share(
+            request(engine, arch=arch), arch, count
+        )
+    split = share_rule(request(MemoryModel.LLAMACPP, arch=arch))(
+        request(MemoryModel.LLAMACPP, arch=arch), arch, 3
+    )
+    heads = share_rule(request(MemoryModel.VLLM, arch=arch))(
+        request(MemoryModel.VLLM, arch=arch), arch, 3
+    )
+    assert split.worst_layers is not None and heads.worst_layers is None
+
+
 def hybrid_with_and_without_state(engine: MemoryModel) -> tuple[Fit, Fit]:
     """Qwen3.6-27B on one H200, with its recurrent state and as if it had none."""
     without_state = replace(QWEN36_27B, state_bytes_per_sequence=0)
@@ -224,9 +252,7 @@ def test_vllm_budget_is_ninety_percent_of_the_card_in_bytes() -> None:
 
 def test_vllm_reserves_more_activation_memory_for_moe() -> None:
     dense = estimate(request(weights_gb=20, arch=QWEN3_32B), real_gpu(H100), 1)
-    moe = estimate(
-        request(weights_gb=20, arch=replace(QWEN3_32B, moe=True)), real_gpu(H100), 1
-    )
+    moe = estimate(request(weights_gb=20, arch=replace(QWEN3_32B, moe=True)), real_gpu(H100), 1)
     lost = (dense.kv_tokens - moe.kv_tokens) * dense.kv_bytes_per_token  # type: ignore[operator]
     assert lost == pytest.approx(2.5 * GIB, rel=1e-3)
 

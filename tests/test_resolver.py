@@ -602,11 +602,14 @@ def test_an_unknown_size_is_a_problem_not_eight_gb() -> None:
 def test_an_unpinned_image_is_warned_about() -> None:
     images: dict[Runtime, Image] = real_images()
     images[Runtime.OLLAMA] = replace(images[Runtime.OLLAMA], tag="latest")
-    r = resolve(registry([ollama_model("o")], images=images), "o")
+    floating = registry([ollama_model("o")], images=images)
+    r = resolve(floating, "o")
     assert r.servable
     assert any("not pinned" in w and "ollama/ollama:latest" in w for w in r.warnings)
     pinned = resolve(registry([ollama_model("o")]), "o")
     assert not any("image" in w and "not pinned" in w for w in pinned.warnings)
+    # Each registry's own images, whichever was resolved last.
+    assert resolve(floating, "o").warnings == r.warnings
 
 
 def test_unpinned_weights_are_warned_about() -> None:

@@ -151,9 +151,11 @@ class Recipe(ABC):
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         """Why this engine cannot honour the stack's overrides for `model`: (what, fix)."""
-        limit = self.max_context(model)
         asked = options.context_tokens
-        if asked is not None and limit is not None and asked > limit:
+        if asked is None:
+            return None  # the registry's context: nothing to refuse
+        limit = self.max_context(model)
+        if limit is not None and asked > limit:
             return (
                 f"overrides.{model.id}.context asks for {asked} tokens, above the {limit}"
                 f" tokens {model.id} is served with at most (registry/models.yaml `context`)",
@@ -169,6 +171,9 @@ class Recipe(ABC):
 
     def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
         """The `counts` without a `count_problem`, in their order: what a search may try."""
+        if type(self).count_problem is Recipe.count_problem:
+            least = model.min_gpus  # the one rule of this class's `count_problem`
+            return tuple([count for count in counts if count >= least])
         problem = self.count_problem
         return tuple([count for count in counts if problem(model, count) is None])
 

@@ -83,15 +83,10 @@ class ComfyUI(Recipe):
         return None
 
     def serving(self, model: Model, options: ServeOptions) -> Serving:
-        assert model.weights.vram_gb is not None
-        return Serving(
-            weights_vram_gb=model.weights.vram_gb,
-            weights_disk_gb=model.weights.disk_gb,
-            context_tokens=1,
-            concurrency=1,
-            require_fp8=False,
-            memory_model=MemoryModel.DIFFUSION,
-        )
+        weights = model.weights
+        assert weights.vram_gb is not None
+        # Positional (vram, disk, context, concurrency, FP8, memory model): built so faster.
+        return Serving(weights.vram_gb, weights.disk_gb, 1, 1, False, MemoryModel.DIFFUSION)
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
@@ -101,6 +96,12 @@ class ComfyUI(Recipe):
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         # A diffusion pipeline has no token context and runs one job at a time.
+        if (
+            options.context_tokens is None
+            and options.concurrency is None
+            and not options.min_sequences_pinned
+        ):
+            return None  # no override to refuse: every model of a stack that sets none
         keys = [
             key
             for key, given in (
@@ -133,7 +134,7 @@ class ComfyUI(Recipe):
         needed = recipe.min_comfyui if recipe else None
         if needed is None:
             return None
-        if version_tuple(image.engine_version) >= version_tuple(needed):
+        if _release(image.engine_version) >= version_tuple(needed):
             return None
         return (
             f"needs ComfyUI {needed} or newer and the pinned image {image.reference} ships"
@@ -217,6 +218,12 @@ def _exec_server(port: int, model_id: str) -> str:
 
 
 @lru_cache(maxsize=8)
+def _release(version: str) -> tuple[int, ...]:
+    """An image's ComfyUI release as numbers: one per image, asked by every model it serves."""
+    return version_tuple(version)
+
+
+@lru_cache(maxsize=8)
 def _quoted_install_script(version: str) -> str:
     """`bash -c '` and the install script as `shlex.quote` spells it inside the quotes."""
     return "bash -c '" + _install_script(version).replace("'", "'\"'\"'")
@@ -255,7 +262,8 @@ def expected_files(model: Model) -> tuple[str, ...]:
     """`kind/name` of every file the recipe stores, as ComfyUI's GET /models/<kind> lists it."""
     recipe = _recipe(model)
     assert recipe is not None
-    return tuple(f"{LISTED_KIND.get(f.folder, f.folder)}/{f.stored_name}" for f in recipe.files)
+    kinds = LISTED_KIND
+    return tuple([f"{kinds.get(f.folder, f.folder)}/{f.stored_name}" for f in recipe.files])
 
 
 def provisioning_script(model: Model) -> str:

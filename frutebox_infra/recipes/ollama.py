@@ -37,16 +37,12 @@ class Ollama(Recipe):
         return None
 
     def serving(self, model: Model, options: ServeOptions) -> Serving:
-        assert model.weights.vram_gb is not None
-        return Serving(
-            weights_vram_gb=model.weights.vram_gb,
-            weights_disk_gb=model.weights.disk_gb,
-            context_tokens=options.context_tokens or model.context or DEFAULT_OLLAMA_CONTEXT,
-            concurrency=static_slots(self, options),
-            require_fp8=False,
-            memory_model=MemoryModel.LLAMACPP,
-            static_allocation=True,
-        )
+        weights = model.weights
+        assert weights.vram_gb is not None
+        # Positional, in Serving's field order: built so faster, once per model.
+        context = options.context_tokens or model.context or DEFAULT_OLLAMA_CONTEXT
+        return Serving(weights.vram_gb, weights.disk_gb, context, static_slots(self, options),
+                       False, MemoryModel.LLAMACPP, True)  # fmt: skip
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         return super().options_problem(model, options) or slots_problem(self, model, options)

@@ -9,7 +9,7 @@ from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, is_power_of_two
 from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import speculation
-from frutebox_infra.registry import Model
+from frutebox_infra.registry import Architecture, Model
 
 
 def tp_problem(model: Model, tp: int) -> str | None:
@@ -21,8 +21,11 @@ def tp_problem(model: Model, tp: int) -> str | None:
     if not is_power_of_two(tp):
         return f"tensor parallelism {tp} is not a power of two"
     arch = model.architecture
-    if arch is None:
-        return None
+    return None if arch is None else _heads_problem(arch, tp)
+
+
+def _heads_problem(arch: Architecture, tp: int) -> str | None:
+    """`tp_problem` of a power of two: the heads it must divide."""
     if arch.attention_heads % tp:
         return f"tensor parallelism {tp} does not divide {arch.attention_heads} attention heads"
     kv = arch.kv_heads
@@ -59,17 +62,20 @@ class TensorParallelRecipe(Recipe):
             enabled=options.spec_decode_enabled,
             eagle3_head=options.eagle3_head,
         )
-        assert model.weights.vram_gb is not None and model.context is not None
+        weights = model.weights
+        assert weights.vram_gb is not None and model.context is not None
+        # Positional, in Serving's field order: built so faster, once per model.
         return Serving(
-            weights_vram_gb=model.weights.vram_gb,
-            weights_disk_gb=model.weights.disk_gb,
-            context_tokens=options.context_tokens or model.context,
-            concurrency=options.concurrency or self.default_concurrency,
-            require_fp8=model.weights.format == "fp8",
-            memory_model=self.memory_model,
-            speculative=spec.active,
-            spec_flags=spec.flags,
-            warnings=(spec.note,) if spec.note else (),
+            weights.vram_gb,
+            weights.disk_gb,
+            options.context_tokens or model.context,
+            options.concurrency or self.default_concurrency,
+            weights.format == "fp8",
+            self.memory_model,
+            False,
+            bool(spec.flags),
+            spec.flags,
+            (spec.note,) if spec.note else (),
         )
 
     def expert_parallel(self, model: Model, count: int) -> bool:
@@ -79,18 +85,19 @@ class TensorParallelRecipe(Recipe):
         # `count_problem`'s three rules in turn, the degree's first: only a power of two can
         # be the degree, so the other counts need no problem worked out; and only an FP8 block
         # size can make `sharding` refuse a count.
-        minimum = super().count_problem
+        least = model.min_gpus  # the base `count_problem`
         blocks = model.weights.fp8_block_size is not None
-        allowed = []
-        for count in counts:
-            if (
-                count & (count - 1) == 0
-                and minimum(model, count) is None
-                and tp_problem(model, count) is None
-                and not (blocks and sharding(model, count).problem)
-            ):
-                allowed.append(count)
-        return tuple(allowed)
+        arch = model.architecture
+        if arch is None:  # `tp_problem` asks only for a power of two
+            return tuple([c for c in counts if not c & (c - 1) and c >= least])
+        return tuple([
+            count
+            for count in counts
+            if not count & (count - 1)
+            and count >= least
+            and _heads_problem(arch, count) is None
+            and not (blocks and sharding(model, count).problem)
+        ])  # fmt: skip
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return (

@@ -227,13 +227,15 @@ class FirstDeploy:
 
 
 def first_deploy(models: Sequence[Bringup]) -> FirstDeploy:
+    """The sums over every placed model (lists, not generators: summed once per plan over
+    thousands of models)."""
     seeding = [m for m in models if m.seeded]
     return FirstDeploy(
         models=tuple(models),
-        cpu_pod_s=sum(CPU_POD_START_S + m.seed_s for m in seeding),
-        seed_usd=round(sum(m.seed_usd for m in seeding), 4),
-        gpu_before_serving_usd=round(sum(m.gpu_before_serving_usd for m in models), 4),
-        gpu_without_seeding_usd=round(sum(m.gpu_without_seeding_usd for m in models), 4),
+        cpu_pod_s=sum([CPU_POD_START_S + m.seed_s for m in seeding]),
+        seed_usd=round(sum([m.seed_usd for m in seeding]), 4),
+        gpu_before_serving_usd=round(sum([m.gpu_before_serving_usd for m in models]), 4),
+        gpu_without_seeding_usd=round(sum([m.gpu_without_seeding_usd for m in models]), 4),
     )
 
 

@@ -108,6 +108,12 @@ def plan_seeding(
     decisions: dict[str, ModelSeeding] = {}
     for pod in pods:
         ids = pod.model_ids
+        if len(ids) == 1:  # most pods: one model, launched as its own placement renders it
+            placement = placements.get(ids[0])
+            if placement is not None:
+                spec = None if why_not is not None else placement.pod
+                decisions[ids[0]] = _decision(ids[0], placement, spec, why_not, rates)
+            continue
         chosen = [placements[mid] for mid in ids if mid in placements]
         if len(chosen) != len(ids):
             continue

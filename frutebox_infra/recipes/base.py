@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.record import lazy, positional_record, replace
+from frutebox_infra.record import amended, lazy, positional_record
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 VOLUME_PATH = "/workspace"
@@ -266,7 +266,7 @@ class Recipe(ABC):
         the Hugging Face token an offline engine never sends."""
         if not self.offline_env:
             return pod
-        return replace(pod, env={**pod.env, **self.offline_env}, secret_env=())
+        return amended(pod, env={**pod.env, **self.offline_env}, secret_env=())
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         """One pod serving every member, from the members' own pods on the shared GPU (the

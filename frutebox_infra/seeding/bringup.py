@@ -174,25 +174,32 @@ class BringupRates:
         seeded: bool,
         loads_at_start: bool,
     ) -> Bringup:
-        """One model's bring-up; `seeded`: the stack's CPU pod seeds it."""
-        download_s = download_seconds(weights_gb, self.download_mb_per_s)
-        load_s = read_seconds(weights_gb, self.volume_type) if loads_at_start else 0.0
-        without = GPU_POD_START_S + download_s + load_s
+        """One model's bring-up; `seeded`: the stack's CPU pod seeds it. Made for every
+        placed model: `download_seconds` and `read_seconds` are written out here."""
+        download_s = weights_gb * 1000 / self.download_mb_per_s
+        without = GPU_POD_START_S + download_s
+        if loads_at_start:
+            without += weights_gb * 1000 / VOLUME_READ_MB_PER_S[self.volume_type]
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
         if not seeded:
             return Bringup(model_id, weights_gb, 0.0, 0.0, without, without_usd, without,
                            without_usd, False)  # fmt: skip
-        assert self.cpu is not None, "a seeded model needs the stack's CPU pod"
+        cpu = self.cpu
+        assert cpu is not None, "a seeded model needs the stack's CPU pod"
         gpu_s = without - download_s
-        seed_usd = (CPU_POD_START_S + download_s) / 3600 * self.cpu.usd_per_hour
+        seed_usd = (CPU_POD_START_S + download_s) / 3600 * cpu.usd_per_hour
         return Bringup(
             model_id, weights_gb, download_s, round(seed_usd, 4), gpu_s,
             round(gpu_s / 3600 * gpu_usd_per_hour, 4), without, without_usd, True,
         )  # fmt: skip
 
     def timeout_s(self, weights_gb: float) -> int:
-        """`seed_timeout_s` at the stack's download speed and fixed timeout."""
-        return seed_timeout_s(weights_gb, self.download_mb_per_s, self.fixed_timeout_s)
+        """`seed_timeout_s` at the stack's download speed and fixed timeout, written out."""
+        fixed = self.fixed_timeout_s
+        if fixed:
+            return fixed
+        download_s = weights_gb * 1000 / self.download_mb_per_s
+        return SEED_TIMEOUT_BASE_S + math.ceil(SEED_TIMEOUT_SLACK * download_s)
 
 
 @positional_record
@@ -220,13 +227,15 @@ class FirstDeploy:
 
 
 def first_deploy(models: Sequence[Bringup]) -> FirstDeploy:
+    """The sums over every placed model (lists, not generators: summed once per plan over
+    thousands of models)."""
     seeding = [m for m in models if m.seeded]
     return FirstDeploy(
         models=tuple(models),
-        cpu_pod_s=sum(CPU_POD_START_S + m.seed_s for m in seeding),
-        seed_usd=round(sum(m.seed_usd for m in seeding), 4),
-        gpu_before_serving_usd=round(sum(m.gpu_before_serving_usd for m in models), 4),
-        gpu_without_seeding_usd=round(sum(m.gpu_without_seeding_usd for m in models), 4),
+        cpu_pod_s=sum([CPU_POD_START_S + m.seed_s for m in seeding]),
+        seed_usd=round(sum([m.seed_usd for m in seeding]), 4),
+        gpu_before_serving_usd=round(sum([m.gpu_before_serving_usd for m in models]), 4),
+        gpu_without_seeding_usd=round(sum([m.gpu_without_seeding_usd for m in models]), 4),
     )
 
 

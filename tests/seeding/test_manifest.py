@@ -102,6 +102,26 @@ def test_ollama_seeds_the_pods_own_store() -> None:
     assert job == OllamaJob(modelId="qwen3-8b", tag="qwen3:8b", store="ollama/models/qwen3-8b")
 
 
+@pytest.mark.parametrize(
+    ("store", "seeded"),
+    [
+        pytest.param("/workspace/ollama..models/", "ollama..models", id="dots-inside-a-name"),
+        pytest.param("/workspace/ollama/../models", None, id="dots-as-a-folder"),
+        pytest.param("/workspace/..", None, id="dots-last"),
+        pytest.param("/workspacex/models", None, id="beside-the-mount"),
+    ],
+)
+def test_only_a_path_climbing_out_with_dot_dot_leaves_the_volume(
+    store: str, seeded: str | None
+) -> None:
+    job = job_for("qwen3-8b", OLLAMA_MODELS=store)
+
+    if seeded is None:
+        assert isinstance(job, Unseedable) and "not on the volume" in job.reason
+    else:
+        assert isinstance(job, OllamaJob) and job.store == seeded
+
+
 def test_comfyui_seeds_each_file_at_its_flat_models_path() -> None:
     job = job_for("stable-audio-open-1.0")
 

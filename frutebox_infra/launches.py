@@ -9,7 +9,7 @@ from frutebox_infra.launch_check import FACTS_FILE, Refusal, check_launch
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.record import positional_record
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import PlanProblem, Resolution
 
 
@@ -57,46 +57,64 @@ def launch_problems(
         return [], []  # a registry from before the facts (an old git ref): nothing to check
     problems: dict[tuple[str, str], PlanProblem] = {}
     warnings: list[str] = []
+    # Per engine and image (by identity: the registry's few, which the pods keep alive): the
+    # engine's facts (None: there are none), where they are read from, and the warning its
+    # pods get. Every planned pod is checked, so this is worked out once per plan.
+    engines: dict[tuple[str, int], tuple[EngineOptions | None, str, str | None]] = {}
     for pod in pods:
         recipe, image = pod.resolution.recipe, pod.resolution.image
         if recipe is None or image is None:
             continue
-        engine = recipe.runtime
-        facts = registry.engine_options.get(engine)
+        key = (recipe.runtime, id(image))
+        known = engines.get(key)
+        if known is None:
+            known = engines[key] = _engine_facts(registry, recipe.runtime, image.reference)
+        facts, where, warning = known
+        if warning is not None:
+            warnings.append(f"{pod.model_ids[0]}: {warning}")
         if facts is None:
-            warnings.append(
-                f"{pod.model_ids[0]}: no {FACTS_FILE.format(engine=engine)}: its launch is not"
-                " checked (run tools/engine-options for the pinned image)"
-            )
             continue
-        if facts.image != image.reference:
-            warnings.append(
-                f"{pod.model_ids[0]}: {FACTS_FILE.format(engine=engine)} was read for"
-                f" {facts.image}, but the pinned image is {image.reference}: refresh it with"
-                " tools/engine-options"
-            )
-        specs = pod_specs(pod.candidates, pod.members)
+        entrypoint = image.entrypoint
+        candidates = pod.candidates
+        if len(candidates) == 1 and not pod.members:
+            refusals = check_launch(candidates[0].pod, facts, entrypoint=entrypoint)
+            if refusals:
+                _refused(problems, pod.model_ids, candidates[0], facts, where, refusals)
+            continue
         # A pod's candidates often launch alike (only a count or the KV precision differs
         # between GPU types, if anything): each distinct launch is checked once.
         checked: list[tuple[PodSpec, tuple[Refusal, ...]]] = []
-        for placement, spec in zip(pod.candidates, specs, strict=True):
+        for placement, spec in zip(candidates, pod_specs(candidates, pod.members), strict=True):
             for seen, found in checked:
                 if _same_launch(seen, spec):
                     refusals = found
                     break
             else:
-                refusals = check_launch(spec, facts, entrypoint=image.entrypoint)
+                refusals = check_launch(spec, facts, entrypoint=entrypoint)
                 checked.append((spec, refusals))
             if refusals:
-                _refused(
-                    problems,
-                    pod.model_ids,
-                    placement,
-                    facts,
-                    where=FACTS_FILE.format(engine=engine),
-                    refusals=refusals,
-                )
+                _refused(problems, pod.model_ids, placement, facts, where, refusals)
     return list(problems.values()), warnings
+
+
+def _engine_facts(
+    registry: Registry, engine: Runtime, image: str
+) -> tuple[EngineOptions | None, str, str | None]:
+    """The facts a launch of `engine` in `image` is checked against (None: there are none),
+    the file they are read from, and the warning its pods get (None: read for that image)."""
+    where = FACTS_FILE.format(engine=engine)
+    facts = registry.engine_options.get(engine)
+    warning = None
+    if facts is None:
+        warning = (
+            f"no {where}: its launch is not checked (run tools/engine-options for the pinned image)"
+        )
+    elif facts.image != image:
+        warning = (
+            f"{where} was read for {facts.image}, but the pinned image is {image}: refresh it"
+            " with tools/engine-options"
+        )
+    return facts, where, warning
 
 
 def _same_launch(a: PodSpec, b: PodSpec) -> bool:
@@ -114,7 +132,6 @@ def _refused(
     model_ids: tuple[str, ...],
     placement: PlacementOption,
     facts: EngineOptions,
-    *,
     where: str,
     refusals: tuple[Refusal, ...],
 ) -> None:

@@ -125,15 +125,17 @@ class FleetPlan:
         """Best case, against one pod per model."""
         return round(sum(p.saving_usd_per_hour for p in self.pods), 2)
 
-    @property
+    @lazy
     def usd_per_hour_best(self) -> float:
-        return round(sum(p.usd_per_hour_best for p in self.pods), 2)
+        return round(sum([p.usd_per_hour_best for p in self.pods]), 2)
 
-    @property
+    @lazy
     def usd_per_hour_worst(self) -> float:
+        """Worked out once per plan (as the best case): the planner checks the budget with
+        it and the reports ask again, each a pass over every pod."""
         # Per pod: members' shares of each placement are rounded to cents separately, so the
         # sum of their own worst cases can exceed what the pod can cost by a cent.
-        return round(sum(p.usd_per_hour_worst for p in self.pods), 2)
+        return round(sum([p.usd_per_hour_worst for p in self.pods]), 2)
 
     @property
     def usd_per_month_best(self) -> float:
@@ -195,8 +197,11 @@ def plan_fleet(
                 "set frutebox-infra:cloud to SECURE",
             )
         )
-    for model_id in sorted(set(settings.overrides) - set(settings.models)):
-        warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
+    if settings.overrides:
+        for model_id in sorted(set(settings.overrides) - set(settings.models)):
+            warnings.append(
+                f"overrides.{model_id} is set but {model_id} is not armed; it is ignored"
+            )
     with cycle_collector_paused():
         # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
         shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
@@ -208,8 +213,7 @@ def plan_fleet(
         launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(seeding.problems)
     warnings.extend(seeding.warnings)
-    for plan in models:
-        problems.extend(plan.problems)
+    problems += [problem for plan in models if plan.problems for problem in plan.problems]
     problems.extend(launch_refused)
     warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -225,7 +229,9 @@ def plan_fleet(
                 " across stacks",
             )
         )
-    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods, seeding)
+    # Priced once: the final plan is this one with its problems and warnings, which change
+    # nothing its costs are worked out from, so it carries them over (`amended`).
+    fleet = FleetPlan(stack, settings, models, volume, (), (), pods, seeding)
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
@@ -237,10 +243,8 @@ def plan_fleet(
                 " or disarm a model",
             )
         )
-    all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(
-        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods, seeding
-    )
+    warnings += [f"{m.model_id}: {w}" for m in models if m.warnings for w in m.warnings]
+    return amended(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 
 def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:

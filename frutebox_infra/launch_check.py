@@ -123,10 +123,11 @@ def _server_words(
                 ),
             )
         words = split_words(server)
-    program, *rest = facts.command.split()
+    program, path, rest = facts.server_command
+    after = len(rest) + 1
     for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == program and words[i + 1 : i + 1 + len(rest)] == rest:
-            return words[i + 1 + len(rest) :], script, None
+        if (word == program or word.endswith(path)) and words[i + 1 : i + after] == rest:
+            return words[i + after :], script, None
     return (
         [],
         script,

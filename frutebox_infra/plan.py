@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import field
 
 from frutebox_infra.acyclic import cycle_collector_paused
@@ -247,15 +248,13 @@ def plan_fleet(
     return amended(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 
-def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:
+def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> Iterator[PodLaunches]:
     by_id = {m.model_id: m for m in models}
-    out = []
     for pod in pods:
-        anchor, *members = pod.model_ids
-        plan = by_id[anchor]
-        others = tuple(by_id[i].candidates for i in members) if members else ()
-        out.append(PodLaunches(pod.model_ids, plan.resolution, plan.candidates, others))
-    return out
+        ids = pod.model_ids
+        plan = by_id[ids[0]]
+        others = tuple([by_id[i].candidates for i in ids[1:]]) if len(ids) > 1 else ()
+        yield PodLaunches(ids, plan.resolution, plan.candidates, others)
 
 
 def _pods(
@@ -267,6 +266,8 @@ def _pods(
         (m.model_id, m.candidates) for m in models if m.placement is not None and not m.problems
     ]
     pods, views = group_pods(registry, settings, planned)
+    if not settings.colocate:
+        return models, pods  # a pod per model, whose placements are its own
     shared = {mid: p.model_ids for p in pods if p.shared for mid in p.model_ids}
     if not shared:
         return models, pods
@@ -320,20 +321,16 @@ def _plan_model(
     the environment names no EAGLE-3 head (made once per plan)."""
     override = settings.overrides.get(model_id)
     gpu_id = None
-    problems: list[PlanProblem] = []
     if override is not None and override.gpu is not None:
         gpu = registry.gpu(override.gpu)
         if gpu is None:
             known = ", ".join(g.id for g in registry.gpus)
-            problems.append(
-                PlanProblem(
-                    "unknown-gpu",
-                    f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type"
-                    " we know",
-                    f"use one of: {known}",
-                )
+            unknown = PlanProblem(
+                "unknown-gpu",
+                f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type we know",
+                f"use one of: {known}",
             )
-            return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
+            return ModelPlan(model_id, Resolution(model_id), None, (), (unknown,), ())
         gpu_id = gpu.id
     if override is None and shared is not None:
         options = shared
@@ -349,28 +346,29 @@ def _plan_model(
         gpu_count=gpu_count,
         engine=override.engine if override else None,
     )
-    if resolution.problem is not None:
-        problems.append(resolution.problem)
-    if resolution.ranking is None or not resolution.ranking.ranked:
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), resolution.warnings)
+    found = () if resolution.problem is None else (resolution.problem,)
+    ranking = resolution.ranking
+    if ranking is None or not ranking.ranked:
+        return ModelPlan(model_id, resolution, None, (), found, resolution.warnings)
     floor = floor_of(settings, override)
     if resolution.serving is None or not resolution.serving.token_context:
         floor = 0.0  # a diffusion pipeline has no token rate
     choice = choose(
-        resolution.ranking, floor=floor, rank_by=settings.rank_by,
-        premium=settings.max_fallback_premium,
-    )  # fmt: skip
+        ranking, floor=floor, rank_by=settings.rank_by, premium=settings.max_fallback_premium
+    )
     warnings = resolution.warnings
     if choice.unchecked and (floor > 0 or settings.rank_by != "usdPerHour"):
         warnings += (_unchecked(choice.unchecked, floor),)
-    if not choice.taken:
-        problems.append(floor_problem(model_id, choice, floor, floor_key(override, model_id)))
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
-                         min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
-    chosen, *fallbacks = choice.taken
+    taken = choice.taken
+    if not taken:
+        found += (floor_problem(model_id, choice, floor, floor_key(override, model_id)),)
+        return ModelPlan(model_id, resolution, None, (), found, warnings, (), floor,
+                         choice.below_floor)  # fmt: skip
+    chosen = taken[0]
     warnings += chosen.recipe.pod_notes(chosen.model)  # the pod's own, not rendered for them
-    return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
-                     min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+    # Positional, in ModelPlan's field order: built so for every model, faster than by name.
+    return ModelPlan(model_id, resolution, chosen, taken[1:], found, warnings, (), floor,
+                     choice.below_floor)  # fmt: skip
 
 
 def _options(

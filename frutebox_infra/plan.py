@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import field
 
 from frutebox_infra.acyclic import cycle_collector_paused
@@ -248,13 +247,15 @@ def plan_fleet(
     return amended(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 
-def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> Iterator[PodLaunches]:
+def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:
     by_id = {m.model_id: m for m in models}
+    out = []
     for pod in pods:
         ids = pod.model_ids
         plan = by_id[ids[0]]
         others = tuple([by_id[i].candidates for i in ids[1:]]) if len(ids) > 1 else ()
-        yield PodLaunches(ids, plan.resolution, plan.candidates, others)
+        out.append(PodLaunches(ids, plan.resolution, plan.candidates, others))
+    return out
 
 
 def _pods(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.launch_check import FACTS_FILE, Refusal, check_launch
@@ -76,10 +76,20 @@ def launch_problems(
             continue
         entrypoint = image.entrypoint
         candidates = pod.candidates
-        if len(candidates) == 1 and not pod.members:
-            refusals = check_launch(candidates[0].pod, facts, entrypoint=entrypoint)
-            if refusals:
-                _refused(problems, pod.model_ids, candidates[0], facts, where, refusals)
+        if not pod.members:
+            # A model's placements of one launch variant, seeded alike, launch the same pod
+            # (`Recipe.pod` renders one per variant): each is checked once, and a fallback
+            # whose launch is already checked is not rendered for it.
+            variants: dict[tuple[Hashable, bool], tuple[Refusal, ...]] = {}
+            for placement in candidates:
+                launch = (recipe.launch_variant(placement.gpu, placement.count), placement.seeded)
+                found = variants.get(launch)
+                if found is None:
+                    found = variants[launch] = check_launch(
+                        placement.pod, facts, entrypoint=entrypoint
+                    )
+                if found:
+                    _refused(problems, pod.model_ids, placement, facts, where, found)
             continue
         # A pod's candidates often launch alike (only a count or the KV precision differs
         # between GPU types, if anything): each distinct launch is checked once.

@@ -347,7 +347,7 @@ def _plan_model(
         gpu_count=gpu_count,
         engine=override.engine if override else None,
     )
-    found = () if resolution.problem is None else (resolution.problem,)
+    found: tuple[PlanProblem, ...] = () if resolution.problem is None else (resolution.problem,)
     ranking = resolution.ranking
     if ranking is None or not ranking.ranked:
         return ModelPlan(model_id, resolution, None, (), found, resolution.warnings)

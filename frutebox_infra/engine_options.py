@@ -71,6 +71,13 @@ class EngineOptions:
         return {name: flag for flag in self.flags for name in flag.names}
 
     @lazy
+    def server_command(self) -> tuple[str, str, list[str]]:
+        """`command` as the launch check finds it in a command line: its program, that
+        program's name as the end of a path (`/python3`), and the words after it."""
+        program, *rest = self.command.split()
+        return program, "/" + program, rest
+
+    @lazy
     def plain_flags(self) -> Mapping[str, PlainFlag]:
         """Per spelling, the flags with no JSON keys to read: what nearly every launch
         passes, looked up once per word by the launch check."""

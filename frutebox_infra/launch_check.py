@@ -72,7 +72,6 @@ def check_launch(
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
     command line, `fixed-binary` that it is the arguments of the image's program.
     """
-    refusals: list[Refusal] = []
     try:
         words = split_words(launch.args)
     except ValueError as exc:
@@ -83,10 +82,12 @@ def check_launch(
         if problem is not None:
             return (problem,)
     if facts.subcommands is not None:
-        refusals += _subcommand(words, facts)
-    elif not _plainly_accepted(words, facts):
-        refusals += _arguments(words, facts)
-    refusals += _environment(launch, facts, script)
+        refusals = list(_subcommand(words, facts))
+    else:
+        refusals = [] if _plainly_accepted(words, facts) else list(_arguments(words, facts))
+    env = _environment(launch, facts, script)
+    if env:
+        refusals += env
     if launch.health_path != facts.health_path:
         refusals.append(
             Refusal(
@@ -96,7 +97,7 @@ def check_launch(
                 " registry/images.yaml",
             )
         )
-    return tuple(refusals)
+    return tuple(refusals) if refusals else ()
 
 
 def _server_words(
@@ -122,10 +123,11 @@ def _server_words(
                 ),
             )
         words = split_words(server)
-    program, *rest = facts.command.split()
+    program, path, rest = facts.server_command
+    after = len(rest) + 1
     for i, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] == program and words[i + 1 : i + 1 + len(rest)] == rest:
-            return words[i + 1 + len(rest) :], script, None
+        if (word == program or word.endswith(path)) and words[i + 1 : i + after] == rest:
+            return words[i + after :], script, None
     return (
         [],
         script,
@@ -245,6 +247,11 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
         value = words[at]
         if kind == "int":
             if not value.isdecimal() and _INTEGER.fullmatch(value) is None:
+                return False
+        elif kind == "float":
+            try:
+                float(value)
+            except ValueError:
                 return False
         elif kind != "str" and _value_problem(kind, None, False, value) is not None:
             return False
@@ -477,33 +484,39 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     return f"give {name} a value it takes"
 
 
-def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> Iterator[Refusal]:
+def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> list[Refusal]:
     env = launch.env
     names = (*env, *launch.secret_env)
     memo = facts.env_shapes
     checks = memo.get(names)
     if checks is None:
         checks = memo[names] = _env_checks(names, facts)
+    refusals: list[Refusal] = []
     for name, unread, kind in checks:
         if unread and not _script_reads(script, name):
             import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
             close = difflib.get_close_matches(name, list(facts.env), n=3)
-            yield Refusal(
-                f"environment variable {name}",
-                "the variables its components read"
-                + (f" ({', '.join(close)} are the closest)" if close else ""),
-                f"remove {name} from the pod's env (no process of {facts.image} reads it),"
-                " or name the variable the engine reads",
+            refusals.append(
+                Refusal(
+                    f"environment variable {name}",
+                    "the variables its components read"
+                    + (f" ({', '.join(close)} are the closest)" if close else ""),
+                    f"remove {name} from the pod's env (no process of {facts.image} reads it),"
+                    " or name the variable the engine reads",
+                )
             )
             continue
         value = env.get(name)
         if kind is not None and value is not None and not _env_value_ok(kind, value):
-            yield Refusal(
-                f"{name}={value}",
-                f"{name} takes a {kind} value",
-                f"set {name} to a {kind} value",
+            refusals.append(
+                Refusal(
+                    f"{name}={value}",
+                    f"{name} takes a {kind} value",
+                    f"set {name} to a {kind} value",
+                )
             )
+    return refusals
 
 
 def _env_checks(names: tuple[str, ...], facts: EngineOptions) -> EnvChecks:

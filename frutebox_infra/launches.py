@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.launch_check import FACTS_FILE, Refusal, check_launch
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.record import positional_record
-from frutebox_infra.registry import Registry
+from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import PlanProblem, Resolution
 
 
@@ -57,46 +57,74 @@ def launch_problems(
         return [], []  # a registry from before the facts (an old git ref): nothing to check
     problems: dict[tuple[str, str], PlanProblem] = {}
     warnings: list[str] = []
+    # Per engine and image (by identity: the registry's few, which the pods keep alive): the
+    # engine's facts (None: there are none), where they are read from, and the warning its
+    # pods get. Every planned pod is checked, so this is worked out once per plan.
+    engines: dict[tuple[str, int], tuple[EngineOptions | None, str, str | None]] = {}
     for pod in pods:
         recipe, image = pod.resolution.recipe, pod.resolution.image
         if recipe is None or image is None:
             continue
-        engine = recipe.runtime
-        facts = registry.engine_options.get(engine)
+        key = (recipe.runtime, id(image))
+        known = engines.get(key)
+        if known is None:
+            known = engines[key] = _engine_facts(registry, recipe.runtime, image.reference)
+        facts, where, warning = known
+        if warning is not None:
+            warnings.append(f"{pod.model_ids[0]}: {warning}")
         if facts is None:
-            warnings.append(
-                f"{pod.model_ids[0]}: no {FACTS_FILE.format(engine=engine)}: its launch is not"
-                " checked (run tools/engine-options for the pinned image)"
-            )
             continue
-        if facts.image != image.reference:
-            warnings.append(
-                f"{pod.model_ids[0]}: {FACTS_FILE.format(engine=engine)} was read for"
-                f" {facts.image}, but the pinned image is {image.reference}: refresh it with"
-                " tools/engine-options"
-            )
-        specs = pod_specs(pod.candidates, pod.members)
+        entrypoint = image.entrypoint
+        candidates = pod.candidates
+        if not pod.members:
+            # A model's placements of one launch variant, seeded alike, launch the same pod
+            # (`Recipe.pod` renders one per variant): each is checked once, and a fallback
+            # whose launch is already checked is not rendered for it.
+            variants: dict[tuple[Hashable, bool], tuple[Refusal, ...]] = {}
+            for placement in candidates:
+                launch = (recipe.launch_variant(placement.gpu, placement.count), placement.seeded)
+                found = variants.get(launch)
+                if found is None:
+                    found = variants[launch] = check_launch(
+                        placement.pod, facts, entrypoint=entrypoint
+                    )
+                if found:
+                    _refused(problems, pod.model_ids, placement, facts, where, found)
+            continue
         # A pod's candidates often launch alike (only a count or the KV precision differs
         # between GPU types, if anything): each distinct launch is checked once.
         checked: list[tuple[PodSpec, tuple[Refusal, ...]]] = []
-        for placement, spec in zip(pod.candidates, specs, strict=True):
+        for placement, spec in zip(candidates, pod_specs(candidates, pod.members), strict=True):
             for seen, found in checked:
                 if _same_launch(seen, spec):
                     refusals = found
                     break
             else:
-                refusals = check_launch(spec, facts, entrypoint=image.entrypoint)
+                refusals = check_launch(spec, facts, entrypoint=entrypoint)
                 checked.append((spec, refusals))
             if refusals:
-                _refused(
-                    problems,
-                    pod.model_ids,
-                    placement,
-                    facts,
-                    where=FACTS_FILE.format(engine=engine),
-                    refusals=refusals,
-                )
+                _refused(problems, pod.model_ids, placement, facts, where, refusals)
     return list(problems.values()), warnings
+
+
+def _engine_facts(
+    registry: Registry, engine: Runtime, image: str
+) -> tuple[EngineOptions | None, str, str | None]:
+    """The facts a launch of `engine` in `image` is checked against (None: there are none),
+    the file they are read from, and the warning its pods get (None: read for that image)."""
+    where = FACTS_FILE.format(engine=engine)
+    facts = registry.engine_options.get(engine)
+    warning = None
+    if facts is None:
+        warning = (
+            f"no {where}: its launch is not checked (run tools/engine-options for the pinned image)"
+        )
+    elif facts.image != image:
+        warning = (
+            f"{where} was read for {facts.image}, but the pinned image is {image}: refresh it"
+            " with tools/engine-options"
+        )
+    return facts, where, warning
 
 
 def _same_launch(a: PodSpec, b: PodSpec) -> bool:
@@ -114,7 +142,6 @@ def _refused(
     model_ids: tuple[str, ...],
     placement: PlacementOption,
     facts: EngineOptions,
-    *,
     where: str,
     refusals: tuple[Refusal, ...],
 ) -> None:

@@ -125,15 +125,17 @@ class FleetPlan:
         """Best case, against one pod per model."""
         return round(sum(p.saving_usd_per_hour for p in self.pods), 2)
 
-    @property
+    @lazy
     def usd_per_hour_best(self) -> float:
-        return round(sum(p.usd_per_hour_best for p in self.pods), 2)
+        return round(sum([p.usd_per_hour_best for p in self.pods]), 2)
 
-    @property
+    @lazy
     def usd_per_hour_worst(self) -> float:
+        """Worked out once per plan (as the best case): the planner checks the budget with
+        it and the reports ask again, each a pass over every pod."""
         # Per pod: members' shares of each placement are rounded to cents separately, so the
         # sum of their own worst cases can exceed what the pod can cost by a cent.
-        return round(sum(p.usd_per_hour_worst for p in self.pods), 2)
+        return round(sum([p.usd_per_hour_worst for p in self.pods]), 2)
 
     @property
     def usd_per_month_best(self) -> float:
@@ -195,8 +197,11 @@ def plan_fleet(
                 "set frutebox-infra:cloud to SECURE",
             )
         )
-    for model_id in sorted(set(settings.overrides) - set(settings.models)):
-        warnings.append(f"overrides.{model_id} is set but {model_id} is not armed; it is ignored")
+    if settings.overrides:
+        for model_id in sorted(set(settings.overrides) - set(settings.models)):
+            warnings.append(
+                f"overrides.{model_id} is set but {model_id} is not armed; it is ignored"
+            )
     with cycle_collector_paused():
         # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
         shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
@@ -208,8 +213,7 @@ def plan_fleet(
         launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(seeding.problems)
     warnings.extend(seeding.warnings)
-    for plan in models:
-        problems.extend(plan.problems)
+    problems += [problem for plan in models if plan.problems for problem in plan.problems]
     problems.extend(launch_refused)
     warnings.extend(launch_warnings)
     volume = _volume(registry, settings, models, current_volume_gb)
@@ -225,7 +229,9 @@ def plan_fleet(
                 " across stacks",
             )
         )
-    fleet = FleetPlan(stack, settings, models, volume, (), tuple(warnings), pods, seeding)
+    # Priced once: the final plan is this one with its problems and warnings, which change
+    # nothing its costs are worked out from, so it carries them over (`amended`).
+    fleet = FleetPlan(stack, settings, models, volume, (), (), pods, seeding)
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
@@ -237,20 +243,18 @@ def plan_fleet(
                 " or disarm a model",
             )
         )
-    all_warnings = list(warnings) + [f"{m.model_id}: {w}" for m in models for w in m.warnings]
-    return FleetPlan(
-        stack, settings, models, volume, tuple(problems), tuple(all_warnings), pods, seeding
-    )
+    warnings += [f"{m.model_id}: {w}" for m in models if m.warnings for w in m.warnings]
+    return amended(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 
 def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:
     by_id = {m.model_id: m for m in models}
     out = []
     for pod in pods:
-        anchor, *members = pod.model_ids
-        plan = by_id[anchor]
-        others = tuple(by_id[i].candidates for i in members) if members else ()
-        out.append(PodLaunches(pod.model_ids, plan.resolution, plan.candidates, others))
+        ids = pod.model_ids
+        plan = by_id[ids[0]]
+        others = tuple([by_id[i].candidates for i in ids[1:]]) if len(ids) > 1 else ()
+        out.append(PodLaunches(ids, plan.resolution, plan.candidates, others))
     return out
 
 
@@ -263,6 +267,8 @@ def _pods(
         (m.model_id, m.candidates) for m in models if m.placement is not None and not m.problems
     ]
     pods, views = group_pods(registry, settings, planned)
+    if not settings.colocate:
+        return models, pods  # a pod per model, whose placements are its own
     shared = {mid: p.model_ids for p in pods if p.shared for mid in p.model_ids}
     if not shared:
         return models, pods
@@ -316,20 +322,16 @@ def _plan_model(
     the environment names no EAGLE-3 head (made once per plan)."""
     override = settings.overrides.get(model_id)
     gpu_id = None
-    problems: list[PlanProblem] = []
     if override is not None and override.gpu is not None:
         gpu = registry.gpu(override.gpu)
         if gpu is None:
             known = ", ".join(g.id for g in registry.gpus)
-            problems.append(
-                PlanProblem(
-                    "unknown-gpu",
-                    f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type"
-                    " we know",
-                    f"use one of: {known}",
-                )
+            unknown = PlanProblem(
+                "unknown-gpu",
+                f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type we know",
+                f"use one of: {known}",
             )
-            return ModelPlan(model_id, Resolution(model_id), None, (), tuple(problems), ())
+            return ModelPlan(model_id, Resolution(model_id), None, (), (unknown,), ())
         gpu_id = gpu.id
     if override is None and shared is not None:
         options = shared
@@ -345,28 +347,29 @@ def _plan_model(
         gpu_count=gpu_count,
         engine=override.engine if override else None,
     )
-    if resolution.problem is not None:
-        problems.append(resolution.problem)
-    if resolution.ranking is None or not resolution.ranking.ranked:
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), resolution.warnings)
+    found: tuple[PlanProblem, ...] = () if resolution.problem is None else (resolution.problem,)
+    ranking = resolution.ranking
+    if ranking is None or not ranking.ranked:
+        return ModelPlan(model_id, resolution, None, (), found, resolution.warnings)
     floor = floor_of(settings, override)
     if resolution.serving is None or not resolution.serving.token_context:
         floor = 0.0  # a diffusion pipeline has no token rate
     choice = choose(
-        resolution.ranking, floor=floor, rank_by=settings.rank_by,
-        premium=settings.max_fallback_premium,
-    )  # fmt: skip
+        ranking, floor=floor, rank_by=settings.rank_by, premium=settings.max_fallback_premium
+    )
     warnings = resolution.warnings
     if choice.unchecked and (floor > 0 or settings.rank_by != "usdPerHour"):
         warnings += (_unchecked(choice.unchecked, floor),)
-    if not choice.taken:
-        problems.append(floor_problem(model_id, choice, floor, floor_key(override, model_id)))
-        return ModelPlan(model_id, resolution, None, (), tuple(problems), warnings,
-                         min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
-    chosen, *fallbacks = choice.taken
+    taken = choice.taken
+    if not taken:
+        found += (floor_problem(model_id, choice, floor, floor_key(override, model_id)),)
+        return ModelPlan(model_id, resolution, None, (), found, warnings, (), floor,
+                         choice.below_floor)  # fmt: skip
+    chosen = taken[0]
     warnings += chosen.recipe.pod_notes(chosen.model)  # the pod's own, not rendered for them
-    return ModelPlan(model_id, resolution, chosen, tuple(fallbacks), tuple(problems), warnings,
-                     min_decode_tok_s=floor, below_floor=choice.below_floor)  # fmt: skip
+    # Positional, in ModelPlan's field order: built so for every model, faster than by name.
+    return ModelPlan(model_id, resolution, chosen, taken[1:], found, warnings, (), floor,
+                     choice.below_floor)  # fmt: skip
 
 
 def _options(

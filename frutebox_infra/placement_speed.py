@@ -48,6 +48,8 @@ class ModelSpeeds:
         """The model's terms at its workload, made on the first estimate."""
         self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
         """By GPU type id and count: the decodes whole estimates were asked of so far."""
+        self.splits: dict[int, bool] = {}
+        """By count: whether the recipe splits experts there (asked of every GPU type)."""
 
     def _serve(self) -> None:
         """How the recipe serves the model, whatever the GPUs."""
@@ -90,9 +92,10 @@ class ModelSpeeds:
         if not self.tokens:
             return None
         terms = self.terms if self.terms is not None else self._terms()
-        recipe = self.recipe
-        kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
-        return terms.decode_rate(gpu, count, kv, split)
+        split = self.splits.get(count)
+        if split is None:
+            split = self.splits[count] = self.recipe.expert_parallel(self.model, count)
+        return terms.decode_rate(gpu, count, self.recipe.kv_dtype_bytes(gpu), split)
 
     def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
         """The decode for `count` x `gpu`, the rest of its estimate to follow; or None for a

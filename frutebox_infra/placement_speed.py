@@ -44,10 +44,12 @@ class ModelSpeeds:
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
         self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
-        self.shared: tuple[ModelTerms, Workload] | None = None
-        """The model's terms and its workload, made on the first estimate."""
+        self.terms: ModelTerms | None = None
+        """The model's terms at its workload, made on the first estimate."""
         self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
-        """By GPU type id and count: the decodes worked out so far."""
+        """By GPU type id and count: the decodes whole estimates were asked of so far."""
+        self.splits: dict[int, bool] = {}
+        """By count: whether the recipe splits experts there (asked of every GPU type)."""
 
     def _serve(self) -> None:
         """How the recipe serves the model, whatever the GPUs."""
@@ -61,6 +63,11 @@ class ModelSpeeds:
         self.speculative = speculative
         self.speculative_steps = spec.K if speculative is not SpecDecode.NONE else 0
         self.speculative_acceptance = spec.acceptance
+
+    def _terms(self) -> ModelTerms:
+        self._serve()
+        terms = self.terms = ModelTerms(self.model, self, self.facts, workload(self.serving))
+        return terms
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
         self._serve()
@@ -79,22 +86,29 @@ class ModelSpeeds:
             usd_per_hour=usd_per_hour,
         )
 
+    def decode_rate(self, gpu: Gpu, count: int) -> float | SpeedUnknown | None:
+        """Tokens per second a stream decodes on `count` x `gpu`, all the floor's walk asks
+        (nothing else of the estimate is made); or None for a model that decodes no tokens."""
+        if not self.tokens:
+            return None
+        terms = self.terms if self.terms is not None else self._terms()
+        split = self.splits.get(count)
+        if split is None:
+            split = self.splits[count] = self.recipe.expert_parallel(self.model, count)
+        return terms.decode_rate(gpu, count, self.recipe.kv_dtype_bytes(gpu), split)
+
     def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
-        """The decode rate for `count` x `gpu`, the rest of its estimate to follow; or None
-        for a model that decodes no tokens."""
+        """The decode for `count` x `gpu`, the rest of its estimate to follow; or None for a
+        model that decodes no tokens."""
         if not self.tokens:
             return None
         key = gpu.id, count
         decode = self.decodes.get(key)
         if decode is None:
-            shared = self.shared
-            if shared is None:
-                self._serve()
-                terms = ModelTerms(self.model, self, self.facts)
-                shared = self.shared = terms, workload(self.serving)
+            terms = self.terms if self.terms is not None else self._terms()
             recipe = self.recipe
             kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
-            decode = self.decodes[key] = shared[0].decode(gpu, count, kv, split, shared[1])
+            decode = self.decodes[key] = terms.decode(gpu, count, kv, split)
         return decode
 
     def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:

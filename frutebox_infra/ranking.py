@@ -159,7 +159,7 @@ class Ranking:
         if at == len(allowed) or allowed[at] > row.top:
             return None
         above = allowed[at]
-        return gpu_index, above, row.usd[above]
+        return gpu_index, above, row.fittings[above][0]
 
     def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
         """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
@@ -171,9 +171,14 @@ class Ranking:
         found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
         return found[0][4] if found else None
 
+    @lazy
+    def rows(self) -> tuple[GpuRow, ...]:
+        """The count search's rows: the GPU types it searched, in the registry's order."""
+        return gpu_table(self.registry).rows(self.cloud, self.image, self.serving.require_fp8)
+
     def row(self, gpu_index: int) -> GpuRow:
         """The count search's row of a ranked GPU type (searched, so among its rows)."""
-        rows = gpu_table(self.registry).rows(self.cloud, self.image, self.serving.require_fp8)
+        rows = self.rows
         # The rows are some of the registry's types in its order: a type's row is at most
         # at its own index, and mostly there or just before.
         at = min(gpu_index, len(rows) - 1)

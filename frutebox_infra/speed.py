@@ -119,29 +119,31 @@ class Served(Protocol):
 
 
 class ModelTerms:
-    """What every estimate of one model served as `Served` says shares, whatever the GPU type
-    and count: the engine's figures, the weights, state and FLOPs a step costs, and the
-    speculation's yield; or what the registry lacks to estimate at all. Made once per model,
+    """What every estimate of one model served as `Served` at one `Workload` shares, whatever
+    the GPU type and count: the engine's figures, the weights, state and FLOPs a step costs, and
+    the speculation's yield; or what the registry lacks to estimate at all. Made once per model,
     so that an estimate is arithmetic over the GPUs (the planner estimates several GPU types
     and counts of every model)."""
 
     __slots__ = (
         "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
-        "counts", "draft_cost", "expert_bytes", "experts", "hidden", "kv_per_token", "layer_split",
-        "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
+        "counts", "draft_cost", "estimable", "expert_bytes", "experts", "hidden", "kv_per_token",
+        "layer_split", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
         "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
-        "state_bytes", "two_active", "used",
+        "state_bytes", "two_active", "used", "workload",
     )  # fmt: skip
 
-    def __init__(self, model: Model, served: Served, facts: SpeedFacts | None):
+    def __init__(self, model: Model, served: Served, facts: SpeedFacts | None, workload: Workload):
         p = served
+        self.workload = workload
         engine = facts.engine(p.engine) if facts is not None else None
         split = model.expert_split
         self.no_engine = _no_engine(p, facts, engine)
         self.no_model_facts = _no_model_facts(model, split)
-        if engine is None or self.no_model_facts is not None:
+        self.estimable = engine is not None and self.no_model_facts is None
+        if not self.estimable:
             return
-        assert facts is not None and model.architecture is not None
+        assert facts is not None and engine is not None and model.architecture is not None
         arch = self.arch = model.architecture
         shared, shared_bpw, experts, per_expert, expert_bpw = _weights(model, p, split)
         self.layer_split = p.engine in LAYER_SPLIT_ENGINES
@@ -191,27 +193,40 @@ class ModelTerms:
             f" {self.spec_tokens:.2f} tokens per step"
         )
 
-    def decode(
-        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool, workload: Workload
-    ) -> Decode | SpeedUnknown:
-        """The decode rate on `count` x `gpu` (the placement's other inputs as given), the
-        rest of its estimate to follow (`Decode.estimate`); or why there is none."""
-        if self.no_engine is not None:
-            return SpeedUnknown(self.no_engine)
+    def decode_rate(
+        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
+    ) -> float | SpeedUnknown:
+        """Tokens per second a stream decodes on `count` x `gpu` (the placement's other inputs
+        as given): all a floor asks of a placement, so nothing else of its estimate is made;
+        or why there is no estimate."""
         figures = gpu.speed
-        if figures is None:
-            return SpeedUnknown(f"registry/gpus.yaml has no speed facts for {gpu.name}")
-        if self.no_model_facts is not None:
-            return SpeedUnknown(self.no_model_facts)
-        kind = figures.interconnect.kind
-        link = self.links.get(kind)
-        if count > 1 and link is None:
-            return SpeedUnknown(f"registry/speed.yaml has no link figures for {kind}")
-        key = count, kv_dtype_bytes, expert_parallel
-        each = self.counts.get(key)
+        link = None
+        if count > 1 and figures is not None and self.estimable:
+            link = self.links.get(figures.interconnect.kind)
+            if link is None:
+                return SpeedUnknown(
+                    f"registry/speed.yaml has no link figures for {figures.interconnect.kind}"
+                )
+        if figures is None or not self.estimable:
+            return SpeedUnknown(self._missing(gpu))
+        each = self.counts.get((count, kv_dtype_bytes, expert_parallel))
         if each is None:
-            each = self.counts[key] = _OnEachGpu(self, count, kv_dtype_bytes, expert_parallel)
-        return Decode(each, figures, link, workload)
+            each = self.counts[count, kv_dtype_bytes, expert_parallel] = _OnEachGpu(
+                self, count, kv_dtype_bytes, expert_parallel
+            )
+        return each.timed(figures, link)[4]
+
+    def decode(
+        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
+    ) -> Decode | SpeedUnknown:
+        """The decode on `count` x `gpu` (the placement's other inputs as given), the rest of
+        its estimate to follow (`Decode.estimate`); or why there is none."""
+        rate = self.decode_rate(gpu, count, kv_dtype_bytes, expert_parallel)
+        if isinstance(rate, SpeedUnknown):
+            return rate
+        assert gpu.speed is not None
+        link = self.links.get(gpu.speed.interconnect.kind)
+        return Decode(self.counts[count, kv_dtype_bytes, expert_parallel], gpu.speed, link)
 
     def at(
         self,
@@ -220,22 +235,38 @@ class ModelTerms:
         kv_dtype_bytes: int,
         expert_parallel: bool,
         usd_per_hour: float | None,
-        workload: Workload,
     ) -> SpeedEstimate | SpeedUnknown:
         """The estimate on `count` x `gpu` (the placement's other inputs as given)."""
-        decode = self.decode(gpu, count, kv_dtype_bytes, expert_parallel, workload)
+        decode = self.decode(gpu, count, kv_dtype_bytes, expert_parallel)
         return decode if isinstance(decode, SpeedUnknown) else decode.estimate(usd_per_hour)
+
+    def _missing(self, gpu: Gpu) -> str:
+        """The first fact the registry lacks to estimate on `gpu`: the engine's figures, the
+        GPU's datasheet figures, then the model's."""
+        if self.no_engine is not None:
+            return self.no_engine
+        if gpu.speed is None:
+            return f"registry/gpus.yaml has no speed facts for {gpu.name}"
+        assert self.no_model_facts is not None
+        return self.no_model_facts
+
+
+Timed = tuple[float, float, bool, "float | None", float]
+"""A decode on one GPU type: a step's seconds, the tokens a stream gets per step, whether
+compute bounds the step, a request's prefill seconds (where the workload states lengths), and
+the tokens per second a stream decodes."""
 
 
 class _OnEachGpu:
     """What each GPU of `count` reads, computes and sends in a step, whatever the GPU type:
     one model's side of its estimates at one count, KV precision and expert split, shared by
-    every GPU type estimated at them. Never changed once made; a plain class, as a dataclass
-    costs a call per field."""
+    every GPU type estimated at them, with the steps its workload's decode takes (a decode
+    step, a speculative verify, a request's prefill) worked out once. Never changed once made;
+    a plain class, as a dataclass costs a call per field."""
 
     __slots__ = (
-        "count", "expert_parallel", "hops", "kv_per_token", "links", "parallel", "ring_share",
-        "shared_bytes", "state_share", "terms",
+        "count", "decode_demand", "expert_parallel", "hops", "kv_per_token", "links", "parallel",
+        "prefill_demand", "ring_share", "shared_bytes", "state_share", "terms", "verify_demand",
     )  # fmt: skip
 
     def __init__(self, terms: ModelTerms, count: int, kv_dtype_bytes: int, expert_parallel: bool):
@@ -257,6 +288,16 @@ class _OnEachGpu:
         self.links = count > 1
         self.hops = count - 1 if terms.layer_split else terms.collectives
         self.ring_share = 2 * (count - 1) / count
+        # The workload's steps: every stream's decode step, with speculation the verify of
+        # its drafts, and where the stack states lengths a request's prefill.
+        load = terms.workload
+        streams, context, k = load.concurrency, load.context_tokens, terms.spec_steps
+        self.decode_demand = self.step(streams, streams, context)
+        self.verify_demand = self.step(streams * (k + 1), streams, context) if k else None
+        prompt = load.prompt_tokens
+        self.prefill_demand = (
+            self.step(prompt, 1, prompt / 2) if prompt and load.output_tokens else None
+        )
 
     def step(self, tokens: int, streams: int, context: float) -> tuple[float, float, float]:
         """Per GPU in a step of `tokens` tokens, `streams` streams each holding `context`
@@ -272,6 +313,39 @@ class _OnEachGpu:
         sent = activations if t.layer_split else self.ring_share * activations
         return weight_bytes + kv_bytes, flops, sent
 
+    def timed(self, gpu: GpuSpeed, link: LinkSpeed | None) -> Timed:
+        """The workload's decode on `gpu` (`link` between its GPUs): a decode step of every
+        stream (with speculation: its drafts and the verify), and the tokens a stream gets per
+        second: between its steps, where the stack states request lengths, it waits out the
+        other streams' prefills once per request."""
+        t = self.terms
+        rates = _rates(t, gpu, link)
+        step, compute_bound = self.seconds(self.decode_demand, rates)
+        per_step = 1.0
+        if self.verify_demand is not None:
+            verify, compute_bound = self.seconds(self.verify_demand, rates)
+            step, per_step = verify + t.draft_cost * step, t.spec_tokens
+        if self.prefill_demand is None:
+            return step, per_step, compute_bound, None, per_step / step
+        load = t.workload
+        output = load.output_tokens
+        assert output is not None
+        prefill = self.seconds(self.prefill_demand, rates)[0]
+        rate = 1 / (step / per_step + (load.concurrency - 1) * prefill / output)
+        return step, per_step, compute_bound, prefill, rate
+
+    def seconds(self, demand: tuple[float, float, float], rates: Rates) -> tuple[float, bool]:
+        """Seconds one forward step of `demand` (`step`'s reads, FLOPs and sends) takes at a
+        GPU type's `rates`; and whether compute rather than memory bounds it."""
+        read, flops, sent = demand
+        bandwidth, efficiency, compute_rate, latency, link_bandwidth, overhead = rates
+        memory_s = read / bandwidth
+        memory_s /= efficiency
+        compute_s = flops / compute_rate
+        links = self.hops * (latency + sent / link_bandwidth) if self.links else 0.0
+        compute_bound = compute_s > memory_s
+        return (compute_s if compute_bound else memory_s) + overhead + links, compute_bound
+
     def _expert_bytes(self, tokens: int) -> float:
         """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every
         touched expert, or under expert parallelism the touched experts it owns (the most
@@ -286,54 +360,47 @@ class _OnEachGpu:
         return t.moe_layers * touched * t.expert_bytes / parallel
 
 
+Rates = tuple[float, float, float, float, float, float]
+"""What a step's demand is timed at on one GPU type: its memory bandwidth (bytes/s) and the
+engine's share of it, the engine's tensor FLOP/s, a collective's latency (s) and a link's
+bytes/s (0 on one GPU), and the engine's fixed overhead per step (s)."""
+
+
+def _rates(terms: ModelTerms, gpu: GpuSpeed, link: LinkSpeed | None) -> Rates:
+    compute_rate = _tensor_tflops(gpu, terms.precision) * 1e12 * terms.compute_efficiency
+    latency = link_bandwidth = 0.0
+    if link is not None:
+        latency = link.collective_latency_us / 1e6
+        link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
+    return (gpu.memory_bandwidth_gb_s * GB, terms.bandwidth_efficiency, compute_rate, latency,
+            link_bandwidth, terms.overhead_s)  # fmt: skip
+
+
 class Decode:
-    """One placement's estimate, its decode rate per stream worked out first: how long each
-    of its GPUs takes over a step (`_OnEachGpu`'s reads, FLOPs and sends at the GPU's
-    rates), and how fast a stream decodes. A floor asks only that rate; the rest (prefill,
-    the aggregate, a token's cost) is worked out when asked (`estimate`), for the placements
-    taken or reported. A plain class, as a dataclass costs a call per field."""
+    """One placement's decode on its GPU type (`_OnEachGpu.timed`), and the rest of its
+    estimate (prefill, the aggregate, a token's cost) worked out when asked (`estimate`), for
+    the placements taken or reported. A plain class, as a dataclass costs a call per field."""
 
     __slots__ = (
-        "bandwidth", "compute_bound", "compute_rate", "decode_tok_s_per_stream", "each",
-        "link_bandwidth", "link_latency_s", "made", "per_step", "prefill_s", "step_s",
-        "workload",
+        "compute_bound", "decode_tok_s_per_stream", "each", "gpu", "link", "made", "per_step",
+        "prefill_s", "step_s",
     )  # fmt: skip
 
-    def __init__(self, each: _OnEachGpu, gpu: GpuSpeed, link: LinkSpeed | None, load: Workload):
-        self.each, self.workload = each, load
-        t = each.terms
-        self.bandwidth = gpu.memory_bandwidth_gb_s * GB
-        self.compute_rate = _tensor_tflops(gpu, t.precision) * 1e12 * t.compute_efficiency
-        if link is not None:
-            self.link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
-            self.link_latency_s = link.collective_latency_us / 1e6
+    def __init__(self, each: _OnEachGpu, gpu: GpuSpeed, link: LinkSpeed | None):
+        self.each, self.gpu, self.link = each, gpu, link
+        timed = each.timed(gpu, link)
+        self.step_s, self.per_step, self.compute_bound, self.prefill_s = timed[:4]
+        self.decode_tok_s_per_stream = timed[4]
         self.made: tuple[float | None, SpeedEstimate] | None = None
-        # A decode step of every stream (with speculation: its drafts and the verify), and
-        # the tokens a stream gets per second: between its steps, where the stack states
-        # request lengths, it waits out the other streams' prefills once per request.
-        streams, context = load.concurrency, load.context_tokens
-        step, compute_bound = self.step(streams, streams, context)
-        per_step = 1.0
-        k = t.spec_steps
-        if k:
-            verify, compute_bound = self.step(streams * (k + 1), streams, context)
-            step, per_step = verify + t.draft_cost * step, t.spec_tokens
-        self.step_s, self.per_step, self.compute_bound = step, per_step, compute_bound
-        self.prefill_s: float | None = None
-        output = load.output_tokens
-        if load.prompt_tokens and output:
-            prefill = self.prefill_s = self.step(load.prompt_tokens, 1, load.prompt_tokens / 2)[0]
-            self.decode_tok_s_per_stream = 1 / (step / per_step + (streams - 1) * prefill / output)
-        else:
-            self.decode_tok_s_per_stream = per_step / step
 
     def estimate(self, usd_per_hour: float | None) -> SpeedEstimate:
         """The whole estimate, at the placement's `usd_per_hour` (made once per price)."""
         made = self.made
         if made is not None and made[0] == usd_per_hour:
             return made[1]
-        each, load = self.each, self.workload
+        each = self.each
         t = each.terms
+        load = t.workload
         streams, step, per_step = load.concurrency, self.step_s, self.per_step
         notes: tuple[str, ...] = () if t.spec_note is None else (t.spec_note,)
         if t.layer_split and each.count > 1:
@@ -341,7 +408,8 @@ class Decode:
         prompt = load.prompt_tokens or PREFILL_REFERENCE_TOKENS
         prefill = self.prefill_s
         if prefill is None:
-            prefill = self.step(prompt, 1, prompt / 2)[0]
+            demand = each.step(prompt, 1, prompt / 2)
+            prefill = each.seconds(demand, _rates(t, self.gpu, self.link))[0]
         per_stream = self.decode_tok_s_per_stream
         output = load.output_tokens
         if load.prompt_tokens and output:
@@ -360,36 +428,14 @@ class Decode:
         self.made = usd_per_hour, estimate
         return estimate
 
-    def step(self, tokens: int, streams: int, context: float) -> tuple[float, bool]:
-        """Seconds one forward step of `tokens` tokens takes, `streams` streams each holding
-        `context` tokens of KV; and whether compute rather than memory bounds it."""
-        each = self.each
-        t = each.terms
-        read, flops, sent = each.step(tokens, streams, context)
-        memory_s = read / self.bandwidth
-        memory_s /= t.bandwidth_efficiency
-        compute_s = flops / self.compute_rate
-        links = 0.0
-        if each.links:
-            links = each.hops * (self.link_latency_s + sent / self.link_bandwidth)
-        compute_bound = compute_s > memory_s
-        return (compute_s if compute_bound else memory_s) + t.overhead_s + links, compute_bound
-
 
 def estimate_speed(
-    model: Model,
-    placement: Placement,
-    workload: Workload,
-    facts: SpeedFacts | None,
-    terms: ModelTerms | None = None,
+    model: Model, placement: Placement, workload: Workload, facts: SpeedFacts | None
 ) -> SpeedEstimate | SpeedUnknown:
-    """The decode and prefill speed of `model` on `placement` under `workload`; `terms`, when
-    given, are `ModelTerms` of a placement of the same engine, weights, precisions and
-    speculation (the planner estimates several GPU types and counts of every model)."""
-    terms = ModelTerms(model, placement, facts) if terms is None else terms
+    """The decode and prefill speed of `model` on `placement` under `workload`."""
     p = placement
-    return terms.at(p.gpu, p.gpu_count, p.kv_dtype_bytes, p.expert_parallel, p.usd_per_hour,
-                    workload)  # fmt: skip
+    terms = ModelTerms(model, p, facts, workload)
+    return terms.at(p.gpu, p.gpu_count, p.kv_dtype_bytes, p.expert_parallel, p.usd_per_hour)
 
 
 def usd_per_million_tokens(usd_per_hour: float | None, tok_s: float) -> float | None:

@@ -25,7 +25,6 @@ from frutebox_infra.resolver import PlanProblem, Resolution
 from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
 from frutebox_infra.speed import (
     LAYER_SPLIT_ENGINES,
-    Decode,
     SpeedEstimate,
     SpeedUnknown,
     Workload,
@@ -117,7 +116,7 @@ class _Walk:
         ranking, floor, below, unknown = self.ranking, self.floor, self.below, self.unknown
         more_gpus_help = ranking.recipe.runtime not in LAYER_SPLIT_ENGINES
         gpus, ranked = ranking.registry.gpus, ranking.ranked
-        decode_on = ranking.speed_model.decode
+        rate_on = ranking.speed_model.decode_rate
         at, last = 0, len(ranked)
         larger: list[_Larger] = []
         taken: list[PlacementOption] = []
@@ -146,16 +145,16 @@ class _Walk:
                     continue
             else:
                 break
-            decode = decode_on(gpus[r[0]], r[1])
-            if not isinstance(decode, Decode) or meets(decode, floor):
+            rate = rate_on(gpus[r[0]], r[1])
+            if not isinstance(rate, float) or rate >= floor:
                 p = ranking.option(r)
                 taken.append(p)
-                if isinstance(decode, SpeedUnknown):
+                if isinstance(rate, SpeedUnknown):
                     unknown.append(p)
                 if premium is not None:
                     ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
                 continue
-            below.append(BelowFloor(r, decode.decode_tok_s_per_stream, floor, ranking))
+            below.append(BelowFloor(r, rate, floor, ranking))
             if more_gpus_help:
                 row = ranking.row(r[0])
                 more = ranking.next_count(r, row)

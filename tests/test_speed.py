@@ -382,17 +382,38 @@ def test_catalog_models_with_unsourced_facts_get_no_estimate(model_id: str) -> N
 
 
 def test_a_decode_is_what_the_whole_estimate_says_and_a_count_s_side_is_shared() -> None:
-    terms = ModelTerms(DENSE, Placement(Runtime.SGLANG, fast_gpu(), 2, 140, "bf16"), FACTS)
     load = Workload(8, 4096)
+    terms = ModelTerms(DENSE, Placement(Runtime.SGLANG, fast_gpu(), 2, 140, "bf16"), FACTS, load)
     slow, fast = fast_gpu(1000), fast_gpu(4000)
-    decodes = [terms.decode(g, 2, 2, False, load) for g in (slow, fast)]
+    rates = [terms.decode_rate(g, 2, 2, False) for g in (slow, fast)]
     assert len(terms.counts) == 1  # both GPU types read the same per GPU at 2
-    for g, decode in zip((slow, fast), decodes, strict=True):
+    for g, rate in zip((slow, fast), rates, strict=True):
+        decode = terms.decode(g, 2, 2, False)
         assert isinstance(decode, Decode)
         whole = decode.estimate(1.5)
         alone = estimate_speed(DENSE, Placement(Runtime.SGLANG, g, 2, 140, "bf16",
                                                 usd_per_hour=1.5), load, FACTS)  # fmt: skip
-        assert whole == alone and whole.decode_tok_s_per_stream == decode.decode_tok_s_per_stream
+        assert whole == alone and whole.decode_tok_s_per_stream == rate
         assert decode.estimate(1.5) is whole  # made once per price
-    rates = [d.decode_tok_s_per_stream for d in decodes if isinstance(d, Decode)]
-    assert rates[0] < rates[1]
+    assert isinstance(rates[0], float) and isinstance(rates[1], float) and rates[0] < rates[1]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "output"),
+    [pytest.param(None, None, id="no-lengths"), pytest.param(8192, 256, id="with-lengths")],
+)
+@pytest.mark.parametrize("speculative", [SpecDecode.NONE, SpecDecode.MTP])
+def test_the_decode_rate_alone_is_the_whole_estimate_s(
+    prompt: int | None, output: int | None, speculative: SpecDecode
+) -> None:
+    load = Workload(8, 4096, prompt, output)
+    steps = 3 if speculative is SpecDecode.MTP else 0
+    p = Placement(Runtime.SGLANG, fast_gpu(), 4, 140, "bf16", speculative=speculative,
+                  speculative_steps=steps)  # fmt: skip
+    rate = ModelTerms(DENSE, p, FACTS, load).decode_rate(p.gpu, 4, 2, False)
+    whole = estimate_speed(DENSE, p, load, FACTS)
+    assert isinstance(whole, SpeedEstimate) and whole.decode_tok_s_per_stream == rate
+    plain = estimate_speed(DENSE, replace(p, speculative=SpecDecode.NONE), Workload(8, 4096),
+                           FACTS)  # fmt: skip
+    assert isinstance(plain, SpeedEstimate)
+    assert (rate != plain.decode_tok_s_per_stream) is (prompt is not None or steps > 0)

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from frutebox_infra.count_search import GpuRow
+from frutebox_infra.placement_speed import ModelSpeeds
 from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Gpu, Model, Registry
 from frutebox_infra.resolver import resolve
 from frutebox_infra.settings import RankBy
-from frutebox_infra.speed import SpeedEstimate
+from frutebox_infra.speed import SpeedEstimate, SpeedUnknown
 from frutebox_infra.speed_floor import (
     SpeedChoice,
     choose,
@@ -248,14 +249,23 @@ def test_without_a_floor_nothing_is_estimated() -> None:
     ],
 )
 def test_with_a_floor_only_the_placements_walked_are_built_and_decoded(
-    premium: float, built: list[str]
+    premium: float, built: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     found = ranking(reg())
+    rated: list[str] = []
+    rate = ModelSpeeds.decode_rate
+
+    def spy(self: ModelSpeeds, gpu: Gpu, count: int) -> float | SpeedUnknown | None:
+        rated.append(f"{count}x {gpu.name}")
+        return rate(self, gpu, count)
+
+    monkeypatch.setattr(ModelSpeeds, "decode_rate", spy)
     choose(found, floor=1, rank_by="usdPerHour", premium=premium)
     assert labels(tuple(found.built.values())) == built
-    assert [f"{n}x {g}" for g, n in found.speed_model.decodes] == built
+    assert rated == built
     # Their whole estimates wait for a report to ask.
     assert all("speed" not in vars(p) for p in found.built.values())
+    assert found.speed_model.decodes == {}
 
 
 def test_a_whole_estimate_asked_later_has_the_decode_rate_the_walk_judged() -> None:
@@ -268,8 +278,7 @@ def test_a_whole_estimate_asked_later_has_the_decode_rate_the_walk_judged() -> N
     assert below.estimate is below.placement.speed  # worked out once, when first asked
     assert below.estimate.decode_tok_s_per_stream == slow
     for p in choice.taken:
-        decode = found.speed_model.decodes[p.gpu.id, p.count]
-        assert tok_s(p) == decode.decode_tok_s_per_stream
+        assert tok_s(p) == found.speed_model.decode_rate(p.gpu, p.count)
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ after the other, and prints each phase's wall time: ruff, mypy, go test, pytest'
 By default every cache a fresh clone lacks is bypassed, because the targets mean the first
 run on a fresh clone: ruff `--no-cache`, mypy an empty cache directory, go test `-count=1`
 (no cached test results; the Go build cache is per machine, warm on a clone too), pytest
-without its cacheprovider and without the bytecode of tests/ and bench/ (which a run writes
-once for its workers, `tests/bytecode.py`; the package's own is compiled by `tools/dev setup`
-on a clone too).
+without its cacheprovider and without the bytecode of tests/ and bench/ and pytest's rewrite of
+its plugins' modules in .venv (which a run writes once for its workers, `tests/bytecode.py`;
+the package's own is compiled by `tools/dev setup` on a clone too).
 `--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
 that fails is reported FAILED and the script exits 1.
 
@@ -76,11 +76,14 @@ def phases(*, quick: bool, warm: bool, mypy_cache: str) -> list[Phase]:
 
 
 def drop_test_bytecode() -> None:
-    """The bytecode a fresh clone lacks: the tests' (pytest's rewrites, the helpers') and the
-    benches'."""
+    """The bytecode a fresh clone lacks: the tests' (pytest's rewrites, the helpers'), the
+    benches' and pytest's rewrites of its plugins' modules (the .venv `tools/dev setup` makes
+    has none)."""
     for top in ("tests", "bench"):
         for cache in sorted((REPO_ROOT / top).rglob("__pycache__")):
             shutil.rmtree(cache, ignore_errors=True)
+    for rewritten in (REPO_ROOT / ".venv" / "lib").glob("*/site-packages/**/*-pytest-*.pyc"):
+        rewritten.unlink(missing_ok=True)
 
 
 def run(phase: Phase, env: dict[str, str]) -> Timing:

@@ -3,11 +3,14 @@
 Where PYTHONDONTWRITEBYTECODE is set (as on this machine) Python and pytest read cached
 bytecode but write none. Each xdist worker would then compile every module it imports from
 source and rewrite the asserts of every test module again: about 8 s of CPU a worker, every
-run, a fresh clone or not. The controller (or the one process, without xdist) writes both
-kinds here once, as `tools/dev` compiles the package: pytest's own rewrite of each test module
-and conftest, stored where and as pytest stores it (so the code run is the code pytest would
-run, and pytest checks the source's hash before using it), and plain bytecode for the rest.
-A file whose bytecode is current is read, not compiled again.
+run, a fresh clone or not. Pytest also rewrites every module of each installed plugin's
+packages (hypothesis, anyio, xdist: about 2 s of CPU in every process that imports
+hypothesis, the controller included, as it prints its summary). The controller (or the one
+process, without xdist) writes both kinds here once, as `tools/dev` compiles the package:
+pytest's own rewrite of each test module, conftest and plugin module, stored where and as
+pytest stores it (so the code run is the code pytest would run, and pytest checks the
+source's hash before using it), and plain bytecode for the rest. A file whose bytecode is
+current is read, not compiled again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import struct
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from importlib.machinery import PathFinder
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -39,6 +43,23 @@ _config: pytest.Config | None = None
 def rewritten_pyc(source: Path) -> Path:
     """Where pytest keeps the rewritten bytecode of a test module (its `exec_module`'s path)."""
     return rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+
+
+def plugin_sources(config: pytest.Config) -> list[Path]:
+    """The source files of the top-level modules and packages pytest marks for rewriting (each
+    installed plugin's distribution's), found without importing them."""
+    hook = config.stash[rewrite.assertstate_key].hook
+    names = sorted(name for name in getattr(hook, "_must_rewrite", ()) if "." not in name)
+    found: list[Path] = []
+    for name in names:
+        spec = PathFinder.find_spec(name)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        if spec.submodule_search_locations:
+            found += sorted(Path(spec.origin).parent.rglob("*.py"))
+        else:
+            found.append(Path(spec.origin))
+    return [path for path in found if "__pycache__" not in path.parts]
 
 
 def is_rewritten(source: Path, config: pytest.Config) -> bool:
@@ -85,20 +106,26 @@ def _write(job: tuple[str, bool]) -> None:
         compileall.compile_file(source, quiet=2)
 
 
-def warm(config: pytest.Config, roots: list[Path]) -> None:
-    """Writes the bytecode of every module under `roots` that is missing or stale."""
+def warm(config: pytest.Config, roots: list[Path], *, plugins: bool = False) -> None:
+    """Writes the bytecode of every module under `roots` (and, with `plugins`, of every plugin
+    module pytest rewrites) that is missing or stale."""
     global _config
     if not all(hasattr(rewrite, part) for part in PYTEST_PARTS):
         return
     if config.getoption("assertmode") != "rewrite" or rewrite.assertstate_key not in config.stash:
         return
     _config = config
-    jobs = [
-        (str(path), rewritten)
+    ours = [
+        (path, is_rewritten(path, config))
         for root in roots
         for path in sorted(root.rglob("*.py"))
         if "__pycache__" not in path.parts
-        and not is_current(path, rewritten := is_rewritten(path, config))
+    ]
+    theirs = [(path, True) for path in plugin_sources(config)] if plugins else []
+    jobs = [
+        (str(path), rewritten)
+        for path, rewritten in [*ours, *theirs]
+        if not is_current(path, rewritten)
     ]
     if len(jobs) < SMALL:
         for job in jobs:

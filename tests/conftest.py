@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def pytest_configure(config: pytest.Config) -> None:
     """The run's bytecode, once for every worker (`tests/bytecode.py`)."""
     if bytecode.worth_warming(config):
-        bytecode.warm(config, [REPO_ROOT / d for d in ("frutebox_infra", "tests", "bench")])
+        roots = [REPO_ROOT / d for d in ("frutebox_infra", "tests", "bench")]
+        bytecode.warm(config, roots, plugins=True)
 
 
 @pytest.fixture(scope="session")

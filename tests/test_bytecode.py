@@ -84,3 +84,35 @@ def test_what_pytest_rewrites_is_what_its_patterns_name(
 )
 def test_only_the_process_that_starts_the_run_warms(config: object, warms: bool) -> None:
     assert bytecode.worth_warming(config) is warms  # type: ignore[arg-type]
+
+
+def module_name(path: Path) -> str:
+    """The import name of a module under site-packages."""
+    site = next(parent for parent in path.parents if parent.name == "site-packages")
+    parts = path.relative_to(site).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_module_of_a_plugins_packages_is_listed_and_pytest_rewrites_each(
+    pytestconfig: pytest.Config,
+) -> None:
+    listed = bytecode.plugin_sources(pytestconfig)
+    spec = importlib.util.find_spec("hypothesis")
+    assert spec is not None and spec.origin is not None
+    assert set(Path(spec.origin).parent.rglob("*.py")) <= set(listed)
+    names = {module_name(path) for path in listed}
+    assert {"_hypothesis_pytestplugin", "pytest_timeout", "xdist.plugin", "anyio"} <= names
+    state = pytestconfig.stash[rewrite.assertstate_key]
+    assert all(state.hook._is_marked_for_rewrite(name, state) for name in names)
+    assert not any("frutebox_infra" in name or "pydantic" in name for name in names)
+
+
+@pytest.mark.parametrize("name", ["hypothesis", "xdist.plugin", "_hypothesis_pytestplugin"])
+def test_a_plugin_module_is_written_as_pytest_rewrites_it(
+    name: str, pytestconfig: pytest.Config
+) -> None:
+    """The run's own warm-up (tests/conftest.py) wrote it; pytest would run the same code."""
+    path = next(p for p in bytecode.plugin_sources(pytestconfig) if module_name(p) == name)
+    cached = rewrite._read_pyc(path, bytecode.rewritten_pyc(path))
+    assert cached is not None, path
+    assert cached == rewrite._rewrite_test(path, pytestconfig)[1], path

@@ -1,5 +1,14 @@
 """RunPod REST v2: a typed client, the pod/volume lifecycles, and the command Pulumi runs."""
 
+# ruff: noqa: E402 (the imports below come after the one statement that must precede them)
+import sys
+
+# httpx's package imports its command-line client, which needs click, pygments and rich. Where
+# the first two are installed and rich is not (huggingface_hub brings click, pytest pygments),
+# every deploy step imported both for an ImportError that httpx catches. Nothing of ours runs
+# httpx's CLI, so its import is refused up front (httpx then binds its stand-in `main`).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 from frutebox_infra.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (

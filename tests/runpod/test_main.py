@@ -200,6 +200,12 @@ def test_the_command_and_the_emulator_never_import_pulumi() -> None:
     assert imported_packages(modules, ["pulumi", "pulumi_command"]) == []
 
 
+def test_the_command_starts_without_httpxs_cli_or_pydantic_settings() -> None:
+    """Installed here (huggingface_hub brings click, pytest pygments), and no step uses them."""
+    unused = ["click", "pygments", "pydantic_settings"]
+    assert imported_packages(["frutebox_infra.runpod.__main__"], unused) == []
+
+
 def test_hf_token_falls_back_to_hf_token_and_is_redacted(emulator: RunningEmulator) -> None:
     token = "hf_FROM_THE_ENVIRONMENT_0123456789"
     request = pod_request(volume(emulator))

@@ -79,7 +79,7 @@ PARTS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("    recipe.serving", ("recipes/", "serving")),
     ("    recipe.count_problem (per model and count)", ("recipes/", "count_problem")),
     ("  speed_floor.choose (the floor's walk, per model)", ("speed_floor.py", "choose")),
-    ("    ModelTerms.decode (per placement walked)", ("frutebox_infra/speed.py", "decode")),
+    ("    ModelTerms.decode_rate (per placement walked)", ("/speed.py", "decode_rate")),
     ("    fit.estimate (per placement built)", ("fit.py", "estimate")),
     ("  group_pods (pods, co-location)", ("colocate.py", "group_pods")),
     ("  plan_seeding (the seeding decisions)", ("seeding_plan.py", "plan_seeding")),

@@ -174,12 +174,10 @@ class BringupRates:
         seeded: bool,
         loads_at_start: bool,
     ) -> Bringup:
-        """One model's bring-up; `seeded`: the stack's CPU pod seeds it. Made for every
-        placed model: `download_seconds` and `read_seconds` are written out here."""
-        download_s = weights_gb * 1000 / self.download_mb_per_s
-        without = GPU_POD_START_S + download_s
-        if loads_at_start:
-            without += weights_gb * 1000 / VOLUME_READ_MB_PER_S[self.volume_type]
+        """One model's bring-up; `seeded`: the stack's CPU pod seeds it."""
+        download_s = download_seconds(weights_gb, self.download_mb_per_s)
+        load_s = read_seconds(weights_gb, self.volume_type) if loads_at_start else 0.0
+        without = GPU_POD_START_S + download_s + load_s
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
         if not seeded:
             return Bringup(model_id, weights_gb, 0.0, 0.0, without, without_usd, without,
@@ -194,12 +192,8 @@ class BringupRates:
         )  # fmt: skip
 
     def timeout_s(self, weights_gb: float) -> int:
-        """`seed_timeout_s` at the stack's download speed and fixed timeout, written out."""
-        fixed = self.fixed_timeout_s
-        if fixed:
-            return fixed
-        download_s = weights_gb * 1000 / self.download_mb_per_s
-        return SEED_TIMEOUT_BASE_S + math.ceil(SEED_TIMEOUT_SLACK * download_s)
+        """`seed_timeout_s` at the stack's download speed and fixed timeout."""
+        return seed_timeout_s(weights_gb, self.download_mb_per_s, self.fixed_timeout_s)
 
 
 @positional_record

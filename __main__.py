@@ -16,7 +16,7 @@ freeze_long_lived()
 from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.environment import Environment
 from frutebox_infra.errors import FruteboxError
-from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.fleet import credentials_from_config, declare_fleet_stepwise, read_config
 from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import plan_fleet
@@ -53,4 +53,13 @@ if not plan.ok:
         f"{len(plan.problems)} problem(s) in stack {stack}:\n"
         + "\n".join(f"  - {p}" for p in plan.problems)
     )
-declare_fleet(plan, credentials_from_config(settings, os.environ))
+credentials = credentials_from_config(settings, os.environ)
+
+
+async def declare() -> None:
+    await declare_fleet_stepwise(plan, credentials)
+
+
+# Declared from the program's async entry point, so what is declared first is registered
+# while the rest is declared (fleet.declare_fleet_stepwise).
+pulumi.run(declare)

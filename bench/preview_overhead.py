@@ -19,10 +19,12 @@ The registry and the stack settings are validated once and then read back from t
 (registry_cache.py) until a file or our code changes. "Cold" figures remove the entries before
 each run (the first run after such a change), "warm" ones leave them (every run after).
 
-Run: .venv/bin/python bench/preview_overhead.py [--quick]
+Run: .venv/bin/python bench/preview_overhead.py [--quick | --runs N]
   --quick: one preview of each program without a warm-up, one start-up and one importtime
   run: the same code path in about half a minute, for CI (exits non-zero if a preview or
   the probe fails; the targets are judged on the full run only).
+  --runs N: N interleaved rounds of previews instead of RUNS, for a steadier median on a
+  busy machine (the same previews, warm-up and medians; only more of them).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ class Mode:
     importtime_runs: int
 
     @classmethod
-    def of(cls, quick: bool) -> Mode:
-        return cls(True, 1, 1, 1) if quick else cls(False, RUNS, STARTUP_RUNS, IMPORTTIME_RUNS)
+    def of(cls, quick: bool, runs: int = RUNS) -> Mode:
+        return cls(True, 1, 1, 1) if quick else cls(False, runs, STARTUP_RUNS, IMPORTTIME_RUNS)
 
     def verdict(self, met: bool) -> str:
         return "(judged on the full run only)" if self.quick else "MET" if met else "MISSED"
@@ -379,7 +381,13 @@ def _imports_after_pulumi() -> list[tuple[str, int, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one run of each part: for CI")
-    mode = Mode.of(parser.parse_args().quick)
+    parser.add_argument(
+        "--runs", type=int, default=RUNS, help=f"rounds of previews (default {RUNS})"
+    )
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    mode = Mode.of(args.quick, args.runs)
     require_toolchain()
     part_previews(mode)
     part_startup(mode)

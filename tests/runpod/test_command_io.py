@@ -1,4 +1,4 @@
-"""The deploy step's inputs: its environment (one pydantic-settings model, every bad value a clear
+"""The deploy step's inputs: its environment (one pydantic model, every bad value a clear
 error) and what it writes (readable by upstream's provider, which has a 64 KiB line limit)."""
 
 from __future__ import annotations

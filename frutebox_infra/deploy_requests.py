@@ -75,8 +75,7 @@ def seed_pod_name(stack: str, model_id: str) -> str:
 
 def seeded_ids(plan: FleetPlan) -> frozenset[str]:
     """The models a CPU pod seeds before their GPU pod starts."""
-    seeding = plan.seeding
-    return frozenset(m.model_id for m in seeding.models if m.seeded) if seeding else frozenset()
+    return plan.seeding.seeded_ids if plan.seeding else frozenset()
 
 
 def pod_name_of(plan: FleetPlan, model_id: str) -> str | None:

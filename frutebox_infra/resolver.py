@@ -89,7 +89,7 @@ def resolve(
     problem, recipe = _engine_for(model) if engine is None else _pinned_engine(model, engine)
     if problem is not None or recipe is None:
         return Resolution(model_id, model, problem=problem)
-    image, image_warnings = _engine_images(registry)[recipe]
+    image = registry.images.get(recipe.runtime)
     if image is None:
         problem = PlanProblem(
             "no-image",
@@ -121,7 +121,7 @@ def resolve(
         too_long = _workload_problem(model, serving)
         if too_long is not None:
             return Resolution(model_id, model, recipe, image, serving, too_long)
-    warnings = (*serving.warnings, *image_warnings, *_weights_warnings(model, recipe))
+    warnings = (*serving.warnings, *_image_warnings(image), *_weights_warnings(model, recipe))
     if model.id != model_id:
         warnings = (_renamed(model, model_id), *warnings)
     ranking = rank(registry, model, recipe, image, serving, options, cloud, gpu_id, gpu_count)
@@ -283,25 +283,6 @@ def _no_placement(
         f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
         " or unpin its GPU" + (" or its gpuCount" if gpu_count is not None else ""),
     )
-
-
-_last_images: tuple[Registry, dict[Recipe, tuple[Image | None, tuple[str, ...]]]] | None = None
-"""The engine images of the registry resolved last: one registry resolves every model."""
-
-
-def _engine_images(registry: Registry) -> dict[Recipe, tuple[Image | None, tuple[str, ...]]]:
-    """Per recipe, `registry`'s image for its engine (None: none recorded) and that image's
-    own warnings: the same for every model the engine serves, so made once while the same
-    registry is asked for (by identity: a registry never changes once built)."""
-    global _last_images
-    if _last_images is None or _last_images[0] is not registry:
-        images = registry.images
-        by_recipe = {}
-        for recipe in ENGINE_PREFERENCE:
-            image = images.get(recipe.runtime)
-            by_recipe[recipe] = image, (_image_warnings(image) if image is not None else ())
-        _last_images = registry, by_recipe
-    return _last_images[1]
 
 
 def _image_warnings(image: Image) -> tuple[str, ...]:

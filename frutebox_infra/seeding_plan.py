@@ -77,7 +77,7 @@ class Seeding:
     @lazy
     def seeded_ids(self) -> frozenset[str]:
         """The models a CPU pod seeds."""
-        return frozenset([m.model_id for m in self.models if m.job is not None])
+        return frozenset([m.model_id for m in self.models if m.seeded])
 
     @property
     def cpu(self) -> CpuChoice | None:

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import field
 from enum import StrEnum
+from functools import lru_cache
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
@@ -279,7 +280,9 @@ def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict
     return {**image.cache_env, **extra} if extra else dict(image.cache_env)
 
 
+@lru_cache(maxsize=32)
 def version_tuple(version: str) -> tuple[int, ...]:
+    """A release as numbers; cached, since every model an image serves asks its release."""
     return tuple(map(int, version.split(".")))
 
 

@@ -134,7 +134,7 @@ class ComfyUI(Recipe):
         needed = recipe.min_comfyui if recipe else None
         if needed is None:
             return None
-        if _release(image.engine_version) >= version_tuple(needed):
+        if version_tuple(image.engine_version) >= version_tuple(needed):
             return None
         return (
             f"needs ComfyUI {needed} or newer and the pinned image {image.reference} ships"
@@ -215,12 +215,6 @@ def _exec_server(port: int, model_id: str) -> str:
         *("--database-url", "sqlite:///:memory:"),
     ]
     return f'exec "$home/venv/bin/python" {join_words(server)}'
-
-
-@lru_cache(maxsize=8)
-def _release(version: str) -> tuple[int, ...]:
-    """An image's ComfyUI release as numbers: one per image, asked by every model it serves."""
-    return version_tuple(version)
 
 
 @lru_cache(maxsize=8)

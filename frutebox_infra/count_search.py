@@ -21,7 +21,6 @@ from frutebox_infra.fit import (
     card_caps,
     count_share,
     fits,
-    share_rule,
 )
 from frutebox_infra.recipes import Recipe
 from frutebox_infra.registry import Cloud, Gpu, Image, Registry
@@ -198,7 +197,6 @@ def smallest_counts(
         return found
     weights_bytes = request.weights_gb * GB
     required = request.required_sequences
-    shares = request.shares
     for position, gpu, top, fittings in rows:
         fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
         by_count = caps[position]
@@ -207,7 +205,7 @@ def smallest_counts(
                 break
             if count < fewest:
                 continue
-            share = shares.get(count) or count_share(request, arch, count)
+            share = count_share(request, arch, count)
             pool = by_count[count] - share.weights_per_gpu
             # `fits`'s test, on the cap it would work out.
             if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
@@ -244,15 +242,12 @@ def smallest_counts_of(
     least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
     taken: dict[int, Fitting] = {}
     left, above = len(group.rows), len(ladders)
-    shares, share_at = request.shares, share_rule(request)
     for count in allowed:
         if count < least:
             continue
         if count >= above:
             break
-        share = shares.get(count)  # kept for the estimates of the counts taken
-        if share is None:
-            share = shares[count] = share_at(request, arch, count)
+        share = count_share(request, arch, count)  # kept for the estimates of the counts taken
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
         for cap, position, fitting in ladders[count]:
             pool = cap - weights

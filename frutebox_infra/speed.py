@@ -199,6 +199,26 @@ class ModelTerms:
         """Tokens per second a stream decodes on `count` x `gpu` (the placement's other inputs
         as given): all a floor asks of a placement, so nothing else of its estimate is made;
         or why there is no estimate."""
+        each = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
+        if isinstance(each, SpeedUnknown):
+            return each
+        return each[0].timed(each[1], each[2])[4]
+
+    def decode(
+        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
+    ) -> Decode | SpeedUnknown:
+        """The decode on `count` x `gpu` (the placement's other inputs as given), the rest of
+        its estimate to follow (`Decode.estimate`); or why there is none."""
+        each = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
+        if isinstance(each, SpeedUnknown):
+            return each
+        return Decode(*each)
+
+    def _on_each_gpu(
+        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
+    ) -> tuple[_OnEachGpu, GpuSpeed, LinkSpeed | None] | SpeedUnknown:
+        """What each GPU of the placement does, the GPU's figures and its link; or why there
+        is no estimate."""
         figures = gpu.speed
         link = None
         if count > 1 and figures is not None and self.estimable:
@@ -214,19 +234,7 @@ class ModelTerms:
             each = self.counts[count, kv_dtype_bytes, expert_parallel] = _OnEachGpu(
                 self, count, kv_dtype_bytes, expert_parallel
             )
-        return each.timed(figures, link)[4]
-
-    def decode(
-        self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
-    ) -> Decode | SpeedUnknown:
-        """The decode on `count` x `gpu` (the placement's other inputs as given), the rest of
-        its estimate to follow (`Decode.estimate`); or why there is none."""
-        rate = self.decode_rate(gpu, count, kv_dtype_bytes, expert_parallel)
-        if isinstance(rate, SpeedUnknown):
-            return rate
-        assert gpu.speed is not None
-        link = self.links.get(gpu.speed.interconnect.kind)
-        return Decode(self.counts[count, kv_dtype_bytes, expert_parallel], gpu.speed, link)
+        return each, figures, link
 
     def at(
         self,

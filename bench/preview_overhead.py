@@ -83,7 +83,7 @@ class Mode:
     importtime_runs: int
 
     @classmethod
-    def of(cls, quick: bool, runs: int = RUNS) -> Mode:
+    def of(cls, quick: bool, runs: int) -> Mode:
         return cls(True, 1, 1, 1) if quick else cls(False, runs, STARTUP_RUNS, IMPORTTIME_RUNS)
 
     def verdict(self, met: bool) -> str:

@@ -255,12 +255,12 @@ class Fleet:
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
     declaring = _declaration(plan, credentials)
-    while True:
-        try:
+    try:
+        while True:
             next(declaring)
-        except StopIteration as done:
-            fleet: Fleet = done.value
-            return fleet
+    except StopIteration as done:
+        fleet: Fleet = done.value
+        return fleet
 
 
 async def declare_fleet_stepwise(plan: FleetPlan, credentials: Credentials) -> Fleet:
@@ -269,16 +269,15 @@ async def declare_fleet_stepwise(plan: FleetPlan, credentials: Credentials) -> F
     the engine starts the command provider (about 50 ms), while the pods are still being
     declared, rather than only once the program has declared everything."""
     declaring = _declaration(plan, credentials)
-    await _let_registrations_run()
-    while True:
-        try:
+    try:
+        while True:
+            await _let_registrations_run()
             registered_first = next(declaring)
-        except StopIteration as done:
-            fleet: Fleet = done.value
-            return fleet
-        if registered_first is not None:
-            await registered_first.future()
-        await _let_registrations_run()
+            if registered_first is not None:
+                await registered_first.future()
+    except StopIteration as done:
+        fleet: Fleet = done.value
+        return fleet
 
 
 LOOP_TURNS = 8

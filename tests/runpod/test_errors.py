@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.errors import TransportError
 
 TREE_ENTRY = re.compile(r"^(?P<indent>[ │├└─]+)(?P<name>[A-Z]\w+)\s")
 """A class in the drawn tree: four columns of indent per level below the base."""
@@ -102,10 +101,10 @@ def test_may_still_bill_carries_what_to_look_for() -> None:
     assert not isinstance(error, errors.PodFailedError | errors.ConfigurationError)
 
 
-def _transport(cause: BaseException | None) -> TransportError:
+def _transport(cause: BaseException | None) -> errors.TransportError:
     try:
-        raise TransportError("GET /pods: no answer") from cause
-    except TransportError as error:
+        raise errors.TransportError("GET /pods: no answer") from cause
+    except errors.TransportError as error:
         return error
 
 

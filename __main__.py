@@ -16,7 +16,12 @@ freeze_long_lived()
 from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.environment import Environment
 from frutebox_infra.errors import FruteboxError
-from frutebox_infra.fleet import credentials_from_config, declare_fleet_stepwise, read_config
+from frutebox_infra.fleet import (
+    credentials_from_config,
+    declare_fleet_stepwise,
+    drop_sdk_debug_lines,
+    read_config,
+)
 from frutebox_infra.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.live import live_lines
 from frutebox_infra.plan import plan_fleet
@@ -25,6 +30,8 @@ from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 
 exit_quietly_on_interrupt()
+# The SDK's per-resource debug lines are blocking RPCs that only `--debug` shows (fleet.py).
+drop_sdk_debug_lines(os.environ)
 stack = pulumi.get_stack()
 config = read_config()
 try:
@@ -34,6 +41,8 @@ try:
     settings = load_settings(path)
     check_pulumi_agrees(settings, config, where=str(path))
     registry = load_registry()
+    # The registry and the settings live until the program exits, as its imports do.
+    freeze_long_lived()
     plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None

@@ -245,3 +245,18 @@ def test_stepwise_declaration_registers_the_volume_while_the_pods_are_declared(
         assert registered_at_least <= seen_by_first_server[0] <= registered_at_most
 
     return declare_and_check()
+
+
+def test_the_sdk_s_debug_lines_are_dropped_unless_the_variable_keeps_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from frutebox_infra.fleet import SDK_DEBUG_ENV, drop_sdk_debug_lines
+
+    sdk_debug = pulumi.log.debug
+    monkeypatch.setattr(pulumi.log, "debug", sdk_debug)  # restored after the test
+    assert not drop_sdk_debug_lines({SDK_DEBUG_ENV: "1"})
+    assert pulumi.log.debug is sdk_debug
+    assert drop_sdk_debug_lines({})
+    assert pulumi.log.debug is not sdk_debug
+    pulumi.log.debug("dropped, not sent")  # takes what the SDK's takes and returns nothing
+    assert pulumi.log.info is not pulumi.log.debug

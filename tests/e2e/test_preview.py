@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.fleet import SDK_DEBUG_ENV
 from frutebox_infra.plan import plan_fleet
 from frutebox_infra.report.plan_report import plan_data, plan_table
 from frutebox_infra.stack_file import load_settings
@@ -179,3 +180,25 @@ def test_offline_plan_matches_the_preview_outputs(project: PulumiProject) -> Non
         capture_output=True, text=True, check=True, env=project.env,
     )  # fmt: skip
     assert json.loads(proc.stdout) == preview.outputs["plan"]
+
+
+def test_the_sdk_s_registration_debug_lines_are_sent_only_when_asked_for(
+    project: PulumiProject,
+) -> None:
+    # Each is a blocking RPC that only `--debug` shows: dropped unless the variable keeps them.
+    project.init("dev")
+    quiet = project.pulumi("preview", "--stack", "dev", "--debug")
+    project.extra_env[SDK_DEBUG_ENV] = "1"
+    kept = project.pulumi("preview", "--stack", "dev", "--debug")
+    line = "resource registration successful"
+    assert line not in quiet.stdout + quiet.stderr
+    # Every resource the program registers says so: the volume, each server and its commands.
+    assert (kept.stdout + kept.stderr).count(line) >= 9
+    # Dropping them changes nothing the preview plans.
+    assert _planned(quiet.stdout) == _planned(kept.stdout) == "+ 13 to create"
+
+
+def _planned(text: str) -> str | None:
+    """The preview's summary of what it would do, e.g. `+ 13 to create`."""
+    found = re.search(r"^\s*(\+ \d+ to create)\s*$", text, re.MULTILINE)
+    return found.group(1) if found else None

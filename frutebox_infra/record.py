@@ -44,8 +44,11 @@ _FIELD_CLASSVAR: Any = vars(dataclasses)["_FIELD_CLASSVAR"]
 _FIELDS_ATTR = "__dataclass_fields__"
 _HAS_DEFAULT_FACTORY: Any = vars(dataclasses)["_HAS_DEFAULT_FACTORY"]
 _PARAMS: Any = vars(dataclasses)["_DataclassParams"]
-_REFUSED = ("InitVar", "KW_ONLY")
-_SPECIAL = ("ClassVar", *_REFUSED)
+_NEW_FIELD: Any = Field
+"""`Field` called as `field()` calls it (typeshed's stub does not take MISSING there)."""
+_CLASSVAR, _INITVAR, _KW_ONLY = "ClassVar", "InitVar", "KW_ONLY"
+_REFUSED = (_INITVAR, _KW_ONLY)
+"""What a record has no use for (a dataclass is the tool there)."""
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
@@ -89,6 +92,9 @@ def _build(cls: type[T], *, kw_only: bool, frozen: bool, slots: bool = False) ->
     made.__hash__ = _hash if frozen else None
     if frozen:
         made.__record_frozen_fields__ = frozenset(f.name for f in real)
+        made.__record_defaults__ = {f.name: f.default for f in real if f.default is not MISSING}
+        if made.__record_defaults__ and "__getstate__" not in vars(made):
+            made.__getstate__ = _state_without_defaults
         for name, shared in (("__setattr__", _frozen_setattr), ("__delattr__", _frozen_delattr)):
             if name in vars(made):
                 raise TypeError(f"Cannot overwrite attribute {name} in class {made.__name__}")
@@ -152,13 +158,14 @@ def _field(cls: Any, name: str, annotation: Any, kw_only: bool) -> Any:
     else:
         if isinstance(default, types.MemberDescriptorType):
             default = MISSING  # a slot of a base class, not a default
-        made = field(default=default)
+        # What `field(default=default)` makes, without its checks of arguments not given.
+        made = _NEW_FIELD(default, MISSING, True, True, None, True, None, MISSING)
     made.name, made.type = name, annotation
     made._field_type = _FIELD
     kind = _special(cls, annotation)
     if kind in _REFUSED:
         raise TypeError(f"{cls.__qualname__}.{name}: a record has no {kind}; use a dataclass")
-    if kind == "ClassVar":
+    if kind == _CLASSVAR:
         made._field_type = _FIELD_CLASSVAR
         if made.default_factory is not MISSING:
             raise TypeError(f"field {name} cannot have a default factory")
@@ -179,32 +186,27 @@ def _special(cls: Any, annotation: Any) -> str | None:
     """Which of ClassVar, InitVar or KW_ONLY the annotation names, if any; a string one by
     what its head names in the class's module, as dataclasses judges it."""
     if isinstance(annotation, str):
-        if not any(word in annotation for word in _SPECIAL):
-            return None
+        if _CLASSVAR not in annotation and _INITVAR not in annotation and (
+            _KW_ONLY not in annotation
+        ):
+            return None  # most annotations name none of the three
         qualifier, _, name = annotation.split("[", 1)[0].strip().rpartition(".")
         module = sys.modules.get(cls.__module__)
         found = vars(module).get(qualifier.strip() or name.strip()) if module else None
         annotation = getattr(found, name.strip(), None) if qualifier else found
     if annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar:
-        return "ClassVar"
+        return _CLASSVAR
     if annotation is dataclasses.InitVar or isinstance(annotation, dataclasses.InitVar):
-        return "InitVar"
-    return "KW_ONLY" if annotation is dataclasses.KW_ONLY else None
+        return _INITVAR
+    return _KW_ONLY if annotation is dataclasses.KW_ONLY else None
 
 
 def _init(
     cls: Any, every: dict[str, Any], real: list[Any], *, frozen: bool, slots: bool
 ) -> Any:
     """The `__init__` a dataclass writes for these fields, from the same source text, whose
-    compiled code the process's cache keeps (so equal code, without compiling it again)."""
-    positional = [f for f in real if f.init and not f.kw_only]
-    keyword = [f for f in real if f.init and f.kw_only]
-    seen_default = False
-    for f in positional:
-        if f.default is not MISSING or f.default_factory is not MISSING:
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    compiled code the process's cache keeps (so equal code, without compiling it again).
+    Every record of the package is defined on each start-up, so its fields are walked once."""
     me = "__dataclass_self__" if "self" in every else "self"
     names: dict[str, Any] = {f"_type_{f.name}": f.type for f in real}
     names |= {"MISSING": MISSING, "_HAS_DEFAULT_FACTORY": _HAS_DEFAULT_FACTORY}
@@ -212,17 +214,36 @@ def _init(
     # A frozen record's fields go straight into its instance dict: what `object.__setattr__`
     # does there, at a fraction of its cost per field, unless a field's name is a descriptor
     # of the class (a base's slot, say), which only `object.__setattr__` honours.
-    into_dict = frozen and not slots and not any(_descriptor(cls, f.name) for f in real)
-    body = [
-        line
-        for f in real
-        if (line := _assign(f, names, me, frozen=frozen, slots=slots, into_dict=into_dict))
-    ]
-    if any(line.startswith(_DICT) for line in body):
+    into_dict = frozen and not slots and not _any_descriptor(cls, real)
+    body: list[str] = []
+    positional: list[str] = []
+    keyword: list[str] = []
+    seen_default = False
+    for f in real:
+        name = f.name
+        default, factory = f.default, f.default_factory
+        has_default = default is not MISSING or factory is not MISSING
+        if f.init:
+            if not f.kw_only:
+                if has_default:
+                    seen_default = True
+                elif seen_default:
+                    raise TypeError(f"non-default argument {name!r} follows default argument")
+            if default is not MISSING:
+                param = f"{name}:_type_{name}=_dflt_{name}"
+            elif factory is not MISSING:
+                param = f"{name}:_type_{name}=_HAS_DEFAULT_FACTORY"
+            else:
+                param = f"{name}:_type_{name}"
+            (keyword if f.kw_only else positional).append(param)
+        line = _assign(f, names, me, frozen=frozen, slots=slots, into_dict=into_dict)
+        if line:
+            body.append(line)
+    if into_dict and body:
         body.insert(0, f"{_DICT}={me}.__dict__")
     if hasattr(cls, "__post_init__"):
         body.append(f"{me}.__post_init__()")
-    params = [me, *map(_param, positional), *(["*", *map(_param, keyword)] if keyword else [])]
+    params = [me, *positional, *(["*", *keyword] if keyword else [])]
     names["_return_type"] = None
     lines = "\n".join(f"  {line}" for line in body or ["pass"])
     source = (
@@ -241,14 +262,19 @@ def _init(
 _DICT = "__record_dict__"
 
 
-def _descriptor(cls: Any, name: str) -> bool:
-    """True when `name` on the class is a data descriptor, which a plain dict write would skip
-    (the class's own attribute first, then its bases', as attribute lookup finds it)."""
-    for klass in cls.__mro__:
-        found = vars(klass).get(name, MISSING)
-        if found is not MISSING:
-            kind = type(found)
-            return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+def _any_descriptor(cls: Any, real: list[Any]) -> bool:
+    """True when a field's name on the class is a data descriptor, which a plain dict write
+    would skip (the class's own attribute first, then its bases', as attribute lookup finds
+    it)."""
+    scopes = [vars(klass) for klass in cls.__mro__]
+    for f in real:
+        for scope in scopes:
+            found = scope.get(f.name, MISSING)
+            if found is not MISSING:
+                kind = type(found)
+                if hasattr(kind, "__set__") or hasattr(kind, "__delete__"):
+                    return True
+                break
     return False
 
 
@@ -276,14 +302,6 @@ def _assign(
     if frozen:
         return f"__dataclass_builtins_object__.__setattr__({me},{f.name!r},{value})"
     return f"{me}.{f.name}={value}"
-
-
-def _param(f: Any) -> str:
-    if f.default is not MISSING:
-        return f"{f.name}:_type_{f.name}=_dflt_{f.name}"
-    if f.default_factory is not MISSING:
-        return f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY"
-    return f"{f.name}:_type_{f.name}"
 
 
 def _with_slots(cls: Any, real: list[Any]) -> Any:
@@ -324,6 +342,22 @@ def _hash(self: Any) -> int:
 def _repr(self: Any) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__record_repr_fields__)
     return f"{self.__class__.__qualname__}({shown})"
+
+
+def _state_without_defaults(self: Any) -> dict[str, Any]:
+    """What pickle keeps of a frozen record: its instance dict less the fields that hold
+    their default, which the class holds too (as a dataclass's class does), so a record
+    read back answers the same for every field. The registry's cache holds a thousand
+    engine flags that set two or three of their seven fields: unpickled on every preview."""
+    state: dict[str, Any] = self.__dict__
+    defaults = type(self).__record_defaults__
+    if not any(state.get(name, state) is default for name, default in defaults.items()):
+        return state
+    return {
+        name: value
+        for name, value in state.items()
+        if name not in defaults or value is not defaults[name]
+    }
 
 
 def _frozen_setattr(self: Any, name: str, value: Any) -> None:

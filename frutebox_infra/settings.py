@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import MISSING, field, fields
+from functools import cache
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from frutebox_infra.record import positional_record, record
+from frutebox_infra.record import lazy, positional_record, record
 from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 from frutebox_infra.validation import ALIAS, Check
@@ -468,11 +469,38 @@ class StackKey:
     required: bool
     default: Any
     unit: str
-    fix: str
     pulumi_default: Any = None
     """What Pulumi.yaml says where the model's default (None: unset) has no Pulumi spelling."""
-    decimal: bool = False
-    """A float: Pulumi passes it as text, which must read as a decimal number."""
+    stated_fix: str = ""
+    """The fix its declaration states; else one is written from its bounds (`fix`)."""
+    example: str = ""
+
+    @lazy
+    def fix(self) -> str:
+        """What to set instead of a bad value: the stated fix, or its bounds, unit and example."""
+        if self.stated_fix:
+            return self.stated_fix
+        base, bounds = _bounds(_settings_hints()[self.field])
+        low, high = bounds.get("ge", bounds.get("gt")), bounds.get("le", bounds.get("lt"))
+        whole = base is int
+        kind = "a whole number" if whole else "a number"
+        span = f"above {low:g}, at most" if "gt" in bounds else f"from {low:g} to"
+        unit = f" {self.unit}" if self.unit else ""
+        quoted = "" if whole else " (quoted: Pulumi has no decimal type)"
+        return f"{kind} {span} {high:g}{unit}{quoted}, e.g. {self.example}"
+
+    @lazy
+    def decimal(self) -> bool:
+        """A float: Pulumi passes it as text, which must read as a decimal number."""
+        return _bounds(_settings_hints()[self.field])[0] is float
+
+
+@cache
+def _settings_hints() -> dict[str, Any]:
+    """StackSettings' field types with their Checks. Evaluated from the annotations' text
+    only where an error's fix or a value's parsing asks (a stack not seen before): a preview
+    whose stack settings are cached reads neither."""
+    return get_type_hints(StackSettings, include_extras=True)
 
 
 def _bounds(hint: Any) -> tuple[Any, dict[str, Any]]:
@@ -484,21 +512,8 @@ def _bounds(hint: Any) -> tuple[Any, dict[str, Any]]:
     return hint, inner[0] if inner else {}
 
 
-def _fix(base: Any, bounds: dict[str, Any], facts: dict[str, Any]) -> str:
-    if facts["fix"]:
-        return str(facts["fix"])
-    low, high = bounds.get("ge", bounds.get("gt")), bounds.get("le", bounds.get("lt"))
-    whole = base is int
-    kind = "a whole number" if whole else "a number"
-    span = f"above {low:g}, at most" if "gt" in bounds else f"from {low:g} to"
-    unit = f" {facts['unit']}" if facts["unit"] else ""
-    quoted = "" if whole else " (quoted: Pulumi has no decimal type)"
-    return f"{kind} {span} {high:g}{unit}{quoted}, e.g. {facts['example']}"
-
-
 def _stack_keys() -> dict[str, StackKey]:
     keys = {}
-    hints = get_type_hints(StackSettings, include_extras=True)
     for spec in fields(StackSettings):
         facts = spec.metadata.get(_STACK_KEY)
         if facts is None:
@@ -511,18 +526,17 @@ def _stack_keys() -> dict[str, StackKey]:
             default = spec.default_factory()
         else:
             default = spec.default
-        base, bounds = _bounds(hints[spec.name])
         keys[alias] = StackKey(
-            name=alias,
-            field=spec.name,
-            pulumi_type=facts["pulumi"],
-            description=facts["description"],
-            required=required,
-            default=default,
-            unit=str(facts["unit"]),
-            fix=_fix(base, bounds, facts),
-            pulumi_default=facts["pulumi_default"],
-            decimal=base is float,
+            alias,
+            spec.name,
+            facts["pulumi"],
+            facts["description"],
+            required,
+            default,
+            str(facts["unit"]),
+            facts["pulumi_default"],
+            str(facts["fix"]),
+            facts["example"],
         )
     return keys
 

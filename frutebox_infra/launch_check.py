@@ -14,6 +14,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
+from functools import cache
 from typing import Protocol
 
 from frutebox_infra.engine_options import (
@@ -151,15 +152,13 @@ def _last_exec(script: str) -> str | None:
     return execs[-1] if execs else None
 
 
-_SCRIPT_VARS = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-_PY_ENV = re.compile(r"""environ\.get\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _script_reads(script: str, name: str) -> bool:
-    """Whether `script` expands `name` (`$NAME`, `${NAME`) or reads it (`environ.get("NAME")`):
-    is `name` among what `_SCRIPT_VARS` and `_PY_ENV` find? Asked for the one name a launch
-    sets that its engine does not read, rather than listing every name the script reads."""
+    """Whether `script` expands `name` (`$NAME`, `${NAME`) or reads it (`environ.get("NAME")`).
+    Asked for the one name a launch sets that its engine does not read, rather than listing
+    every name the script reads."""
     if name not in script or _NAME.fullmatch(name) is None:
         return False
     return (
@@ -172,9 +171,8 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 def _expands(script: str, name: str) -> bool:
-    """Whether `script` has `$NAME` or `${NAME` with no name character after it (what
-    `_SCRIPT_VARS` would find), told by finding the text rather than compiling a pattern
-    for each name."""
+    """Whether `script` has `$NAME` or `${NAME` with no name character after it, told by
+    finding the text rather than compiling a pattern for each name."""
     for lead in ("$" + name, "${" + name):
         at = script.find(lead)
         while at >= 0:
@@ -246,7 +244,7 @@ def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
     for at, kind, choices, insensitive in checks:
         value = words[at]
         if kind == "int":
-            if not value.isdecimal() and _INTEGER.fullmatch(value) is None:
+            if not value.isdecimal() and _integer().fullmatch(value) is None:
                 return False
         elif kind == "float":
             try:
@@ -315,11 +313,15 @@ def _is_option(word: str) -> bool:
     return (
         word.startswith("-")
         and len(word) > 1
-        and not (word[1].isdigit() and _NUMBER.fullmatch(word))
+        and not (word[1].isdigit() and _number().fullmatch(word))
     )
 
 
-_NUMBER = re.compile(r"-\d+(\.\d+)?")
+@cache
+def _number() -> re.Pattern[str]:
+    """A negative number, which argparse takes as a value rather than an option: compiled on
+    first use, as only a launch with such a value asks."""
+    return re.compile(r"-\d+(\.\d+)?")
 
 
 def _canonical(name: str, facts: EngineOptions) -> str:
@@ -388,7 +390,7 @@ def _value_problem(
     kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
 ) -> str | None:
     """Why `value` is not one the flag takes (phrased as what it takes), or None."""
-    if kind == "int" and not _INTEGER.fullmatch(value):
+    if kind == "int" and not _integer().fullmatch(value):
         return "takes a whole number"
     if kind == "float":
         try:
@@ -412,7 +414,11 @@ def _value_problem(
     return None
 
 
-_INTEGER = re.compile(r"[-+]?\d+")
+@cache
+def _integer() -> re.Pattern[str]:
+    """An integer as Python's `int` and Go's strconv read one; compiled on first use, as the
+    launches the recipes emit pass plain digits, told without it."""
+    return re.compile(r"[-+]?\d+")
 
 
 def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
@@ -543,7 +549,7 @@ def _env_value_ok(kind: str, value: str) -> bool:
     if kind == "uint":
         return value.isdigit()
     if kind == "int":
-        return _INTEGER.fullmatch(value) is not None
+        return _integer().fullmatch(value) is not None
     if kind == "float":
         return _value_problem("float", None, False, value) is None
     if kind == "bool":

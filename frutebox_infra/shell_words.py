@@ -5,19 +5,42 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import cache
 
-_WORD = re.compile(r"""(?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""", re.DOTALL)
-_PART = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
-_SPACE = re.compile(r"\s*")
 _SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
 """`shlex.quote`'s safe characters, and the space that separates words."""
 _QUOTING = re.compile(r"""['"\\]""")
 """A word without quotes or backslashes is its own text: most flags and values."""
-_ESCAPED_IN_DOUBLE = re.compile(r'\\([\\"])')
-_WORDS = re.compile(
-    r"""\s*+(?:(?>(?:[^\s'"\\]++|'[^']*+'|"(?:[^"\\]|\\.)*+"|\\.)++)\s*+)*+""", re.DOTALL
-)
-"""Text whose every word `_WORD` takes whole (no quote left open), without backtracking."""
+
+
+class _Grammar:
+    """A shell word in general, as patterns: what splits a text the fast paths do not.
+    Compiled on first use (`_grammar`): the launches the recipes render split without it
+    (plain words, or plain words and one word as `shlex.quote` quotes it), and compiling
+    these patterns costs a preview's start-up more than the rest of this module."""
+
+    __slots__ = ("escaped_in_double", "part", "space", "word", "words")
+
+    def __init__(self) -> None:
+        self.word = re.compile(r"""(?:[^\s'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+""", re.DOTALL)
+        """One word: unquoted runs, quoted parts and escapes, side by side."""
+        self.words = re.compile(
+            r"""\s*+(?:(?>(?:[^\s'"\\]++|'[^']*+'|"(?:[^"\\]|\\.)*+"|\\.)++)\s*+)*+""",
+            re.DOTALL,
+        )
+        """Text whose every word `word` takes whole (no quote left open), without
+        backtracking."""
+        self.part = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.DOTALL)
+        """One part of a word: single-quoted, double-quoted, an escape, or plain."""
+        self.space = re.compile(r"\s*")
+        self.escaped_in_double = re.compile(r'\\([\\"])')
+
+
+@cache
+def _grammar() -> _Grammar:
+    return _Grammar()
+
+
 _QUOTE_INSIDE = "'\"'\"'"
 """A single quote inside a word `shlex.quote` quoted: the quotes closed, one quoted, reopened."""
 
@@ -40,20 +63,21 @@ def split_words(text: str) -> list[str]:
     words = _piecewise(text)
     if words is not None:
         return words
-    if _WORDS.fullmatch(text) is not None:
+    grammar = _grammar()
+    if grammar.words.fullmatch(text) is not None:
         # Every quote is closed: the words are what one scan finds, and only those with a
         # quote or a backslash need their parts unquoted.
         return [
             _unquoted(word) if "'" in word or '"' in word or "\\" in word else word
-            for word in _WORD.findall(text)
+            for word in grammar.word.findall(text)
         ]
-    words, at = [], _SPACE.match(text).end()  # type: ignore[union-attr]
+    words, at = [], grammar.space.match(text).end()  # type: ignore[union-attr]
     while at < len(text):
-        found = _WORD.match(text, at)
+        found = grammar.word.match(text, at)
         if found is None:
             raise ValueError(f"no closing quotation at character {at}")
         words.append(_unquoted(found.group()))
-        at = _SPACE.match(text, found.end()).end()  # type: ignore[union-attr]
+        at = grammar.space.match(text, found.end()).end()  # type: ignore[union-attr]
     return words
 
 
@@ -86,7 +110,7 @@ def _whole_word(piece: str) -> str | None:
     quote = piece[0]
     if end > 0 and quote == piece[end] and quote in "'\"" and not _QUOTING.search(piece, 1, end):
         return piece[1:end]  # one quoted part with no quote or backslash inside
-    return _unquoted(piece) if _WORD.fullmatch(piece) is not None else None
+    return _unquoted(piece) if _grammar().word.fullmatch(piece) is not None else None
 
 
 def _unquoted(word: str) -> str:
@@ -97,7 +121,7 @@ def _unquoted(word: str) -> str:
         return text
     if _QUOTING.search(word) is None:
         return word
-    return "".join(_unquote(part) for part in _PART.finditer(word))
+    return "".join(_unquote(part) for part in _grammar().part.finditer(word))
 
 
 def _shlex_quoted(word: str) -> str | None:
@@ -121,7 +145,7 @@ def _unquote(part: re.Match[str]) -> str:
         return single
     if double is not None:
         # shlex escapes only these in "..."; most double-quoted parts escape nothing.
-        return _ESCAPED_IN_DOUBLE.sub(r"\1", double) if "\\" in double else double
+        return _grammar().escaped_in_double.sub(r"\1", double) if "\\" in double else double
     return escaped if escaped is not None else plain
 
 

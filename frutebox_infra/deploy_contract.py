@@ -73,6 +73,8 @@ class _Request:
 
 @record
 class HealthSpec(_Request):
+    """Where the deploy step asks a new pod whether it serves."""
+
     port: Annotated[int, Check(ge=1, le=65535)]
     path: Annotated[str, Check(pattern=r"^/")] = "/"
     expectedFiles: list[str] = field(default_factory=list)

@@ -45,6 +45,8 @@ class LiveGpu:
 
 @positional_record
 class LiveCatalog:
+    """What RunPod says now: GPU stock and prices, volume tiers, pods and volumes."""
+
     gpus: Mapping[str, LiveGpu]
     volume_types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Data centre id -> network volume tiers it hosts (empty when not read)."""

@@ -89,6 +89,8 @@ class VolumePlan:
 
 @positional_record
 class FleetPlan:
+    """A stack's whole plan: every armed model, its pod, the volume, seeding and cost."""
+
     stack: str
     settings: StackSettings
     models: tuple[ModelPlan, ...]

@@ -457,6 +457,8 @@ class NetworkVolumeFacts:
 
 @record
 class DataCenter:
+    """A RunPod data centre a stack may place its volume and pods in."""
+
     id: str
     name: str
 

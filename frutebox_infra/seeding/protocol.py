@@ -91,6 +91,8 @@ class FileSpec:
 
 @record
 class FilesJob:
+    """Single files to place (ComfyUI's model folders): each fetched and checked."""
+
     kind: Literal["files"] = "files"
     modelId: str
     files: Annotated[tuple[FileSpec, ...], Check(min_length=1)]
@@ -146,6 +148,8 @@ class SeedState(StrEnum):
 
 @record
 class JobStatus:
+    """How far one model's seeding has got, as the seeder reports it."""
+
     modelId: str
     state: JobState
     bytesDone: Annotated[int, Check(ge=0)]

@@ -139,6 +139,7 @@ from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
+freeze_long_lived()  # as __main__.py does, once the registry is read
 t4 = time.perf_counter()
 plan = plan_fleet(registry, load_settings(stack_file("prod")), stack="prod")
 t5 = time.perf_counter()

@@ -91,6 +91,21 @@ def test_the_dataclass_tools_and_pickle_work_on_a_record() -> None:
     assert pickle.loads(pickle.dumps(box)) == box
 
 
+def test_a_pickled_record_keeps_only_the_fields_off_their_default() -> None:
+    # A field at its default is read back from the class, which holds the default too.
+    plain = Point(x=1)
+    assert vars(plain) == {"x": 1, "y": 0, "tags": ()}
+    assert plain.__getstate__() == {"x": 1}  # type: ignore[attr-defined]
+    back = pickle.loads(pickle.dumps(plain))
+    assert back == plain and (back.x, back.y, back.tags) == (1, 0, ())
+    assert vars(back) == {"x": 1}
+    set_all = Point(x=1, y=2, tags=("a",))
+    assert pickle.loads(pickle.dumps(set_all)).__dict__ == {"x": 1, "y": 2, "tags": ("a",)}
+    # A field made by a factory has no default on the class: always kept.
+    box = Box(corner=plain)
+    assert set(pickle.loads(pickle.dumps(box)).__dict__) == {"corner", "notes"}
+
+
 @positional_record
 class Span:
     start: int

@@ -77,12 +77,18 @@ class EngineOptions:
         program, *rest = self.command.split()
         return program, "/" + program, rest
 
-    @lazy
-    def plain_flags(self) -> Mapping[str, PlainFlag]:
-        """Per spelling, the flags with no JSON keys to read: what nearly every launch
-        passes, looked up once per word by the launch check."""
-        return {
-            name: PlainFlag(
+    def plain_flag(self, name: str) -> PlainFlag | None:
+        """The flag spelt `name` as the launch check reads it, where it takes no JSON keys
+        (what nearly every launch passes), else None. Made per spelling as launches name it,
+        not for the hundreds an engine has: a preview's launches name a few dozen."""
+        made = self._plain_flags
+        if name in made:
+            return made[name]
+        flag = self.flag_index.get(name)
+        plain = made[name] = (
+            None
+            if flag is None or flag.json_fields is not None
+            else PlainFlag(
                 flag.type,
                 flag.nargs,
                 None
@@ -90,10 +96,13 @@ class EngineOptions:
                 else frozenset(c.upper() if flag.case_insensitive else c for c in flag.choices),
                 flag.case_insensitive,
             )
-            for flag in self.flags
-            if flag.json_fields is None
-            for name in flag.names
-        }
+        )
+        return plain
+
+    @lazy
+    def _plain_flags(self) -> dict[str, PlainFlag | None]:
+        """`plain_flag`'s answers so far, by spelling."""
+        return {}
 
     @lazy
     def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
@@ -111,7 +120,7 @@ class EngineOptions:
 
 
 class PlainFlag(NamedTuple):
-    """A flag as `EngineOptions.plain_flags` gives it: its type, argparse's nargs, its
+    """A flag as `EngineOptions.plain_flag` gives it: its type, argparse's nargs, its
     choices (upper-cased when matched case-insensitively) and whether they are."""
 
     type: ValueKind

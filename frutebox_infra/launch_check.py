@@ -263,7 +263,7 @@ def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks |
     for their values (position, kind, choices, case-insensitively), or None when the shape
     alone is less than plain. A value that starts with a dash stays in the shape, and is
     checked here."""
-    plain = facts.plain_flags
+    plain = facts.plain_flag
     dashes = facts.underscores_as_dashes
     checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
     positionals = 0
@@ -276,7 +276,7 @@ def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks |
             if positionals > facts.positionals:
                 return None
             continue
-        flag = plain.get(_canonical(word, facts) if dashes else word)
+        flag = plain(_canonical(word, facts) if dashes else word)
         if flag is None or (word.startswith("--") and "=" in word):
             return None
         kind, nargs, choices, insensitive = flag

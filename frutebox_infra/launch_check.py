@@ -50,6 +50,8 @@ class Launch:
     health_path: str
     secret_env: tuple[str, ...] = ()
     """Variables the deploy step fills in at create time (the Hugging Face token)."""
+    words: tuple[str, ...] = ()
+    """The words `args` joins, where known (empty: `args` is split into them)."""
 
 
 class LaunchFields(Protocol):
@@ -63,6 +65,8 @@ class LaunchFields(Protocol):
     def health_path(self) -> str: ...
     @property
     def secret_env(self) -> tuple[str, ...]: ...
+    @property
+    def words(self) -> tuple[str, ...]: ...
 
 
 def check_launch(
@@ -71,12 +75,18 @@ def check_launch(
     """Every refusal the engine behind `facts` would give this launch; empty when it takes it.
 
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
-    command line, `fixed-binary` that it is the arguments of the image's program.
+    command line, `fixed-binary` that it is the arguments of the image's program. The
+    launch's `words`, where it has them, are what splitting its `args` would give (a recipe's
+    args are its words joined by `join_words`), so they are read as they are.
     """
-    try:
-        words = split_words(launch.args)
-    except ValueError as exc:
-        return (Refusal(f"args cannot be split into words ({exc})", "shell words", "quote it"),)
+    if launch.words:
+        words = list(launch.words)
+    else:
+        try:
+            words = split_words(launch.args)
+        except ValueError as exc:
+            why = f"args cannot be split into words ({exc})"
+            return (Refusal(why, "shell words", "quote it"),)
     script = ""
     if entrypoint == "none":
         words, script, problem = _server_words(words, facts)

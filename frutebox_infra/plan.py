@@ -297,20 +297,20 @@ def _seeding(
     """Which models seed first; theirs then launch pods that read the volume only, and are
     checked against their engine as such."""
     placed = {m.model_id: m.placement for m in models if m.placement and not m.problems}
-    seeding = plan_seeding(registry, settings, pods, placed)
-    seeds = seeding.seeded_ids
-    if not seeds:
+    seeding, seeded = plan_seeding(registry, settings, pods, placed)
+    if not seeded:
         return models, seeding
-    return tuple(_reading_seeded(m) if m.model_id in seeds else m for m in models), seeding
+    return tuple(
+        _reading_seeded(m, seeded[m.model_id]) if m.model_id in seeded else m for m in models
+    ), seeding
 
 
-def _reading_seeded(plan: ModelPlan) -> ModelPlan:
-    """`plan` with its placements reading seeded weights: a copy of its instance dict with
-    those two fields changed, the others not set again; a ModelPlan caches nothing that they
-    would make stale."""
-    assert plan.placement is not None
+def _reading_seeded(plan: ModelPlan, placement: PlacementOption) -> ModelPlan:
+    """`plan` with its placements reading seeded weights (`placement`, its chosen one's, as
+    seeding made it): a copy of its instance dict with those two fields changed, the others
+    not set again; a ModelPlan caches nothing that they would make stale."""
     fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
-    return amended(plan, placement=reading_seeded(plan.placement), fallbacks=fallbacks)
+    return amended(plan, placement=placement, fallbacks=fallbacks)
 
 
 def _plan_model(

@@ -64,8 +64,9 @@ class PlacementOption:
     @lazy
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
-        pod = self.recipe.pod(self.model, self.image, self.gpu, self.count, self.serving)
-        return self.recipe.seeded_pod(pod) if self.seeded else pod
+        return self.recipe.pod(
+            self.model, self.image, self.gpu, self.count, self.serving, self.seeded
+        )
 
     @lazy
     def speed(self) -> Speed:

@@ -89,10 +89,13 @@ def plan_seeding(
     settings: StackSettings,
     pods: Sequence[PodGroup],
     placements: Mapping[str, PlacementOption],
-) -> Seeding:
+) -> tuple[Seeding, dict[str, PlacementOption]]:
     """`placements`: every placed model's chosen placement, in the plan's order (a shared
     member's is its view of its pod); `pods` groups them. A model seeds when seeding is on, a
-    CPU flavor can run in the stack's data centre, and its weights have a seeding rule."""
+    CPU flavor can run in the stack's data centre, and its weights have a seeding rule.
+
+    Also each seeded model's placement reading the seeded weights: its job is read off that
+    placement's pod, so the pod is rendered once, as it launches."""
     problems: list[PlanProblem] = []
     warnings: list[str] = []
     cpus, no_cpu = _cpus(registry, settings, problems)
@@ -106,23 +109,31 @@ def plan_seeding(
         settings.seed_timeout_seconds,
     )
     decisions: dict[str, ModelSeeding] = {}
+    seeded: dict[str, PlacementOption] = {}
     for pod in pods:
         ids = pod.model_ids
         if len(ids) == 1:  # most pods: one model, launched as its own placement renders it
             placement = placements.get(ids[0])
-            if placement is not None:
-                spec = None if why_not is not None else placement.pod
-                decisions[ids[0]] = _decision(ids[0], placement, spec, why_not, rates)
+            if placement is None:
+                continue
+            reading = placement if why_not is not None else reading_seeded(placement)
+            spec = None if why_not is not None else reading.pod
+            decision = decisions[ids[0]] = _decision(ids[0], placement, spec, why_not, rates)
+            if decision.seeded:
+                seeded[ids[0]] = reading
             continue
         chosen = [placements[mid] for mid in ids if mid in placements]
         if len(chosen) != len(ids):
             continue
+        readings = chosen if why_not is not None else [reading_seeded(p) for p in chosen]
         spec = None
         if why_not is None:
             # The pod's own launch (a shared pod's merged env): where its engine reads weights.
-            spec = first_pod_spec(chosen[:1], [(p,) for p in chosen[1:]])
-        for model_id, placement in zip(ids, chosen, strict=True):
-            decisions[model_id] = _decision(model_id, placement, spec, why_not, rates)
+            spec = first_pod_spec(readings[:1], [(p,) for p in readings[1:]])
+        for model_id, placement, reading in zip(ids, chosen, readings, strict=True):
+            decision = decisions[model_id] = _decision(model_id, placement, spec, why_not, rates)
+            if decision.seeded:
+                seeded[model_id] = reading
     if list(decisions) != list(placements):  # pods in another order than their models
         decisions = {mid: decisions[mid] for mid in placements if mid in decisions}
     models = tuple(decisions.values())
@@ -137,20 +148,19 @@ def plan_seeding(
         warnings=tuple(warnings),
     )
     vars(seeding)["_by_model"] = decisions  # its index, already made (a cached property's slot)
-    return seeding
+    return seeding, seeded
 
 
 def reading_seeded(p: PlacementOption) -> PlacementOption:
     """`p` launching a pod that reads the seeded weights offline. Seeding changes where its
     pod reads weights and nothing else, so `p`'s fields and what it already worked out (its
-    cached properties' slots: its speed, its pod) are copied as they are, the pod made to
-    read offline; nothing is rebuilt, as `replace` would."""
+    cached properties' slots: its speed) are copied as they are; only its pod, if rendered,
+    is not: it renders again as it launches. Nothing else is rebuilt, as `replace` would."""
     if p.seeded:
         return p
-    pod = vars(p).get("pod")
-    if pod is None:
-        return amended(p, seeded=True)
-    return amended(p, seeded=True, pod=p.recipe.seeded_pod(pod))
+    reading = amended(p, seeded=True)
+    vars(reading).pop("pod", None)
+    return reading
 
 
 def _cpus(

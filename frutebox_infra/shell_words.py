@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from functools import cache
 
 _SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
@@ -149,7 +150,7 @@ def _unquote(part: re.Match[str]) -> str:
     return escaped if escaped is not None else plain
 
 
-def join_words(words: tuple[str, ...] | list[str]) -> str:
+def join_words(words: Sequence[str]) -> str:
     """`shlex.join(words)`: when no word is empty or needs quoting (most launches), the plain
     join is its text, told by one scan of the joined string instead of one per word."""
     text = " ".join(words)

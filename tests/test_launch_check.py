@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -645,6 +646,19 @@ def test_a_launch_script_s_server_is_its_last_exec_line(script: str, server: str
     assert _last_exec(script) == server
     lines = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
     assert _last_exec(script) == (lines[-1] if lines else None)  # what every line's scan says
+
+
+def test_a_launch_s_words_are_read_as_they_are_instead_of_splitting_its_args() -> None:
+    # A pod carries the words its args join (splitting would give them back): read as given.
+    options = facts("vllm")
+    unsplittable = Launch("org/m '", {}, options.health_path)
+    assert [r.what for r in check_launch(unsplittable, options, entrypoint="fixed-binary")] == [
+        "args cannot be split into words (no closing quotation at character 6)"
+    ]
+    given = replace(unsplittable, words=("org/m", "--max-num-seqs", "x"))
+    assert [r.what for r in check_launch(given, options, entrypoint="fixed-binary")] == [
+        "--max-num-seqs x"
+    ]
 
 
 def test_environment_refusals_come_in_the_order_the_launch_sets_its_variables() -> None:

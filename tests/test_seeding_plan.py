@@ -49,6 +49,14 @@ def test_seeded_pods_read_offline_and_without_the_token_and_pass_the_launch_chec
     assert "HF_HUB_OFFLINE" not in env["qwen3-8b"] and "LLAMA_ARG_OFFLINE" not in env["qwen3-8b"]
     assert all(p.seeded for m in plan.models for p in m.candidates)
     assert not [p for p in plan.problems if p.rule == "launch-rejected"]
+    # Rendered once, as they launch: the pod the seed job read is the one the placement has.
+    for m in plan.models:
+        decision = seeding(plan).of(m.model_id)
+        assert m.placement is not None and decision is not None and decision.seeded
+        assert m.placement.pod is m.placement.recipe.pod(
+            m.placement.model, m.placement.image, m.placement.gpu, m.placement.count,
+            m.placement.serving, seeded=True,
+        )  # fmt: skip
 
 
 def test_with_seeding_off_nothing_seeds_and_the_gpu_pods_download_as_before() -> None:
@@ -148,11 +156,13 @@ def test_a_seeded_placement_carries_over_what_was_worked_out_as_rendering_anew_w
 ) -> None:
     plan = planned([model_id], seeding=False)
     [placement] = plan.models[0].candidates[:1]
-    assert placement.pod.args and "pod" in vars(placement)  # rendered by the plan already
+    speed = placement.speed  # estimated already (None where there is no estimate)
+    assert placement.pod.args and "pod" in vars(placement) and "speed" in vars(placement)
     carried = reading_seeded(placement)
     fresh = replace(placement, seeded=True)
-    assert carried.seeded and "pod" in vars(carried)
-    assert carried.pod == fresh.pod and carried.speed == fresh.speed
+    # Its speed carried over; its pod, the one that would download, renders again as it reads.
+    assert carried.seeded and "speed" in vars(carried) and "pod" not in vars(carried)
+    assert carried.pod == fresh.pod and carried.speed is speed and speed == fresh.speed
     assert reading_seeded(carried) is carried
 
 

@@ -10,8 +10,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.record import amended, lazy, positional_record
+from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.shell_words import join_words
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
@@ -64,6 +65,9 @@ class PodSpec:
     expected_files: tuple[str, ...] = ()
     """`kind/name` files the server must list (ComfyUI's GET /models/<kind>) before the pod
     counts as healthy: a server that answers without its weights serves nothing."""
+    words: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The words `args` joins, as the recipe gave them (empty: not known): the launch check
+    reads these rather than splitting `args` again, which would give them back."""
 
     @property
     def ports(self) -> list[str]:
@@ -102,22 +106,28 @@ class Serving:
 
 
 class RenderedPods:
-    """The pods of one recipe, model and image by `Recipe.launch_variant`; held by a
-    `Serving`, so they last as long as the model's plan, and made again for another model."""
+    """The pods of one recipe, model and image by `Recipe.launch_variant`, apart for pods that
+    read seeded weights; held by a `Serving`, so they last as long as the model's plan, and
+    made again for another model."""
 
-    __slots__ = ("image", "model", "pods", "recipe")
+    __slots__ = ("image", "model", "pods", "recipe", "seeded_pods")
 
     def __init__(self) -> None:
         self.recipe: Recipe | None = None
         self.model: Model | None = None
         self.image: Image | None = None
         self.pods: dict[Hashable, PodSpec] = {}
+        self.seeded_pods: dict[Hashable, PodSpec] = {}
 
-    def of(self, recipe: Recipe, model: Model, image: Image) -> dict[Hashable, PodSpec]:
-        """The pods rendered for `recipe`, `model` and `image` (the same objects), by variant."""
+    def of(
+        self, recipe: Recipe, model: Model, image: Image, seeded: bool
+    ) -> dict[Hashable, PodSpec]:
+        """The pods rendered for `recipe`, `model` and `image` (the same objects), seeded or
+        not, by variant."""
         if self.recipe is not recipe or self.model is not model or self.image is not image:
-            self.recipe, self.model, self.image, self.pods = recipe, model, image, {}
-        return self.pods
+            self.recipe, self.model, self.image = recipe, model, image
+            self.pods, self.seeded_pods = {}, {}
+        return self.seeded_pods if seeded else self.pods
 
 
 class Recipe(ABC):
@@ -213,27 +223,40 @@ class Recipe(ABC):
         self,
         model: Model,
         image: Image,
-        args: str,
+        words: Sequence[str],
         *,
+        seeded: bool,
+        args: str | None = None,
         env: Mapping[str, str] | None = None,
         ollama_pulls: tuple[str, ...] = (),
         notes: tuple[str, ...] = (),
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
-        """A pod of this engine's image: caches on the volume, the token only where gated.
-        `args` is RunPod's one args string: the words joined by `join_words`, so that
-        shell-style splitting restores them."""
+        """A pod of this engine's image running `words`: caches on the volume, the token only
+        where gated. RunPod takes one args string: the words joined by `join_words`, so that
+        shell-style splitting restores them (`args`, where the recipe has them joined already).
+        A `seeded` pod reads the weights a CPU pod put on the volume: offline (`offline_env`),
+        and without the token an offline engine never sends; rendered so at once, not copied
+        from the pod that would download them."""
+        env = env_with_cache(image, env)
+        offline = self.offline_env if seeded else None
+        if offline:
+            env.update(offline)
+            secret_env: tuple[str, ...] = ()
+        else:
+            secret_env = ("HF_TOKEN",) if self.gated_pull(model) else ()
         # Positional, in PodSpec's field order: a record is built faster so, for every pod.
         return PodSpec(
             image.reference,
-            args,
-            env_with_cache(image, env),
+            join_words(words) if args is None else args,
+            env,
             image.port,
             image.health_path,
-            ("HF_TOKEN",) if self.gated_pull(model) else (),
+            secret_env,
             ollama_pulls,
             notes,
             expected_files,
+            tuple(words),
         )
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:
@@ -241,14 +264,23 @@ class Recipe(ABC):
         with the taken pod's notes before (and whether or not) it renders that pod."""
         return ()
 
-    def pod(self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving) -> PodSpec:
-        """The pod for `count` x `gpu`: rendered once per `launch_variant` of the model's
-        placements, and the same object for every placement of that variant."""
-        rendered = serving.rendered_pods.of(self, model, image)
+    def pod(
+        self,
+        model: Model,
+        image: Image,
+        gpu: Gpu,
+        count: int,
+        serving: Serving,
+        seeded: bool = False,
+    ) -> PodSpec:
+        """The pod for `count` x `gpu`, reading seeded weights or not: rendered once per
+        `launch_variant` of the model's placements, and the same object for every placement
+        of that variant."""
+        rendered = serving.rendered_pods.of(self, model, image, seeded)
         variant = self.launch_variant(gpu, count)
         pod = rendered.get(variant)
         if pod is None:
-            pod = rendered[variant] = self.render_pod(model, image, gpu, count, serving)
+            pod = rendered[variant] = self.render_pod(model, image, gpu, count, serving, seeded)
         return pod
 
     def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
@@ -258,16 +290,10 @@ class Recipe(ABC):
 
     @abstractmethod
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
-        """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count."""
-
-    def seeded_pod(self, pod: PodSpec) -> PodSpec:
-        """`pod` reading weights a CPU pod already put on the volume: offline, and without
-        the Hugging Face token an offline engine never sends."""
-        if not self.offline_env:
-            return pod
-        return amended(pod, env={**pod.env, **self.offline_env}, secret_env=())
+        """The pod for `count` x `gpu`: flags such as tensor parallelism depend on the count;
+        `seeded`: it reads weights a CPU pod already put on the volume (`pod_spec`)."""
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         """One pod serving every member, from the members' own pods on the shared GPU (the

@@ -152,15 +152,18 @@ class ComfyUI(Recipe):
         return ()
 
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
+        script, args = _launch(image, model.id)
         return self.pod_spec(
             model,
             image,
-            launch_args(image, model.id),
+            ("bash", "-c", script),
+            seeded=seeded,
+            args=args,
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
@@ -193,17 +196,24 @@ def launch_script(image: Image, model_id: str) -> str:
     at start) and its asset database in memory (SQLite on a shared network volume, written
     by several servers, would lock or corrupt).
     """
-    assert image.engine_version is not None, "the comfyui image needs engine_version"
-    return f"{_install_script(image.engine_version)}\n{_exec_server(image.port, model_id)}"
+    return _launch(image, model_id)[0]
 
 
 def launch_args(image: Image, model_id: str) -> str:
-    """RunPod's args for the launch script: `shlex.join(["bash", "-c", script])`, the
-    release's part quoted once per release. The script holds spaces, so `shlex.quote` always
-    single-quotes it whole, and each single quote inside is spelt '"'"' wherever it stands."""
+    """RunPod's args for the launch script: `shlex.join(["bash", "-c", script])`."""
+    return _launch(image, model_id)[1]
+
+
+def _launch(image: Image, model_id: str) -> tuple[str, str]:
+    """The launch script and RunPod's args for it, from one rendering of the server's line:
+    the release's part is quoted once per release. The script holds spaces, so `shlex.quote`
+    always single-quotes it whole, and each single quote inside is spelt '"'"' wherever it
+    stands."""
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    server = _exec_server(image.port, model_id).replace("'", "'\"'\"'")
-    return f"{_quoted_install_script(image.engine_version)}\n{server}'"
+    server = _exec_server(image.port, model_id)
+    script = f"{_install_script(image.engine_version)}\n{server}"
+    quoted = server.replace("'", "'\"'\"'")
+    return script, f"{_quoted_install_script(image.engine_version)}\n{quoted}'"
 
 
 def _exec_server(port: int, model_id: str) -> str:

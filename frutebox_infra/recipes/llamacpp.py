@@ -14,7 +14,6 @@ from frutebox_infra.recipes.base import (
     static_slots,
 )
 from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
-from frutebox_infra.shell_words import join_words
 
 
 class LlamaCpp(Recipe):
@@ -68,7 +67,7 @@ class LlamaCpp(Recipe):
         return ()
 
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         gguf = _gguf(model)
         assert gguf is not None
@@ -91,7 +90,7 @@ class LlamaCpp(Recipe):
             "--cont-batching",
             "--jinja",
         ]
-        return self.pod_spec(model, image, join_words(words), notes=self.pod_notes(model))
+        return self.pod_spec(model, image, words, seeded=seeded, notes=self.pod_notes(model))
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:
         gguf = _gguf(model)

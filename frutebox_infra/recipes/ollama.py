@@ -58,7 +58,7 @@ class Ollama(Recipe):
         return ()
 
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         assert model.source is not None and model.source.ollama_tag is not None
         # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
@@ -76,9 +76,8 @@ class Ollama(Recipe):
         store = image.cache_env.get("OLLAMA_MODELS")
         if store is not None:
             env["OLLAMA_MODELS"] = f"{store.rstrip('/')}/{model.id}"
-        return self.pod_spec(
-            model, image, "serve", env=env, ollama_pulls=(model.source.ollama_tag,)
-        )
+        pulls = (model.source.ollama_tag,)
+        return self.pod_spec(model, image, ("serve",), seeded=seeded, env=env, ollama_pulls=pulls)
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # Members agree on context and slots (the planner groups only those), so the anchor's

@@ -8,7 +8,6 @@ from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
-from frutebox_infra.shell_words import join_words
 
 
 class SGLang(TensorParallelRecipe):
@@ -24,7 +23,7 @@ class SGLang(TensorParallelRecipe):
         return count
 
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image has no ENTRYPOINT and no server CMD: args is the whole command line.
@@ -49,4 +48,4 @@ class SGLang(TensorParallelRecipe):
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags
-        return self.pod_spec(model, image, join_words(words))
+        return self.pod_spec(model, image, words, seeded=seeded)

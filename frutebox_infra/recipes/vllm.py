@@ -8,7 +8,6 @@ from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 from frutebox_infra.registry import Gpu, Image, Model, Runtime
-from frutebox_infra.shell_words import join_words
 
 
 class VLLM(TensorParallelRecipe):
@@ -25,7 +24,7 @@ class VLLM(TensorParallelRecipe):
         return count, gpu.fp8
 
     def render_pod(
-        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving
+        self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image's ENTRYPOINT is `vllm serve`, which takes the model as its first argument.
@@ -51,4 +50,4 @@ class VLLM(TensorParallelRecipe):
             words += ["--reasoning-parser", parser]
         words += model.engine_args.get(self.runtime, ())
         words += serving.spec_flags
-        return self.pod_spec(model, image, join_words(words))
+        return self.pod_spec(model, image, words, seeded=seeded)

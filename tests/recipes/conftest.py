@@ -20,13 +20,15 @@ def catalog() -> Registry:
 
 @pytest.fixture
 def build_pod(catalog: Registry) -> BuildPod:
-    """`build_pod(model, runtime, gpu_id, count, **options)`: the recipe's pod, no resolver."""
+    """`build_pod(model, runtime, gpu_id, count, seeded=False, **options)`: the recipe's pod,
+    no resolver; `seeded`: reading weights a CPU pod put on the volume."""
 
     def build(
         model: Model | str,
         runtime: Runtime,
         gpu_id: str = "NVIDIA H200",
         count: int = 1,
+        seeded: bool = False,
         **options: object,
     ) -> PodSpec:
         m = catalog.model(model) if isinstance(model, str) else model
@@ -36,6 +38,6 @@ def build_pod(catalog: Registry) -> BuildPod:
         recipe = RECIPES[runtime]
         assert recipe.missing(m) is None, recipe.missing(m)
         serving = recipe.serving(m, ServeOptions(**options))  # type: ignore[arg-type]
-        return recipe.pod(m, catalog.images[runtime], gpu, count, serving)
+        return recipe.pod(m, catalog.images[runtime], gpu, count, serving, seeded)
 
     return build

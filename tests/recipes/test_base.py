@@ -20,6 +20,7 @@ from frutebox_infra.recipes.base import (
 )
 from frutebox_infra.registry import Runtime
 from frutebox_infra.resolver import resolve
+from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod
 
@@ -93,19 +94,20 @@ def test_a_seeded_pod_reads_offline_where_its_engine_would_download(
     loads_at_start: bool,
 ) -> None:
     recipe = RECIPES[runtime]
-    pod = build_pod(model_id, runtime, gpu, 8 if runtime is Runtime.LLAMACPP else 1,
-                    hf_token_configured=True)  # fmt: skip
-    seeded = recipe.seeded_pod(pod)
+    count = 8 if runtime is Runtime.LLAMACPP else 1
+    pod = build_pod(model_id, runtime, gpu, count, hf_token_configured=True)
+    seeded = build_pod(model_id, runtime, gpu, count, seeded=True, hf_token_configured=True)
     assert recipe.loads_weights_at_start is loads_at_start
     assert dict(seeded.env) == {**pod.env, **offline}
     assert seeded.args == pod.args  # --revision and -hf stay: they name what is read
+    assert seeded.words == pod.words
     if offline:
         assert seeded.secret_env == ()  # offline, no token is ever sent
-        # Every other field as rendered (the seeded pod is a copy, not built again).
+        # Every other field as the pod that downloads the weights has it.
         assert seeded == replace(pod, env={**pod.env, **offline}, secret_env=())
         assert type(seeded) is type(pod) and seeded.ports == pod.ports
     else:
-        assert seeded is pod
+        assert seeded == pod
 
 
 @pytest.mark.parametrize(
@@ -162,13 +164,30 @@ def test_a_pod_is_rendered_once_per_launch_variant_and_the_variant_says_all_it_r
         for gpu in reg.gpus:
             for count in recipe.allowed_counts(m, range(1, 9)):
                 pod = recipe.pod(m, image, gpu, count, serving)
-                assert pod == recipe.render_pod(m, image, gpu, count, serving), (m.id, count)
+                assert pod == recipe.render_pod(m, image, gpu, count, serving, False), m.id
+                seeded = recipe.pod(m, image, gpu, count, serving, seeded=True)
+                assert seeded == recipe.render_pod(m, image, gpu, count, serving, True), m.id
+                assert seeded is not pod  # a seeded launch is a variant of its own
                 variant = recipe.launch_variant(gpu, count)
                 if variant in by_variant:
                     assert pod is by_variant[variant], (m.id, gpu.id, count)
                     reused += 1
                 by_variant[variant] = pod
     assert reused, runtime
+
+
+@pytest.mark.parametrize("runtime", sorted(RECIPES))
+def test_a_pod_s_words_are_what_splitting_its_args_gives(runtime: Runtime) -> None:
+    # The launch check reads a pod's words instead of splitting its args: the two must agree.
+    reg = real_registry()
+    recipe = RECIPES[runtime]
+    image = reg.images[runtime]
+    models = [m for m in reg.models if runtime in m.runtimes and recipe.missing(m) is None]
+    for m in models:
+        serving = recipe.serving(m, ServeOptions(hf_token_configured=True))
+        for count in recipe.allowed_counts(m, range(1, 9)):
+            pod = recipe.pod(m, image, reg.gpus[0], count, serving)
+            assert pod.words and split_words(pod.args) == list(pod.words), (m.id, count)
 
 
 def test_pods_rendered_for_one_model_are_not_another_s() -> None:

@@ -8,8 +8,10 @@ import shlex
 from collections.abc import Sequence
 from functools import cache
 
-_SAFE_OR_SPACE = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)
-"""`shlex.quote`'s safe characters, and the space that separates words."""
+_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
+"""`shlex.quote`'s safe characters (`[\\w@%+=:,./-]`, ASCII only), as bytes."""
+_SAFE_OR_SPACE = _SAFE + b" "
+"""Those, and the space that separates words."""
 _QUOTING = re.compile(r"""['"\\]""")
 """A word without quotes or backslashes is its own text: most flags and values."""
 
@@ -157,7 +159,23 @@ def join_words(words: Sequence[str]) -> str:
     if (
         all(words)
         and text.count(" ") == len(words) - 1  # no word holds a space
-        and _SAFE_OR_SPACE.fullmatch(text) is not None
+        and _only(text, _SAFE_OR_SPACE)
     ):
         return text
     return shlex.join(words)
+
+
+def quote_word(word: str) -> str:
+    """`shlex.quote(word)`, its safe characters told by a byte table, not its pattern."""
+    if not word:
+        return "''"
+    if _only(word, _SAFE):
+        return word
+    return "'" + word.replace("'", _QUOTE_INSIDE) + "'"
+
+
+def _only(text: str, allowed: bytes) -> bool:
+    """Whether every character of `text` is one of the `allowed` ASCII bytes: nothing is left
+    once they are deleted. A table lookup per byte, several times faster than a pattern's
+    character class (`\\w` is tested per character, not from a table)."""
+    return text.isascii() and not text.encode().translate(None, allowed)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.resolver import resolve
-from frutebox_infra.shell_words import join_words, split_words
+from frutebox_infra.shell_words import join_words, quote_word, split_words
 from tests.factories import real_registry
 
 
@@ -55,9 +55,14 @@ def test_every_catalog_launch_splits_as_shlex_splits_it() -> None:
     assert all(split_words(args) == shlex.split(args) for args in launches)
 
 
-@given(st.lists(st.text(alphabet=" \t'\"\\ab$=-./@%+:,_", max_size=8), max_size=6))
+@given(st.lists(st.text(alphabet=" \t'\"\\ab$=-./@%+:,_é", max_size=8), max_size=6))
 def test_words_join_exactly_as_shlex_joins_them(words: list[str]) -> None:
     assert join_words(words) == shlex.join(words)
+
+
+@given(st.text(alphabet=" \t'\"\\aZ09$=-./@%+:,_~é\n", max_size=12))
+def test_a_word_is_quoted_exactly_as_shlex_quotes_it(word: str) -> None:
+    assert quote_word(word) == shlex.quote(word)
 
 
 @pytest.mark.parametrize(
@@ -67,6 +72,7 @@ def test_words_join_exactly_as_shlex_joins_them(words: list[str]) -> None:
         pytest.param(["--x", ""], id="empty-word-quoted"),
         pytest.param(["--x", "a b"], id="word-with-a-space-quoted"),
         pytest.param(["--c", '{"a":1}'], id="json-quoted"),
+        pytest.param(["--name", "café"], id="non-ascii-quoted"),
         pytest.param([], id="no-words"),
     ],
 )

@@ -63,9 +63,8 @@ def drop_sdk_debug_lines(env: Mapping[str, str]) -> bool:
 
     The SDK logs about five lines per resource it registers ("registering resource",
     "beginning rpc", "resource registration successful", ...), each a blocking RPC to the
-    engine on the program's thread, and the engine shows them only under `--debug`: a prod
-    preview made 100 of them, about a third of what the program adds to an empty one. They
-    are dropped where they are made, unless `FRUTEBOX_PULUMI_SDK_DEBUG` is set; the program's
+    engine on the program's thread that the engine shows only under `--debug`. They are
+    dropped where they are made, unless `FRUTEBOX_PULUMI_SDK_DEBUG` is set; the program's
     own lines are info, warnings and errors, sent as before (nothing of ours logs at debug).
     """
     if env.get(SDK_DEBUG_ENV):

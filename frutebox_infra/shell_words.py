@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 import shlex
+import string
 from collections.abc import Sequence
 from functools import cache
 
-_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
+_SAFE = (string.ascii_letters + string.digits + "_@%+=:,./-").encode()
 """`shlex.quote`'s safe characters (`[\\w@%+=:,./-]`, ASCII only), as bytes."""
 _SAFE_OR_SPACE = _SAFE + b" "
 """Those, and the space that separates words."""

@@ -25,11 +25,11 @@ import io
 import pstats
 import statistics
 import sys
-import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from _common import heading, median_seconds, print_table, synthetic_registry
+from _common import heading, median_seconds, print_table, synthetic_registry, timed
 
 from frutebox_infra.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
@@ -140,13 +140,9 @@ def _first_render_seconds(registry: Registry, settings: StackSettings, runs: int
     works out some figures (a kept placement's whole estimate) when a report first asks and
     keeps them, so rendering one plan again would time a cheaper render at sizes run more
     often than at those run once."""
-    seconds = []
-    for _ in range(runs):
-        result = plan(registry, settings)
-        start = time.perf_counter()
-        render(result)
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+    return statistics.median(
+        timed(partial(render, plan(registry, settings)))[0] for _ in range(runs)
+    )
 
 
 def main() -> int:

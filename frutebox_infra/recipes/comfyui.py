@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -157,7 +158,7 @@ class ComfyUI(Recipe):
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
-        script, args = _launch(image, model.id)
+        script, args = launch(image, model.id)
         return self.pod_spec(
             model,
             image,
@@ -181,7 +182,15 @@ class ComfyUI(Recipe):
         )
 
 
-def launch_script(image: Image, model_id: str) -> str:
+class ComfyLaunch(NamedTuple):
+    """A ComfyUI pod's command: the launch script, and RunPod's args for it
+    (`shlex.join(["bash", "-c", script])`)."""
+
+    script: str
+    args: str
+
+
+def launch(image: Image, model_id: str) -> ComfyLaunch:
     """Install the pinned ComfyUI release, fetch the weights, exec the server.
 
     The release is unpacked and its requirements installed into a venv inside a fresh
@@ -195,25 +204,16 @@ def launch_script(image: Image, model_id: str) -> str:
     folder, keeps its scratch files on the container disk (ComfyUI empties its temp folder
     at start) and its asset database in memory (SQLite on a shared network volume, written
     by several servers, would lock or corrupt).
+
+    The script and its args come from one rendering of the server's line, the release's part
+    quoted once per release. The script holds spaces, so `shlex.quote` always single-quotes
+    it whole, and each single quote inside is spelt '"'"' wherever it stands.
     """
-    return _launch(image, model_id)[0]
-
-
-def launch_args(image: Image, model_id: str) -> str:
-    """RunPod's args for the launch script: `shlex.join(["bash", "-c", script])`."""
-    return _launch(image, model_id)[1]
-
-
-def _launch(image: Image, model_id: str) -> tuple[str, str]:
-    """The launch script and RunPod's args for it, from one rendering of the server's line:
-    the release's part is quoted once per release. The script holds spaces, so `shlex.quote`
-    always single-quotes it whole, and each single quote inside is spelt '"'"' wherever it
-    stands."""
     assert image.engine_version is not None, "the comfyui image needs engine_version"
     server = _exec_server(image.port, model_id)
     script = f"{_install_script(image.engine_version)}\n{server}"
     quoted = server.replace("'", "'\"'\"'")
-    return script, f"{_quoted_install_script(image.engine_version)}\n{quoted}'"
+    return ComfyLaunch(script, f"{_quoted_install_script(image.engine_version)}\n{quoted}'")
 
 
 def _exec_server(port: int, model_id: str) -> str:

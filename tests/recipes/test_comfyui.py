@@ -19,8 +19,7 @@ from frutebox_infra.recipes.comfyui import (
     INSTALL_ROOT,
     MODELS_DIR,
     ComfyUI,
-    launch_args,
-    launch_script,
+    launch,
     provisioning_script,
 )
 from frutebox_infra.registry import Model, Runtime
@@ -82,7 +81,7 @@ def test_args_install_comfyui_fetch_the_weights_then_exec_the_server(
 
 def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
     image = real_images()[Runtime.COMFYUI]
-    script = launch_script(replace(image, engine_version="0.9.1"), "sdxl-1.0")
+    script = launch(replace(image, engine_version="0.9.1"), "sdxl-1.0").script
     assert f"home={INSTALL_ROOT}/0.9.1\n" in script
     assert "https://github.com/Comfy-Org/ComfyUI/archive/refs/tags/v0.9.1.tar.gz" in script
 
@@ -101,8 +100,8 @@ def test_the_launch_args_are_the_script_as_shlex_joins_it(model_id: str) -> None
     image = real_images()[Runtime.COMFYUI]
     for version in ("0.8.0", "0.9.1"):
         pinned = replace(image, engine_version=version)
-        joined = shlex.join(["bash", "-c", launch_script(pinned, model_id)])
-        assert launch_args(pinned, model_id) == joined
+        joined = shlex.join(["bash", "-c", launch(pinned, model_id).script])
+        assert launch(pinned, model_id).args == joined
 
 
 @pytest.mark.parametrize("model_id", COMFY_MODELS)
@@ -370,7 +369,7 @@ def release_tarball(tmp_path: Path) -> bytes:
 
 def run_launch(tmp_path: Path, base_url: str) -> int:
     image = real_images()[Runtime.COMFYUI]
-    script = launch_script(image, "sdxl-1.0").replace("https://github.com", base_url)
+    script = launch(image, "sdxl-1.0").script.replace("https://github.com", base_url)
     script = script.replace("/workspace", str(tmp_path / "workspace"))
     provision = provisioning_script(catalog_model("sdxl-1.0")).replace(
         "https://huggingface.co", base_url

@@ -138,7 +138,12 @@ def inputs(row: Row, model: Model, registry: Registry) -> tuple[Placement, Workl
         speculative_acceptance=spec.acceptance if spec else None,
         non_expert_bytes_per_weight=weights.non_expert_bytes_per_weight,
     )
-    workload = Workload(row.concurrency, row.context_tokens, row.prompt_tokens, row.output_tokens)
+    workload = Workload(
+        concurrency=row.concurrency,
+        context_tokens=row.context_tokens,
+        prompt_tokens=row.prompt_tokens,
+        output_tokens=row.output_tokens,
+    )
     return placement, workload
 
 

@@ -15,12 +15,13 @@ over subsets, with unfit sets pruned) and a greedy heuristic above.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TypeVar
 
 from frutebox_infra.fit import Fit, estimate
 from frutebox_infra.ranking import PlacementOption, fit_request, gpu_price, image_gpu_problem
 from frutebox_infra.recipes.base import ServeOptions, Sharing
-from frutebox_infra.record import lazy, positional_record, replace
 from frutebox_infra.registry import Gpu, Registry
 from frutebox_infra.settings import StackSettings
 from frutebox_infra.speed import SpeedEstimate
@@ -37,7 +38,7 @@ Cost = tuple[int, int, int]
 (the first two swapped when ranking worst case first)."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class GroupPlacement:
     """One GPU type x count for a whole group, and each member's fit on it."""
 
@@ -55,7 +56,7 @@ class GroupPlacement:
         return f"{self.count}x {self.gpu.name}"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class PodGroup:
     """Models served by one pod. `anchor` (the largest member) names the pod, so arming or
     disarming a smaller member updates that pod rather than creating another."""
@@ -72,7 +73,7 @@ class PodGroup:
     own: tuple[PlacementOption, ...] = ()
     """A pod of one model: that model's placements, cheapest first."""
 
-    @lazy
+    @cached_property
     def placements(self) -> tuple[GroupPlacement, ...]:
         """Cheapest first: the chosen one, then the fallbacks within the premium. A pod of one
         model has its model's placements, made into the pod's when a report asks for them."""
@@ -80,11 +81,17 @@ class PodGroup:
             return self.grouped
         return tuple(
             [
-                GroupPlacement(p.gpu, p.count, p.usd_per_hour, (p.fit,),
-                               round(p.fit.needed_gb, 2), round(p.fit.available_gb, 2))
+                GroupPlacement(
+                    gpu=p.gpu,
+                    count=p.count,
+                    usd_per_hour=p.usd_per_hour,
+                    member_fits=(p.fit,),
+                    needed_gb=round(p.fit.needed_gb, 2),
+                    available_gb=round(p.fit.available_gb, 2),
+                )
                 for p in self.own
             ]
-        )  # fmt: skip
+        )
 
     @property
     def anchor(self) -> str:
@@ -111,7 +118,7 @@ class PodGroup:
         return round(self.alone_usd_per_hour - self.usd_per_hour_best, 2)
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Member:
     """What grouping needs to know about one planned model."""
 
@@ -147,15 +154,19 @@ def members_of(
         floor = floor_of(settings, override) if serving.token_context else 0.0
         out.append(
             Member(
-                model_id,
-                placements,
-                min_seq,
-                (str(first.recipe.runtime), first.image.reference, serving.context_tokens,
-                 serving.concurrency),
-                sharing,
-                floor,
+                model_id=model_id,
+                alone=placements,
+                min_sequences=min_seq,
+                compatible=(
+                    str(first.recipe.runtime),
+                    first.image.reference,
+                    serving.context_tokens,
+                    serving.concurrency,
+                ),
+                sharing=sharing,
+                min_decode_tok_s=floor,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -217,8 +228,11 @@ def _on(
             request = fit_request(first.model, first.recipe, first.serving, options, gpu)
             fit = estimate(request, gpu, count)
             if fit.fits and _below_floor(m, gpu, count):
-                fit = replace(fit, fits=False, reason=(
-                    f"below its floor of {m.min_decode_tok_s:g} tok/s per stream"))  # fmt: skip
+                fit = replace(
+                    fit,
+                    fits=False,
+                    reason=(f"below its floor of {m.min_decode_tok_s:g} tok/s per stream"),
+                )
             cache[key] = fit
         if not fit.fits:
             return None
@@ -230,7 +244,14 @@ def _on(
     needed = sum(needs) if sharing is Sharing.SUM else max(needs)
     if needed > available:
         return None
-    return GroupPlacement(gpu, count, usd, tuple(fits), round(needed, 2), round(available, 2))
+    return GroupPlacement(
+        gpu=gpu,
+        count=count,
+        usd_per_hour=usd,
+        member_fits=tuple(fits),
+        needed_gb=round(needed, 2),
+        available_gb=round(available, 2),
+    )
 
 
 def _below_floor(member: Member, gpu: Gpu, count: int) -> bool:
@@ -303,10 +324,14 @@ class _Costs:
         else:
             placements = group_placements(self.registry, self.settings, chosen, self._fits)
             result = (
-                self._ranked(_cents(placements[0].usd_per_hour),
-                             _cents(max(p.usd_per_hour for p in placements)), len(chosen))
-                if placements else None
-            )  # fmt: skip
+                self._ranked(
+                    _cents(placements[0].usd_per_hour),
+                    _cents(max(p.usd_per_hour for p in placements)),
+                    len(chosen),
+                )
+                if placements
+                else None
+            )
         self._cache[mask] = result
         return result
 
@@ -488,14 +513,15 @@ def build_pod(
     for gp in placements:
         split = shares(gp.usd_per_hour, [f.needed_gb for f in gp.member_fits])
         for m, fit, usd in zip(ordered, gp.member_fits, split, strict=True):
-            views[m.model_id].append(replace(
-                m.alone[0], gpu=gp.gpu, count=gp.count, usd_per_hour=usd, fit=fit))  # fmt: skip
+            views[m.model_id].append(
+                replace(m.alone[0], gpu=gp.gpu, count=gp.count, usd_per_hour=usd, fit=fit)
+            )
     pod = PodGroup(
-        str(ordered[0].alone[0].recipe.runtime),
-        tuple(m.model_id for m in ordered),
-        placements,
-        round(alone, 2),
-        ordered[0].sharing,
+        engine=str(ordered[0].alone[0].recipe.runtime),
+        model_ids=tuple(m.model_id for m in ordered),
+        grouped=placements,
+        alone_usd_per_hour=round(alone, 2),
+        sharing=ordered[0].sharing,
     )
     return pod, {k: tuple(v) for k, v in views.items()}
 
@@ -506,6 +532,10 @@ def alone_pod(
     """The pod of a model that shares it with none: its own placements, as the pod's."""
     first = placements[0]
     return PodGroup(
-        str(first.recipe.runtime), (model_id,), (), round(first.usd_per_hour, 2), sharing,
-        placements,
-    )  # fmt: skip
+        engine=str(first.recipe.runtime),
+        model_ids=(model_id,),
+        grouped=(),
+        alone_usd_per_hour=round(first.usd_per_hour, 2),
+        sharing=sharing,
+        own=placements,
+    )

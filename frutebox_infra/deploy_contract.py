@@ -9,12 +9,11 @@ plan as these records (`to_json`), `runpod/command_io` validates what it reads a
 from __future__ import annotations
 
 import json
-from dataclasses import field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from functools import cache
 from typing import Annotated, Any, get_type_hints
 
-from frutebox_infra.record import record
 from frutebox_infra.validation import Check
 
 OWNER_ENV = "FRUTEBOX_OWNER"
@@ -62,7 +61,7 @@ def _float_fields(cls: type) -> frozenset[str]:
     return frozenset(n for n, t in hints.items() if t is float or t == float | None)
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class _Request:
     """Requests come from our own Pulumi program: an unknown key is a bug worth stopping on
     (validation.py closes every record)."""
@@ -71,7 +70,7 @@ class _Request:
         return wire_json(self)
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class HealthSpec(_Request):
     """Where the deploy step asks a new pod whether it serves."""
 
@@ -81,7 +80,7 @@ class HealthSpec(_Request):
     """`kind/name` files the server must list under /models/<kind> (ComfyUI) to be healthy."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class TimeoutSpec(_Request):
     """Either bound may be left out: `Timeouts` holds the defaults, in one place."""
 
@@ -96,7 +95,7 @@ def _one_tag(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class PodRequest(_Request):
     """stdin of `pod create|update`: candidates are full CreatePodRequest bodies, cheapest first."""
 
@@ -115,7 +114,7 @@ class PodRequest(_Request):
     meta: Any = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class CpuSpec(_Request):
     """The `cpu` block of a CPU pod's create: a flavor of GET /v2/catalog/cpus and its vCPUs."""
 
@@ -123,7 +122,7 @@ class CpuSpec(_Request):
     vcpuCount: Annotated[int, Check(ge=2)]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class SeedRequest(_Request):
     """stdin of `seed create|update`: a CPU pod on the stack's volume runs the seeder on
     `plan`, its status is followed until every job ends, and the pod is terminated.
@@ -150,7 +149,7 @@ class SeedRequest(_Request):
     meta: Any = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class VolumeRequest(_Request):
     """stdin of `volume create|update`; size in GB. The volume is named `name-<owner token>`."""
 
@@ -160,7 +159,7 @@ class VolumeRequest(_Request):
     type: VolumeType = "STANDARD"
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class GrowRequest(_Request):
     """stdin of `volume grow`: the volume's size follows the plan upwards, never down."""
 

@@ -7,6 +7,7 @@ the values and the view are `drift_view.py`'s.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from frutebox_infra.deploy_contract import OWNER_ENV
@@ -25,7 +26,6 @@ from frutebox_infra.drift_view import (
     heal_command,
 )
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.record import replace
 from frutebox_infra.settings import PROJECT
 
 __all__ = [

@@ -15,10 +15,9 @@ one reads these variables (tests/test_layers.py checks it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from frutebox_infra.record import positional_record
 from frutebox_infra.settings import PROJECT
 
 API_KEY_ENV = "RUNPOD_API_KEY"
@@ -40,7 +39,7 @@ DEFAULT_API_URL = "https://api.runpod.io"
 DEFAULT_PROXY_URL_TEMPLATE = "https://{podId}-{port}.proxy.runpod.net"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Endpoint:
     """Where RunPod is, the key to use and where each came from (never the key itself)."""
 

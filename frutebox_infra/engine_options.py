@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated, Literal, NamedTuple
 
-from frutebox_infra.record import lazy, record
 from frutebox_infra.validation import Check
 
 ValueKind = Literal["flag", "int", "float", "str", "json"]
 """What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class JsonField:
     """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
 
@@ -23,7 +23,7 @@ class JsonField:
     choices_from: str | None = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class EngineFlag:
     """One option of an engine's server: every spelling, the value it takes, its choices."""
 
@@ -41,7 +41,7 @@ class EngineFlag:
 EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class EngineOptions:
     """What one pinned engine version accepts, read from its sources by tools/engine-options;
     `image` is the exact reference it was read for, so a bumped tag is caught."""
@@ -66,11 +66,11 @@ class EngineOptions:
     """Variable -> the component (file) that reads it."""
     env_types: dict[str, EnvKind] = field(default_factory=dict)
 
-    @lazy
+    @cached_property
     def flag_index(self) -> Mapping[str, EngineFlag]:
         return {name: flag for flag in self.flags for name in flag.names}
 
-    @lazy
+    @cached_property
     def server_command(self) -> tuple[str, str, list[str]]:
         """`command` as the launch check finds it in a command line: its program, that
         program's name as the end of a path (`/python3`), and the words after it."""
@@ -99,19 +99,19 @@ class EngineOptions:
         )
         return plain
 
-    @lazy
+    @cached_property
     def _plain_flags(self) -> dict[str, PlainFlag | None]:
         """`plain_flag`'s answers so far, by spelling."""
         return {}
 
-    @lazy
+    @cached_property
     def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
         """The launch check's memo: per launch shape (its words, those not options blanked),
         the checks its values still need, or None where the shape is not plain. Filled as
         launches are checked; the pods of one recipe launch in a handful of shapes."""
         return {}
 
-    @lazy
+    @cached_property
     def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
         """The launch check's memo of environments: per list of variables a launch sets (its
         env, then its secret variables), what is left to check of them. A recipe's pods set

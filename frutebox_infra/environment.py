@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
-from frutebox_infra.record import positional_record
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Environment:
     """The Hugging Face token's presence, the speculative-decoding switch and EAGLE3 heads."""
 

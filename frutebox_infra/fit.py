@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 
-from frutebox_infra.record import mutable_record, positional_record
 from frutebox_infra.registry import Architecture, Gpu
 
 GB = 10**9
@@ -48,7 +47,7 @@ SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
-@mutable_record
+@dataclass(kw_only=True, slots=True)
 class FitRequest:
     """What must fit: weights at the served precision and the serving targets. Built for
     every model and KV precision searched and never changed, so not frozen (as `CountShare`)."""
@@ -95,7 +94,7 @@ class FitRequest:
     """`unsharded_cache_bytes` once worked out (a cache)."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Fit:
     """The estimate for one placement. Byte counts are per GPU unless named `total`."""
 
@@ -236,8 +235,10 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
         needed, available = _coarse_sizes(request, gpu, count)
         return needed <= available
     share = count_share(request, arch, count)
-    pool = _engine_cap(request.engine, _cap_moe(request), request.speculative, gpu.memory_mib,
-                       count) - share.weights_per_gpu  # fmt: skip
+    pool = (
+        _engine_cap(request.engine, _cap_moe(request), request.speculative, gpu.memory_mib, count)
+        - share.weights_per_gpu
+    )
     return max(pool, 0.0) / share.per_sequence >= request.required_sequences
 
 
@@ -253,7 +254,7 @@ def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) ->
     return (0.0, *(_engine_cap(*key, memory_mib, count) for count in range(1, top + 1)))
 
 
-@mutable_record
+@dataclass(kw_only=True, slots=True)
 class CountShare:
     """Per GPU at one count, in bytes, what is the same on every GPU type: the weights and
     cache of a rank (a layer split's most loaded GPU). Worked out once per request and count
@@ -285,7 +286,7 @@ def share_rule(req: FitRequest) -> Callable[[FitRequest, Architecture, int], Cou
     return _layer_share if req.engine is MemoryModel.LLAMACPP else _tp_share
 
 
-@mutable_record
+@dataclass(kw_only=True, slots=True)
 class _Sizes:
     """Per GPU, in bytes: what an exact estimate weighs before its verdict (not frozen, as
     `CountShare`)."""
@@ -304,15 +305,30 @@ def _tp_share(req: FitRequest, arch: Architecture, tp: int) -> CountShare:
     per_token = kv_bytes_per_token(arch, tp, req.kv_dtype_bytes)
     kv_sequence = per_token * req.context_tokens
     if arch.attention != "hybrid":  # no recurrent state (`_state_per_rank`): most models
-        return CountShare(weights_per_gpu, kv_sequence, per_token, 1.0)
+        return CountShare(
+            weights_per_gpu=weights_per_gpu,
+            per_sequence=kv_sequence,
+            per_token=per_token,
+            kv_divisor=1.0,
+        )
     state = _state_per_rank(arch, tp)
     if req.engine is MemoryModel.SGLANG and state:
         # SGLang gives the recurrent state a fixed share of the pool and KV the rest, so a
         # sequence costs whichever share it runs out of first, scaled to the whole pool.
         r = SGLANG_MAMBA_FULL_MEMORY_RATIO
         per_sequence = max(kv_sequence * (1 + r), state * (1 + r) / r)
-        return CountShare(weights_per_gpu, per_sequence, per_token, 1 + r)
-    return CountShare(weights_per_gpu, kv_sequence + state, per_token, 1.0)
+        return CountShare(
+            weights_per_gpu=weights_per_gpu,
+            per_sequence=per_sequence,
+            per_token=per_token,
+            kv_divisor=1 + r,
+        )
+    return CountShare(
+        weights_per_gpu=weights_per_gpu,
+        per_sequence=kv_sequence + state,
+        per_token=per_token,
+        kv_divisor=1.0,
+    )
 
 
 def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> _Sizes:
@@ -326,7 +342,14 @@ def _tensor_parallel(req: FitRequest, arch: Architecture, gpu: Gpu, tp: int) -> 
     else:
         budget = pool + weights_per_gpu
     kv_pool = pool / share.kv_divisor
-    return _Sizes(weights_per_gpu, budget, share.per_token, pool, share.per_sequence, kv_pool)
+    return _Sizes(
+        weights_per_gpu=weights_per_gpu,
+        budget=budget,
+        per_token=share.per_token,
+        pool=pool,
+        per_sequence=share.per_sequence,
+        kv_pool=kv_pool,
+    )
 
 
 def _layer_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
@@ -341,7 +364,13 @@ def _layer_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
     per_token_all, state_all = req.unsharded_cache_bytes
     per_token = math.ceil(per_token_all * share)
     per_sequence = per_token * req.context_tokens + math.ceil(state_all * share)
-    return CountShare(weights, per_sequence, per_token, 1.0, worst_layers)
+    return CountShare(
+        weights_per_gpu=weights,
+        per_sequence=per_sequence,
+        per_token=per_token,
+        kv_divisor=1.0,
+        worst_layers=worst_layers,
+    )
 
 
 def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> tuple[_Sizes, int]:
@@ -349,7 +378,14 @@ def _layer_sizes(req: FitRequest, arch: Architecture, gpu: Gpu, count: int) -> t
     share = count_share(req, arch, count)
     budget = engine_cap_bytes(req, gpu, count)
     pool = budget - share.weights_per_gpu
-    sizes = _Sizes(share.weights_per_gpu, budget, share.per_token, pool, share.per_sequence, pool)
+    sizes = _Sizes(
+        weights_per_gpu=share.weights_per_gpu,
+        budget=budget,
+        per_token=share.per_token,
+        pool=pool,
+        per_sequence=share.per_sequence,
+        kv_pool=pool,
+    )
     assert share.worst_layers is not None
     return sizes, share.worst_layers
 
@@ -392,10 +428,20 @@ def _verdict(
             " per GPU"
         )
     return Fit(
-        fits, True, gpu_count, sizes.weights_per_gpu / GB, budget / GB, sizes.per_token,
-        max(0, int(sizes.kv_pool // sizes.per_token)), sequences, req.configured_sequences,
-        needed / GB, budget / GB, None if fits else reason, layers_on_worst_gpu,
-    )  # fmt: skip
+        fits=fits,
+        exact=True,
+        gpu_count=gpu_count,
+        weights_gb_per_gpu=sizes.weights_per_gpu / GB,
+        memory_budget_gb_per_gpu=budget / GB,
+        kv_bytes_per_token=sizes.per_token,
+        kv_tokens=max(0, int(sizes.kv_pool // sizes.per_token)),
+        full_context_sequences=sequences,
+        configured_sequences=req.configured_sequences,
+        needed_gb=needed / GB,
+        available_gb=budget / GB,
+        reason=None if fits else reason,
+        layers_on_worst_gpu=layers_on_worst_gpu,
+    )
 
 
 def _state_per_rank(arch: Architecture, tp: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -27,7 +28,6 @@ from frutebox_infra.deploy_requests import (
 )
 from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan
-from frutebox_infra.record import positional_record
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.settings import PROJECT, StackSettings
 
@@ -36,7 +36,7 @@ RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
 command text stays the same on every machine so it never shows up as a diff."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Credentials:
     """Secrets and endpoints for the deploy step; values may be secret Outputs."""
 
@@ -111,7 +111,7 @@ def _result(stdout: pulumi.Output[str]) -> pulumi.Output[Any]:
     return stdout.apply(lambda text: json.loads(text) if text else {})
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class WeightsVolumeArgs:
     """What the weights volume is declared from."""
 
@@ -169,7 +169,7 @@ class WeightsVolume(pulumi.ComponentResource):
         self.register_outputs({"volumeId": self.volume_id, "sizeGb": self.size_gb})
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class ModelServerArgs:
     """What one pod's resources are declared from."""
 
@@ -273,7 +273,7 @@ class ModelServer(pulumi.ComponentResource):
         )
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Fleet:
     """The declared volume and pods, by their anchor model."""
 
@@ -327,7 +327,7 @@ def _declaration(
     must wait anyway: every pod and seed waits for the volume, whose command's registration
     can leave only once its parent component is registered."""
     request = volume_request(plan)
-    volume = WeightsVolume("weights", WeightsVolumeArgs(request, credentials))
+    volume = WeightsVolume("weights", WeightsVolumeArgs(request=request, credentials=credentials))
     yield volume.urn
     servers: dict[str, ModelServer] = {}
     # One resource per pod, named after its anchor: with co-location off that is one per
@@ -337,15 +337,15 @@ def _declaration(
         servers[anchor.model_id] = ModelServer(
             anchor.model_id,
             ModelServerArgs(
-                plan.stack,
-                anchor,
-                plan.settings,
-                volume.volume_id,
-                volume.owner,
-                request.name,
-                credentials,
-                members,
-                plan,
+                stack=plan.stack,
+                plan=anchor,
+                settings=plan.settings,
+                volume_id=volume.volume_id,
+                owner=volume.owner,
+                volume_name=request.name,
+                credentials=credentials,
+                members=members,
+                fleet=plan,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
@@ -356,7 +356,7 @@ def _declaration(
         "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
     )
     pulumi.export("pods", {m.model_id: _model_pod(plan, m, servers) for m in plan.models})
-    return Fleet(volume, servers)
+    return Fleet(volume=volume, servers=servers)
 
 
 def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelServer]) -> Any:

@@ -14,6 +14,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
 
@@ -26,13 +27,12 @@ from frutebox_infra.engine_options import (
     PlainChecks,
     ValueKind,
 )
-from frutebox_infra.record import positional_record
 from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Refusal:
     """One thing the engine would refuse: what, what it accepts instead, and the fix."""
 
@@ -41,7 +41,7 @@ class Refusal:
     fix: str
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Launch:
     """A pod's launch as the planner emits it."""
 
@@ -86,7 +86,7 @@ def check_launch(
             words = split_words(launch.args)
         except ValueError as exc:
             why = f"args cannot be split into words ({exc})"
-            return (Refusal(why, "shell words", "quote it"),)
+            return (Refusal(what=why, accepts="shell words", fix="quote it"),)
     script = ""
     if entrypoint == "none":
         words, script, problem = _server_words(words, facts)
@@ -102,18 +102,16 @@ def check_launch(
     if launch.health_path != facts.health_path:
         refusals.append(
             Refusal(
-                f"health path {launch.health_path}",
-                f"{facts.health_path} ({facts.health_source})",
-                f"set images.{facts.engine}.health_path to {facts.health_path} in"
+                what=f"health path {launch.health_path}",
+                accepts=f"{facts.health_path} ({facts.health_source})",
+                fix=f"set images.{facts.engine}.health_path to {facts.health_path} in"
                 " registry/images.yaml",
             )
         )
     return tuple(refusals) if refusals else ()
 
 
-def _server_words(
-    words: list[str], facts: EngineOptions
-) -> tuple[list[str], str, Refusal | None]:
+def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], str, Refusal | None]:
     """The words after the server's command, and the launch script ("" without one).
 
     A `bash -c SCRIPT` launch (ComfyUI's install-then-serve) is read at the line that execs the
@@ -128,9 +126,9 @@ def _server_words(
                 [],
                 script,
                 Refusal(
-                    "a launch script that never execs the server",
-                    f"a last line `exec {facts.command} ...`",
-                    "end the recipe's script with an exec of the server",
+                    what="a launch script that never execs the server",
+                    accepts=f"a last line `exec {facts.command} ...`",
+                    fix="end the recipe's script with an exec of the server",
                 ),
             )
         words = split_words(server)
@@ -143,9 +141,9 @@ def _server_words(
         [],
         script,
         Refusal(
-            f"command `{shlex.join(words[:4])}`",
-            f"`{facts.command}` followed by its flags",
-            f"start the server as `{facts.command} ...` in the recipe",
+            what=f"command `{shlex.join(words[:4])}`",
+            accepts=f"`{facts.command}` followed by its flags",
+            fix=f"start the server as `{facts.command} ...` in the recipe",
         ),
     )
 
@@ -197,9 +195,9 @@ def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
     known = facts.subcommands or ()
     if len(words) != 1 or words[0] not in known:
         yield Refusal(
-            f"args `{shlex.join(words)}`",
-            f"one sub-command of {facts.command}: {', '.join(known)}",
-            f"pass exactly `{known[0]}`" if known else "pass no args",
+            what=f"args `{shlex.join(words)}`",
+            accepts=f"one sub-command of {facts.command}: {', '.join(known)}",
+            fix=f"pass exactly `{known[0]}`" if known else "pass no args",
         )
 
 
@@ -213,9 +211,9 @@ def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
             positionals += 1
             if positionals > facts.positionals:
                 yield Refusal(
-                    f"argument `{word}`",
-                    f"{facts.positionals} positional argument(s), then flags",
-                    f"remove `{word}`, or give it the flag it belongs to",
+                    what=f"argument `{word}`",
+                    accepts=f"{facts.positionals} positional argument(s), then flags",
+                    fix=f"remove `{word}`, or give it the flag it belongs to",
                 )
             continue
         name, inline = word.split("=", 1) if word.startswith("--") and "=" in word else (word, None)
@@ -375,23 +373,27 @@ def _check_values(
 ) -> Iterator[Refusal]:
     if values is None:
         yield Refusal(
-            f"flag {name} without its value",
-            f"{name} {_kind(flag)}",
-            f"give {name} a value, or drop it",
+            what=f"flag {name} without its value",
+            accepts=f"{name} {_kind(flag)}",
+            fix=f"give {name} a value, or drop it",
         )
         return
     if flag.type == "flag":
         if values:
             yield Refusal(
-                f"{name}={values[0]}",
-                f"{name} alone (a switch that takes no value)",
-                f"write {name} without a value",
+                what=f"{name}={values[0]}",
+                accepts=f"{name} alone (a switch that takes no value)",
+                fix=f"write {name} without a value",
             )
         return
     for value in values:
         problem = _value_problem(flag.type, flag.choices, flag.case_insensitive, value)
         if problem is not None:
-            yield Refusal(f"{name} {value}", f"{name} {problem}", _choice_fix(name, flag, value))
+            yield Refusal(
+                what=f"{name} {value}",
+                accepts=f"{name} {problem}",
+                fix=_choice_fix(name, flag, value),
+            )
         elif flag.json_fields is not None:
             yield from _json_fields(name, value, flag.json_fields)
 
@@ -434,15 +436,17 @@ def _integer() -> re.Pattern[str]:
 def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
     document = json.loads(value)
     if not isinstance(document, dict):
-        yield Refusal(f"{name} {value}", f"{name} takes a JSON object", "pass a JSON object")
+        yield Refusal(
+            what=f"{name} {value}", accepts=f"{name} takes a JSON object", fix="pass a JSON object"
+        )
         return
     for key, item in document.items():
         field = fields.get(key)
         if field is None:
             yield Refusal(
-                f"{name} key '{key}'",
-                f"the keys {', '.join(sorted(fields))}",
-                f"remove '{key}' from {name}, or use the key it means",
+                what=f"{name} key '{key}'",
+                accepts=f"the keys {', '.join(sorted(fields))}",
+                fix=f"remove '{key}' from {name}, or use the key it means",
             )
             continue
         text = _json_text(item, field.type)
@@ -451,9 +455,9 @@ def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iter
             problem = "takes true or false"
         if problem is not None:
             yield Refusal(
-                f"{name} {key}={json.dumps(item)}",
-                f"{key} {problem}",
-                f"set {key} in {name} to a value it takes",
+                what=f"{name} {key}={json.dumps(item)}",
+                accepts=f"{key} {problem}",
+                fix=f"set {key} in {name} to a value it takes",
             )
 
 
@@ -468,18 +472,19 @@ def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
     expands = [k for k in known if k.startswith(name) and k != name]
     if name.startswith("--") and len(expands) == 1:
         return Refusal(
-            f"flag {name}",
-            f"{expands[0]} (argparse takes {name} only as an abbreviation, which a flag added"
+            what=f"flag {name}",
+            accepts=f"{expands[0]} (argparse takes {name} only as an abbreviation, which a "
+            "flag added"
             " by a later release makes ambiguous)",
-            f"spell it {expands[0]}",
+            fix=f"spell it {expands[0]}",
         )
     import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
     close = difflib.get_close_matches(name, known, n=3)
     return Refusal(
-        f"flag {name}",
-        f"its flags ({', '.join(close)} are the closest)" if close else "its flags",
-        f"remove {name} or use the flag {facts.engine} has for it (registry/engine_options/"
+        what=f"flag {name}",
+        accepts=f"its flags ({', '.join(close)} are the closest)" if close else "its flags",
+        fix=f"remove {name} or use the flag {facts.engine} has for it (registry/engine_options/"
         f"{facts.engine}.json lists every one)",
     )
 
@@ -515,10 +520,10 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             refusals.append(
                 Refusal(
-                    f"environment variable {name}",
-                    "the variables its components read"
+                    what=f"environment variable {name}",
+                    accepts="the variables its components read"
                     + (f" ({', '.join(close)} are the closest)" if close else ""),
-                    f"remove {name} from the pod's env (no process of {facts.image} reads it),"
+                    fix=f"remove {name} from the pod's env (no process of {facts.image} reads it),"
                     " or name the variable the engine reads",
                 )
             )
@@ -527,9 +532,9 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
         if kind is not None and value is not None and not _env_value_ok(kind, value):
             refusals.append(
                 Refusal(
-                    f"{name}={value}",
-                    f"{name} takes a {kind} value",
-                    f"set {name} to a {kind} value",
+                    what=f"{name}={value}",
+                    accepts=f"{name} takes a {kind} value",
+                    fix=f"set {name} to a {kind} value",
                 )
             )
     return refusals

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 
 from frutebox_infra.engine_options import EngineOptions
 from frutebox_infra.launch_check import FACTS_FILE, Refusal, check_launch
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import PlanProblem, Resolution
 
@@ -36,7 +36,7 @@ def first_pod_spec(
     return first.recipe.shared_pod([first.pod, *(m[0].pod for m in members)])
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class PodLaunches:
     """One pod as planned: its models (anchor first), the anchor's resolution and the
     candidates of the anchor and of every other member."""
@@ -151,9 +151,9 @@ def _refused(
         problems.setdefault(
             (who, refusal.what),
             PlanProblem(
-                "launch-rejected",
-                f"{who}: {facts.image} would refuse the launch ({placement.label}):"
+                rule="launch-rejected",
+                message=f"{who}: {facts.image} would refuse the launch ({placement.label}):"
                 f" {refusal.what}; it accepts {refusal.accepts} ({where})",
-                refusal.fix,
+                fix=refusal.fix,
             ),
         )

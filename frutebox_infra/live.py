@@ -41,7 +41,11 @@ def fetch_catalog(endpoint: Endpoint, timeout_s: float, command: str = LIVE_LOOK
     )
     try:
         gpus = {
-            g.id: LiveGpu(g.id, g.price.secure, {d.id: d.availability for d in g.data_centers})
+            g.id: LiveGpu(
+                id=g.id,
+                secure_usd_per_hour=g.price.secure,
+                stock={d.id: d.availability for d in g.data_centers},
+            )
             for g in client.gpu_catalog()
         }
         volume_types = {d.id: tuple(d.network_volume_types) for d in client.data_centers()}
@@ -49,7 +53,7 @@ def fetch_catalog(endpoint: Endpoint, timeout_s: float, command: str = LIVE_LOOK
         volumes = tuple(live_volume(v) for v in client.list_volumes())
     finally:
         client.close()
-    return LiveCatalog(gpus, volume_types, pods, volumes)
+    return LiveCatalog(gpus=gpus, volume_types=volume_types, pods=pods, volumes=volumes)
 
 
 def live_lines(

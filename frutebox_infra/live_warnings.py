@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from frutebox_infra.deploy_requests import pod_name, volume_name
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.ranking import PlacementOption
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry
 
 if TYPE_CHECKING:  # drift.py is imported only when live pods were read: keyless previews skip it
@@ -30,7 +29,7 @@ OUT_OF_STOCK = frozenset({"NONE"})
 _DATE = re.compile(r"\b(20\d\d-\d\d(?:-\d\d)?)\b")
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class LiveGpu:
     """One GPU type as the live catalog shows it; price in USD per GPU per hour."""
 
@@ -43,7 +42,7 @@ class LiveGpu:
         return self.stock.get(data_center, "NONE") not in OUT_OF_STOCK
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class LiveCatalog:
     """What RunPod says now: GPU stock and prices, volume tiers, pods and volumes."""
 

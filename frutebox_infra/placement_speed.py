@@ -131,7 +131,12 @@ def workload(serving: Serving) -> Workload:
     context = serving.context_tokens
     if prompt is not None and output is not None:
         context = min(context, prompt + output // 2)
-    return Workload(serving.concurrency, context, prompt, output)
+    return Workload(
+        concurrency=serving.concurrency,
+        context_tokens=context,
+        prompt_tokens=prompt,
+        output_tokens=output,
+    )
 
 
 def placement_speed(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from frutebox_infra.acyclic import cycle_collector_paused
 from frutebox_infra.colocate import PodGroup, group_pods
@@ -11,7 +12,6 @@ from frutebox_infra.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.launches import PodLaunches, launch_problems
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.record import amended, lazy, positional_record, replace
 from frutebox_infra.registry import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.resolver import PlanProblem, Resolution, resolve
 from frutebox_infra.seeding_plan import Seeding, plan_seeding, reading_seeded
@@ -22,7 +22,7 @@ HOURS_PER_MONTH = 730
 """A month of pods running around the clock, as RunPod bills an always-on pod."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class ModelPlan:
     """One armed model: its resolution, the placement taken, and the allowed fallbacks."""
 
@@ -54,7 +54,7 @@ class ModelPlan:
         return max((p.usd_per_hour for p in self.candidates), default=0.0)
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class VolumePlan:
     """The stack's weights volume: armed weights plus headroom, never below its current size."""
 
@@ -87,7 +87,7 @@ class VolumePlan:
         return self.current_gb is not None and self.current_gb >= self.size_gb
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class FleetPlan:
     """A stack's whole plan: every armed model, its pod, the volume, seeding and cost."""
 
@@ -109,7 +109,7 @@ class FleetPlan:
     def pod_of(self, model_id: str) -> PodGroup | None:
         return self._pod_by_model.get(model_id)
 
-    @lazy
+    @cached_property
     def _pod_by_model(self) -> dict[str, PodGroup]:
         # Indexed once: reports and the program ask per model, which a scan would make
         # quadratic in the fleet.
@@ -127,11 +127,11 @@ class FleetPlan:
         """Best case, against one pod per model."""
         return round(sum(p.saving_usd_per_hour for p in self.pods), 2)
 
-    @lazy
+    @cached_property
     def usd_per_hour_best(self) -> float:
         return round(sum([p.usd_per_hour_best for p in self.pods]), 2)
 
-    @lazy
+    @cached_property
     def usd_per_hour_worst(self) -> float:
         """Worked out once per plan (as the best case): the planner checks the budget with
         it and the reports ask again, each a pass over every pod."""
@@ -162,7 +162,7 @@ class FleetPlan:
     def model(self, model_id: str) -> ModelPlan | None:
         return self._model_by_id.get(model_id)
 
-    @lazy
+    @cached_property
     def _model_by_id(self) -> dict[str, ModelPlan]:
         return {m.model_id: m for m in self.models}
 
@@ -186,17 +186,18 @@ def plan_fleet(
         known = ", ".join(d.id for d in registry.data_centers)
         problems.append(
             PlanProblem(
-                "unknown-data-centre",
-                f"data centre '{settings.data_center}' is not a RunPod data centre we know",
-                f"set frutebox-infra:dataCenter to one of {known}",
+                rule="unknown-data-centre",
+                message=f"data centre '{settings.data_center}' is not a RunPod data centre we know",
+                fix=f"set frutebox-infra:dataCenter to one of {known}",
             )
         )
     if settings.cloud is Cloud.COMMUNITY:
         problems.append(
             PlanProblem(
-                "community-with-volume",
-                "cloud COMMUNITY cannot mount the stack's network volume (Secure Cloud only)",
-                "set frutebox-infra:cloud to SECURE",
+                rule="community-with-volume",
+                message="cloud COMMUNITY cannot mount the stack's network volume (Secure "
+                "Cloud only)",
+                fix="set frutebox-infra:cloud to SECURE",
             )
         )
     if settings.overrides:
@@ -223,30 +224,40 @@ def plan_fleet(
     if volume.contents_gb * (1 + settings.volume_headroom) > largest:
         problems.append(
             PlanProblem(
-                "volume-too-small",
-                f"the armed weights need {volume.contents_gb:g} GB plus"
+                rule="volume-too-small",
+                message=f"the armed weights need {volume.contents_gb:g} GB plus"
                 f" {settings.volume_headroom:.0%} headroom, more than the largest RunPod network"
                 f" volume ({largest} GB)",
-                "disarm a model, lower frutebox-infra:volumeHeadroom, or split the fleet"
+                fix="disarm a model, lower frutebox-infra:volumeHeadroom, or split the fleet"
                 " across stacks",
             )
         )
     # Priced once: the final plan is this one with its problems and warnings, which change
     # nothing its costs are worked out from, so it carries them over (`amended`).
-    fleet = FleetPlan(stack, settings, models, volume, (), (), pods, seeding)
+    fleet = FleetPlan(
+        stack=stack,
+        settings=settings,
+        models=models,
+        volume=volume,
+        problems=(),
+        warnings=(),
+        pods=pods,
+        seeding=seeding,
+    )
     if not fleet.within_budget:
         problems.append(
             PlanProblem(
-                "over-budget",
-                f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the worst allowed"
+                rule="over-budget",
+                message=f"stack {stack} may cost ${fleet.usd_per_hour_worst:.2f}/h in the "
+                "worst allowed"
                 f" placement (best ${fleet.usd_per_hour_best:.2f}/h), over its budget of"
                 f" ${settings.budget_usd_per_hour:.2f}/h",
-                "raise frutebox-infra:budgetUsdPerHour, lower maxFallbackPremium,"
+                fix="raise frutebox-infra:budgetUsdPerHour, lower maxFallbackPremium,"
                 " or disarm a model",
             )
         )
     warnings += [f"{m.model_id}: {w}" for m in models if m.warnings for w in m.warnings]
-    return amended(fleet, problems=tuple(problems), warnings=tuple(warnings))
+    return replace(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 
 def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:
@@ -256,7 +267,14 @@ def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list
         ids = pod.model_ids
         plan = by_id[ids[0]]
         others = tuple([by_id[i].candidates for i in ids[1:]]) if len(ids) > 1 else ()
-        out.append(PodLaunches(ids, plan.resolution, plan.candidates, others))
+        out.append(
+            PodLaunches(
+                model_ids=ids,
+                resolution=plan.resolution,
+                candidates=plan.candidates,
+                members=others,
+            )
+        )
     return out
 
 
@@ -310,7 +328,7 @@ def _reading_seeded(plan: ModelPlan, placement: PlacementOption) -> ModelPlan:
     seeding made it): a copy of its instance dict with those two fields changed, the others
     not set again; a ModelPlan caches nothing that they would make stale."""
     fallbacks = tuple([reading_seeded(p) for p in plan.fallbacks]) if plan.fallbacks else ()
-    return amended(plan, placement=placement, fallbacks=fallbacks)
+    return replace(plan, placement=placement, fallbacks=fallbacks)
 
 
 def _plan_model(
@@ -329,11 +347,19 @@ def _plan_model(
         if gpu is None:
             known = ", ".join(g.id for g in registry.gpus)
             unknown = PlanProblem(
-                "unknown-gpu",
-                f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU type we know",
-                f"use one of: {known}",
+                rule="unknown-gpu",
+                message=f"{model_id}: overrides.{model_id}.gpu '{override.gpu}' is not a GPU "
+                "type we know",
+                fix=f"use one of: {known}",
             )
-            return ModelPlan(model_id, Resolution(model_id), None, (), (unknown,), ())
+            return ModelPlan(
+                model_id=model_id,
+                resolution=Resolution(model_id=model_id),
+                placement=None,
+                fallbacks=(),
+                problems=(unknown,),
+                warnings=(),
+            )
         gpu_id = gpu.id
     if override is None and shared is not None:
         options = shared
@@ -352,7 +378,14 @@ def _plan_model(
     found: tuple[PlanProblem, ...] = () if resolution.problem is None else (resolution.problem,)
     ranking = resolution.ranking
     if ranking is None or not ranking.ranked:
-        return ModelPlan(model_id, resolution, None, (), found, resolution.warnings)
+        return ModelPlan(
+            model_id=model_id,
+            resolution=resolution,
+            placement=None,
+            fallbacks=(),
+            problems=found,
+            warnings=resolution.warnings,
+        )
     floor = floor_of(settings, override)
     if resolution.serving is None or not resolution.serving.token_context:
         floor = 0.0  # a diffusion pipeline has no token rate
@@ -365,13 +398,30 @@ def _plan_model(
     taken = choice.taken
     if not taken:
         found += (floor_problem(model_id, choice, floor, floor_key(override, model_id)),)
-        return ModelPlan(model_id, resolution, None, (), found, warnings, (), floor,
-                         choice.below_floor)  # fmt: skip
+        return ModelPlan(
+            model_id=model_id,
+            resolution=resolution,
+            placement=None,
+            fallbacks=(),
+            problems=found,
+            warnings=warnings,
+            shared_with=(),
+            min_decode_tok_s=floor,
+            below_floor=choice.below_floor,
+        )
     chosen = taken[0]
     warnings += chosen.recipe.pod_notes(chosen.model)  # the pod's own, not rendered for them
-    # Positional, in ModelPlan's field order: built so for every model, faster than by name.
-    return ModelPlan(model_id, resolution, chosen, taken[1:], found, warnings, (), floor,
-                     choice.below_floor)  # fmt: skip
+    return ModelPlan(
+        model_id=model_id,
+        resolution=resolution,
+        placement=chosen,
+        fallbacks=taken[1:],
+        problems=found,
+        warnings=warnings,
+        shared_with=(),
+        min_decode_tok_s=floor,
+        below_floor=choice.below_floor,
+    )
 
 
 def _options(
@@ -425,10 +475,10 @@ def _volume(
     facts = registry.network_volume
     size = min(facts.max_gb, max(facts.min_gb, settings.min_volume_gb, wanted))
     volume = VolumePlan(
-        size,
-        round(weights, 2),
-        settings.data_center,
-        facts,
+        size_gb=size,
+        weights_gb=round(weights, 2),
+        data_center=settings.data_center,
+        facts=facts,
         tier=settings.volume_type,
         engines_gb=engines,
     )

@@ -9,7 +9,8 @@ problem or a report needs them.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import field
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from frutebox_infra.count_search import (
     Fitting,
@@ -28,11 +29,10 @@ from frutebox_infra.fit import Fit, FitRequest, estimate
 from frutebox_infra.placement_speed import ModelSpeeds, Speed
 from frutebox_infra.recipes import PodSpec, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """One GPU type as considered: the smallest count that fits, or why none does."""
 
@@ -43,7 +43,7 @@ class Candidate:
     rejected: str | None
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class PlacementOption:
     """A placement that can run the model, with the exact pod it would run."""
 
@@ -61,14 +61,14 @@ class PlacementOption:
     seeded: bool = False
     """A CPU pod puts the weights on the volume first: the pod reads them offline."""
 
-    @lazy
+    @cached_property
     def pod(self) -> PodSpec:
         """Rendered on first use: most fitting placements are ranked, never deployed."""
         return self.recipe.pod(
             self.model, self.image, self.gpu, self.count, self.serving, self.seeded
         )
 
-    @lazy
+    @cached_property
     def speed(self) -> Speed:
         """Estimated in full on first use, like the pod: where a report or a ranking by
         output tokens asks (the floor asks only the decode rate, `ModelSpeeds.decode`)."""
@@ -88,7 +88,7 @@ Ranked = tuple[int, int, float]
 count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Ranking:
     """One model's ranked placements and the GPU types that refuse it, built on demand.
 
@@ -118,7 +118,7 @@ class Ranking:
     )
     """The placements built so far, by GPU type index and count."""
 
-    @lazy
+    @cached_property
     def speed_model(self) -> ModelSpeeds:
         """The model's estimates on this ranking's GPU types and counts, made when asked for."""
         return ModelSpeeds(self.recipe, self.model, self.serving, self.registry.speed)
@@ -135,9 +135,16 @@ class Ranking:
             gpu = self.registry.gpus[gpu_index]
             fit = estimate(self._request(gpu), gpu, count)
             built = self.built[gpu_index, count] = PlacementOption(
-                gpu, count, usd, fit, self.recipe, self.model, self.image, self.serving,
-                self.speed_model,
-            )  # fmt: skip
+                gpu=gpu,
+                count=count,
+                usd_per_hour=usd,
+                fit=fit,
+                recipe=self.recipe,
+                model=self.model,
+                image=self.image,
+                serving=self.serving,
+                speeds=self.speed_model,
+            )
         return built
 
     def speed(self, ranked: Ranked) -> Speed:
@@ -172,7 +179,7 @@ class Ranking:
         found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
         return found[0][4] if found else None
 
-    @lazy
+    @cached_property
     def rows(self) -> tuple[GpuRow, ...]:
         """The count search's rows: the GPU types it searched, in the registry's order."""
         return gpu_table(self.registry).rows(self.cloud, self.image, self.serving.require_fp8)
@@ -209,27 +216,44 @@ class Ranking:
     def _refusal(self, gpu: Gpu) -> Candidate:
         price = gpu_price(gpu, self.cloud)
         if price is None:
-            return Candidate(gpu, None, None, None, f"no {self.cloud} price recorded")
+            return Candidate(
+                gpu=gpu,
+                count=None,
+                usd_per_hour=None,
+                fit=None,
+                rejected=f"no {self.cloud} price recorded",
+            )
         refused = gpu_refusal(self.image, gpu, fp8_only=self.serving.require_fp8)
         if refused is not None:
-            return Candidate(gpu, None, None, None, refused)
+            return Candidate(gpu=gpu, count=None, usd_per_hour=None, fit=None, rejected=refused)
         top = top_count(self.registry, gpu)  # >= 1: both caps are at least 1
         allowed = [c for c in self.allowed_counts if c <= top]
         if self.pinned_count is not None and self.pinned_count > top:
-            return Candidate(gpu, None, None, None, f"at most {top} per pod")
+            return Candidate(
+                gpu=gpu, count=None, usd_per_hour=None, fit=None, rejected=f"at most {top} per pod"
+            )
         if allowed:
             fit = estimate(self._request(gpu), gpu, allowed[-1])
-            return Candidate(gpu, allowed[-1], round(price * allowed[-1], 2), fit, fit.reason)
+            return Candidate(
+                gpu=gpu,
+                count=allowed[-1],
+                usd_per_hour=round(price * allowed[-1], 2),
+                fit=fit,
+                rejected=fit.reason,
+            )
         problem = self.recipe.count_problem(self.model, self.pinned_count or top)
-        return Candidate(gpu, top, round(price * top, 2), None, problem)
+        return Candidate(
+            gpu=gpu, count=top, usd_per_hour=round(price * top, 2), fit=None, rejected=problem
+        )
 
     def _request(self, gpu: Gpu) -> FitRequest:
         """The fit request on `gpu`, made once per KV precision and kept in `requests`."""
         dtype = self.recipe.kv_dtype_bytes(gpu)
         request = self.requests.get(dtype)
         if request is None:
-            request = self.requests[dtype] = request_at(self.model, self.serving, self.options,
-                                                        dtype)  # fmt: skip
+            request = self.requests[dtype] = request_at(
+                self.model, self.serving, self.options, dtype
+            )
         return request
 
 
@@ -264,8 +288,20 @@ def rank(
             keyed += smallest_counts(request, rows, table.caps(request), allowed)
     keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
     ranked: tuple[Ranked, ...] = tuple([fitting[4] for fitting in keyed])
-    return Ranking(ranked, cloud, gpu_id, registry, model, recipe, image, serving, options,
-                   allowed, gpu_count, requests)  # fmt: skip
+    return Ranking(
+        ranked=ranked,
+        cloud=cloud,
+        gpu_id=gpu_id,
+        registry=registry,
+        model=model,
+        recipe=recipe,
+        image=image,
+        serving=serving,
+        options=options,
+        allowed_counts=allowed,
+        pinned_count=gpu_count,
+        requests=requests,
+    )
 
 
 def fit_request(
@@ -280,13 +316,13 @@ def request_at(
 ) -> FitRequest:
     """What must fit where the engine caches KV at `kv_dtype_bytes` per element."""
     return FitRequest(
-        serving.memory_model,
-        serving.weights_vram_gb,
-        serving.context_tokens,
-        serving.concurrency,
-        options.min_sequences,
-        kv_dtype_bytes,
-        model.architecture,
-        serving.static_allocation,
-        serving.speculative,
+        engine=serving.memory_model,
+        weights_gb=serving.weights_vram_gb,
+        context_tokens=serving.context_tokens,
+        configured_sequences=serving.concurrency,
+        min_sequences=options.min_sequences,
+        kv_dtype_bytes=kv_dtype_bytes,
+        architecture=model.architecture,
+        static_allocation=serving.static_allocation,
+        speculative=serving.speculative,
     )

@@ -82,7 +82,7 @@ def read_config_at(repo: Path, ref: str | None, stack: str) -> ConfigAtRef | Non
         for name in names
         if f"registry/{name}" in present
     }
-    return ConfigAtRef(ref, _show(repo, sha, path, ref), RegistryFiles(texts))
+    return ConfigAtRef(ref, _show(repo, sha, path, ref), RegistryFiles(texts=texts))
 
 
 def _show(repo: Path, sha: str, path: str, ref: str) -> str:
@@ -104,7 +104,7 @@ def _read_work_tree(repo: Path, stack_file: str) -> ConfigAtRef | None:
         ),
     ]
     texts = {n: _read(repo / "registry" / n) for n in names if (repo / "registry" / n).is_file()}
-    return ConfigAtRef(WORK_TREE, _read(path), RegistryFiles(texts))
+    return ConfigAtRef(WORK_TREE, _read(path), RegistryFiles(texts=texts))
 
 
 def _facts(path: str) -> bool:

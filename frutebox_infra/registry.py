@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from itertools import pairwise
 from typing import Annotated, Any, Literal, NamedTuple
 
 from frutebox_infra.engine_options import EngineOptions
-from frutebox_infra.record import lazy, record
 from frutebox_infra.registry_base import Runtime as Runtime
 from frutebox_infra.registry_base import SpecDecode as SpecDecode
 from frutebox_infra.speed_facts import PARAMETERS_TOLERANCE, GpuSpeed, Parameters, SpeedFacts
@@ -28,7 +28,7 @@ class Cloud(StrEnum):
     COMMUNITY = "COMMUNITY"
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Price:
     """On-demand price of one GPU, USD per hour, per RunPod cloud; None where never observed."""
 
@@ -37,7 +37,7 @@ class Price:
     source: str
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Gpu:
     """One RunPod GPU type. `vram_gb` is the marketed size; `memory_mib` what the driver reports."""
 
@@ -88,7 +88,7 @@ def _sm_names(archs: tuple[str, ...], _: object) -> tuple[str, ...]:
     return archs
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Image:
     """A serving engine's container image and how RunPod's `args` reaches its process."""
 
@@ -134,7 +134,7 @@ class Image:
 _RELEASE_TAG = re.compile(r"\d+\.\d+|(?:^|[-_.])b\d{3,}(?:$|[-_.])|^sha256:")
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class GgufSource:
     """A GGUF quant served by llama.cpp's `-hf REPO:QUANT` (which takes no revision)."""
 
@@ -149,7 +149,7 @@ class GgufSource:
     experts and Q8_0 elsewhere); None: one precision throughout."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class ComfyFile:
     """One file a ComfyUI model needs, and the flat `models/<folder>/` name it is stored under.
 
@@ -169,7 +169,7 @@ class ComfyFile:
         return self.rename or self.path.rsplit("/", 1)[-1]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class ComfyRecipe:
     """Where ComfyUI's loadable files come from; `repo` is set when it is a repackaging."""
 
@@ -182,7 +182,7 @@ class ComfyRecipe:
     note: str | None = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Source:
     """The pinned origin of a model's weights."""
 
@@ -206,7 +206,7 @@ class Source:
 WeightFormat = Literal["fp8", "bf16", "fp16", "gguf", "mixed"]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Weights:
     """Weights at the served precision: GB (10^9 bytes) on disk and resident in VRAM."""
 
@@ -223,7 +223,7 @@ class Weights:
     source: str | None = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Architecture:
     """What the KV-cache estimate needs, from the model's config.json."""
 
@@ -292,7 +292,7 @@ class Architecture:
         return 3 * self.hidden_size * self.moe_intermediate_size
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Speed:
     """How a model drafts tokens speculatively; the method is a fact about the model."""
 
@@ -322,7 +322,7 @@ def _parser_per_engine(value: Any) -> Any:
     return value
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Model:
     """A catalog model and everything needed to serve it, or the reason it cannot be."""
 
@@ -406,7 +406,7 @@ class ExpertSplit(NamedTuple):
     """Weights of one routed expert in one layer."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class PriceTier:
     """Storage up to `up_to_gb` (None: everything above the last tier) at this rate."""
 
@@ -414,7 +414,7 @@ class PriceTier:
     usd_per_gb_month: Annotated[float, Check(gt=0, le=10)]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class NetworkVolumeFacts:
     """RunPod network volumes: the sizes the API accepts and what a GB-month costs."""
 
@@ -455,7 +455,7 @@ class NetworkVolumeFacts:
         return round(total, 2)
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class DataCenter:
     """A RunPod data centre a stack may place its volume and pods in."""
 
@@ -463,7 +463,7 @@ class DataCenter:
     name: str
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class CpuFlavor:
     """A RunPod CPU pod flavor (`GET /v2/catalog/cpus`): priced and sized per vCPU.
 
@@ -502,7 +502,7 @@ class CpuFlavor:
         return round(self.usd_per_vcpu_hour * vcpus, 4)
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class ToolImage:
     """An image we run that serves no model (the seeder on a CPU pod): no CUDA, no GPU."""
 
@@ -537,7 +537,7 @@ def _known_flavors(
     return flavors
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Registry:
     """The whole catalog, indexed by id."""
 
@@ -587,11 +587,11 @@ class Registry:
                         f" {flag.choices_from}); use its spelling of the name"
                     )
 
-    @lazy
+    @cached_property
     def models_by_id(self) -> Mapping[str, Model]:
         return {m.id: m for m in self.models}
 
-    @lazy
+    @cached_property
     def renamed(self) -> Mapping[str, str]:
         """Former id -> current id."""
         return {old: m.id for m in self.models for old in m.former_ids}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.errors import ConfigError, shown
 from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Registry
 from frutebox_infra.registry_cache import CACHE_DIR, cache_key, load, store
 from frutebox_infra.validation import message as validation_message
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class RegistryFiles:
     """The YAML texts a registry is built from, keyed by file name (for I/O-free loading)."""
 
@@ -63,7 +63,7 @@ def read_registry_files(directory: Path = REGISTRY_DIR) -> RegistryFiles:
                 f"{path}: cannot read engine facts ({exc.strerror}). Fix: restore it from git"
                 " (`git checkout -- registry/`)."
             ) from exc
-    return RegistryFiles(texts)
+    return RegistryFiles(texts=texts)
 
 
 def parse_registry(

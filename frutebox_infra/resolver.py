@@ -7,16 +7,17 @@ reported.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from frutebox_infra.ranking import Candidate, PlacementOption, Ranking, rank
 from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
-from frutebox_infra.record import positional_record, replace
 from frutebox_infra.registry import Cloud, Image, Model, Registry, Runtime
 
 DEFAULT_OPTIONS = ServeOptions()
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class PlanProblem:
     """A reason preview must fail: which rule, what happened, and what to do."""
 
@@ -28,7 +29,7 @@ class PlanProblem:
         return f"{self.message} [{self.rule}]. Fix: {self.fix}"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Resolution:
     """Everything the planner and reports need about one model, derived once."""
 
@@ -59,7 +60,10 @@ class Resolution:
         if self.ranking is None:
             return ()
         return self.ranking.refused + tuple(
-            Candidate(p.gpu, p.count, p.usd_per_hour, p.fit, None) for p in self.placements
+            Candidate(
+                gpu=p.gpu, count=p.count, usd_per_hour=p.usd_per_hour, fit=p.fit, rejected=None
+            )
+            for p in self.placements
         )
 
     @property
@@ -85,34 +89,40 @@ def resolve(
     count, and `engine` to one of the model's runtimes."""
     model = registry.model(model_id)
     if model is None:
-        return Resolution(model_id, problem=_unknown(model_id))
+        return Resolution(model_id=model_id, problem=_unknown(model_id))
     problem, recipe = _engine_for(model) if engine is None else _pinned_engine(model, engine)
     if problem is not None or recipe is None:
-        return Resolution(model_id, model, problem=problem)
+        return Resolution(model_id=model_id, model=model, problem=problem)
     image = registry.images.get(recipe.runtime)
     if image is None:
         problem = PlanProblem(
-            "no-image",
-            f"{model_id}: engine {recipe.runtime} has no image in registry/images.yaml",
-            f"add an `images.{recipe.runtime}` entry with a pinned tag",
+            rule="no-image",
+            message=f"{model_id}: engine {recipe.runtime} has no image in registry/images.yaml",
+            fix=f"add an `images.{recipe.runtime}` entry with a pinned tag",
         )
-        return Resolution(model_id, model, recipe, problem=problem)
+        return Resolution(model_id=model_id, model=model, recipe=recipe, problem=problem)
     too_old = recipe.image_problem(model, image)
     if too_old is not None:
         problem = PlanProblem(
-            "image-cannot-serve",
-            f"{model_id} {too_old}",
-            f"pin a newer {recipe.runtime} image in registry/images.yaml (and set its"
+            rule="image-cannot-serve",
+            message=f"{model_id} {too_old}",
+            fix=f"pin a newer {recipe.runtime} image in registry/images.yaml (and set its"
             " engine_version)",
         )
-        return Resolution(model_id, model, recipe, image, problem=problem)
+        return Resolution(
+            model_id=model_id, model=model, recipe=recipe, image=image, problem=problem
+        )
     refused = recipe.options_problem(model, options)
     if refused is not None:
         what, fix = refused
-        problem = PlanProblem("override-refused", f"{model_id}: {what}", fix)
-        return Resolution(model_id, model, recipe, image, problem=problem)
+        problem = PlanProblem(rule="override-refused", message=f"{model_id}: {what}", fix=fix)
+        return Resolution(
+            model_id=model_id, model=model, recipe=recipe, image=image, problem=problem
+        )
     if not options.hf_token_configured and recipe.gated_pull(model):
-        return Resolution(model_id, model, recipe, image, problem=_gated(model))
+        return Resolution(
+            model_id=model_id, model=model, recipe=recipe, image=image, problem=_gated(model)
+        )
     serving = recipe.serving(model, options)
     if options.prompt_tokens is not None and serving.token_context:
         serving = replace(
@@ -120,7 +130,14 @@ def resolve(
         )
         too_long = _workload_problem(model, serving)
         if too_long is not None:
-            return Resolution(model_id, model, recipe, image, serving, too_long)
+            return Resolution(
+                model_id=model_id,
+                model=model,
+                recipe=recipe,
+                image=image,
+                serving=serving,
+                problem=too_long,
+            )
     warnings = (*serving.warnings, *_image_warnings(image), *_weights_warnings(model, recipe))
     if model.id != model_id:
         warnings = (_renamed(model, model_id), *warnings)
@@ -128,7 +145,16 @@ def resolve(
     problem = None
     if not ranking.ranked:
         problem = _no_placement(model, recipe, serving, ranking.refused, gpu_id, gpu_count)
-    return Resolution(model_id, model, recipe, image, serving, problem, warnings, ranking)
+    return Resolution(
+        model_id=model_id,
+        model=model,
+        recipe=recipe,
+        image=image,
+        serving=serving,
+        problem=problem,
+        warnings=warnings,
+        ranking=ranking,
+    )
 
 
 def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
@@ -136,25 +162,26 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
     mid = model.id
     if model.source_unavailable:
         return PlanProblem(
-            "no-open-weights",
-            f"{mid} has no open weights: {model.source_unavailable}",
-            "disarm it; it cannot be self-hosted",
+            rule="no-open-weights",
+            message=f"{mid} has no open weights: {model.source_unavailable}",
+            fix="disarm it; it cannot be self-hosted",
         ), None
     source = model.source
     if source is None:
         return PlanProblem(
-            "no-pinned-source",
-            f"{mid} has no pinned source in registry/models.yaml, so there is nowhere to fetch"
+            rule="no-pinned-source",
+            message=f"{mid} has no pinned source in registry/models.yaml, so there is nowhere "
+            "to fetch"
             " its weights from",
-            f"add `source:` (hf_repo + revision, gguf repo + quant, or ollama_tag) to {mid}",
+            fix=f"add `source:` (hf_repo + revision, gguf repo + quant, or ollama_tag) to {mid}",
         ), None
     runtimes = model.runtimes
     if "ollama" in runtimes and not source.ollama_tag:
         return PlanProblem(
-            "no-ollama-tag",
-            f"{mid} declares runtime 'ollama' but has no source.ollama_tag (a catalog id is"
+            rule="no-ollama-tag",
+            message=f"{mid} declares runtime 'ollama' but has no source.ollama_tag (a catalog id is"
             " not a pullable tag)",
-            f"add the Ollama library tag (e.g. 'qwen3:8b') as source.ollama_tag of {mid}",
+            fix=f"add the Ollama library tag (e.g. 'qwen3:8b') as source.ollama_tag of {mid}",
         ), None
     # Where an engine is found, the model declares a runtime we serve: the two rules below
     # hold, so they are asked only where none is.
@@ -163,23 +190,24 @@ def _engine_for(model: Model) -> tuple[PlanProblem | None, Recipe | None]:
             return None, recipe
     if not runtimes:
         return PlanProblem(
-            "no-runtime",
-            f"{mid} declares no runtime",
-            f"list the engines that can serve it under `runtimes:` of {mid}",
+            rule="no-runtime",
+            message=f"{mid} declares no runtime",
+            fix=f"list the engines that can serve it under `runtimes:` of {mid}",
         ), None
     if SERVABLE_RUNTIMES.isdisjoint(model.runtimes):
         declared = ", ".join(model.runtimes)
         built = ", ".join(sorted(SERVABLE_RUNTIMES))
         return PlanProblem(
-            "no-engine",
-            f"{mid} declares runtime(s) {declared}; we build serving commands only for {built}",
-            "declare one of those runtimes, or add a recipe module in frutebox_infra/recipes/",
+            rule="no-engine",
+            message=f"{mid} declares runtime(s) {declared}; we build serving commands only for "
+            f"{built}",
+            fix="declare one of those runtimes, or add a recipe module in frutebox_infra/recipes/",
         ), None
     first = next(r for r in ENGINE_PREFERENCE if r.runtime in runtimes)
     return PlanProblem(
-        "no-recipe",
-        f"{mid} declares runtime '{first.runtime}' but {first.missing(model)}",
-        f"add those facts to {mid} in registry/models.yaml, from a checked source",
+        rule="no-recipe",
+        message=f"{mid} declares runtime '{first.runtime}' but {first.missing(model)}",
+        fix=f"add those facts to {mid} in registry/models.yaml, from a checked source",
     ), None
 
 
@@ -189,25 +217,25 @@ def _pinned_engine(model: Model, engine: str) -> tuple[PlanProblem | None, Recip
     declared = ", ".join(model.runtimes) or "none"
     if engine not in model.runtimes:
         return PlanProblem(
-            "override-refused",
-            f"{model.id}: overrides.{model.id}.engine is {engine}, which is not among the"
+            rule="override-refused",
+            message=f"{model.id}: overrides.{model.id}.engine is {engine}, which is not among the"
             f" runtimes registry/models.yaml gives it ({declared})",
-            f"set {key} to one of {declared}, or remove it",
+            fix=f"set {key} to one of {declared}, or remove it",
         ), None
     recipe = RECIPES.get(Runtime(engine))
     if recipe is None:
         return PlanProblem(
-            "no-engine",
-            f"{model.id}: overrides.{model.id}.engine is {engine}, and we build serving"
+            rule="no-engine",
+            message=f"{model.id}: overrides.{model.id}.engine is {engine}, and we build serving"
             f" commands only for {', '.join(sorted(SERVABLE_RUNTIMES))}",
-            f"set {key} to one of those, or remove it",
+            fix=f"set {key} to one of those, or remove it",
         ), None
     missing = recipe.missing(model)
     if missing is not None:
         return PlanProblem(
-            "no-recipe",
-            f"{model.id}: overrides.{model.id}.engine is {engine}, but {missing}",
-            f"add those facts to {model.id} in registry/models.yaml, or remove {key}",
+            rule="no-recipe",
+            message=f"{model.id}: overrides.{model.id}.engine is {engine}, but {missing}",
+            fix=f"add those facts to {model.id} in registry/models.yaml, or remove {key}",
         ), None
     return None, recipe
 
@@ -217,10 +245,11 @@ def _workload_problem(model: Model, serving: Serving) -> PlanProblem | None:
     if prompt + output <= serving.context_tokens:
         return None
     return PlanProblem(
-        "workload-too-long",
-        f"{model.id}: a request of promptTokens {prompt} + outputTokens {output} is longer than"
+        rule="workload-too-long",
+        message=f"{model.id}: a request of promptTokens {prompt} + outputTokens {output} is "
+        "longer than"
         f" the {serving.context_tokens} tokens of context it is served with",
-        f"lower frutebox-infra:promptTokens or outputTokens, or raise"
+        fix=f"lower frutebox-infra:promptTokens or outputTokens, or raise"
         f" frutebox-infra:overrides.{model.id}.context",
     )
 
@@ -235,9 +264,9 @@ def _renamed(model: Model, armed_id: str) -> str:
 
 def _unknown(model_id: str) -> PlanProblem:
     return PlanProblem(
-        "unknown-model",
-        f"{model_id} is not in the model registry",
-        "check the id with `frutebox models`, or add the model to registry/models.yaml",
+        rule="unknown-model",
+        message=f"{model_id} is not in the model registry",
+        fix="check the id with `frutebox models`, or add the model to registry/models.yaml",
     )
 
 
@@ -246,10 +275,11 @@ def _gated(model: Model) -> PlanProblem:
     if model.source and model.source.comfyui and model.source.comfyui.repo:
         repo = model.source.comfyui.repo
     return PlanProblem(
-        "gated-no-token",
-        f"{model.id} pulls from the gated repo {repo} and no Hugging Face token is configured,"
+        rule="gated-no-token",
+        message=f"{model.id} pulls from the gated repo {repo} and no Hugging Face token is "
+        "configured,"
         " so the pull would answer 401 after the GPU is already billing",
-        "accept the licence on Hugging Face, then `pulumi config set --secret"
+        fix="accept the licence on Hugging Face, then `pulumi config set --secret"
         " frutebox-infra:hfToken <token>` (or export HF_TOKEN)",
     )
 
@@ -277,10 +307,10 @@ def _no_placement(
     if gpu_count is not None:
         where += f" at {gpu_count} GPUs"
     return PlanProblem(
-        "no-placement",
-        f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
+        rule="no-placement",
+        message=f"{model.id} ({recipe.runtime}, {serving.weights_vram_gb:g} GB weights,"
         f" {serving.context_tokens} tokens context) fits no placement{where}{detail}",
-        f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
+        fix=f"lower its context (frutebox-infra:overrides.{model.id}.context), its concurrency,"
         " or unpin its GPU" + (" or its gpuCount" if gpu_count is not None else ""),
     )
 

@@ -4,12 +4,13 @@ bring-up that buys (pure): one decision per model, made once for the plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 from frutebox_infra.colocate import PodGroup
 from frutebox_infra.launches import first_pod_spec
 from frutebox_infra.ranking import PlacementOption
 from frutebox_infra.recipes.base import PodSpec
-from frutebox_infra.record import amended, lazy, positional_record
 from frutebox_infra.registry import Registry, ToolImage
 from frutebox_infra.resolver import PlanProblem
 from frutebox_infra.seeding.bringup import (
@@ -28,7 +29,7 @@ from frutebox_infra.settings import StackSettings
 DOWNLOADS = "its GPU pod downloads the weights itself"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class ModelSeeding:
     """One model's seed: the job its CPU pod runs, or why its GPU pod downloads instead."""
 
@@ -44,7 +45,7 @@ class ModelSeeding:
         return self.job is not None
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Seeding:
     """The stack's seeding: the CPU flavors a seeding pod may take (cheapest first) and
     every placed model's decision, with the first deploy they add up to."""
@@ -63,7 +64,7 @@ class Seeding:
     def of(self, model_id: str) -> ModelSeeding | None:
         return self._by_model.get(model_id)
 
-    @lazy
+    @cached_property
     def _by_model(self) -> dict[str, ModelSeeding]:
         # Indexed once: the program, reports and deploy requests ask per model.
         found: dict[str, ModelSeeding] = {}
@@ -74,7 +75,7 @@ class Seeding:
     def seeds(self, model_id: str) -> bool:
         return model_id in self.seeded_ids
 
-    @lazy
+    @cached_property
     def seeded_ids(self) -> frozenset[str]:
         """The models a CPU pod seeds."""
         return frozenset([m.model_id for m in self.models if m.seeded])
@@ -103,10 +104,10 @@ def plan_seeding(
         warnings.append(f"seeding: {no_cpu}; every GPU pod downloads its own weights")
     why_not = _why_not(settings, no_cpu)  # every model's when the stack seeds none
     rates = BringupRates(
-        cpus[0] if cpus else None,
-        settings.download_mb_per_s,
-        settings.volume_type,
-        settings.seed_timeout_seconds,
+        cpu=cpus[0] if cpus else None,
+        download_mb_per_s=settings.download_mb_per_s,
+        volume_type=settings.volume_type,
+        fixed_timeout_s=settings.seed_timeout_seconds,
     )
     decisions: dict[str, ModelSeeding] = {}
     seeded: dict[str, PlacementOption] = {}
@@ -147,20 +148,13 @@ def plan_seeding(
         problems=tuple(problems),
         warnings=tuple(warnings),
     )
-    vars(seeding)["_by_model"] = decisions  # its index, already made (a cached property's slot)
     return seeding, seeded
 
 
 def reading_seeded(p: PlacementOption) -> PlacementOption:
-    """`p` launching a pod that reads the seeded weights offline. Seeding changes where its
-    pod reads weights and nothing else, so `p`'s fields and what it already worked out (its
-    cached properties' slots: its speed) are copied as they are; only its pod, if rendered,
-    is not: it renders again as it launches. Nothing else is rebuilt, as `replace` would."""
-    if p.seeded:
-        return p
-    reading = amended(p, seeded=True)
-    vars(reading).pop("pod", None)
-    return reading
+    """`p` launching a pod that reads the seeded weights offline: seeding changes where its
+    pod reads weights and nothing else."""
+    return p if p.seeded else replace(p, seeded=True)
 
 
 def _cpus(
@@ -179,10 +173,10 @@ def _cpus(
             known = ", ".join(f.id for f in registry.cpu_flavors) or "none"
             problems.append(
                 PlanProblem(
-                    "unknown-cpu-flavor",
-                    f"seedCpuFlavor '{flavor}' is not a CPU flavor in registry/gpus.yaml"
+                    rule="unknown-cpu-flavor",
+                    message=f"seedCpuFlavor '{flavor}' is not a CPU flavor in registry/gpus.yaml"
                     f" cpu_flavors ({known})",
-                    "set frutebox-infra:seedCpuFlavor to one of those, or unset it to take"
+                    fix="set frutebox-infra:seedCpuFlavor to one of those, or unset it to take"
                     " the cheapest offered in the data centre",
                 )
             )
@@ -217,4 +211,10 @@ def _decision(
             job = found
     bringup = rates.of(model_id, weights_gb, placement.usd_per_hour, job is not None,
                        placement.recipe.loads_weights_at_start)  # fmt: skip
-    return ModelSeeding(model_id, job, why_not, bringup, rates.timeout_s(weights_gb))
+    return ModelSeeding(
+        model_id=model_id,
+        job=job,
+        why_not=why_not,
+        bringup=bringup,
+        timeout_s=rates.timeout_s(weights_gb),
+    )

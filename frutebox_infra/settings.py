@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import MISSING, field, fields
-from functools import cache
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache, cached_property
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
-from frutebox_infra.record import lazy, positional_record, record
 from frutebox_infra.registry import MAX_CONTEXT_TOKENS, Cloud, Runtime
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 from frutebox_infra.validation import ALIAS, Check
@@ -66,7 +65,7 @@ def _known_engine(value: str | None, _: object) -> str | None:
     return value
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class ModelOverride:
     """Per-model serving targets that win over the registry's defaults; strict, since Pulumi
     does not type them: `context: "4096"` is text, not a number."""
@@ -163,7 +162,7 @@ def _unique(value: tuple[str, ...], _: object) -> tuple[str, ...]:
     return value
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class StackSettings:
     """One stack's config, camelCase as written in `stacks/Pulumi.<stack>.yaml`.
 
@@ -458,7 +457,7 @@ class StackSettings:
     """Derived from the secret's presence, never read from the stack file."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class StackKey:
     """What Pulumi.yaml declares about one key, and what our errors say about it."""
 
@@ -475,7 +474,7 @@ class StackKey:
     """The fix its declaration states; else one is written from its bounds (`fix`)."""
     example: str = ""
 
-    @lazy
+    @cached_property
     def fix(self) -> str:
         """What to set instead of a bad value: the stated fix, or its bounds, unit and example."""
         if self.stated_fix:
@@ -489,7 +488,7 @@ class StackKey:
         quoted = "" if whole else " (quoted: Pulumi has no decimal type)"
         return f"{kind} {span} {high:g}{unit}{quoted}, e.g. {self.example}"
 
-    @lazy
+    @cached_property
     def decimal(self) -> bool:
         """A float: Pulumi passes it as text, which must read as a decimal number."""
         return _bounds(_settings_hints()[self.field])[0] is float
@@ -527,16 +526,16 @@ def _stack_keys() -> dict[str, StackKey]:
         else:
             default = spec.default
         keys[alias] = StackKey(
-            alias,
-            spec.name,
-            facts["pulumi"],
-            facts["description"],
-            required,
-            default,
-            str(facts["unit"]),
-            facts["pulumi_default"],
-            str(facts["fix"]),
-            facts["example"],
+            name=alias,
+            field=spec.name,
+            pulumi_type=facts["pulumi"],
+            description=facts["description"],
+            required=required,
+            default=default,
+            unit=str(facts["unit"]),
+            pulumi_default=facts["pulumi_default"],
+            stated_fix=str(facts["fix"]),
+            example=facts["example"],
         )
     return keys
 

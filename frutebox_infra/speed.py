@@ -14,10 +14,10 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from frutebox_infra.fit import GB, kv_bytes_per_token
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import (
     Architecture,
     ExpertSplit,
@@ -40,7 +40,7 @@ ACTIVATION_BYTES = 2
 """Activations cross the links in BF16."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Placement:
     """What serves the model: the engine, `gpu_count` x `gpu`, and the weights they hold."""
 
@@ -64,7 +64,7 @@ class Placement:
     """The placement's price, for the cost per output token; None leaves that unknown."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Workload:
     """How the placement is loaded: streams decoding at once, and their lengths in tokens."""
 
@@ -76,7 +76,7 @@ class Workload:
     """With both set, every request's prefill is paid for: the other streams stall meanwhile."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class SpeedEstimate:
     """One placement's speed at its workload, and the cost of an output token at full load."""
 
@@ -91,7 +91,7 @@ class SpeedEstimate:
     assumptions: tuple[str, ...] = ()
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class SpeedUnknown:
     """No estimate: a fact the model needs is not in the registry (never a made-up one)."""
 
@@ -126,12 +126,34 @@ class ModelTerms:
     and counts of every model)."""
 
     __slots__ = (
-        "arch", "attention", "bandwidth_efficiency", "collectives", "compute_efficiency",
-        "counts", "draft_cost", "estimable", "expert_bytes", "experts", "hidden", "kv_per_token",
-        "layer_split", "links", "moe_layers", "no_engine", "no_model_facts", "overhead_s",
-        "precision", "shared_weight_bytes", "spec_note", "spec_steps", "spec_tokens",
-        "state_bytes", "two_active", "used", "workload",
-    )  # fmt: skip
+        "arch",
+        "attention",
+        "bandwidth_efficiency",
+        "collectives",
+        "compute_efficiency",
+        "counts",
+        "draft_cost",
+        "estimable",
+        "expert_bytes",
+        "experts",
+        "hidden",
+        "kv_per_token",
+        "layer_split",
+        "links",
+        "moe_layers",
+        "no_engine",
+        "no_model_facts",
+        "overhead_s",
+        "precision",
+        "shared_weight_bytes",
+        "spec_note",
+        "spec_steps",
+        "spec_tokens",
+        "state_bytes",
+        "two_active",
+        "used",
+        "workload",
+    )
 
     def __init__(self, model: Model, served: Served, facts: SpeedFacts | None, workload: Workload):
         p = served
@@ -225,10 +247,11 @@ class ModelTerms:
             link = self.links.get(figures.interconnect.kind)
             if link is None:
                 return SpeedUnknown(
-                    f"registry/speed.yaml has no link figures for {figures.interconnect.kind}"
+                    reason="registry/speed.yaml has no link figures for "
+                    f"{figures.interconnect.kind}"
                 )
         if figures is None or not self.estimable:
-            return SpeedUnknown(self._missing(gpu))
+            return SpeedUnknown(reason=self._missing(gpu))
         each = self.counts.get((count, kv_dtype_bytes, expert_parallel))
         if each is None:
             each = self.counts[count, kv_dtype_bytes, expert_parallel] = _OnEachGpu(
@@ -273,9 +296,20 @@ class _OnEachGpu:
     a plain class, as a dataclass costs a call per field."""
 
     __slots__ = (
-        "count", "decode_demand", "expert_parallel", "hops", "kv_per_token", "links", "parallel",
-        "prefill_demand", "ring_share", "shared_bytes", "state_share", "terms", "verify_demand",
-    )  # fmt: skip
+        "count",
+        "decode_demand",
+        "expert_parallel",
+        "hops",
+        "kv_per_token",
+        "links",
+        "parallel",
+        "prefill_demand",
+        "ring_share",
+        "shared_bytes",
+        "state_share",
+        "terms",
+        "verify_demand",
+    )
 
     def __init__(self, terms: ModelTerms, count: int, kv_dtype_bytes: int, expert_parallel: bool):
         self.terms, self.count, self.expert_parallel = terms, count, expert_parallel
@@ -380,8 +414,14 @@ def _rates(terms: ModelTerms, gpu: GpuSpeed, link: LinkSpeed | None) -> Rates:
     if link is not None:
         latency = link.collective_latency_us / 1e6
         link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
-    return (gpu.memory_bandwidth_gb_s * GB, terms.bandwidth_efficiency, compute_rate, latency,
-            link_bandwidth, terms.overhead_s)  # fmt: skip
+    return (
+        gpu.memory_bandwidth_gb_s * GB,
+        terms.bandwidth_efficiency,
+        compute_rate,
+        latency,
+        link_bandwidth,
+        terms.overhead_s,
+    )
 
 
 class Decode:
@@ -390,9 +430,16 @@ class Decode:
     the placements taken or reported. A plain class, as a dataclass costs a call per field."""
 
     __slots__ = (
-        "compute_bound", "decode_tok_s_per_stream", "each", "gpu", "link", "made", "per_step",
-        "prefill_s", "step_s",
-    )  # fmt: skip
+        "compute_bound",
+        "decode_tok_s_per_stream",
+        "each",
+        "gpu",
+        "link",
+        "made",
+        "per_step",
+        "prefill_s",
+        "step_s",
+    )
 
     def __init__(self, each: _OnEachGpu, gpu: GpuSpeed, link: LinkSpeed | None):
         self.each, self.gpu, self.link = each, gpu, link
@@ -425,13 +472,13 @@ class Decode:
         else:
             aggregate = streams * per_stream
         estimate = SpeedEstimate(
-            per_stream,
-            aggregate,
-            prompt / prefill,
-            step * 1000,
-            "compute" if self.compute_bound else "memory",
-            usd_per_million_tokens(usd_per_hour, aggregate),
-            notes,
+            decode_tok_s_per_stream=per_stream,
+            decode_tok_s_aggregate=aggregate,
+            prefill_tok_s=prompt / prefill,
+            decode_step_ms=step * 1000,
+            bound="compute" if self.compute_bound else "memory",
+            usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour, aggregate),
+            assumptions=notes,
         )
         self.made = usd_per_hour, estimate
         return estimate

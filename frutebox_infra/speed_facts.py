@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated, Literal
 
-from frutebox_infra.record import lazy, positional_record, record
 from frutebox_infra.registry_base import Runtime, SpecDecode
 from frutebox_infra.validation import Check
 
 LinkKind = Literal["nvlink", "pcie"]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Interconnect:
     """How the GPUs of one RunPod pod of this type reach each other: the link tensor
     parallelism's all-reduces cross, at its per-direction bandwidth (datasheets quote NVLink
@@ -24,7 +24,7 @@ class Interconnect:
     gb_s_per_direction: Annotated[float, Check(gt=0, le=2000)]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class GpuSpeed:
     """Datasheet figures the speed model reads: memory bandwidth, dense tensor throughput
     (NVIDIA's headline tensor TFLOPS assume 2:4 sparsity; these are half of them) and the
@@ -41,7 +41,7 @@ class GpuSpeed:
     `frutebox prices --write` rewrites)."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Parameters:
     """Parameter counts from the model card, in billions: every weight, and the weights one
     token runs through (a MoE's shared weights plus its experts-per-token)."""
@@ -79,7 +79,7 @@ active count implies) may land from the published total before the facts count a
 FIGURES = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_us", "layer_overhead_us")
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class EngineSpeed:
     """How close one engine's kernels come to the hardware, fitted on published measurements;
     or, for an engine running another's kernels (Ollama runs llama.cpp's), just that name."""
@@ -119,7 +119,7 @@ class EngineSpeed:
             )
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class EngineFigures:
     """An engine's resolved figures, as the speed model uses them."""
 
@@ -129,7 +129,7 @@ class EngineFigures:
     layer_overhead_us: float
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class LinkSpeed:
     """What a collective over one kind of link costs beyond its bytes, fitted like an engine."""
 
@@ -141,7 +141,7 @@ class LinkSpeed:
     source: str
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class Acceptance:
     """The stated acceptance assumption of one speculative-decoding method."""
 
@@ -152,7 +152,7 @@ class Acceptance:
     source: str
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class SpeedFacts:
     """registry/speed.yaml: per-engine calibration, link costs and acceptance assumptions."""
 
@@ -183,7 +183,7 @@ class SpeedFacts:
             known[runtime] = self._figures(runtime)
         return known[runtime]
 
-    @lazy
+    @cached_property
     def _engine_figures(self) -> dict[Runtime, EngineFigures | None]:
         """`engine`'s answers, each worked out once: every model's estimates ask."""
         return {}
@@ -197,10 +197,10 @@ class SpeedFacts:
         assert entry.bandwidth_efficiency and entry.compute_efficiency
         assert entry.step_overhead_us is not None and entry.layer_overhead_us is not None
         return EngineFigures(
-            entry.bandwidth_efficiency,
-            entry.compute_efficiency,
-            entry.step_overhead_us,
-            entry.layer_overhead_us,
+            bandwidth_efficiency=entry.bandwidth_efficiency,
+            compute_efficiency=entry.compute_efficiency,
+            step_overhead_us=entry.step_overhead_us,
+            layer_overhead_us=entry.layer_overhead_us,
         )
 
     @property

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from frutebox_infra.count_search import GpuRow
 from frutebox_infra.placement_speed import speed_inputs
 from frutebox_infra.ranking import PlacementOption, Ranked, Ranking
-from frutebox_infra.record import positional_record
 from frutebox_infra.resolver import PlanProblem, Resolution
 from frutebox_infra.settings import ModelOverride, RankBy, StackSettings
 from frutebox_infra.speed import (
@@ -32,7 +31,7 @@ from frutebox_infra.speed import (
 )
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class BelowFloor:
     """A placement refused for its speed, with the decode rate that refused it."""
 
@@ -62,7 +61,7 @@ class BelowFloor:
         )
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class SpeedChoice:
     """A model's placements after the floor: taken (chosen first), refused, and unchecked."""
 
@@ -80,7 +79,7 @@ def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -
     asked for)."""
     if floor <= 0 and rank_by == "usdPerHour":
         # Nothing to estimate: the cheapest and everything within the premium, as ranked.
-        return SpeedChoice(ranking.within(premium))
+        return SpeedChoice(taken=ranking.within(premium))
     walk = _Walk(ranking, floor)
     if rank_by == "usdPerHour":
         taken = walk.taken(premium)
@@ -88,7 +87,7 @@ def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -
     else:
         taken = _by_usd_per_million(walk.taken(None), premium)
         unchecked = tuple(p for p in taken if isinstance(p.speed, SpeedUnknown))
-    return SpeedChoice(taken, tuple(walk.below), unchecked)
+    return SpeedChoice(taken=taken, below_floor=tuple(walk.below), unchecked=unchecked)
 
 
 _Larger = tuple[float, int, int, Ranked, GpuRow | None]
@@ -154,7 +153,9 @@ class _Walk:
                 if premium is not None:
                     ceiling = min(ceiling, p.usd_per_hour * premium + 1e-9)
                 continue
-            below.append(BelowFloor(r, rate, floor, ranking))
+            below.append(
+                BelowFloor(ranked=r, decode_tok_s_per_stream=rate, floor=floor, ranking=ranking)
+            )
             if more_gpus_help:
                 row = ranking.row(r[0])
                 more = ranking.next_count(r, row)
@@ -212,7 +213,12 @@ def streams_meeting(p: PlacementOption, floor: float) -> tuple[int, SpeedEstimat
     """The most streams, fewer than configured, at which `p` meets `floor`, with its figures."""
     placement, load = speed_inputs(p.recipe, p.model, p.serving, p.gpu, p.count, p.usd_per_hour)
     for streams in range(load.concurrency - 1, 0, -1):
-        fewer = Workload(streams, load.context_tokens, load.prompt_tokens, load.output_tokens)
+        fewer = Workload(
+            concurrency=streams,
+            context_tokens=load.context_tokens,
+            prompt_tokens=load.prompt_tokens,
+            output_tokens=load.output_tokens,
+        )
         speed = estimate_speed(p.model, placement, fewer, p.speeds.facts)
         if isinstance(speed, SpeedEstimate) and meets(speed, floor):
             return streams, speed
@@ -236,10 +242,10 @@ def floor_problem(model_id: str, choice: SpeedChoice, floor: float, key: str) ->
         else ""
     )
     return PlanProblem(
-        "below-speed-floor",
-        f"{model_id}: no placement decodes {floor:g} tok/s per stream by the speed model's"
+        rule="below-speed-floor",
+        message=f"{model_id}: no placement decodes {floor:g} tok/s per stream by the speed model's"
         f" estimate: {shown}{more}",
-        f"{streams}pin a faster GPU (overrides.{model_id}.gpu), or lower {key} (to"
+        fix=f"{streams}pin a faster GPU (overrides.{model_id}.gpu), or lower {key} (to"
         f" {math.floor(fastest.decode_tok_s_per_stream * 10) / 10:g} or less to take"
         f" {fastest.placement.label})",
     )

@@ -84,7 +84,7 @@ def files_with(**replacements: str) -> RegistryFiles:
     texts = dict(real_files().texts)
     for stem, text in replacements.items():
         texts[f"{stem}.yaml"] = text
-    return RegistryFiles(texts)
+    return RegistryFiles(texts=texts)
 
 
 def real_gpu(name: str) -> Gpu:

@@ -155,7 +155,17 @@ def request(
     static: bool = False,
     speculative: bool = False,
 ) -> FitRequest:
-    return FitRequest(engine, weights_gb, 32768, 16, min_sequences, 2, arch, static, speculative)
+    return FitRequest(
+        engine=engine,
+        weights_gb=weights_gb,
+        context_tokens=32768,
+        configured_sequences=16,
+        min_sequences=min_sequences,
+        kv_dtype_bytes=2,
+        architecture=arch,
+        static_allocation=static,
+        speculative=speculative,
+    )
 
 
 def first_fitting(req: FitRequest, card: Gpu, allowed: tuple[int, ...], top: int) -> int | None:

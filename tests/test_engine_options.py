@@ -34,7 +34,7 @@ def test_every_facts_file_says_where_and_how_it_was_read() -> None:
 
 
 def with_facts(engine: str, text: str) -> RegistryFiles:
-    return RegistryFiles({**real_files().texts, f"engine_options/{engine}.json": text})
+    return RegistryFiles(texts={**real_files().texts, f"engine_options/{engine}.json": text})
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ def check(
     engine: str, args: str, env: dict[str, str] | None = None, health: str = ""
 ) -> tuple[Refusal, ...]:
     options = facts(engine)
-    launch = Launch(args, env or {}, health or options.health_path)
+    launch = Launch(args=args, env=env or {}, health_path=health or options.health_path)
     return check_launch(launch, options, entrypoint=entrypoint(engine))
 
 
@@ -472,7 +472,9 @@ def refusals_of(reg: Registry, model_id: str, options: ServeOptions) -> tuple[in
     for placement in resolution.placements:
         pod = placement.pod
         engine = placement.recipe.runtime
-        launch = Launch(pod.args, pod.env, pod.health_path, pod.secret_env)
+        launch = Launch(
+            args=pod.args, env=pod.env, health_path=pod.health_path, secret_env=pod.secret_env
+        )
         found += [
             f"{placement.label}: {r.what}"
             for r in check_launch(
@@ -651,7 +653,7 @@ def test_a_launch_script_s_server_is_its_last_exec_line(script: str, server: str
 def test_a_launch_s_words_are_read_as_they_are_instead_of_splitting_its_args() -> None:
     # A pod carries the words its args join (splitting would give them back): read as given.
     options = facts("vllm")
-    unsplittable = Launch("org/m '", {}, options.health_path)
+    unsplittable = Launch(args="org/m '", env={}, health_path=options.health_path)
     assert [r.what for r in check_launch(unsplittable, options, entrypoint="fixed-binary")] == [
         "args cannot be split into words (no closing quotation at character 6)"
     ]

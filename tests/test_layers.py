@@ -28,8 +28,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deploy_contract",
         "shell_words",
         "validation",
-        "record",
-        "record_code",
     ),
     ("registry_base",),
     ("engine_options", "registry", "speed_facts"),

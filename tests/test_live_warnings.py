@@ -33,10 +33,10 @@ def catalog(
     a4000: float = 0.17, a4000_stock: str = "HIGH", a5000_stock: str = "HIGH", **volume: tuple
 ) -> LiveCatalog:
     gpus = {
-        A4000: LiveGpu(A4000, a4000, {DC: a4000_stock}),
-        A5000: LiveGpu(A5000, 0.26, {DC: a5000_stock}),
+        A4000: LiveGpu(id=A4000, secure_usd_per_hour=a4000, stock={DC: a4000_stock}),
+        A5000: LiveGpu(id=A5000, secure_usd_per_hour=0.26, stock={DC: a5000_stock}),
     }
-    return LiveCatalog(gpus, {DC: volume.get("types", ("STANDARD",))})
+    return LiveCatalog(gpus=gpus, volume_types={DC: volume.get("types", ("STANDARD",))})
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,12 @@ def test_out_of_stock_names_the_fallback_and_the_budget() -> None:
 
 
 def test_a_data_centre_missing_from_the_stock_list_has_none() -> None:
-    live = LiveCatalog({A4000: LiveGpu(A4000, 0.17, {}), A5000: LiveGpu(A5000, 0.26, {})})
+    live = LiveCatalog(
+        gpus={
+            A4000: LiveGpu(id=A4000, secure_usd_per_hour=0.17, stock={}),
+            A5000: LiveGpu(id=A5000, secure_usd_per_hour=0.26, stock={}),
+        }
+    )
     [warning] = live_warnings(plan(), live)
     assert "and so is every allowed fallback" in warning
 

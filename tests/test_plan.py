@@ -150,7 +150,9 @@ def test_no_models_still_keeps_a_volume() -> None:
 )
 def test_volume_price_tiers(size: int, usd_per_month: float) -> None:
     facts = real_registry().network_volume
-    assert VolumePlan(size, 0.0, "EU-RO-1", facts).usd_per_month == pytest.approx(usd_per_month)
+    assert VolumePlan(
+        size_gb=size, weights_gb=0.0, data_center="EU-RO-1", facts=facts
+    ).usd_per_month == pytest.approx(usd_per_month)
     fleet = plan([], models=[], minVolumeGb=size)
     assert fleet.volume.usd_per_month == pytest.approx(usd_per_month)
 
@@ -357,9 +359,7 @@ def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
         pytest.param(["sdxl-1.0", "ace-step-v1-3.5b"], 1, id="two-comfyui-models-one-install"),
     ],
 )
-def test_an_engine_installed_onto_the_volume_is_sized_once(
-    armed: list[str], installs: int
-) -> None:
+def test_an_engine_installed_onto_the_volume_is_sized_once(armed: list[str], installs: int) -> None:
     real = real_registry()
     fleet = plan_fleet(real, settings(models=armed, budgetUsdPerHour=100), stack="test")
     comfy_gb = next(i for i in real.images.values() if i.volume_install_gb).volume_install_gb
@@ -403,12 +403,15 @@ def test_the_prod_stack_meets_the_default_floor_within_its_budget() -> None:
 @pytest.mark.parametrize(
     ("config", "placements"),
     [
-        pytest.param({"minDecodeTokensPerSecond": "0"}, ["8x A100 PCIe", "8x A100 SXM"],
-                     id="no-floor"),
-        pytest.param({"minDecodeTokensPerSecond": "13.3"}, ["8x A100 PCIe", "8x A100 SXM"],
-                     id="just-under-13.4"),
-        pytest.param({"minDecodeTokensPerSecond": "13.5"}, ["8x A100 SXM"],
-                     id="just-over-13.4"),
+        pytest.param(
+            {"minDecodeTokensPerSecond": "0"}, ["8x A100 PCIe", "8x A100 SXM"], id="no-floor"
+        ),
+        pytest.param(
+            {"minDecodeTokensPerSecond": "13.3"},
+            ["8x A100 PCIe", "8x A100 SXM"],
+            id="just-under-13.4",
+        ),
+        pytest.param({"minDecodeTokensPerSecond": "13.5"}, ["8x A100 SXM"], id="just-over-13.4"),
         pytest.param({}, ["5x H200 SXM", "8x H100 SXM"], id="default-20"),
         pytest.param(
             {"overrides": {"kimi-k2.6": {"context": 16384, "minDecodeTokensPerSecond": 13}}},
@@ -486,10 +489,15 @@ RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
     [
         # qwen-3.6-27b on RTX PRO 6000: 24.6 tok/s per stream on one, 31.7 on two (TP 2).
         pytest.param({"gpu": RTX_PRO}, ["2x RTX PRO 6000"], None, id="more-gpus-meet-it"),
-        pytest.param({"gpu": RTX_PRO, "gpuCount": 1}, [], "below-speed-floor",
-                     id="a-pinned-count-does-not-grow"),
-        pytest.param({"gpu": RTX_PRO, "gpuCount": 4}, ["4x RTX PRO 6000"], None,
-                     id="a-pinned-count-is-taken"),
+        pytest.param(
+            {"gpu": RTX_PRO, "gpuCount": 1},
+            [],
+            "below-speed-floor",
+            id="a-pinned-count-does-not-grow",
+        ),
+        pytest.param(
+            {"gpu": RTX_PRO, "gpuCount": 4}, ["4x RTX PRO 6000"], None, id="a-pinned-count-is-taken"
+        ),
     ],
 )
 def test_more_gpus_of_a_type_are_taken_where_fewer_are_too_slow(
@@ -504,9 +512,12 @@ def test_more_gpus_of_a_type_are_taken_where_fewer_are_too_slow(
 @pytest.mark.parametrize(
     ("override", "rule", "says"),
     [
-        pytest.param({"engine": "vllm"}, "override-refused",
-                     "not among the runtimes registry/models.yaml gives it (sglang, llamacpp)",
-                     id="an-engine-it-does-not-declare"),
+        pytest.param(
+            {"engine": "vllm"},
+            "override-refused",
+            "not among the runtimes registry/models.yaml gives it (sglang, llamacpp)",
+            id="an-engine-it-does-not-declare",
+        ),
         pytest.param({"gpuCount": 3}, "no-placement", "at 3 GPUs", id="a-count-tp-cannot-take"),
         pytest.param({"gpuCount": 1}, "no-placement", "at 1 GPUs", id="a-count-too-small"),
     ],
@@ -532,8 +543,11 @@ def test_a_pinned_engine_serves_the_model() -> None:
     ("lengths", "rule"),
     [
         pytest.param({"promptTokens": 30_000, "outputTokens": 2768}, None, id="fits-the-context"),
-        pytest.param({"promptTokens": 30_000, "outputTokens": 2769}, "workload-too-long",
-                     id="one-token-too-long"),
+        pytest.param(
+            {"promptTokens": 30_000, "outputTokens": 2769},
+            "workload-too-long",
+            id="one-token-too-long",
+        ),
     ],
 )
 def test_stated_lengths_must_fit_the_context(lengths: dict[str, int], rule: str | None) -> None:

@@ -33,9 +33,11 @@ def test_every_registry_gpu_is_compared_in_registry_order() -> None:
     registry = real_registry()
     first, second = registry.gpus[0], registry.gpus[1]
     live = LiveCatalog(
-        {
-            first.id: LiveGpu(first.id, 9.99),
-            second.id: LiveGpu(second.id, second.price_usd_per_hour.secure or 0.0),
+        gpus={
+            first.id: LiveGpu(id=first.id, secure_usd_per_hour=9.99),
+            second.id: LiveGpu(
+                id=second.id, secure_usd_per_hour=second.price_usd_per_hour.secure or 0.0
+            ),
         }
     )
     comparison = compare_prices(registry, live)

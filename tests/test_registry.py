@@ -652,7 +652,7 @@ def test_image_architectures_are_compute_capabilities(archs: list[str], ok: bool
 def test_a_registry_from_before_speed_facts_still_loads_without_them() -> None:
     # A git ref older than registry/speed.yaml: the plan of that side has no speed estimates.
     texts = {k: v for k, v in real_files().texts.items() if k != "speed.yaml"}
-    assert parse_registry(RegistryFiles(texts)).speed is None
+    assert parse_registry(RegistryFiles(texts=texts)).speed is None
     assert real_registry().speed is not None
 
 

@@ -120,7 +120,7 @@ def test_a_registry_that_fails_validation_is_never_cached(tmp_path: Path) -> Non
 
 
 def test_a_read_back_registry_behaves_as_the_validated_one(tmp_path: Path) -> None:
-    files = RegistryFiles(dict(real_files().texts))
+    files = RegistryFiles(texts=dict(real_files().texts))
     parse_registry(files, cache=tmp_path)
     cached = parse_registry(files, cache=tmp_path)
     assert isinstance(cached, Registry)

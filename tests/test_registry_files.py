@@ -63,11 +63,11 @@ def test_optional_files_may_be_absent_as_at_an_older_git_ref() -> None:
         for k, v in read_registry_files().texts.items()
         if k not in OPTIONAL_FILES and not is_engine_options(k)
     }
-    registry = parse_registry(RegistryFiles(texts))
+    registry = parse_registry(RegistryFiles(texts=texts))
     assert registry.speed is None and registry.engine_options == {}
     missing = {k: v for k, v in texts.items() if k != "models.yaml"}
     with pytest.raises(ConfigError, match=r"models\.yaml missing"):
-        parse_registry(RegistryFiles(missing))
+        parse_registry(RegistryFiles(texts=missing))
 
 
 def test_engine_facts_named_for_another_engine_are_refused(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ ENGINE = {
     "fitted_on": ["test"],
     "source": "test",
 }
-FACTS = validate(SpeedFacts, {
+FACTS = validate(
+    SpeedFacts,
+    {
         "engines": {
             "sglang": ENGINE,
             "vllm": ENGINE,
@@ -54,18 +56,22 @@ FACTS = validate(SpeedFacts, {
             },
         },
         "speculative": {"mtp": {"token_acceptance": 0.6, "draft_step_cost": 0.1, "source": "t"}},
-    })
+    },
+)
 """Identical figures for every engine: differences between engines are the parallelism's."""
 
 
 def fast_gpu(bandwidth_gb_s: float = 3000, *, tflops: float = 1000, link: str = "nvlink") -> Gpu:
-    speed = validate(GpuSpeed, {
+    speed = validate(
+        GpuSpeed,
+        {
             "memory_bandwidth_gb_s": bandwidth_gb_s,
             "bf16_dense_tflops": tflops,
             "fp8_dense_tflops": 2 * tflops,
             "interconnect": {"kind": link, "generation": 4, "gb_s_per_direction": 450},
             "datasheet": "test",
-        })
+        },
+    )
     return replace(gpu(vram_gb=80), speed=speed)
 
 
@@ -116,8 +122,15 @@ def run(
     **placement: Any,
 ) -> SpeedEstimate:
     weights_gb = m.weights.vram_gb or 0.0
-    p = Placement(engine, on or fast_gpu(), count, weights_gb, m.weights.format, **placement)
-    result = estimate_speed(m, p, Workload(concurrency, context), FACTS)
+    p = Placement(
+        engine=engine,
+        gpu=on or fast_gpu(),
+        gpu_count=count,
+        weights_gb=weights_gb,
+        precision=m.weights.format,
+        **placement,
+    )
+    result = estimate_speed(m, p, Workload(concurrency=concurrency, context_tokens=context), FACTS)
     assert isinstance(result, SpeedEstimate), result
     return result
 
@@ -260,9 +273,16 @@ def test_accepted_tokens_per_verify_step(acceptance: float, drafted: int, tokens
 
 
 def test_prefill_of_the_other_streams_slows_each_one() -> None:
-    base = Placement(Runtime.VLLM, fast_gpu(), 2, 140, "bf16")
-    pure = estimate_speed(DENSE, base, Workload(16, 2048), FACTS)
-    loaded = estimate_speed(DENSE, base, Workload(16, 2048, 8192, 256), FACTS)
+    base = Placement(
+        engine=Runtime.VLLM, gpu=fast_gpu(), gpu_count=2, weights_gb=140, precision="bf16"
+    )
+    pure = estimate_speed(DENSE, base, Workload(concurrency=16, context_tokens=2048), FACTS)
+    loaded = estimate_speed(
+        DENSE,
+        base,
+        Workload(concurrency=16, context_tokens=2048, prompt_tokens=8192, output_tokens=256),
+        FACTS,
+    )
     assert isinstance(pure, SpeedEstimate) and isinstance(loaded, SpeedEstimate)
     assert loaded.decode_tok_s_per_stream < pure.decode_tok_s_per_stream
     assert loaded.decode_tok_s_aggregate < pure.decode_tok_s_aggregate
@@ -322,8 +342,14 @@ NO_TOPK = model(
 def test_unknown_facts_give_no_estimate(
     m: Model, engine: Runtime, on: Gpu | None, facts: SpeedFacts | None, words: str
 ) -> None:
-    p = Placement(engine, on or fast_gpu(), 2, m.weights.vram_gb or 1.0, m.weights.format)
-    result = estimate_speed(m, p, Workload(1, 1024), facts)
+    p = Placement(
+        engine=engine,
+        gpu=on or fast_gpu(),
+        gpu_count=2,
+        weights_gb=m.weights.vram_gb or 1.0,
+        precision=m.weights.format,
+    )
+    result = estimate_speed(m, p, Workload(concurrency=1, context_tokens=1024), facts)
     assert isinstance(result, SpeedUnknown)
     assert words in result.reason
 
@@ -341,8 +367,16 @@ def test_fp8_weights_prefill_on_fp8_tensor_cores(precision: str, ratio: float) -
     """Same weight bytes, so only the compute-bound prefill tells the precisions apart."""
 
     def prefill(fmt: str) -> float:
-        p = Placement(Runtime.SGLANG, fast_gpu(tflops=50), 1, 140, fmt)  # type: ignore[arg-type]
-        result = estimate_speed(DENSE, p, Workload(1, 1024, prompt_tokens=8192), FACTS)
+        p = Placement(
+            engine=Runtime.SGLANG,
+            gpu=fast_gpu(tflops=50),
+            gpu_count=1,
+            weights_gb=140,
+            precision=fmt,
+        )  # type: ignore[arg-type]
+        result = estimate_speed(
+            DENSE, p, Workload(concurrency=1, context_tokens=1024, prompt_tokens=8192), FACTS
+        )
         assert isinstance(result, SpeedEstimate)
         return result.prefill_tok_s
 
@@ -364,8 +398,14 @@ def test_the_catalog_models_get_plausible_estimates(
     m, g = reg.model(model_id), reg.gpu(gpu_name)
     assert m is not None and g is not None
     weights = m.weights.vram_gb or (m.source.gguf.vram_gb if m.source and m.source.gguf else 0)
-    p = Placement(engine, g, count, weights or 0.0, "gguf" if engine != Runtime.SGLANG else "fp8")
-    result = estimate_speed(m, p, Workload(1, 4096), reg.speed)
+    p = Placement(
+        engine=engine,
+        gpu=g,
+        gpu_count=count,
+        weights_gb=weights or 0.0,
+        precision="gguf" if engine != Runtime.SGLANG else "fp8",
+    )
+    result = estimate_speed(m, p, Workload(concurrency=1, context_tokens=4096), reg.speed)
     assert isinstance(result, SpeedEstimate), result
     assert low < result.decode_tok_s_per_stream < high
 
@@ -375,15 +415,28 @@ def test_catalog_models_with_unsourced_facts_get_no_estimate(model_id: str) -> N
     reg = real_registry()
     m, g = reg.model(model_id), reg.gpu("H200 SXM")
     assert m is not None and g is not None
-    p = Placement(Runtime.SGLANG, g, 8, m.weights.vram_gb or 700, "fp8")
-    result = estimate_speed(m, p, Workload(1, 4096), reg.speed)
+    p = Placement(
+        engine=Runtime.SGLANG,
+        gpu=g,
+        gpu_count=8,
+        weights_gb=m.weights.vram_gb or 700,
+        precision="fp8",
+    )
+    result = estimate_speed(m, p, Workload(concurrency=1, context_tokens=4096), reg.speed)
     assert isinstance(result, SpeedUnknown)
     assert "registry/models.yaml" in result.reason
 
 
 def test_a_decode_is_what_the_whole_estimate_says_and_a_count_s_side_is_shared() -> None:
-    load = Workload(8, 4096)
-    terms = ModelTerms(DENSE, Placement(Runtime.SGLANG, fast_gpu(), 2, 140, "bf16"), FACTS, load)
+    load = Workload(concurrency=8, context_tokens=4096)
+    terms = ModelTerms(
+        DENSE,
+        Placement(
+            engine=Runtime.SGLANG, gpu=fast_gpu(), gpu_count=2, weights_gb=140, precision="bf16"
+        ),
+        FACTS,
+        load,
+    )
     slow, fast = fast_gpu(1000), fast_gpu(4000)
     rates = [terms.decode_rate(g, 2, 2, False) for g in (slow, fast)]
     assert len(terms.counts) == 1  # both GPU types read the same per GPU at 2
@@ -391,8 +444,19 @@ def test_a_decode_is_what_the_whole_estimate_says_and_a_count_s_side_is_shared()
         decode = terms.decode(g, 2, 2, False)
         assert isinstance(decode, Decode)
         whole = decode.estimate(1.5)
-        alone = estimate_speed(DENSE, Placement(Runtime.SGLANG, g, 2, 140, "bf16",
-                                                usd_per_hour=1.5), load, FACTS)  # fmt: skip
+        alone = estimate_speed(
+            DENSE,
+            Placement(
+                engine=Runtime.SGLANG,
+                gpu=g,
+                gpu_count=2,
+                weights_gb=140,
+                precision="bf16",
+                usd_per_hour=1.5,
+            ),
+            load,
+            FACTS,
+        )
         assert whole == alone and whole.decode_tok_s_per_stream == rate
         assert decode.estimate(1.5) is whole  # made once per price
     assert isinstance(rates[0], float) and isinstance(rates[1], float) and rates[0] < rates[1]
@@ -406,14 +470,25 @@ def test_a_decode_is_what_the_whole_estimate_says_and_a_count_s_side_is_shared()
 def test_the_decode_rate_alone_is_the_whole_estimate_s(
     prompt: int | None, output: int | None, speculative: SpecDecode
 ) -> None:
-    load = Workload(8, 4096, prompt, output)
+    load = Workload(concurrency=8, context_tokens=4096, prompt_tokens=prompt, output_tokens=output)
     steps = 3 if speculative is SpecDecode.MTP else 0
-    p = Placement(Runtime.SGLANG, fast_gpu(), 4, 140, "bf16", speculative=speculative,
-                  speculative_steps=steps)  # fmt: skip
+    p = Placement(
+        engine=Runtime.SGLANG,
+        gpu=fast_gpu(),
+        gpu_count=4,
+        weights_gb=140,
+        precision="bf16",
+        speculative=speculative,
+        speculative_steps=steps,
+    )
     rate = ModelTerms(DENSE, p, FACTS, load).decode_rate(p.gpu, 4, 2, False)
     whole = estimate_speed(DENSE, p, load, FACTS)
     assert isinstance(whole, SpeedEstimate) and whole.decode_tok_s_per_stream == rate
-    plain = estimate_speed(DENSE, replace(p, speculative=SpecDecode.NONE), Workload(8, 4096),
-                           FACTS)  # fmt: skip
+    plain = estimate_speed(
+        DENSE,
+        replace(p, speculative=SpecDecode.NONE),
+        Workload(concurrency=8, context_tokens=4096),
+        FACTS,
+    )
     assert isinstance(plain, SpeedEstimate)
     assert (rate != plain.decode_tok_s_per_stream) is (prompt is not None or steps > 0)

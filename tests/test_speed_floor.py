@@ -194,7 +194,7 @@ def test_the_fix_names_the_streams_at_which_the_cheapest_would_meet_the_floor() 
     assert 1 <= streams < 16 and speed.decode_tok_s_per_stream >= floor
     more = streams_meeting(slow, 10_000)
     assert more is None
-    choice = SpeedChoice((), pick(r, 1000).below_floor)
+    choice = SpeedChoice(taken=(), below_floor=pick(r, 1000).below_floor)
     fix = floor_problem("dense-8b", choice, floor, "k").fix
     assert f"overrides.dense-8b.concurrency to {streams}" in fix
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import ClassVar
 
 from frutebox_infra.fit import MemoryModel
-from frutebox_infra.record import lazy, positional_record
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.shell_words import join_words
 
@@ -31,7 +30,7 @@ class Sharing(StrEnum):
     LARGEST = "largest"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class ServeOptions:
     """Per-model serving targets after the stack's overrides; engine-independent."""
 
@@ -48,7 +47,7 @@ class ServeOptions:
     """The request lengths the speed estimate assumes (both or neither)."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class PodSpec:
     """The engine-specific part of a RunPod v2 pod body for one placement."""
 
@@ -74,7 +73,7 @@ class PodSpec:
         return [f"{self.port}/http"]
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Serving:
     """How a model is served by one engine, independent of the placement."""
 
@@ -98,7 +97,7 @@ class Serving:
         """Diffusion pipelines have no token context; their `context_tokens` is a placeholder."""
         return self.memory_model is not MemoryModel.DIFFUSION
 
-    @lazy
+    @cached_property
     def rendered_pods(self) -> RenderedPods:
         """The pods `Recipe.pod` rendered for placements served this way (one model's, in a
         plan): they differ in a few values at most, so each variant is rendered once."""
@@ -245,18 +244,17 @@ class Recipe(ABC):
             secret_env: tuple[str, ...] = ()
         else:
             secret_env = ("HF_TOKEN",) if self.gated_pull(model) else ()
-        # Positional, in PodSpec's field order: a record is built faster so, for every pod.
         return PodSpec(
-            image.reference,
-            join_words(words) if args is None else args,
-            env,
-            image.port,
-            image.health_path,
-            secret_env,
-            ollama_pulls,
-            notes,
-            expected_files,
-            tuple(words),
+            image=image.reference,
+            args=join_words(words) if args is None else args,
+            env=env,
+            port=image.port,
+            health_path=image.health_path,
+            secret_env=secret_env,
+            ollama_pulls=ollama_pulls,
+            notes=notes,
+            expected_files=expected_files,
+            words=tuple(words),
         )
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -17,7 +18,6 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
-from frutebox_infra.record import positional_record, replace
 from frutebox_infra.registry import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
 from frutebox_infra.shell_words import join_words, quote_word
 
@@ -86,8 +86,14 @@ class ComfyUI(Recipe):
     def serving(self, model: Model, options: ServeOptions) -> Serving:
         weights = model.weights
         assert weights.vram_gb is not None
-        # Positional (vram, disk, context, concurrency, FP8, memory model): built so faster.
-        return Serving(weights.vram_gb, weights.disk_gb, 1, 1, False, MemoryModel.DIFFUSION)
+        return Serving(
+            weights_vram_gb=weights.vram_gb,
+            weights_disk_gb=weights.disk_gb,
+            context_tokens=1,
+            concurrency=1,
+            require_fp8=False,
+            memory_model=MemoryModel.DIFFUSION,
+        )
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
@@ -289,7 +295,7 @@ def hf_resolve_url(repo: str, revision: str, path: str) -> str:
     return f"https://huggingface.co/{repo}/resolve/{revision}/{path}"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class FileSource:
     """One file the recipe stores: where it comes from and the flat name ComfyUI lists."""
 
@@ -314,7 +320,14 @@ def stored_path(folder: str, stored_name: str) -> str:
 def file_sources(model: Model) -> tuple[FileSource, ...]:
     """Each file the recipe stores, with the repo and revision it comes from."""
     return tuple(
-        FileSource(repo, revision, file.path, file.folder, file.stored_name, gated)
+        FileSource(
+            repo=repo,
+            revision=revision,
+            path=file.path,
+            folder=file.folder,
+            stored_name=file.stored_name,
+            gated=gated,
+        )
         for file, repo, revision, gated in file_origins(model)
     )
 

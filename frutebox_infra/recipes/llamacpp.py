@@ -40,10 +40,17 @@ class LlamaCpp(Recipe):
         vram = gguf.vram_gb or model.weights.vram_gb
         context = options.context_tokens or gguf.context or model.context
         assert vram is not None and context is not None
-        # Positional, in Serving's field order: built so faster, once per model.
         slots = static_slots(self, options)
         disk = gguf.disk_gb or model.weights.disk_gb
-        return Serving(vram, disk, context, slots, False, MemoryModel.LLAMACPP, True)
+        return Serving(
+            weights_vram_gb=vram,
+            weights_disk_gb=disk,
+            context_tokens=context,
+            concurrency=slots,
+            require_fp8=False,
+            memory_model=MemoryModel.LLAMACPP,
+            static_allocation=True,
+        )
 
     def max_context(self, model: Model) -> int | None:
         gguf = _gguf(model)

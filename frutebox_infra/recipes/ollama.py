@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 
 from frutebox_infra.fit import MemoryModel
 from frutebox_infra.recipes.base import (
@@ -14,7 +15,6 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.record import replace
 from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 DEFAULT_OLLAMA_CONTEXT = 4096
@@ -39,10 +39,16 @@ class Ollama(Recipe):
     def serving(self, model: Model, options: ServeOptions) -> Serving:
         weights = model.weights
         assert weights.vram_gb is not None
-        # Positional, in Serving's field order: built so faster, once per model.
         context = options.context_tokens or model.context or DEFAULT_OLLAMA_CONTEXT
-        return Serving(weights.vram_gb, weights.disk_gb, context, static_slots(self, options),
-                       False, MemoryModel.LLAMACPP, True)  # fmt: skip
+        return Serving(
+            weights_vram_gb=weights.vram_gb,
+            weights_disk_gb=weights.disk_gb,
+            context_tokens=context,
+            concurrency=static_slots(self, options),
+            require_fp8=False,
+            memory_model=MemoryModel.LLAMACPP,
+            static_allocation=True,
+        )
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         return super().options_problem(model, options) or slots_problem(self, model, options)

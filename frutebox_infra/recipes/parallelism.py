@@ -10,11 +10,12 @@ experts to divide evenly over the GPUs. A dense model has no such way out.
 
 from __future__ import annotations
 
-from frutebox_infra.record import positional_record
+from dataclasses import dataclass
+
 from frutebox_infra.registry import Model
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Sharding:
     """How `tp` GPUs split a model: plain tensor parallelism, experts per GPU, or not at all."""
 

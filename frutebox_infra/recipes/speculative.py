@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime, SpecDecode
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Speculation:
     """Engine flags for speculative decoding (empty when off) and why it is off, if it is."""
 
@@ -49,8 +49,8 @@ def speculation(
                 note="speculative decoding off: method 'draft' needs speed.draft_model"
             )
         if engine is Runtime.SGLANG:
-            return Speculation(_sglang("STANDALONE", draft, steps))
-        return Speculation(_vllm({"method": "draft_model", "model": draft}, steps))
+            return Speculation(flags=_sglang("STANDALONE", draft, steps))
+        return Speculation(flags=_vllm({"method": "draft_model", "model": draft}, steps))
     head = model.speed.draft_model or eagle3_head
     if not head:
         return Speculation(
@@ -61,11 +61,11 @@ def speculation(
         note = None
         if method is SpecDecode.P_EAGLE:
             note = "P-EAGLE parallel drafting exists only on vLLM: SGLang runs plain EAGLE-3"
-        return Speculation(_sglang("EAGLE3", head, steps), note)
+        return Speculation(flags=_sglang("EAGLE3", head, steps), note=note)
     config: dict[str, object] = {"method": "eagle3", "model": head}
     if method is SpecDecode.P_EAGLE:
         config["parallel_drafting"] = True
-    return Speculation(_vllm(config, steps))
+    return Speculation(flags=_vllm(config, steps))
 
 
 def _sglang(algorithm: str, draft: str, steps: int) -> tuple[str, ...]:

@@ -64,18 +64,17 @@ class TensorParallelRecipe(Recipe):
         )
         weights = model.weights
         assert weights.vram_gb is not None and model.context is not None
-        # Positional, in Serving's field order: built so faster, once per model.
         return Serving(
-            weights.vram_gb,
-            weights.disk_gb,
-            options.context_tokens or model.context,
-            options.concurrency or self.default_concurrency,
-            weights.format == "fp8",
-            self.memory_model,
-            False,
-            bool(spec.flags),
-            spec.flags,
-            (spec.note,) if spec.note else (),
+            weights_vram_gb=weights.vram_gb,
+            weights_disk_gb=weights.disk_gb,
+            context_tokens=options.context_tokens or model.context,
+            concurrency=options.concurrency or self.default_concurrency,
+            require_fp8=weights.format == "fp8",
+            memory_model=self.memory_model,
+            static_allocation=False,
+            speculative=bool(spec.flags),
+            spec_flags=spec.flags,
+            warnings=(spec.note,) if spec.note else (),
         )
 
     def expert_parallel(self, model: Model, count: int) -> bool:

@@ -4,10 +4,9 @@ format)` is the one entry, and each view's JSON data carries a `version`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
-
-from frutebox_infra.record import positional_record
 
 V = TypeVar("V")
 
@@ -20,7 +19,7 @@ class Format(StrEnum):
     MARKDOWN = "markdown"
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Renderers(Generic[V]):
     """What one view module offers: a terminal table, plain data with stable keys (JSON) and,
     where the view belongs in a pull request or a job summary, Markdown."""

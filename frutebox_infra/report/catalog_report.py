@@ -129,4 +129,8 @@ def catalog_data(view: CatalogView) -> dict[str, Any]:
     }
 
 
-CATALOG = Renderers[CatalogView]("the catalog", catalog_table, catalog_data)
+CATALOG = Renderers[CatalogView](
+    name="the catalog",
+    table=catalog_table,
+    data=catalog_data,
+)

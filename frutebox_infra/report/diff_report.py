@@ -329,4 +329,9 @@ def diff_data(view: DiffView) -> dict[str, Any]:
     }
 
 
-DIFF = Renderers[DiffView]("the diff", diff_table, diff_data, diff_markdown)
+DIFF = Renderers[DiffView](
+    name="the diff",
+    table=diff_table,
+    data=diff_data,
+    markdown=diff_markdown,
+)

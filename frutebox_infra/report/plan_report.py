@@ -384,4 +384,9 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
     }
 
 
-PLAN = Renderers[FleetPlan]("the plan", plan_table, plan_data, plan_markdown)
+PLAN = Renderers[FleetPlan](
+    name="the plan",
+    table=plan_table,
+    data=plan_data,
+    markdown=plan_markdown,
+)

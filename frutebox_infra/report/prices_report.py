@@ -57,4 +57,8 @@ def prices_data(view: PriceComparison) -> dict[str, Any]:
     }
 
 
-PRICES = Renderers[PriceComparison]("the price comparison", prices_table, prices_data)
+PRICES = Renderers[PriceComparison](
+    name="the price comparison",
+    table=prices_table,
+    data=prices_data,
+)

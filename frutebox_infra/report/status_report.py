@@ -222,4 +222,9 @@ def status_data(view: StatusView) -> dict[str, Any]:
     }
 
 
-STATUS = Renderers[StatusView]("the status", status_table, status_data, status_markdown)
+STATUS = Renderers[StatusView](
+    name="the status",
+    table=status_table,
+    data=status_data,
+    markdown=status_markdown,
+)

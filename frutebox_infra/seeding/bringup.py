@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import CpuFlavor
 
 SEED_VCPUS = 2
@@ -47,7 +47,7 @@ SEED_TIMEOUT_SLACK = 2.0
 as failed: half the assumed bandwidth still finishes; a dead link does not bill for hours."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class CpuChoice:
     """The CPU pod that seeds: flavor, vCPUs and its price, USD per hour for the pod."""
 
@@ -57,7 +57,7 @@ class CpuChoice:
     disk_gb: int
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class NoCpu:
     """Why no CPU pod seeds here; the GPU pods then download their own weights."""
 
@@ -78,10 +78,12 @@ def cpu_candidates(
     named = [f for f in flavors if flavor_id in (None, f.id)]
     if flavor_id is not None and not named:
         known = ", ".join(f.id for f in flavors) or "none"
-        return NoCpu(f"CPU flavor {flavor_id} is not in registry/gpus.yaml cpu_flavors ({known})")
+        return NoCpu(
+            reason=f"CPU flavor {flavor_id} is not in registry/gpus.yaml cpu_flavors ({known})"
+        )
     offered = [f for f in named if f.data_centers is None or data_center in f.data_centers]
     if not offered:
-        return NoCpu(f"no recorded CPU flavor is offered in {data_center}")
+        return NoCpu(reason=f"no recorded CPU flavor is offered in {data_center}")
     fitting = [
         f
         for f in offered
@@ -90,10 +92,14 @@ def cpu_candidates(
     ]
     if not fitting:
         return NoCpu(
-            f"no CPU flavor in {data_center} takes {vcpus} vCPUs and a {SEEDER_DISK_GB} GB disk"
+            reason=f"no CPU flavor in {data_center} takes {vcpus} vCPUs and a {SEEDER_DISK_GB} "
+            "GB disk"
         )
     ranked = sorted(fitting, key=lambda f: (f.usd_per_hour(vcpus), f.id))
-    return tuple(CpuChoice(f, vcpus, f.usd_per_hour(vcpus), SEEDER_DISK_GB) for f in ranked)
+    return tuple(
+        CpuChoice(flavor=f, vcpus=vcpus, usd_per_hour=f.usd_per_hour(vcpus), disk_gb=SEEDER_DISK_GB)
+        for f in ranked
+    )
 
 
 def choose_cpu(
@@ -117,7 +123,7 @@ def read_seconds(weights_gb: float, volume_type: str) -> float:
     return weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Bringup:
     """One model's way to serving on a first deploy, seconds and USD."""
 
@@ -150,11 +156,11 @@ def bringup(
     reads every weight before it answers (SGLang, vLLM, llama.cpp); Ollama and ComfyUI load a
     model on its first request, so their GPU bills no read before serving."""
     seeder = cpu if isinstance(cpu, CpuChoice) else None
-    rates = BringupRates(seeder, download_mb_per_s, volume_type)
+    rates = BringupRates(cpu=seeder, download_mb_per_s=download_mb_per_s, volume_type=volume_type)
     return rates.of(model_id, weights_gb, gpu_usd_per_hour, seeder is not None, loads_at_start)
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class BringupRates:
     """What every model's bring-up in one stack is priced by: the CPU pod that seeds, the
     download speed, the volume's tier and the fixed seed timeout, if any. Made once per plan,
@@ -180,23 +186,39 @@ class BringupRates:
         without = GPU_POD_START_S + download_s + load_s
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
         if not seeded:
-            return Bringup(model_id, weights_gb, 0.0, 0.0, without, without_usd, without,
-                           without_usd, False)  # fmt: skip
+            return Bringup(
+                model_id=model_id,
+                weights_gb=weights_gb,
+                seed_s=0.0,
+                seed_usd=0.0,
+                gpu_before_serving_s=without,
+                gpu_before_serving_usd=without_usd,
+                gpu_without_seeding_s=without,
+                gpu_without_seeding_usd=without_usd,
+                seeded=False,
+            )
         cpu = self.cpu
         assert cpu is not None, "a seeded model needs the stack's CPU pod"
         gpu_s = without - download_s
         seed_usd = (CPU_POD_START_S + download_s) / 3600 * cpu.usd_per_hour
         return Bringup(
-            model_id, weights_gb, download_s, round(seed_usd, 4), gpu_s,
-            round(gpu_s / 3600 * gpu_usd_per_hour, 4), without, without_usd, True,
-        )  # fmt: skip
+            model_id=model_id,
+            weights_gb=weights_gb,
+            seed_s=download_s,
+            seed_usd=round(seed_usd, 4),
+            gpu_before_serving_s=gpu_s,
+            gpu_before_serving_usd=round(gpu_s / 3600 * gpu_usd_per_hour, 4),
+            gpu_without_seeding_s=without,
+            gpu_without_seeding_usd=without_usd,
+            seeded=True,
+        )
 
     def timeout_s(self, weights_gb: float) -> int:
         """`seed_timeout_s` at the stack's download speed and fixed timeout."""
         return seed_timeout_s(weights_gb, self.download_mb_per_s, self.fixed_timeout_s)
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class FirstDeploy:
     """A stack's first deploy: each seeded model on a CPU pod of its own (they run side by
     side, each with its own link), then the GPUs."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_origins, stored_path
-from frutebox_infra.record import positional_record
 from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.seeding.protocol import (
     FilesJob,
@@ -48,7 +48,7 @@ BESIDE_HF_FORMAT = OTHER_WEIGHT_FORMATS + MISTRAL_NATIVE
 """What an engine skips beside the safetensors it loads, in Mistral's format or in HF's."""
 
 
-@positional_record
+@dataclass(frozen=True, kw_only=True)
 class Unseedable:
     """Why a model's weights cannot be placed by a CPU pod; its GPU pod downloads them."""
 
@@ -76,7 +76,7 @@ def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedab
             return _comfy_job(model)
         raise _NotSeedable(f"no seeding rule for the {runtime} engine")
     except _NotSeedable as exc:
-        return Unseedable(model.id, str(exc))
+        return Unseedable(model_id=model.id, reason=str(exc))
 
 
 def needs_token(job: SeedJob) -> bool:

@@ -9,11 +9,11 @@ them. Keys are camelCase, as in the deploy contract.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from frutebox_infra.deploy_contract import wire_json
-from frutebox_infra.record import record
 from frutebox_infra.validation import Check
 
 PROTOCOL_VERSION: Literal[1] = 1
@@ -50,7 +50,7 @@ OllamaTag = Annotated[
 """`name`, `namespace/name`, either with `:tag`."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class HfSnapshotJob:
     """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
     `models--org--name/blobs/<etag>`, `snapshots/<commit>/<path>` (relative symlinks to the
@@ -75,7 +75,7 @@ class HfSnapshotJob:
     shard and its siblings), chosen by llama.cpp's own rule."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class FileSpec:
     """One file of a repo at a revision, stored at a flat path (ComfyUI's models/<kind>/)."""
 
@@ -89,7 +89,7 @@ class FileSpec:
     """Where the registry knows them; otherwise the Hub's tree at the revision says."""
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class FilesJob:
     """Single files to place (ComfyUI's model folders): each fetched and checked."""
 
@@ -98,7 +98,7 @@ class FilesJob:
     files: Annotated[tuple[FileSpec, ...], Check(min_length=1)]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class OllamaJob:
     """An Ollama library tag pulled into a model store as Ollama keeps one:
     `blobs/sha256-<hex>` and `manifests/<host>/<namespace>/<name>/<tag>`."""
@@ -112,7 +112,7 @@ class OllamaJob:
 SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Check(discriminator="kind")]
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class SeedPlan:
     """Everything one seeder run does: one job per model, run side by side."""
 
@@ -146,7 +146,7 @@ class SeedState(StrEnum):
     FAILED = "failed"
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class JobStatus:
     """How far one model's seeding has got, as the seeder reports it."""
 
@@ -166,7 +166,7 @@ class JobStatus:
     fix: str | None = None
 
 
-@record
+@dataclass(frozen=True, kw_only=True)
 class SeedStatus:
     """`GET /status` of a seeder pod."""
 

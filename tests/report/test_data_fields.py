@@ -55,7 +55,7 @@ def test_a_speed_estimate_is_rounded_as_shown() -> None:
     [
         pytest.param(None, None, id="no-tokens"),
         pytest.param(
-            SpeedUnknown("registry/models.yaml lacks x's architecture.hidden_size"),
+            SpeedUnknown(reason="registry/models.yaml lacks x's architecture.hidden_size"),
             {"estimated": False, "decodeTokensPerSecondPerStream": None,
              "usdPerMillionOutputTokens": None},
             id="a-fact-missing",

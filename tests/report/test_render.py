@@ -38,7 +38,9 @@ def catalog() -> CatalogView:
 def prices() -> PriceComparison:
     registry = real_registry()
     gpu = registry.gpus[0]
-    return compare_prices(registry, LiveCatalog({gpu.id: LiveGpu(gpu.id, 9.99)}))
+    return compare_prices(
+        registry, LiveCatalog(gpus={gpu.id: LiveGpu(id=gpu.id, secure_usd_per_hour=9.99)})
+    )
 
 
 VIEWS: list[tuple[Any, Renderers[Any], tuple[Format, ...]]] = [

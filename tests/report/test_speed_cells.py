@@ -26,7 +26,7 @@ def estimate(per_stream: float, aggregate: float, usd: float | None) -> SpeedEst
         pytest.param(estimate(26.84, 429.4, 5.949), ["26.8", "429", "$5.95"], id="estimate"),
         pytest.param(estimate(9.0, 1_234.6, 1_234.5), ["9.0", "1235", "$1,234.50"], id="thousands"),
         pytest.param(estimate(30.0, 30.0, None), ["30.0", "30", UNKNOWN], id="no-price"),
-        pytest.param(SpeedUnknown("no parameter count"), [UNKNOWN] * 3, id="unknown"),
+        pytest.param(SpeedUnknown(reason="no parameter count"), [UNKNOWN] * 3, id="unknown"),
         pytest.param(None, ["-"] * 3, id="no-tokens"),
     ],
 )

@@ -103,7 +103,7 @@ def test_a_seeded_model_bills_its_gpu_for_start_and_load_only() -> None:
 
 
 def test_without_a_cpu_pod_the_gpu_bills_the_download_too() -> None:
-    b = bringup("m", 100, 3.6, cpu=NoCpu("none"), download_mb_per_s=100)
+    b = bringup("m", 100, 3.6, cpu=NoCpu(reason="none"), download_mb_per_s=100)
 
     assert not b.seeded and b.seed_s == 0 and b.seed_usd == 0
     assert b.gpu_before_serving_s == b.gpu_without_seeding_s
@@ -143,7 +143,7 @@ def test_a_first_deploy_pays_a_cpu_pod_per_seeded_model() -> None:
     models = [
         bringup(m, gb, 2.0, cpu=cpu, download_mb_per_s=100) for m, gb in (("a", 50), ("b", 150))
     ]
-    models.append(bringup("c", 10, 2.0, cpu=NoCpu("unseedable"), download_mb_per_s=100))
+    models.append(bringup("c", 10, 2.0, cpu=NoCpu(reason="unseedable"), download_mb_per_s=100))
 
     deploy = first_deploy(models)
 
@@ -155,7 +155,7 @@ def test_a_first_deploy_pays_a_cpu_pod_per_seeded_model() -> None:
 
 
 def test_a_deploy_that_seeds_nothing_runs_no_cpu_pod() -> None:
-    models = [bringup("a", 50, 2.0, cpu=NoCpu("x"), download_mb_per_s=100)]
+    models = [bringup("a", 50, 2.0, cpu=NoCpu(reason="x"), download_mb_per_s=100)]
 
     deploy = first_deploy(models)
 
@@ -198,7 +198,7 @@ def test_the_stacks_rates_price_a_model_as_its_download_and_read_seconds_say(
 ) -> None:
     cpu = choose_cpu([CHEAP], "EU-RO-1")
     assert isinstance(cpu, CpuChoice)
-    rates = BringupRates(cpu, 87.5, volume_type)
+    rates = BringupRates(cpu=cpu, download_mb_per_s=87.5, volume_type=volume_type)
 
     b = rates.of("m", 41.3, 2.39, seeded, loads_at_start)
 
@@ -208,7 +208,7 @@ def test_the_stacks_rates_price_a_model_as_its_download_and_read_seconds_say(
     assert b.gpu_without_seeding_s == GPU_POD_START_S + download + read
     assert b.seed_s == (download if seeded else 0.0) and b.seeded is seeded
     assert b.gpu_before_serving_s == b.gpu_without_seeding_s - (download if seeded else 0.0)
-    assert b == bringup("m", 41.3, 2.39, cpu=cpu if seeded else NoCpu("x"),
+    assert b == bringup("m", 41.3, 2.39, cpu=cpu if seeded else NoCpu(reason="x"),
                         download_mb_per_s=87.5, volume_type=volume_type,
                         loads_at_start=loads_at_start)  # fmt: skip
 
@@ -221,7 +221,7 @@ def test_the_stacks_rates_price_a_model_as_its_download_and_read_seconds_say(
     ],
 )
 def test_the_stacks_rates_give_the_seed_timeout_of_its_keys(gb: float, fixed: int | None) -> None:
-    rates = BringupRates(None, 87.5, fixed_timeout_s=fixed)
+    rates = BringupRates(cpu=None, download_mb_per_s=87.5, fixed_timeout_s=fixed)
 
     assert rates.timeout_s(gb) == seed_timeout_s(gb, 87.5, fixed)
     assert (rates.timeout_s(gb) == fixed) is (fixed is not None)

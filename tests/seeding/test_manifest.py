@@ -185,7 +185,7 @@ def test_an_engine_without_a_rule_is_unseedable() -> None:
 
     job = seed_job(model("qwen3-8b"), Runtime.TGI, pod)
 
-    assert job == Unseedable("qwen3-8b", "no seeding rule for the tgi engine")
+    assert job == Unseedable(model_id="qwen3-8b", reason="no seeding rule for the tgi engine")
 
 
 def test_a_plan_mounts_the_volume_where_every_pod_does() -> None:

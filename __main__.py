@@ -13,21 +13,21 @@ from frutebox_infra.acyclic import freeze_long_lived
 
 freeze_long_lived()
 
-from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
-from frutebox_infra.environment import Environment
-from frutebox_infra.errors import FruteboxError
-from frutebox_infra.fleet import (
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.commands.live_look import live_lines
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.plumbing.errors import FruteboxError
+from frutebox_infra.program.fleet import (
     credentials_from_config,
     declare_fleet_stepwise,
     drop_sdk_debug_lines,
     read_config,
 )
-from frutebox_infra.interrupted import exit_quietly_on_interrupt
-from frutebox_infra.live import live_lines
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.program.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.report.plan_report import plan_table
-from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
+from frutebox_infra.stack.endpoints import STACK_API_KEY, resolve_endpoint
+from frutebox_infra.stack.environment import Environment
+from frutebox_infra.stack.stack_file import check_pulumi_agrees, load_settings, stack_file
 
 exit_quietly_on_interrupt()
 # The SDK's per-resource debug lines are blocking RPCs that only `--debug` shows (fleet.py).

@@ -20,18 +20,18 @@ from typing import Any, TypeVar
 
 import yaml
 
-from frutebox_infra.fit import Fit, estimate
-from frutebox_infra.paths import REPO_ROOT
-from frutebox_infra.ranking import fit_request, gpu_price, image_gpu_problem
-from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
-from frutebox_infra.registry import Cloud, Gpu, Image, Model, Registry
-from frutebox_infra.report.text import table
-from frutebox_infra.toolchain import (
+from frutebox_infra.catalog.schema import Cloud, Gpu, Image, Model, Registry
+from frutebox_infra.commands.toolchain import (
     copy_project,
     hermetic_env,
     sandbox_env,
     use_checkout_venv,
 )
+from frutebox_infra.estimates.fit import Fit, estimate
+from frutebox_infra.planner.ranking import fit_request, gpu_price, image_gpu_problem
+from frutebox_infra.plumbing.paths import REPO_ROOT
+from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving
+from frutebox_infra.report.text import table
 
 T = TypeVar("T")
 

@@ -32,12 +32,12 @@ from _common import heading, print_table
 from _deploy import command, step_env
 from _deploy import in_parallel as run_in_parallel
 
-from frutebox_infra.deploy_requests import pod_request, volume_request
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.deploy.requests import pod_request, volume_request
 from frutebox_infra.emulator.faults import FaultAction, parse_faults
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.stack_file import load_settings, stack_file
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.stack.stack_file import load_settings, stack_file
 
 SCALE = 100.0
 QUOTA_PER_MINUTE, QUOTA_PER_HOUR = 60, 3000

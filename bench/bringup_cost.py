@@ -28,7 +28,8 @@ from typing import Any
 
 from _common import heading, print_table
 
-from frutebox_infra.deploy_requests import (
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.deploy.requests import (
     pod_name,
     pod_request,
     seed_request,
@@ -36,12 +37,11 @@ from frutebox_infra.deploy_requests import (
     volume_request,
 )
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.bringup_report import assumptions
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.command_io import scaled_waits
-from frutebox_infra.stack_file import load_settings, stack_file
+from frutebox_infra.stack.stack_file import load_settings, stack_file
 
 SCALE = 300.0
 QUICK_SCALE = 1000.0

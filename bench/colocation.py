@@ -22,13 +22,13 @@ from functools import partial
 
 from _common import heading, print_table, timed
 
-from frutebox_infra import colocate
-from frutebox_infra.colocate import Member, all_partitions, group_placements, members_of
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry import Registry
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings
-from frutebox_infra.stack_file import parse_settings
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Registry
+from frutebox_infra.planner import colocate
+from frutebox_infra.planner.colocate import Member, all_partitions, group_placements, members_of
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.stack.settings import StackSettings
+from frutebox_infra.stack.stack_file import parse_settings
 
 SIZES = (3, 5, 7, 8)
 FLEETS_PER_SIZE = 8

@@ -22,14 +22,14 @@ from dataclasses import replace
 
 from _common import Verdict, heading, judge, price, print_table, synthetic_registry
 
-from frutebox_infra.environment import Environment
-from frutebox_infra.fit import HEADROOM
-from frutebox_infra.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Gpu, Registry
+from frutebox_infra.estimates.fit import HEADROOM
+from frutebox_infra.planner.plan import HOURS_PER_MONTH, ModelPlan, plan_fleet
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Gpu, Registry
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.settings import StackSettings
-from frutebox_infra.stack_file import load_settings, parse_settings, stack_file
+from frutebox_infra.stack.environment import Environment
+from frutebox_infra.stack.settings import StackSettings
+from frutebox_infra.stack.stack_file import load_settings, parse_settings, stack_file
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
 SMALL_FLEET = 20

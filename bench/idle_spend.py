@@ -34,18 +34,18 @@ from typing import Any
 from _common import heading, print_table
 from _deploy import command, in_parallel, run_step, step_env
 
-from frutebox_infra.deploy_contract import PodRequest
-from frutebox_infra.deploy_requests import pod_request, volume_request
-from frutebox_infra.drift import HEALTH_WINDOW_S
-from frutebox_infra.drift_view import DriftKind, Recorded, RecordedPod
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.commands.status import collect
+from frutebox_infra.deploy.contract import PodRequest
+from frutebox_infra.deploy.requests import pod_request, volume_request
 from frutebox_infra.emulator.faults import parse_faults
 from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
-from frutebox_infra.endpoints import resolve_endpoint
-from frutebox_infra.plan import FleetPlan, ModelPlan, plan_fleet
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.stack_file import load_settings, stack_file
-from frutebox_infra.status_read import collect
+from frutebox_infra.planner.plan import FleetPlan, ModelPlan, plan_fleet
+from frutebox_infra.stack.endpoints import resolve_endpoint
+from frutebox_infra.stack.stack_file import load_settings, stack_file
+from frutebox_infra.views.drift import HEALTH_WINDOW_S
+from frutebox_infra.views.status_view import DriftKind, Recorded, RecordedPod
 
 SCALE = 100.0
 CRASHING = ("qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6")

@@ -28,15 +28,15 @@ from dataclasses import dataclass
 
 from _common import Verdict, heading, judge, price, print_table
 
-from frutebox_infra.placement_speed import placement_speed
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Gpu, Registry
+from frutebox_infra.estimates.speed import SpeedEstimate
+from frutebox_infra.planner.placement_speed import placement_speed
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Gpu, Registry
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import StackSettings
-from frutebox_infra.speed import SpeedEstimate
-from frutebox_infra.stack_file import parse_settings
+from frutebox_infra.stack.settings import StackSettings
+from frutebox_infra.stack.stack_file import parse_settings
 
 CONTEXTS = (4096, 16384, 32768, 65536, 131072)
 CONCURRENCIES = (1, 4, 16)

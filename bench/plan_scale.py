@@ -31,14 +31,14 @@ from typing import Any
 
 from _common import heading, median_seconds, print_table, synthetic_registry, timed
 
-from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Model, Registry
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.registry import Model, Registry
-from frutebox_infra.registry_files import load_registry
 from frutebox_infra.report.plan_report import plan_data, plan_table
-from frutebox_infra.resolver import resolve
-from frutebox_infra.settings import StackSettings
-from frutebox_infra.stack_file import parse_settings
+from frutebox_infra.stack.settings import StackSettings
+from frutebox_infra.stack.stack_file import parse_settings
 
 SIZES = (10, 100, 1_000, 10_000)
 RUNS = {10: 25, 100: 11, 1_000: 5, 10_000: 3}

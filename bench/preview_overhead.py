@@ -55,13 +55,13 @@ from _common import (
     require_toolchain,
 )
 
-from frutebox_infra.registry_cache import CACHE_DIR, SETTINGS_CACHE_DIR, cache_key
-from frutebox_infra.registry_files import (
+from frutebox_infra.catalog.files import (
     load_registry,
     parse_registry,
     read_registry_files,
     validate_registry,
 )
+from frutebox_infra.plumbing.input_cache import CACHE_DIR, SETTINGS_CACHE_DIR, cache_key
 
 RUNS = 5
 STARTUP_RUNS = 7
@@ -104,12 +104,12 @@ LAZY = (
     "httpx",
     "jsonschema",
     "frutebox_infra.runpod",
-    "frutebox_infra.cli",
-    "frutebox_infra.diff",
-    "frutebox_infra.refs",
+    "frutebox_infra.commands.cli",
+    "frutebox_infra.views.diff",
+    "frutebox_infra.commands.git_refs",
     "frutebox_infra.emulator",
-    "frutebox_infra.drift",
-    "frutebox_infra.status_read",
+    "frutebox_infra.views.drift",
+    "frutebox_infra.commands.status",
     "difflib",
 )
 """Heavy or preview-irrelevant modules that must stay out of the program's start-up (pydantic,
@@ -127,16 +127,16 @@ freeze_long_lived()  # as __main__.py does
 t1 = time.perf_counter()
 import pulumi_command.local
 t2 = time.perf_counter()
-from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
-from frutebox_infra.environment import Environment
-from frutebox_infra.errors import FruteboxError
-from frutebox_infra.fleet import credentials_from_config, declare_fleet, read_config
-from frutebox_infra.interrupted import exit_quietly_on_interrupt
-from frutebox_infra.live import live_lines
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.stack.endpoints import STACK_API_KEY, resolve_endpoint
+from frutebox_infra.stack.environment import Environment
+from frutebox_infra.plumbing.errors import FruteboxError
+from frutebox_infra.program.fleet import credentials_from_config, declare_fleet, read_config
+from frutebox_infra.program.interrupted import exit_quietly_on_interrupt
+from frutebox_infra.commands.live_look import live_lines
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.report.plan_report import plan_table
-from frutebox_infra.stack_file import check_pulumi_agrees, load_settings, stack_file
+from frutebox_infra.stack.stack_file import check_pulumi_agrees, load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
 freeze_long_lived()  # as __main__.py does, once the registry is read
@@ -145,7 +145,7 @@ plan = plan_fleet(registry, load_settings(stack_file("prod")), stack="prod")
 t5 = time.perf_counter()
 plan_table(plan)
 live_lines(plan, registry, endpoint=resolve_endpoint(dict(), stack_key=None, stack_url=""))
-from frutebox_infra.deploy_requests import volume_request
+from frutebox_infra.deploy.requests import volume_request
 from frutebox_infra.report.plan_report import plan_data
 volume_request(plan).to_json()
 plan_data(plan)

@@ -4,8 +4,8 @@ the worst error, against the targets (median error within 25%, every row within 
 Every row of bench/speed_measurements.yaml states a published configuration as the model's
 inputs (engine, GPU type and count, model and precision, parallelism, speculative decoding,
 concurrency, prompt and output lengths) and the figure it reports, with its source. The
-estimate is `frutebox_infra.speed.estimate_speed` with the registry's facts (registry/speed.yaml),
-exactly as the planner would call it.
+estimate is `frutebox_infra.estimates.speed.estimate_speed` with the registry's facts
+(registry/speed.yaml), exactly as the planner would call it.
 
 `--fit` refits the engine and link figures of registry/speed.yaml on the rows (least squares
 on the log of each ratio, each engine on its own rows, the links on every multi-GPU row) and
@@ -32,11 +32,11 @@ import yaml
 from _common import heading, print_table
 from pydantic import BaseModel, ConfigDict, Field
 
-from frutebox_infra.registry import Model, Registry, Runtime, SpecDecode, WeightFormat
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.speed import Placement, SpeedEstimate, Workload, estimate_speed
-from frutebox_infra.speed_facts import SpeedFacts
-from frutebox_infra.validation import validate
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Model, Registry, Runtime, SpecDecode, WeightFormat
+from frutebox_infra.catalog.speed_facts import SpeedFacts
+from frutebox_infra.estimates.speed import Placement, SpeedEstimate, Workload, estimate_speed
+from frutebox_infra.plumbing.validation import validate
 
 ROWS_FILE = Path(__file__).with_name("speed_measurements.yaml")
 MEDIAN_TARGET = 0.25

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from _common import heading, print_table
 
-from frutebox_infra.paths import REPO_ROOT
-from frutebox_infra.toolchain import hermetic_env
+from frutebox_infra.commands.toolchain import hermetic_env
+from frutebox_infra.plumbing.paths import REPO_ROOT
 
 TARGET_FAST_S = 60.0
 TARGET_TOTAL_S = 8 * 60.0

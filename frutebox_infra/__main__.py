@@ -2,6 +2,6 @@
 
 import sys
 
-from frutebox_infra.cli import main
+from frutebox_infra.commands.cli import main
 
 sys.exit(main())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from frutebox_infra.paths import REPO_ROOT
+from frutebox_infra.plumbing.paths import REPO_ROOT
 from tests import bytecode
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def toolchain() -> Path:
     """Builds the pinned Pulumi toolchain on first use (minutes, once per machine)."""
-    from frutebox_infra.toolchain import ensure_toolchain
+    from frutebox_infra.commands.toolchain import ensure_toolchain
 
     return ensure_toolchain()
 

@@ -19,12 +19,13 @@ from typing import Any
 
 import yaml
 
-from frutebox_infra.emulator.catalog import Catalog
-from frutebox_infra.emulator.hub import Hub
-from frutebox_infra.emulator.openapi import OpenApi
-from frutebox_infra.engine_options import EngineOptions
-from frutebox_infra.paths import REGISTRY_DIR, REPO_ROOT
-from frutebox_infra.registry import (
+from frutebox_infra.catalog.engine_options import EngineOptions
+from frutebox_infra.catalog.files import (
+    RegistryFiles,
+    load_registry,
+    read_registry_files,
+)
+from frutebox_infra.catalog.schema import (
     Architecture,
     DataCenter,
     Gpu,
@@ -34,15 +35,14 @@ from frutebox_infra.registry import (
     Registry,
     Runtime,
 )
-from frutebox_infra.registry_files import (
-    RegistryFiles,
-    load_registry,
-    read_registry_files,
-)
-from frutebox_infra.settings import PROJECT, StackSettings
-from frutebox_infra.speed_facts import GpuSpeed, SpeedFacts
-from frutebox_infra.stack_file import parse_settings
-from frutebox_infra.validation import validate
+from frutebox_infra.catalog.speed_facts import GpuSpeed, SpeedFacts
+from frutebox_infra.emulator.catalog import Catalog
+from frutebox_infra.emulator.hub import Hub
+from frutebox_infra.emulator.openapi import OpenApi
+from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT
+from frutebox_infra.plumbing.validation import validate
+from frutebox_infra.stack.settings import PROJECT, StackSettings
+from frutebox_infra.stack.stack_file import parse_settings
 
 ROOT = REPO_ROOT
 PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"

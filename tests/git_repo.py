@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.registry_files import load_registry
-from frutebox_infra.stack_file import load_settings, read_stack_config
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
+from frutebox_infra.stack.stack_file import load_settings, read_stack_config
 from tests.factories import stack_yaml
 
 Config = dict[str, Any]

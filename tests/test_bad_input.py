@@ -24,11 +24,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from frutebox_infra import cli
-from frutebox_infra.cli import main
-from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import Registry
-from frutebox_infra.registry_files import FILES, load_registry
+from frutebox_infra.catalog.files import FILES, load_registry
+from frutebox_infra.catalog.schema import Registry
+from frutebox_infra.commands import cli
+from frutebox_infra.commands.cli import main
+from frutebox_infra.plumbing.paths import REGISTRY_DIR
 from tests.factories import real_files, real_registry
 
 MODEL_IDS = tuple(m.id for m in real_registry().models)

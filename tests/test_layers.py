@@ -17,61 +17,44 @@ from tests.factories import ROOT
 
 PACKAGE = "frutebox_infra"
 
-LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "__init__",
-        "acyclic",
-        "errors",
-        "paths",
-        "yaml_text",
-        "report.text",
-        "deploy_contract",
-        "shell_words",
-        "validation",
-    ),
-    ("registry_base",),
-    ("engine_options", "registry", "speed_facts"),
-    ("fit", "launch_check"),
-    ("speed",),
-    ("recipes",),
-    ("placement_speed", "count_search"),
-    ("ranking",),
-    ("resolver", "settings", "seeding", "environment"),
-    ("registry_cache", "registry_files", "stack_file", "endpoints"),
-    ("speed_floor",),
-    ("colocate", "launches", "seeding_plan"),
-    ("plan",),
-    ("deploy_requests",),
-    ("diff", "drift", "drift_view"),
-    ("live_warnings", "price_compare"),
-    ("report",),
-    (
-        "fleet",
-        "interrupted",
-        "refs",
-        "toolchain",
-        "runpod",
-        "emulator",
-        "status_read",
-        "prices",
-        "live",
-        "seeding.seeder",
-        "seeding.delivery",
-    ),
-    ("cli", "rehearse", "__main__"),
-)
-"""Bottom to top. A module may import its own layer or a lower one, never a higher one. An
-entry names a module or a package (then every module in it). A new module gets a row here."""
+BASE = ("plumbing", "acyclic", "shell_words", "catalog")
+MODEL = (*BASE, "estimates", "recipes", "deploy.contract", "seeding", "stack")
+CORE = (*MODEL, "planner", "deploy", "views", "report")
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "__init__": (),
+    "plumbing": (),
+    "acyclic": (),
+    "shell_words": (),
+    "catalog": ("plumbing", "acyclic", "shell_words"),
+    "estimates": BASE,
+    "recipes": (*BASE, "estimates"),
+    "deploy.contract": ("plumbing",),
+    "seeding": (*BASE, "recipes", "deploy.contract"),
+    "stack": (*BASE, "recipes", "seeding"),
+    "planner": MODEL,
+    "deploy": (*MODEL, "planner"),
+    "views": (*MODEL, "planner", "deploy"),
+    "report": (*MODEL, "planner", "deploy", "views"),
+    "seeding.seeder": (),
+    "seeding.delivery": ("seeding",),
+    "runpod": (*MODEL, "seeding.delivery"),
+    "emulator": (*CORE, "seeding.seeder"),
+    "program": (*CORE, "runpod"),
+    "commands": (*CORE, "runpod", "emulator"),
+    "__main__": ("commands",),
+}
+"""Which unit (a package, or a module named apart) may import which; a module's unit is the
+longest entry it falls in, and a unit may always import itself. Bottom to top as listed."""
 
-CORE_TOP = LAYERS.index(("report",))
-"""The pure core is every layer up to and including the reports."""
+PURE_CORE = CORE
+"""No pulumi, no HTTP, no subprocess: the layers that do the thinking."""
 
 SHELL_ONLY = ("pulumi", "pulumi_command", "httpx", "jsonschema", "subprocess", "socket")
 """What the pure core must never reach, directly or through another module."""
 
 OWNERS = {
-    "pulumi": ("fleet",),
-    "pulumi_command": ("fleet",),
+    "pulumi": ("program.fleet",),
+    "pulumi_command": ("program.fleet",),
     "httpx": ("runpod",),
 }
 """Third-party imports with one home in the package."""
@@ -93,17 +76,13 @@ def _within(name: str, entry: str) -> bool:
     return name == entry or name.startswith(entry + ".")
 
 
-def layer(name: str) -> int:
-    """The layer of a module; the longest matching entry wins (`report.text` over `report`)."""
-    found = _layer(name)
-    if found is None:
-        raise AssertionError(f"{PACKAGE}.{name} has no layer: add it to LAYERS in {__file__}")
-    return found
-
-
-def _layer(name: str) -> int | None:
-    matches = [(len(e), i) for i, row in enumerate(LAYERS) for e in row if _within(name, e)]
-    return max(matches)[1] if matches else None
+def unit(name: str) -> str:
+    """The table entry a module falls in: the longest that matches (`seeding.seeder` over
+    `seeding`)."""
+    matches = [entry for entry in MAY_IMPORT if _within(name, entry)]
+    if not matches:
+        raise AssertionError(f"{PACKAGE}.{name} has no entry: add it to MAY_IMPORT in {__file__}")
+    return max(matches, key=len)
 
 
 @cache
@@ -172,13 +151,23 @@ def reachable(name: str) -> set[str]:
     return seen
 
 
-def test_every_module_has_a_layer() -> None:
-    assert {name: layer(name) for name in modules()}
+def test_every_module_has_an_entry() -> None:
+    assert {name: unit(name) for name in modules()}
 
 
-def test_imports_point_downwards_only() -> None:
-    upward = [f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
-              for a, b in edges() if layer(b) > layer(a)]  # fmt: skip
+def test_each_unit_imports_only_what_the_table_allows() -> None:
+    refused = sorted(
+        f"{a} ({unit(a)}) imports {b} ({unit(b)})"
+        for a, b in edges()
+        if unit(b) != unit(a) and unit(b) not in MAY_IMPORT[unit(a)]
+    )
+    assert refused == []
+
+
+def test_the_table_points_downwards_only() -> None:
+    order = list(MAY_IMPORT)
+    upward = [f"{a} -> {b}" for a, allowed in MAY_IMPORT.items() for b in allowed
+              if order.index(b) >= order.index(a)]  # fmt: skip
     assert upward == []
 
 
@@ -205,11 +194,11 @@ def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in modules() if (_layer(n) or 0) <= CORE_TOP], ids=lambda n: f"{PACKAGE}.{n}"
+    "name", [n for n in modules() if unit(n) in PURE_CORE], ids=lambda n: f"{PACKAGE}.{n}"
 )
 def test_the_pure_core_never_reaches_the_shell(name: str) -> None:
     reached = reachable(name)
-    shell = sorted(m for m in reached if m in modules() and layer(m) > CORE_TOP)
+    shell = sorted(m for m in reached if m in modules() and unit(m) not in PURE_CORE)
     assert shell == [], f"{name} reaches the shell"
     assert sorted(reached & set(SHELL_ONLY)) == []
 
@@ -223,9 +212,11 @@ def test_a_library_is_imported_only_by_its_home(library: str) -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports() -> None:
     """The checks above can fail: the walker finds an import hidden in a function."""
-    assert "emulator.server" in imports("cli") or "emulator" in reachable("cli")
-    assert "pulumi" in imports("fleet") and "httpx" in reachable("runpod")
-    assert "subprocess" in imports("refs") and layer("refs") > CORE_TOP
+    assert "emulator.server" in imports("commands.cli") or "emulator" in reachable("commands.cli")
+    assert "pulumi" in imports("program.fleet") and "httpx" in reachable("runpod")
+    assert (
+        "subprocess" in imports("commands.git_refs") and unit("commands.git_refs") not in PURE_CORE
+    )
 
 
 ENDPOINT_VARIABLES = ("RUNPOD_API_KEY", "RUNPOD_API_URL", "RUNPOD_PROXY_URL_TEMPLATE")
@@ -245,9 +236,9 @@ def _names_a_variable(name: str) -> list[str]:
 
 def test_only_endpoints_resolves_the_runpod_key_and_url() -> None:
     """One resolution, one precedence: every other module goes through endpoints.py."""
-    readers = {n: v for n in modules() if n != "endpoints" and (v := _names_a_variable(n))}
+    readers = {n: v for n in modules() if n != "stack.endpoints" and (v := _names_a_variable(n))}
     assert readers == {}
-    assert _names_a_variable("endpoints") == sorted(ENDPOINT_VARIABLES)
+    assert _names_a_variable("stack.endpoints") == sorted(ENDPOINT_VARIABLES)
 
 
 def _is_any(node: ast.expr | None) -> bool:
@@ -325,7 +316,7 @@ def _exit_constants(name: str) -> list[str]:
 def test_exit_codes_have_one_home() -> None:
     """errors.py defines every exit code a command returns; everyone else imports them."""
     definers = {n: names for n in modules() if (names := _exit_constants(n))}
-    assert definers == {"errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}
+    assert definers == {"plumbing.errors": ["EXIT_DRIFT", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE"]}
 
 
 def _numbers_passed_to(tree: ast.AST, callee: str) -> list[int]:
@@ -354,17 +345,3 @@ def test_the_deploy_steps_bounds_have_one_home() -> None:
 def test_the_bounds_check_sees_a_number_passed() -> None:
     tree = ast.parse("t = Timeouts(running_s=900.0)\nu = Timeouts(healthy_s=s.healthy)")
     assert _numbers_passed_to(tree, "Timeouts") == [1]
-
-
-def test_every_module_has_its_same_named_test_module() -> None:
-    """frutebox_infra/x/y.py is tested in tests/x/test_y.py, so a module's tests are found."""
-    package = ROOT / PACKAGE
-    missing = []
-    for path in sorted(package.rglob("*.py")):
-        if path.name in ("__init__.py", "__main__.py"):
-            continue
-        relative = path.relative_to(package)
-        test = ROOT / "tests" / relative.parent / f"test_{path.name}"
-        if not test.is_file():
-            missing.append(str(test.relative_to(ROOT)))
-    assert missing == []

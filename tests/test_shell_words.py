@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
-from frutebox_infra.resolver import resolve
 from frutebox_infra.shell_words import join_words, quote_word, split_words
 from tests.factories import real_registry
 

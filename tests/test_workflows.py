@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from frutebox_infra.cli import build_parser
-from frutebox_infra.toolchain import PULUMI_VERSION
+from frutebox_infra.commands.cli import build_parser
+from frutebox_infra.commands.toolchain import PULUMI_VERSION
 from tests.factories import ROOT, workflow_diff_command
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -99,7 +99,7 @@ def test_preview_runs_the_diff_command_the_tests_run() -> None:
     argv = shlex.split(workflow_diff_command())
     assert argv == ["python", "-m", "frutebox_infra", "diff", "--base", "origin/$BASE_REF",
                     "--stack", "$STACK", "--format", "markdown"]  # fmt: skip
-    # The arguments are ones the CLI accepts; tests/test_diff.py runs this very line.
+    # The arguments are ones the CLI accepts; tests/views/test_diff.py runs this very line.
     argv = [a.replace("$BASE_REF", "main").replace("$STACK", "dev") for a in argv]
     args = build_parser().parse_args(argv[3:])
     assert (args.base, args.stack, str(args.format)) == ("origin/main", "dev", "markdown")

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from frutebox_infra.errors import ConfigError
-from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import CpuFlavor, Gpu, Registry
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import CpuFlavor, Gpu, Registry
+from frutebox_infra.plumbing.errors import ConfigError
+from frutebox_infra.plumbing.paths import REGISTRY_DIR
 
 DEFAULT_STOCK = 64
 

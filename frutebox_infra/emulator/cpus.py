@@ -9,9 +9,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from frutebox_infra.catalog.schema import CpuFlavor
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
-from frutebox_infra.registry import CpuFlavor
 
 PRODUCTS = frozenset({"POD", "SERVERLESS"})
 DEFAULT_DISK_GB = 50

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from frutebox_infra.catalog.schema import Model, Registry
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.recipes.comfyui import file_sources
-from frutebox_infra.registry import Model, Registry
 from frutebox_infra.seeding import seeder
 from frutebox_infra.seeding.protocol import HF_HUB_URL
 

@@ -12,12 +12,12 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, volume_files
 from frutebox_infra.emulator.hub import COMMIT, Hub
 from frutebox_infra.emulator.records import VolumeRecord
 from frutebox_infra.emulator.volume_files import Piece
 from frutebox_infra.recipes import RECIPES
-from frutebox_infra.registry import Runtime
 from frutebox_infra.seeding import seeder
 from frutebox_infra.seeding.manifest import HUB_SUBDIR, OTHER_WEIGHT_FORMATS
 

@@ -15,11 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.deploy_contract import wire_data
+from frutebox_infra.deploy.contract import wire_data
 from frutebox_infra.emulator import layout, volume_files
 from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord, timestamp
 from frutebox_infra.emulator.volume_files import Piece
+from frutebox_infra.plumbing.validation import validate_json
 from frutebox_infra.seeding import seeder
 from frutebox_infra.seeding.protocol import (
     PLAN_ENV,
@@ -34,7 +35,6 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
-from frutebox_infra.validation import validate_json
 
 MANIFEST_BYTES = 400
 

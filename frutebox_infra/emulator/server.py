@@ -16,7 +16,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from frutebox_infra.deploy_requests import pod_name, seed_pod_name, volume_name
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Image, Registry, ToolImage
+from frutebox_infra.deploy.requests import pod_name, seed_pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog, Stock, load_catalog, parse_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.handler import EmulatorHTTPServer
@@ -28,10 +30,8 @@ from frutebox_infra.emulator.routes import App
 from frutebox_infra.emulator.snapshot import restore, snapshot
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.emulator.storage import Storage
-from frutebox_infra.errors import ConfigError, UsageError
-from frutebox_infra.paths import REGISTRY_DIR
-from frutebox_infra.registry import Image, Registry, ToolImage
-from frutebox_infra.registry_files import load_registry
+from frutebox_infra.plumbing.errors import ConfigError, UsageError
+from frutebox_infra.plumbing.paths import REGISTRY_DIR
 
 # Stacks whose names the realistic account already holds someone else's pods and volume under.
 COLLIDING_STACKS = ("dev", "prod")

@@ -14,12 +14,12 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, seeder_pod, volume_files
 from frutebox_infra.emulator.hub import Hub, full_tag
 from frutebox_infra.emulator.launch_reads import Reads, reads_of
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord
-from frutebox_infra.registry import Runtime
 
 
 class Storage:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes.base import PodSpec, Recipe, ServeOptions, Serving
 from frutebox_infra.recipes.comfyui import ComfyUI
 from frutebox_infra.recipes.llamacpp import LlamaCpp
 from frutebox_infra.recipes.ollama import Ollama
 from frutebox_infra.recipes.sglang import SGLang
 from frutebox_infra.recipes.vllm import VLLM
-from frutebox_infra.registry import Runtime
 
 ENGINE_PREFERENCE: tuple[Recipe, ...] = (SGLang(), LlamaCpp(), Ollama(), ComfyUI(), VLLM())
 """Engines in order of preference: SGLang first, vLLM the fallback."""

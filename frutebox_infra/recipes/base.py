@@ -9,8 +9,8 @@ from enum import StrEnum
 from functools import cached_property, lru_cache
 from typing import ClassVar
 
-from frutebox_infra.fit import MemoryModel
-from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.shell_words import join_words
 
 VOLUME_PATH = "/workspace"

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple
 
-from frutebox_infra.fit import MemoryModel
+from frutebox_infra.catalog.schema import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
+from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.base import (
     VOLUME_PATH,
     PodSpec,
@@ -18,7 +19,6 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
-from frutebox_infra.registry import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
 from frutebox_infra.shell_words import join_words, quote_word
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"

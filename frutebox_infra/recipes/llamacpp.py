@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from frutebox_infra.fit import MemoryModel
+from frutebox_infra.catalog.schema import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
@@ -13,7 +14,6 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.registry import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
 
 
 class LlamaCpp(Recipe):

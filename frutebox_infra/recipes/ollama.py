@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
-from frutebox_infra.fit import MemoryModel
+from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
+from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
@@ -15,7 +16,6 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.registry import Gpu, Image, Model, Runtime, WeightFormat
 
 DEFAULT_OLLAMA_CONTEXT = 4096
 """Ollama's own default context, used only when the registry records none."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frutebox_infra.registry import Model
+from frutebox_infra.catalog.schema import Model
 
 
 @dataclass(frozen=True, kw_only=True)

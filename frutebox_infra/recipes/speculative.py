@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from frutebox_infra.registry import Model, Runtime, SpecDecode
+from frutebox_infra.catalog.schema import Model, Runtime, SpecDecode
 
 
 @dataclass(frozen=True, kw_only=True)

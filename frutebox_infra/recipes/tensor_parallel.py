@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from frutebox_infra.fit import MemoryModel
+from frutebox_infra.catalog.schema import Architecture, Model
+from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.base import Recipe, ServeOptions, Serving, is_power_of_two
 from frutebox_infra.recipes.parallelism import sharding
 from frutebox_infra.recipes.speculative import speculation
-from frutebox_infra.registry import Architecture, Model
 
 
 def tp_problem(model: Model, tp: int) -> str | None:

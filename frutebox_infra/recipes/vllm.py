@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from frutebox_infra.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
+from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
+from frutebox_infra.estimates.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
 from frutebox_infra.recipes.base import PodSpec, Serving
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
-from frutebox_infra.registry import Gpu, Image, Model, Runtime
 
 
 class VLLM(TensorParallelRecipe):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.plan import FleetPlan
+from frutebox_infra.planner.plan import FleetPlan
+from frutebox_infra.planner.seeding_decisions import ModelSeeding, Seeding
 from frutebox_infra.report.text import table, usd
 from frutebox_infra.seeding.bringup import (
     CPU_POD_START_S,
     GPU_POD_START_S,
     VOLUME_READ_MB_PER_S,
 )
-from frutebox_infra.seeding_plan import ModelSeeding, Seeding
 
 HEADERS = ("MODEL", "WEIGHTS", "SEED", "SEED $", "GPU BEFORE SERVING", "GPU $", "NO SEEDING")
 

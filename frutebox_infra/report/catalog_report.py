@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.planner.floor import SpeedChoice, cheapest_at_floor, floor_problem
+from frutebox_infra.planner.ranking import PlacementOption
+from frutebox_infra.planner.resolver import PlanProblem, Resolution
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import placement_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
-from frutebox_infra.resolver import PlanProblem, Resolution
-from frutebox_infra.speed_floor import SpeedChoice, cheapest_at_floor, floor_problem
 
 CATALOG_VERSION = 1
 """Changes when a key of `catalog_data` does."""

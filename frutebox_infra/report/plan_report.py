@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from frutebox_infra.acyclic import cycle_collector_paused
-from frutebox_infra.colocate import PodGroup
-from frutebox_infra.deploy_requests import pod_name
-from frutebox_infra.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
-from frutebox_infra.ranking import PlacementOption
+from frutebox_infra.deploy.requests import pod_name
+from frutebox_infra.planner.colocate import PodGroup
+from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
+from frutebox_infra.planner.ranking import PlacementOption
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.bringup_report import (
     bringup_lines,

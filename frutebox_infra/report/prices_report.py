@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.live_warnings import PRICE_TOLERANCE
-from frutebox_infra.price_compare import PriceComparison, PriceRow
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table
+from frutebox_infra.views.live_warnings import PRICE_TOLERANCE
+from frutebox_infra.views.price_compare import PriceComparison, PriceRow
 
 PRICES_VERSION = 1
 """Changes when a key of `prices_data` does."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.drift_view import LivePod, LiveVolume, ModelStatus, StatusView
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table, usd
+from frutebox_infra.views.status_view import LivePod, LiveVolume, ModelStatus, StatusView
 
 STATUS_VERSION = 1
 """Changes when a key of `status_data` changes or goes; a key added beside them keeps it."""

@@ -9,7 +9,6 @@ import sys
 # httpx's CLI, so its import is refused up front (httpx then binds its stand-in `main`).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-from frutebox_infra.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (
     ApiError,
@@ -26,6 +25,7 @@ from frutebox_infra.runpod.placement import Placement
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
 from frutebox_infra.runpod.wire import NetworkVolume, Pod
+from frutebox_infra.stack.endpoints import DEFAULT_API_URL, DEFAULT_PROXY_URL_TEMPLATE
 
 __all__ = [
     "DEFAULT_API_URL",

@@ -20,7 +20,6 @@ from typing import Any, TextIO
 
 import httpx
 
-from frutebox_infra.endpoints import step_endpoint
 from frutebox_infra.runpod.command_io import (
     GrowRequest,
     PodRequest,
@@ -43,6 +42,7 @@ from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
 from frutebox_infra.runpod.seeds import seed_create, seed_delete, seed_update
 from frutebox_infra.runpod.volumes import volume_create, volume_delete, volume_grow, volume_update
+from frutebox_infra.stack.endpoints import step_endpoint
 
 
 class Resource(StrEnum):

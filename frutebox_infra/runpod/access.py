@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from frutebox_infra.endpoints import API_KEY_ENV, STACK_API_KEY
-from frutebox_infra.settings import PROJECT
+from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY
+from frutebox_infra.stack.settings import PROJECT
 
 
 class Need(StrEnum):

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from frutebox_infra.endpoints import DEFAULT_API_URL
 from frutebox_infra.runpod.errors import (
     ApiError,
     Cancelled,
@@ -28,6 +27,7 @@ from frutebox_infra.runpod.errors import (
     api_error,
 )
 from frutebox_infra.runpod.retrying import AMBIGUOUS, TRANSIENT, RetryPolicy
+from frutebox_infra.stack.endpoints import DEFAULT_API_URL
 
 Log = Callable[[str], None]
 Sleep = Callable[[float], None]

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from frutebox_infra.endpoints import DEFAULT_API_URL
 from frutebox_infra.runpod.access import KeyUse, refusal_hint
 from frutebox_infra.runpod.errors import (
     HTTPX_FAILURES,
@@ -38,6 +37,7 @@ from frutebox_infra.runpod.wire import (
     PodList,
     VolumeList,
 )
+from frutebox_infra.stack.endpoints import DEFAULT_API_URL
 
 CREATE_TIMEOUT_S = 130.0
 """Above the 100 s after which RunPod's proxy (Cloudflare) cuts a silent answer: a create that

@@ -13,20 +13,20 @@ from typing import Any, TextIO, TypeVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, ValidationError
 
-from frutebox_infra.deploy_contract import (
+from frutebox_infra.deploy.contract import (
     GrowRequest,
     PodRequest,
     SeedRequest,
     VolumeRequest,
 )
-from frutebox_infra.endpoints import SECRET_ENV, Endpoint, step_endpoint
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import ConfigurationError, RunPodError
 from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
-from frutebox_infra.validation import validate
+from frutebox_infra.stack.endpoints import SECRET_ENV, Endpoint, step_endpoint
 
 __all__ = [
     "GrowRequest",

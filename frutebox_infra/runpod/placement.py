@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from frutebox_infra.deploy_contract import OWNER_ENV
+from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.runpod.access import KeyUse
 from frutebox_infra.runpod.adopting import DuplicateSweep, Log, Sleep, create_adopting
 from frutebox_infra.runpod.client import RunPodClient

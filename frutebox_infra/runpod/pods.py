@@ -14,7 +14,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from frutebox_infra.deploy_contract import OWNER_ENV
+from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.runpod.adopting import ensure_gone
 from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError

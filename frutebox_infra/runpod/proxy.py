@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from frutebox_infra.endpoints import DEFAULT_PROXY_URL_TEMPLATE
 from frutebox_infra.runpod.errors import HTTPX_FAILURES, ConfigurationError, TransportError
 from frutebox_infra.runpod.tls import tls_context
+from frutebox_infra.stack.endpoints import DEFAULT_PROXY_URL_TEMPLATE
 
 
 class ProxyClient:

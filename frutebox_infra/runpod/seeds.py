@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from frutebox_infra.deploy_contract import OWNER_ENV, wire_data
+from frutebox_infra.deploy.contract import OWNER_ENV, wire_data
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod.adopting import DuplicateSweep
 from frutebox_infra.runpod.command_io import PreviousSeed, SeedRequest, Session
 from frutebox_infra.runpod.errors import (
@@ -34,7 +35,6 @@ from frutebox_infra.runpod.restarts import RestartWatch
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.seeding.delivery import pod_args, pod_env
 from frutebox_infra.seeding.protocol import JobState, JobStatus, SeedPlan, SeedState, SeedStatus
-from frutebox_infra.validation import validate
 
 PROGRESS_EVERY_S = 60.0
 """How often the log says how far each model is, besides when a model finishes."""

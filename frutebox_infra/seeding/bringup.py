@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frutebox_infra.registry import CpuFlavor
+from frutebox_infra.catalog.schema import CpuFlavor
 
 SEED_VCPUS = 2
 """vCPUs of the seeding pod: the fewest a CPU pod takes (`vcpuCount` minimum 2). A download

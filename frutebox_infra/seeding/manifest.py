@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_origins, stored_path
-from frutebox_infra.registry import Model, Runtime
 from frutebox_infra.seeding.protocol import (
     FilesJob,
     FileSpec,

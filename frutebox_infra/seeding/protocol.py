@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from frutebox_infra.deploy_contract import wire_json
-from frutebox_infra.validation import Check
+from frutebox_infra.deploy.contract import wire_json
+from frutebox_infra.plumbing.validation import Check
 
 PROTOCOL_VERSION: Literal[1] = 1
 

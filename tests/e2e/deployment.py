@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frutebox_infra.deploy_requests import pod_name, seed_pod_name, volume_name
+from frutebox_infra.deploy.requests import pod_name, seed_pod_name, volume_name
 from frutebox_infra.emulator.catalog import Stock, full_stock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.emulator.transfers import Transfers

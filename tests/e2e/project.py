@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from frutebox_infra.toolchain import copy_project, sandbox_env
+from frutebox_infra.commands.toolchain import copy_project, sandbox_env
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from frutebox_infra.cli import main
+from frutebox_infra.commands.cli import main
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine

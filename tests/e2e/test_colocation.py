@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from frutebox_infra.stack_file import load_settings
+from frutebox_infra.stack.stack_file import load_settings
 from tests.e2e.deployment import SMALL, Deployment
 from tests.e2e.project import PulumiProject
 from tests.emulator_client import LOOPBACK

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_body
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.stack_file import load_settings
+from frutebox_infra.deploy.requests import pod_body
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.stack.stack_file import load_settings
 from tests.e2e.deployment import API_KEY, HF_TOKEN, SMALL, TIME_SCALE, Deployment
 from tests.e2e.project import PulumiProject
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry

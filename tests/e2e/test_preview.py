@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.fleet import SDK_DEBUG_ENV
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.program.fleet import SDK_DEBUG_ENV
 from frutebox_infra.report.plan_report import plan_data, plan_table
-from frutebox_infra.stack_file import load_settings
+from frutebox_infra.stack.stack_file import load_settings
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_name, seed_pod_name
+from frutebox_infra.deploy.requests import pod_name, seed_pod_name
 from frutebox_infra.emulator.transfers import Transfers
 from tests.e2e.deployment import HF_TOKEN, SEEDED, TRANSFERS, Deployment
 from tests.e2e.processes import gone_within, new_marker, wait_for

@@ -13,8 +13,8 @@ from frutebox_infra.emulator.catalog import (
     load_catalog,
     parse_stock,
 )
-from frutebox_infra.errors import ConfigError
-from frutebox_infra.paths import REGISTRY_DIR
+from frutebox_infra.plumbing.errors import ConfigError
+from frutebox_infra.plumbing.paths import REGISTRY_DIR
 from tests.factories import real_registry
 
 CATALOG = Catalog.builtin()

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_body
+from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.deploy.requests import pod_body
 from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.launch_reads import reads_of
 from frutebox_infra.emulator.records import VolumeRecord
-from frutebox_infra.plan import plan_fleet
-from frutebox_infra.registry import Runtime
+from frutebox_infra.planner.plan import plan_fleet
 from tests.factories import real_registry, settings
 
 HUB = Hub.from_registry(real_registry())

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_name, volume_name
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.deploy.requests import pod_name, volume_name
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.keys import Scope
@@ -15,7 +16,6 @@ from frutebox_infra.emulator.realism import HIGH_PERFORMANCE, STANDARD, Realism
 from frutebox_infra.emulator.routes import App, Response
 from frutebox_infra.emulator.server import COLLIDING_STACKS, realistic_for
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.registry_files import load_registry
 from tests.emulator.conftest import OPENAPI, network, pod_body
 
 SCALE = 1000.0  # a minute window lasts 60 ms of the clock, a 20 s restart 20 ms

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import seed_request
+from frutebox_infra.deploy.requests import seed_request
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.hub import Hub
@@ -17,7 +17,8 @@ from frutebox_infra.emulator.records import PodRecord, VolumeRecord
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.emulator.transfers import Transfers
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod.seeds import prepare_bodies
 from frutebox_infra.seeding.manifest import seed_plan
 from frutebox_infra.seeding.protocol import (
@@ -27,7 +28,6 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
-from frutebox_infra.validation import validate
 from tests.factories import real_registry, settings
 
 OWNER = "0123456789abcdef"

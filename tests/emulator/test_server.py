@@ -144,7 +144,7 @@ def test_the_server_runs_on_the_clock_it_is_given(tmp_path: Path) -> None:
 
 
 def test_the_realistic_account_knows_the_seeder_image_and_collides_on_seed_names() -> None:
-    from frutebox_infra.deploy_requests import seed_pod_name
+    from frutebox_infra.deploy.requests import seed_pod_name
     from frutebox_infra.emulator.server import realistic_for
     from tests.factories import real_registry
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_body
+from frutebox_infra.deploy.requests import pod_body
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.hub import Hub
@@ -17,7 +17,7 @@ from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.emulator.transfers import Transfers
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.seeding.bringup import GPU_POD_START_S, VOLUME_READ_MB_PER_S
 from tests.emulator.test_seeder_pod import running, seeding_body
 from tests.factories import real_registry, settings

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from frutebox_infra.catalog.schema import Model, Registry, Runtime
 from frutebox_infra.recipes import RECIPES, PodSpec, ServeOptions
-from frutebox_infra.registry import Model, Registry, Runtime
 from tests.factories import real_registry
 
 BuildPod = Callable[..., PodSpec]

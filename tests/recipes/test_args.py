@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from frutebox_infra.registry import Runtime
+from frutebox_infra.catalog.schema import Runtime
 from tests.factories import words
 from tests.recipes.conftest import BuildPod
 

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import (
     VOLUME_PATH,
@@ -18,8 +20,6 @@ from frutebox_infra.recipes.base import (
     static_slots,
     version_tuple,
 )
-from frutebox_infra.registry import Runtime
-from frutebox_infra.resolver import resolve
 from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.catalog.schema import Model, Runtime
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.comfyui import (
     INSTALL_ROOT,
     MODELS_DIR,
@@ -22,8 +24,6 @@ from frutebox_infra.recipes.comfyui import (
     launch,
     provisioning_script,
 )
-from frutebox_infra.registry import Model, Runtime
-from frutebox_infra.resolver import resolve
 from tests.factories import model, real_images, real_registry, registry, words
 from tests.recipes.conftest import BuildPod
 

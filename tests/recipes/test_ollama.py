@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes.ollama import Ollama
-from frutebox_infra.registry import Runtime
 from tests.factories import ollama_model, words
 from tests.recipes.conftest import BuildPod
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.recipes import RECIPES, ServeOptions
 from frutebox_infra.recipes.parallelism import Sharding, sharding
-from frutebox_infra.registry import Model, Runtime
 from tests.factories import flag, real_gpu, real_registry, sglang_model, words
 
 RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"

@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes.sglang import SGLang
-from frutebox_infra.registry import Runtime
 from tests.factories import flag, gqa, sglang_model, words
 from tests.recipes.conftest import BuildPod
 

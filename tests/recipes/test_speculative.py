@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from frutebox_infra.environment import Environment
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.catalog.schema import Model, Runtime
+from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.recipes.speculative import eagle3_env_name, speculation
-from frutebox_infra.registry import Model, Runtime
+from frutebox_infra.stack.environment import Environment
 from tests.factories import real_registry, settings, sglang_model, words
 from tests.recipes.conftest import BuildPod
 

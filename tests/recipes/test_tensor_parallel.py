@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 import pytest
 
+from frutebox_infra.catalog.schema import Architecture
 from frutebox_infra.recipes.base import is_power_of_two
 from frutebox_infra.recipes.tensor_parallel import tp_problem
-from frutebox_infra.registry import Architecture
 from tests.factories import gqa, sglang_model
 
 MLA = Architecture(

@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.recipes.vllm import VLLM
-from frutebox_infra.registry import Runtime
 from tests.factories import flag, gqa, model, words
 from tests.recipes.conftest import BuildPod
 

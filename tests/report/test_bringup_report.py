@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from frutebox_infra.environment import Environment
-from frutebox_infra.plan import FleetPlan, plan_fleet
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.bringup_report import (
     bringup_lines,
     bringup_markdown,
@@ -18,6 +17,7 @@ from frutebox_infra.report.bringup_report import (
 )
 from frutebox_infra.report.plan_report import plan_data, plan_markdown, plan_table
 from frutebox_infra.seeding.bringup import CPU_POD_START_S, GPU_POD_START_S
+from frutebox_infra.stack.environment import Environment
 from tests.factories import real_registry, settings
 
 PROD = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes import ServeOptions
 from frutebox_infra.report.catalog_report import (
     CATALOG_VERSION,
@@ -17,7 +18,6 @@ from frutebox_infra.report.catalog_report import (
     catalog_table,
     catalog_view,
 )
-from frutebox_infra.resolver import resolve
 from tests.factories import real_registry
 from tests.report.test_data_fields import SPEED_KEYS
 

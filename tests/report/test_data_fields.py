@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from frutebox_infra.estimates.speed import SpeedEstimate, SpeedUnknown
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.report.data_fields import placement_data, problem_data, speed_data
-from frutebox_infra.resolver import resolve
-from frutebox_infra.speed import SpeedEstimate, SpeedUnknown
 from tests.factories import real_registry
 
 SPEED_KEYS = {

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from frutebox_infra.diff import FleetDiff, diff_plans
-from frutebox_infra.plan import FleetPlan
+from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.report.diff_report import (
     DIFF_VERSION,
     DiffView,
@@ -19,7 +18,8 @@ from frutebox_infra.report.diff_report import (
     signed_usd,
 )
 from frutebox_infra.report.text import usd
-from tests.test_diff import dev_plan
+from frutebox_infra.views.diff import FleetDiff, diff_plans
+from tests.views.test_diff import dev_plan
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.environment import Environment
-from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.registry import Runtime
+from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.estimates.speed import SpeedEstimate
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.report.data_fields import speed_data
 from frutebox_infra.report.plan_report import PLAN_VERSION, plan_data, plan_markdown, plan_table
 from frutebox_infra.report.text import usd
-from frutebox_infra.speed import SpeedEstimate
+from frutebox_infra.stack.environment import Environment
 from tests.factories import gpu, ollama_model, real_images, real_registry, registry, settings
 from tests.report.test_data_fields import SPEED_KEYS
 

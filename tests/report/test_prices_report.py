@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from frutebox_infra.live_warnings import PRICE_TOLERANCE
-from frutebox_infra.price_compare import PriceComparison, PriceRow
 from frutebox_infra.report.prices_report import PRICES_VERSION, prices_data, prices_table
+from frutebox_infra.views.live_warnings import PRICE_TOLERANCE
+from frutebox_infra.views.price_compare import PriceComparison, PriceRow
 
 ROWS = (
     PriceRow("a4000", "NVIDIA RTX A4000", 0.17, 0.21),

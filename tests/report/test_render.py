@@ -8,12 +8,9 @@ from typing import Any, get_args
 
 import pytest
 
-from frutebox_infra.diff import diff_plans
-from frutebox_infra.drift_view import StatusView
-from frutebox_infra.errors import UsageError
-from frutebox_infra.live_warnings import LiveCatalog, LiveGpu
-from frutebox_infra.plan import FleetPlan, plan_fleet
-from frutebox_infra.price_compare import PriceComparison, compare_prices
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
+from frutebox_infra.planner.resolver import resolve
+from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.report import Format, Renderers
 from frutebox_infra.report.catalog_report import CATALOG, CatalogView
 from frutebox_infra.report.diff_report import DIFF, DiffView
@@ -21,9 +18,12 @@ from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.render import RENDERERS, View, formats, render
 from frutebox_infra.report.status_report import STATUS
-from frutebox_infra.resolver import resolve
+from frutebox_infra.views.diff import diff_plans
+from frutebox_infra.views.live_warnings import LiveCatalog, LiveGpu
+from frutebox_infra.views.price_compare import PriceComparison, compare_prices
+from frutebox_infra.views.status_view import StatusView
 from tests.factories import real_registry, settings
-from tests.test_drift import IN_SYNC, status
+from tests.views.test_drift import IN_SYNC, status
 
 
 def plan(*models: str) -> FleetPlan:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.placement_speed import Speed
+from frutebox_infra.estimates.speed import SpeedEstimate, SpeedUnknown
+from frutebox_infra.planner.placement_speed import Speed
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, UNKNOWN, speed_cells
-from frutebox_infra.speed import SpeedEstimate, SpeedUnknown
 
 
 def estimate(per_stream: float, aggregate: float, usd: float | None) -> SpeedEstimate:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 
-from frutebox_infra.drift import compute_status, with_health
-from frutebox_infra.drift_view import LiveVolume, Probe
 from frutebox_infra.report.status_report import (
     STATUS_VERSION,
     status_data,
     status_markdown,
     status_table,
 )
-from tests.test_drift import BOTH, IN_SYNC, NOW, live_of, plan, recorded, status
+from frutebox_infra.views.drift import compute_status, with_health
+from frutebox_infra.views.status_view import LiveVolume, Probe
+from tests.views.test_drift import BOTH, IN_SYNC, NOW, live_of, plan, recorded, status
 
 
 def test_in_sync_says_so_and_offers_no_heal() -> None:

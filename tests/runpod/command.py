@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from frutebox_infra.deploy_contract import HealthSpec, PodRequest, TimeoutSpec
+from frutebox_infra.deploy.contract import HealthSpec, PodRequest, TimeoutSpec
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.lifecycle import Health, Timeouts

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from frutebox_infra.deploy_contract import PodRequest
+from frutebox_infra.deploy.contract import PodRequest
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod.command_io import (
     MAX_LOG_LINE,
     Session,
@@ -24,7 +25,6 @@ from frutebox_infra.runpod.command_io import (
 from frutebox_infra.runpod.errors import ConfigurationError
 from frutebox_infra.runpod.lifecycle import Timeouts
 from frutebox_infra.runpod.retrying import RetryPolicy
-from frutebox_infra.validation import validate
 from tests.factories import ROOT
 from tests.runpod.command import pod_request
 

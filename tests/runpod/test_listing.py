@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_requests import pod_request
+from frutebox_infra.deploy.requests import pod_request
 from frutebox_infra.emulator.server import RunningEmulator
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.runpod.listing import missing_files
 from tests.emulator_client import live_pods
 from tests.factories import real_registry, settings

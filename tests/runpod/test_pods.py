@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.deploy_contract import PodRequest
+from frutebox_infra.deploy.contract import PodRequest
 from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.command_io import PreviousPod
 from frutebox_infra.runpod.pods import (
@@ -20,7 +21,6 @@ from frutebox_infra.runpod.pods import (
     rollback_patch,
 )
 from frutebox_infra.runpod.wire import Pod
-from frutebox_infra.validation import validate
 from tests.emulator_client import fault, live_pods, requests
 from tests.runpod.command import env_for, pod_request, run, volume
 from tests.runpod.conftest import HF_TOKEN, OWNER, pod

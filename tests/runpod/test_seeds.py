@@ -9,18 +9,18 @@ from typing import Any
 import httpx
 import pytest
 
-from frutebox_infra.deploy_contract import SeedRequest
-from frutebox_infra.deploy_requests import seed_request
+from frutebox_infra.deploy.contract import SeedRequest
+from frutebox_infra.deploy.requests import seed_request
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.realism import Kind, Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.emulator.transfers import Transfers
-from frutebox_infra.environment import Environment
-from frutebox_infra.plan import plan_fleet
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.plumbing.validation import validate, validate_json
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError
 from frutebox_infra.runpod.seeds import prepare_bodies
 from frutebox_infra.seeding.protocol import PLAN_ENV, PROGRAM_ENV, SeedPlan
-from frutebox_infra.validation import validate, validate_json
+from frutebox_infra.stack.environment import Environment
 from tests.emulator_client import fault, hub, live_pods, requests
 from tests.factories import real_registry, settings
 from tests.runpod.command import env_for, run, volume

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.registry import CpuFlavor
+from frutebox_infra.catalog.schema import CpuFlavor
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.seeding.bringup import (
     CPU_POD_START_S,
     GPU_POD_START_S,
@@ -22,7 +23,6 @@ from frutebox_infra.seeding.bringup import (
     read_seconds,
     seed_timeout_s,
 )
-from frutebox_infra.validation import validate
 from tests.factories import real_registry
 
 

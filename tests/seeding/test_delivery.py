@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from frutebox_infra.plumbing.validation import validate, validate_json
 from frutebox_infra.seeding.delivery import MAX_ENV_STRING_BYTES, pod_args, pod_env, program_text
 from frutebox_infra.seeding.protocol import (
     PLAN_ENV,
@@ -22,7 +23,6 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
-from frutebox_infra.validation import validate, validate_json
 from tests.seeding.fake_hub import Repo, running_hub
 
 

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
+from frutebox_infra.catalog.schema import Model, Runtime
+from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.recipes.comfyui import MODELS_DIR
-from frutebox_infra.registry import Model, Runtime
-from frutebox_infra.resolver import resolve
 from frutebox_infra.seeding.manifest import (
     HF_FORMAT_SHARDS,
     MISTRAL_NATIVE,

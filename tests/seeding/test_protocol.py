@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from frutebox_infra.plumbing.validation import validate, validate_json
 from frutebox_infra.seeding.protocol import (
     FileSpec,
     HfSnapshotJob,
@@ -18,7 +19,6 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
-from frutebox_infra.validation import validate, validate_json
 
 SNAPSHOT = {"modelId": "m", "repo": "org/m", "revision": "main", "cacheDir": "huggingface/hub"}
 

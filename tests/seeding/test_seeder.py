@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from huggingface_hub import snapshot_download, try_to_load_from_cache
 
+from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.seeding.protocol import (
     FilesJob,
     FileSpec,
@@ -30,7 +31,6 @@ from frutebox_infra.seeding.protocol import (
     SeedState,
     SeedStatus,
 )
-from frutebox_infra.validation import validate
 from tests.seeding.fake_hub import TOKEN, FakeHub, Repo, running_hub, sha256
 
 SEEDER = Path(__file__).parents[2] / "frutebox_infra" / "seeding" / "seeder.py"

@@ -1,0 +1,139 @@
+"""What a pinned engine version accepts, as registry/engine_options/<engine>.json records it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Annotated, Literal, NamedTuple
+
+from frutebox_infra.plumbing.validation import Check
+
+ValueKind = Literal["flag", "int", "float", "str", "json"]
+"""What an engine flag takes: nothing (a switch), a number, any text, or a JSON document."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonField:
+    """One key of a JSON-valued flag (vLLM's --speculative-config): its type and choices."""
+
+    type: ValueKind
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineFlag:
+    """One option of an engine's server: every spelling, the value it takes, its choices."""
+
+    names: Annotated[tuple[str, ...], Check(min_length=1)]
+    type: ValueKind
+    nargs: Annotated[str, Check(pattern=r"^(\?|\*|\+|\d+)$")] | None = None
+    """argparse's nargs: `?` an optional value, `*`/`+` a list, N exactly N values."""
+    choices: tuple[str, ...] | None = None
+    case_insensitive: bool = False
+    choices_from: str | None = None
+    """Where the choices were read (or why they could not be: then any value is taken)."""
+    json_fields: dict[str, JsonField] | None = None
+
+
+EnvKind = Literal["uint", "int", "float", "bool", "duration", "str"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineOptions:
+    """What one pinned engine version accepts, read from its sources by tools/engine-options;
+    `image` is the exact reference it was read for, so a bumped tag is caught."""
+
+    about: str
+    engine: str
+    """The engine's runtime name, the same as the file's (registry/engine_options/<engine>.json)."""
+    image: str
+    origin: str
+    read_from: tuple[str, ...]
+    read_with: str
+    command: str
+    health_path: Annotated[str, Check(pattern=r"^/")]
+    health_source: str
+    positionals: Annotated[int, Check(ge=0, le=4)] = 0
+    subcommands: tuple[str, ...] | None = None
+    """For a program whose args are sub-commands (Ollama): the ones it has."""
+    underscores_as_dashes: bool = False
+    """vLLM's parser rewrites `--max_model_len` to `--max-model-len` before parsing."""
+    flags: tuple[EngineFlag, ...]
+    env: dict[str, str]
+    """Variable -> the component (file) that reads it."""
+    env_types: dict[str, EnvKind] = field(default_factory=dict)
+
+    @cached_property
+    def flag_index(self) -> Mapping[str, EngineFlag]:
+        return {name: flag for flag in self.flags for name in flag.names}
+
+    @cached_property
+    def server_command(self) -> tuple[str, str, list[str]]:
+        """`command` as the launch check finds it in a command line: its program, that
+        program's name as the end of a path (`/python3`), and the words after it."""
+        program, *rest = self.command.split()
+        return program, "/" + program, rest
+
+    def plain_flag(self, name: str) -> PlainFlag | None:
+        """The flag spelt `name` as the launch check reads it, where it takes no JSON keys
+        (what nearly every launch passes), else None. Made per spelling as launches name it,
+        not for the hundreds an engine has: a preview's launches name a few dozen."""
+        made = self._plain_flags
+        if name in made:
+            return made[name]
+        flag = self.flag_index.get(name)
+        plain = made[name] = (
+            None
+            if flag is None or flag.json_fields is not None
+            else PlainFlag(
+                flag.type,
+                flag.nargs,
+                None
+                if flag.choices is None
+                else frozenset(c.upper() if flag.case_insensitive else c for c in flag.choices),
+                flag.case_insensitive,
+            )
+        )
+        return plain
+
+    @cached_property
+    def _plain_flags(self) -> dict[str, PlainFlag | None]:
+        """`plain_flag`'s answers so far, by spelling."""
+        return {}
+
+    @cached_property
+    def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
+        """The launch check's memo: per launch shape (its words, those not options blanked),
+        the checks its values still need, or None where the shape is not plain. Filled as
+        launches are checked; the pods of one recipe launch in a handful of shapes."""
+        return {}
+
+    @cached_property
+    def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
+        """The launch check's memo of environments: per list of variables a launch sets (its
+        env, then its secret variables), what is left to check of them. A recipe's pods set
+        the same few names."""
+        return {}
+
+
+class PlainFlag(NamedTuple):
+    """A flag as `EngineOptions.plain_flag` gives it: its type, argparse's nargs, its
+    choices (upper-cased when matched case-insensitively) and whether they are."""
+
+    type: ValueKind
+    nargs: str | None
+    choices: frozenset[str] | None
+    case_insensitive: bool
+
+
+PlainChecks = tuple[tuple[int, ValueKind, frozenset[str] | None, bool], ...]
+"""A plain launch shape's value checks: the word's position, what it takes, its choices (as
+`PlainFlag` has them) and whether they are matched case-insensitively."""
+
+
+EnvChecks = tuple[tuple[str, bool, EnvKind | None], ...]
+"""A launch environment's checks, in the order it sets the variables: the name, whether the
+engine does not read it (then the launch's script must), and the kind its value must be."""

@@ -1,0 +1,291 @@
+"""The count search's hot loop: per GPU type the smallest count that fits, off a GPU table.
+
+Every model of a stack is searched against the same GPU types, so what depends only on them,
+the cloud, the image and the engine (which types have a price and run the image, their $/h
+at each count, the engine's memory cap at each count, the KV precision on each) is kept per
+registry in a `GpuTable` and only the model's own arithmetic is done per model, in one call
+per fit request. The table holds nothing taken from a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from frutebox_infra.catalog.schema import Cloud, Gpu, Image, Registry
+from frutebox_infra.estimates.fit import (
+    GB,
+    MIB,
+    FitRequest,
+    MemoryModel,
+    cap_key,
+    card_caps,
+    count_share,
+    fits,
+)
+from frutebox_infra.recipes import Recipe
+
+Fitting = tuple[float, int, int, int, tuple[int, int, float]]
+"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
+type's position in the registry's `gpus` (no two alike, so nothing after it is compared), the
+count, and the three as the ranking keeps them (position, count, $/h), so that no model makes
+them again."""
+
+
+class GpuRow(NamedTuple):
+    """One GPU type as the search reads it."""
+
+    position: int
+    """Its index in the registry's `gpus`."""
+    gpu: Gpu
+    top: int
+    """The most of it one pod may have (`top_count`)."""
+    fittings: tuple[Fitting, ...]
+    """What the search reports of a fit at each count (index = count; 0 unused): made once
+    per GPU type, not per model that fits there."""
+
+    @classmethod
+    def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
+        """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
+        fittings = tuple(
+            (usd[n], gpu.vram_gb * n, position, n, (position, n, usd[n])) for n in range(top + 1)
+        )
+        return cls(position, gpu, top, fittings)
+
+    @property
+    def usd(self) -> tuple[float, ...]:
+        """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
+        return tuple(fitting[0] for fitting in self.fittings)
+
+
+Ladder = tuple[tuple[float, int, Fitting], ...]
+"""The GPU types that may have one count, each as (the engine's cap per GPU there, its
+position, its `Fitting` at that count), the largest cap first."""
+
+
+class GpuGroup:
+    """The GPU types one fit request is searched on: those where the engine caches KV at
+    `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
+
+    __slots__ = ("_ladders", "by_memory", "kv_bytes", "largest_bytes", "rows")
+
+    def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
+        self.kv_bytes = kv_bytes
+        self.rows = rows
+        # The largest card's memory: below its `fewest_gpus` no type of the group fits.
+        self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
+        self.by_memory = tuple(sorted(
+            ((row.gpu.memory_mib * MIB, row.fittings[1]) for row in rows), key=lambda m: -m[0]
+        ))  # fmt: skip
+        """Each type's memory in bytes and its `Fitting` at one GPU, the largest card first:
+        where a pipeline fits (one GPU that holds its weights) is a prefix of it."""
+        self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
+
+    def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
+        """Per count (index = count, up to the group's top), the group's types that may have
+        that many, by the request's engine cap there, largest first."""
+        key = cap_key(request)
+        ladders = self._ladders.get(key)
+        if ladders is None:
+            caps = table.caps(request)
+            ladders = self._ladders[key] = tuple(
+                tuple(sorted(
+                    ((caps[row.position][count], row.position, row.fittings[count])
+                     for row in self.rows if row.top >= count),
+                    key=lambda rung: -rung[0],
+                ))
+                for count in range(max(row.top for row in self.rows) + 1)
+            )  # fmt: skip
+        return ladders
+
+
+class GpuTable:
+    """A registry's GPU types as the count search reads them: each view made on first use."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.gpus = registry.gpus
+        self.tops = tuple(top_count(registry, g) for g in self.gpus)
+        self.counts = range(1, registry.max_gpus_per_pod + 1)
+        """Every count a pod may have."""
+        self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
+        self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
+        self._groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = {}
+
+    def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
+        """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
+        where `fp8_only`), in the registry's order: those the search asks to fit."""
+        key = cloud, image.gpu_architectures, fp8_only
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = tuple(
+                GpuRow.at_prices(
+                    i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1)))
+                )
+                for i, (gpu, top) in enumerate(zip(self.gpus, self.tops, strict=True))
+                if (price := gpu_price(gpu, cloud)) is not None
+                and gpu_refusal(image, gpu, fp8_only=fp8_only) is None
+            )
+        return rows
+
+    def caps(self, request: FitRequest) -> tuple[tuple[float, ...], ...]:
+        """Per GPU type, the bytes per GPU the request's engine lets weights and KV cache use
+        at each count (`engine_cap_bytes`; index = count)."""
+        key = cap_key(request)
+        caps = self._caps.get(key)
+        if caps is None:
+            tops = zip(self.gpus, self.tops, strict=True)
+            caps = self._caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
+        return caps
+
+    def by_kv_bytes(
+        self, recipe: Recipe, cloud: Cloud, image: Image, fp8_only: bool
+    ) -> tuple[GpuGroup, ...]:
+        """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
+        fit request per group), each group in the registry's order."""
+        key = recipe, cloud, image.gpu_architectures, fp8_only
+        groups = self._groups.get(key)
+        if groups is None:
+            grouped: dict[int, list[GpuRow]] = {}
+            for row in self.rows(cloud, image, fp8_only):
+                grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
+            groups = self._groups[key] = tuple(
+                GpuGroup(k, tuple(rows)) for k, rows in grouped.items()
+            )
+        return groups
+
+
+_last: tuple[Registry, GpuTable] | None = None
+"""The table of the registry planned last: one registry plans every model of a stack."""
+
+
+def gpu_table(registry: Registry) -> GpuTable:
+    """`registry`'s table, made once while the same registry is asked for (by identity: a
+    registry never changes once built)."""
+    global _last
+    if _last is None or _last[0] is not registry:
+        _last = registry, GpuTable(registry)
+    return _last[1]
+
+
+def smallest_counts(
+    request: FitRequest,
+    rows: Sequence[GpuRow],
+    caps: Sequence[tuple[float, ...]],
+    allowed: Sequence[int],
+) -> list[Fitting]:
+    """Per GPU type of `rows`, the smallest of `allowed` (ascending) up to its top at which
+    `request` fits, if one does: what `fits` says of each count in turn, with the engine's cap
+    per count taken from `caps` (`GpuTable.caps`). Counts below `fewest_gpus` are not asked."""
+    found: list[Fitting] = []
+    arch = request.architecture
+    if request.engine is MemoryModel.DIFFUSION:
+        # `fits` of a pipeline: one GPU that holds its weights (no other count is asked).
+        if 1 in allowed:
+            needed = request.weights_gb * GB
+            for _, gpu, _top, fittings in rows:
+                if needed <= gpu.memory_mib * MIB:
+                    found.append(fittings[1])
+        return found
+    if arch is None:
+        for _, gpu, top, fittings in rows:
+            for count in allowed:
+                if count > top:
+                    break
+                if fits(request, gpu, count):
+                    found.append(fittings[count])
+                    break
+        return found
+    weights_bytes = request.weights_gb * GB
+    required = request.required_sequences
+    for position, gpu, top, fittings in rows:
+        fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        by_count = caps[position]
+        for count in allowed:
+            if count > top:
+                break
+            if count < fewest:
+                continue
+            share = count_share(request, arch, count)
+            pool = by_count[count] - share.weights_per_gpu
+            # `fits`'s test, on the cap it would work out.
+            if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
+                found.append(fittings[count])
+                break
+    return found
+
+
+def smallest_counts_of(
+    table: GpuTable, request: FitRequest, group: GpuGroup, allowed: Sequence[int]
+) -> list[Fitting]:
+    """`smallest_counts` on a whole group, count by count up its ladders: at one count the
+    test passes on a cap exactly where it passes on every larger cap, so each count asks its
+    ladder only down to the first type that fails, and the types it passes on that no smaller
+    count did take it. No count below the largest card's `fewest_gpus` is asked; on a smaller
+    card every count below its own fails the test, since the weights it would hold per GPU
+    exceed the card. A pipeline fits on one GPU that holds its weights: the group's cards
+    largest first, down to the first that cannot. In the ladders' (or cards') order, not the
+    registry's."""
+    if request.engine is MemoryModel.DIFFUSION:
+        needed = request.weights_gb * GB
+        found = []
+        if 1 in allowed:
+            for memory, fitting in group.by_memory:
+                if needed > memory:
+                    break
+                found.append(fitting)
+        return found
+    arch = request.architecture
+    required = request.required_sequences
+    if arch is None or required <= 0:
+        return smallest_counts(request, group.rows, table.caps(request), allowed)
+    ladders = group.ladders(table, request)
+    least = int(request.weights_gb * GB / group.largest_bytes)  # `fewest_gpus` of the largest
+    taken: dict[int, Fitting] = {}
+    left, above = len(group.rows), len(ladders)
+    for count in allowed:
+        if count < least:
+            continue
+        if count >= above:
+            break
+        share = count_share(request, arch, count)  # kept for the estimates of the counts taken
+        weights, per_sequence = share.weights_per_gpu, share.per_sequence
+        for cap, position, fitting in ladders[count]:
+            pool = cap - weights
+            # `fits`'s test, on the cap it would work out (no room fails: `required` > 0).
+            if pool <= 0.0 or pool / per_sequence < required:
+                break
+            if position not in taken:
+                taken[position] = fitting
+                left -= 1
+        if not left:
+            break
+    return list(taken.values())
+
+
+def gpu_price(gpu: Gpu, cloud: Cloud) -> float | None:
+    """USD per GPU per hour in `cloud`; None where no price was ever observed."""
+    prices = gpu.price_usd_per_hour
+    return prices.secure if cloud is Cloud.SECURE else prices.community
+
+
+def top_count(registry: Registry, gpu: Gpu) -> int:
+    """The most GPUs of a type one pod may have: the type's own cap and the registry's."""
+    return min(gpu.max_count, registry.max_gpus_per_pod)
+
+
+def gpu_refusal(image: Image, gpu: Gpu, *, fp8_only: bool) -> str | None:
+    """Why no count of `gpu` can serve, before any fit: FP8 weights (`fp8_only`), the image's
+    kernels."""
+    if fp8_only and not gpu.fp8:
+        return "FP8 checkpoint needs a native-FP8 GPU"
+    return image_gpu_problem(image, gpu)
+
+
+def image_gpu_problem(image: Image, gpu: Gpu) -> str | None:
+    """Why `image` cannot drive `gpu` (no kernels built for its architecture), or None."""
+    if image.drives(gpu):
+        return None
+    return (
+        f"image {image.reference} has no kernels for {gpu.architecture}"
+        f" (it runs on {', '.join(image.gpu_architectures)})"
+    )

@@ -1,0 +1,574 @@
+"""Would the pinned engine accept this launch? Every flag, value, variable and health path
+checked against what its image's sources say it takes (registry/engine_options/), so a pod
+that would exit at start and crash-loop while billing is a plan problem instead.
+
+Pure: the launch (args, env, health path) and the engine's facts in, refusals out. Names are
+matched exactly: argparse would also take an unambiguous prefix (`--tp` for `--tp-size`), but
+the next release can add a flag that makes the prefix ambiguous, so a prefix is refused with
+the full spelling as its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Protocol
+
+from frutebox_infra.catalog.engine_options import (
+    EngineFlag,
+    EngineOptions,
+    EnvChecks,
+    EnvKind,
+    JsonField,
+    PlainChecks,
+    ValueKind,
+)
+from frutebox_infra.shell_words import split_words
+
+FACTS_FILE = "registry/engine_options/{engine}.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """One thing the engine would refuse: what, what it accepts instead, and the fix."""
+
+    what: str
+    accepts: str
+    fix: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    """A pod's launch as the planner emits it."""
+
+    args: str
+    env: Mapping[str, str]
+    health_path: str
+    secret_env: tuple[str, ...] = ()
+    """Variables the deploy step fills in at create time (the Hugging Face token)."""
+    words: tuple[str, ...] = ()
+    """The words `args` joins, where known (empty: `args` is split into them)."""
+
+
+class LaunchFields(Protocol):
+    """What the check reads of a launch: a `Launch`, or a pod spec, which carries the same."""
+
+    @property
+    def args(self) -> str: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def health_path(self) -> str: ...
+    @property
+    def secret_env(self) -> tuple[str, ...]: ...
+    @property
+    def words(self) -> tuple[str, ...]: ...
+
+
+def check_launch(
+    launch: LaunchFields, facts: EngineOptions, *, entrypoint: str
+) -> tuple[Refusal, ...]:
+    """Every refusal the engine behind `facts` would give this launch; empty when it takes it.
+
+    `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
+    command line, `fixed-binary` that it is the arguments of the image's program. The
+    launch's `words`, where it has them, are what splitting its `args` would give (a recipe's
+    args are its words joined by `join_words`), so they are read as they are.
+    """
+    if launch.words:
+        words = list(launch.words)
+    else:
+        try:
+            words = split_words(launch.args)
+        except ValueError as exc:
+            why = f"args cannot be split into words ({exc})"
+            return (Refusal(what=why, accepts="shell words", fix="quote it"),)
+    script = ""
+    if entrypoint == "none":
+        words, script, problem = _server_words(words, facts)
+        if problem is not None:
+            return (problem,)
+    if facts.subcommands is not None:
+        refusals = list(_subcommand(words, facts))
+    else:
+        refusals = [] if _plainly_accepted(words, facts) else list(_arguments(words, facts))
+    env = _environment(launch, facts, script)
+    if env:
+        refusals += env
+    if launch.health_path != facts.health_path:
+        refusals.append(
+            Refusal(
+                what=f"health path {launch.health_path}",
+                accepts=f"{facts.health_path} ({facts.health_source})",
+                fix=f"set images.{facts.engine}.health_path to {facts.health_path} in"
+                " registry/images.yaml",
+            )
+        )
+    return tuple(refusals) if refusals else ()
+
+
+def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], str, Refusal | None]:
+    """The words after the server's command, and the launch script ("" without one).
+
+    A `bash -c SCRIPT` launch (ComfyUI's install-then-serve) is read at the line that execs the
+    server; the variables it may set are those the script itself expands or reads.
+    """
+    script = ""
+    if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
+        script = words[2]
+        server = _last_exec(script)
+        if server is None:
+            return (
+                [],
+                script,
+                Refusal(
+                    what="a launch script that never execs the server",
+                    accepts=f"a last line `exec {facts.command} ...`",
+                    fix="end the recipe's script with an exec of the server",
+                ),
+            )
+        words = split_words(server)
+    program, path, rest = facts.server_command
+    after = len(rest) + 1
+    for i, word in enumerate(words):
+        if (word == program or word.endswith(path)) and words[i + 1 : i + after] == rest:
+            return words[i + after :], script, None
+    return (
+        [],
+        script,
+        Refusal(
+            what=f"command `{shlex.join(words[:4])}`",
+            accepts=f"`{facts.command}` followed by its flags",
+            fix=f"start the server as `{facts.command} ...` in the recipe",
+        ),
+    )
+
+
+def _last_exec(script: str) -> str | None:
+    """What follows `exec` on the last line of `script` that starts with it (the server's
+    command line), or None. A script that ends with that line (the recipes' do) is read at
+    its last line alone, not split into every line."""
+    last = script[script.rfind("\n") + 1 :]
+    line = last.strip()
+    if line.startswith("exec ") and last.splitlines() == [last]:
+        return line[5:]
+    execs = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
+    return execs[-1] if execs else None
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _script_reads(script: str, name: str) -> bool:
+    """Whether `script` expands `name` (`$NAME`, `${NAME`) or reads it (`environ.get("NAME")`).
+    Asked for the one name a launch sets that its engine does not read, rather than listing
+    every name the script reads."""
+    if name not in script or _NAME.fullmatch(name) is None:
+        return False
+    return (
+        _expands(script, name)
+        or re.search(rf"""environ\.get\(\s*["']{name}["']""", script) is not None
+    )
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _expands(script: str, name: str) -> bool:
+    """Whether `script` has `$NAME` or `${NAME` with no name character after it, told by
+    finding the text rather than compiling a pattern for each name."""
+    for lead in ("$" + name, "${" + name):
+        at = script.find(lead)
+        while at >= 0:
+            end = at + len(lead)
+            if end == len(script) or script[end] not in _NAME_CHARS:
+                return True
+            at = script.find(lead, end)
+    return False
+
+
+def _subcommand(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
+    known = facts.subcommands or ()
+    if len(words) != 1 or words[0] not in known:
+        yield Refusal(
+            what=f"args `{shlex.join(words)}`",
+            accepts=f"one sub-command of {facts.command}: {', '.join(known)}",
+            fix=f"pass exactly `{known[0]}`" if known else "pass no args",
+        )
+
+
+def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
+    positionals = 0
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not _is_option(word):
+            positionals += 1
+            if positionals > facts.positionals:
+                yield Refusal(
+                    what=f"argument `{word}`",
+                    accepts=f"{facts.positionals} positional argument(s), then flags",
+                    fix=f"remove `{word}`, or give it the flag it belongs to",
+                )
+            continue
+        name, inline = word.split("=", 1) if word.startswith("--") and "=" in word else (word, None)
+        name = _canonical(name, facts)
+        flag = facts.flag_index.get(name)
+        if flag is None and "." in name and facts.underscores_as_dashes:
+            base = facts.flag_index.get(name.split(".", 1)[0])  # vLLM's --x-config.key value
+            flag = base if base is not None and base.type == "json" else None
+            if flag is not None:
+                i += 0 if inline is not None else 1
+                continue
+        if flag is None:
+            yield _unknown_flag(name, facts)
+            i += 0 if inline is not None or i >= len(words) or _is_option(words[i]) else 1
+            continue
+        values, i = _take_values(flag, inline, words, i)
+        yield from _check_values(name, flag, values, facts)
+
+
+def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
+    """True when `_arguments` would refuse nothing, told in one pass over the words for the
+    launches the recipes emit (known flags with the values they take); False whenever
+    anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
+    `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
+    launch's shape decides (its option words and where its other words stand) is worked out
+    once per engine and shape, as `_shape_checks`; only the values are read per launch."""
+    shape = tuple([word if word and word[0] == "-" else "" for word in words])
+    memo = facts.plain_shapes
+    checks = memo.get(shape)
+    if checks is None:
+        if shape in memo:
+            return False
+        checks = memo[shape] = _shape_checks(shape, facts)
+        if checks is None:
+            return False
+    for at, kind, choices, insensitive in checks:
+        value = words[at]
+        if kind == "int":
+            if not value.isdecimal() and _integer().fullmatch(value) is None:
+                return False
+        elif kind == "float":
+            try:
+                float(value)
+            except ValueError:
+                return False
+        elif kind != "str" and _value_problem(kind, None, False, value) is not None:
+            return False
+        if choices is not None and (value.upper() if insensitive else value) not in choices:
+            return False
+    return True
+
+
+def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks | None:
+    """For launches of this shape (every word that is not an option blanked), the checks left
+    for their values (position, kind, choices, case-insensitively), or None when the shape
+    alone is less than plain. A value that starts with a dash stays in the shape, and is
+    checked here."""
+    plain = facts.plain_flag
+    dashes = facts.underscores_as_dashes
+    checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
+    positionals = 0
+    i, n = 0, len(shape)
+    while i < n:
+        word = shape[i]
+        i += 1
+        if not _is_option(word):
+            positionals += 1
+            if positionals > facts.positionals:
+                return None
+            continue
+        flag = plain(_canonical(word, facts) if dashes else word)
+        if flag is None or (word.startswith("--") and "=" in word):
+            return None
+        kind, nargs, choices, insensitive = flag
+        if kind == "flag":
+            continue
+        if nargs is None or nargs.isdigit():  # exactly this many values, none an option
+            end = i + (int(nargs) if nargs else 1)
+            if end > n:
+                return None
+        else:  # the values up to the next option: at most one for `?`, at least one for `+`
+            end = i
+            while end < n and not _is_option(shape[end]) and (nargs != "?" or end == i):
+                end += 1
+            if nargs == "+" and end == i:
+                return None
+        for at in range(i, end):
+            value = shape[at]
+            if value == "":
+                if kind != "str" or choices is not None:
+                    checks.append((at, kind, choices, insensitive))
+                continue
+            if _is_option(value):
+                return None
+            if kind != "str" and _value_problem(kind, None, False, value) is not None:
+                return None
+            if choices is not None and (value.upper() if insensitive else value) not in choices:
+                return None
+        i = end
+    return tuple(checks)
+
+
+def _is_option(word: str) -> bool:
+    # A negative number is a value; only a digit after the dash can start one.
+    return (
+        word.startswith("-")
+        and len(word) > 1
+        and not (word[1].isdigit() and _number().fullmatch(word))
+    )
+
+
+@cache
+def _number() -> re.Pattern[str]:
+    """A negative number, which argparse takes as a value rather than an option: compiled on
+    first use, as only a launch with such a value asks."""
+    return re.compile(r"-\d+(\.\d+)?")
+
+
+def _canonical(name: str, facts: EngineOptions) -> str:
+    if facts.underscores_as_dashes and name.startswith("--"):
+        head, dot, tail = name[2:].partition(".")
+        return "--" + head.replace("_", "-") + dot + tail
+    return name
+
+
+def _take_values(
+    flag: EngineFlag, inline: str | None, words: list[str], i: int
+) -> tuple[list[str] | None, int]:
+    """The values argparse would give the flag, and where parsing goes on; None: missing."""
+    if flag.type == "flag":
+        return ([inline] if inline is not None else []), i
+    if inline is not None:
+        return [inline], i
+    nargs = flag.nargs
+    if nargs is None or nargs.isdigit():
+        count = int(nargs) if nargs else 1
+        taken = words[i : i + count]
+        if len(taken) < count:
+            return None, i
+        for word in taken:
+            if _is_option(word):
+                return None, i
+        return taken, i + count
+    taken = []
+    while i < len(words) and not _is_option(words[i]):
+        taken.append(words[i])
+        i += 1
+        if nargs == "?":
+            break
+    if nargs == "+" and not taken:
+        return None, i
+    return taken, i
+
+
+def _check_values(
+    name: str, flag: EngineFlag, values: list[str] | None, facts: EngineOptions
+) -> Iterator[Refusal]:
+    if values is None:
+        yield Refusal(
+            what=f"flag {name} without its value",
+            accepts=f"{name} {_kind(flag)}",
+            fix=f"give {name} a value, or drop it",
+        )
+        return
+    if flag.type == "flag":
+        if values:
+            yield Refusal(
+                what=f"{name}={values[0]}",
+                accepts=f"{name} alone (a switch that takes no value)",
+                fix=f"write {name} without a value",
+            )
+        return
+    for value in values:
+        problem = _value_problem(flag.type, flag.choices, flag.case_insensitive, value)
+        if problem is not None:
+            yield Refusal(
+                what=f"{name} {value}",
+                accepts=f"{name} {problem}",
+                fix=_choice_fix(name, flag, value),
+            )
+        elif flag.json_fields is not None:
+            yield from _json_fields(name, value, flag.json_fields)
+
+
+def _value_problem(
+    kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
+) -> str | None:
+    """Why `value` is not one the flag takes (phrased as what it takes), or None."""
+    if kind == "int" and not _integer().fullmatch(value):
+        return "takes a whole number"
+    if kind == "float":
+        try:
+            float(value)
+        except ValueError:
+            return "takes a number"
+    if kind == "json":
+        try:
+            json.loads(value)
+        except ValueError:
+            return "takes a JSON document"
+    if choices is not None:
+        options = tuple(choices)
+        if case_insensitive:
+            wanted = value.upper()
+            taken = any(c.upper() == wanted for c in options)
+        else:
+            taken = value in options
+        if not taken:
+            return f"takes one of {', '.join(options)}"
+    return None
+
+
+@cache
+def _integer() -> re.Pattern[str]:
+    """An integer as Python's `int` and Go's strconv read one; compiled on first use, as the
+    launches the recipes emit pass plain digits, told without it."""
+    return re.compile(r"[-+]?\d+")
+
+
+def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
+    document = json.loads(value)
+    if not isinstance(document, dict):
+        yield Refusal(
+            what=f"{name} {value}", accepts=f"{name} takes a JSON object", fix="pass a JSON object"
+        )
+        return
+    for key, item in document.items():
+        field = fields.get(key)
+        if field is None:
+            yield Refusal(
+                what=f"{name} key '{key}'",
+                accepts=f"the keys {', '.join(sorted(fields))}",
+                fix=f"remove '{key}' from {name}, or use the key it means",
+            )
+            continue
+        text = _json_text(item, field.type)
+        problem = _value_problem(field.type, field.choices, field.case_insensitive, text)
+        if field.type == "flag" and not isinstance(item, bool):
+            problem = "takes true or false"
+        if problem is not None:
+            yield Refusal(
+                what=f"{name} {key}={json.dumps(item)}",
+                accepts=f"{key} {problem}",
+                fix=f"set {key} in {name} to a value it takes",
+            )
+
+
+def _json_text(item: object, kind: str) -> str:
+    if kind == "json":
+        return json.dumps(item)
+    return str(item) if not isinstance(item, bool) else str(item).lower()
+
+
+def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
+    known = list(facts.flag_index)
+    expands = [k for k in known if k.startswith(name) and k != name]
+    if name.startswith("--") and len(expands) == 1:
+        return Refusal(
+            what=f"flag {name}",
+            accepts=f"{expands[0]} (argparse takes {name} only as an abbreviation, which a "
+            "flag added"
+            " by a later release makes ambiguous)",
+            fix=f"spell it {expands[0]}",
+        )
+    import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
+    close = difflib.get_close_matches(name, known, n=3)
+    return Refusal(
+        what=f"flag {name}",
+        accepts=f"its flags ({', '.join(close)} are the closest)" if close else "its flags",
+        fix=f"remove {name} or use the flag {facts.engine} has for it (registry/engine_options/"
+        f"{facts.engine}.json lists every one)",
+    )
+
+
+def _kind(flag: EngineFlag) -> str:
+    if flag.choices is not None:
+        return "{" + ",".join(flag.choices) + "}"
+    return {"int": "N", "float": "X", "json": "JSON"}.get(flag.type, "VALUE")
+
+
+def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
+    if flag.choices:
+        import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
+        close = difflib.get_close_matches(value, list(flag.choices), n=1)
+        if close:
+            return f"use {name} {close[0]} if that is what is meant"
+    return f"give {name} a value it takes"
+
+
+def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> list[Refusal]:
+    env = launch.env
+    names = (*env, *launch.secret_env)
+    memo = facts.env_shapes
+    checks = memo.get(names)
+    if checks is None:
+        checks = memo[names] = _env_checks(names, facts)
+    refusals: list[Refusal] = []
+    for name, unread, kind in checks:
+        if unread and not _script_reads(script, name):
+            import difflib  # only a refusal's message needs it: kept off the preview's start-up
+
+            close = difflib.get_close_matches(name, list(facts.env), n=3)
+            refusals.append(
+                Refusal(
+                    what=f"environment variable {name}",
+                    accepts="the variables its components read"
+                    + (f" ({', '.join(close)} are the closest)" if close else ""),
+                    fix=f"remove {name} from the pod's env (no process of {facts.image} reads it),"
+                    " or name the variable the engine reads",
+                )
+            )
+            continue
+        value = env.get(name)
+        if kind is not None and value is not None and not _env_value_ok(kind, value):
+            refusals.append(
+                Refusal(
+                    what=f"{name}={value}",
+                    accepts=f"{name} takes a {kind} value",
+                    fix=f"set {name} to a {kind} value",
+                )
+            )
+    return refusals
+
+
+def _env_checks(names: tuple[str, ...], facts: EngineOptions) -> EnvChecks:
+    """For a launch setting `names` (its env, then its secret variables), what is left to
+    check of each, in order: whether the engine does not read it (the launch's script must),
+    and the kind its value must be. Names the engine reads with any value need nothing."""
+    checks: list[tuple[str, bool, EnvKind | None]] = []
+    for name in names:
+        unread = name not in facts.env
+        kind = facts.env_types.get(name)
+        if unread or kind is not None:
+            checks.append((name, unread, kind))
+    return tuple(checks)
+
+
+_GO_DURATION = re.compile(r"[-+]?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+|[-+]?\d+")
+_GO_BOOL = frozenset(
+    {"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"}
+)
+
+
+def _env_value_ok(kind: str, value: str) -> bool:
+    """Would the engine's parser take `value`? Go's strconv/time rules for Ollama's variables."""
+    if kind == "uint":
+        return value.isdigit()
+    if kind == "int":
+        return _integer().fullmatch(value) is not None
+    if kind == "float":
+        return _value_problem("float", None, False, value) is None
+    if kind == "bool":
+        return value in _GO_BOOL or value.lower() in ("on", "off", "enabled", "disabled")
+    if kind == "duration":
+        return _GO_DURATION.fullmatch(value) is not None
+    return True

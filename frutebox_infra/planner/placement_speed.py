@@ -1,0 +1,152 @@
+"""One placement of a recipe as the speed model's inputs, and its estimate at the stack's workload.
+
+The engine, the precision it serves the weights at, its KV precision on the GPU, whether the
+count splits experts, and the speculative decoding the launch runs are the recipe's; the
+workload is the configured streams at the configured context, or, when the stack states prompt
+and output lengths, the KV a stream holds on average (the prompt and half the output).
+"""
+
+from __future__ import annotations
+
+from frutebox_infra.catalog.schema import Gpu, Model, Runtime, SpecDecode, WeightFormat
+from frutebox_infra.catalog.speed_facts import SpeedFacts
+from frutebox_infra.estimates.fit import MemoryModel
+from frutebox_infra.estimates.speed import (
+    Decode,
+    ModelTerms,
+    Placement,
+    SpeedEstimate,
+    SpeedUnknown,
+    Workload,
+)
+from frutebox_infra.recipes.base import Recipe, Serving
+
+Speed = SpeedEstimate | SpeedUnknown | None
+"""A placement's estimate; None where the model emits no tokens (a diffusion pipeline)."""
+
+
+class ModelSpeeds:
+    """One model's estimates as a recipe serves it, on any GPU type and count: what those
+    share (the recipe's engine, precisions and speculation, the workload, the model's
+    `ModelTerms`) is worked out once, on the first estimate, and each GPU type and count's
+    decode once, for the floor's walk and the estimate a report asks for alike. It is the
+    `Served` its terms are made of."""
+
+    engine: Runtime
+    weights_gb: float
+    precision: WeightFormat
+    non_expert_bytes_per_weight: float | None
+    speculative: SpecDecode
+    speculative_steps: int
+    speculative_acceptance: float | None
+    """The `Served` figures: set by `_serve`, as the first estimate asks."""
+
+    def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
+        self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
+        self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
+        self.terms: ModelTerms | None = None
+        """The model's terms at its workload, made on the first estimate."""
+        self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
+        """By GPU type id and count: the decodes whole estimates were asked of so far."""
+        self.splits: dict[int, bool] = {}
+        """By count: whether the recipe splits experts there (asked of every GPU type)."""
+
+    def _serve(self) -> None:
+        """How the recipe serves the model, whatever the GPUs."""
+        recipe, model = self.recipe, self.model
+        spec = model.speed
+        self.engine = recipe.runtime
+        self.weights_gb = self.serving.weights_vram_gb
+        self.precision = recipe.weight_format(model)
+        self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
+        speculative = spec.spec_decode if self.serving.speculative else SpecDecode.NONE
+        self.speculative = speculative
+        self.speculative_steps = spec.K if speculative is not SpecDecode.NONE else 0
+        self.speculative_acceptance = spec.acceptance
+
+    def _terms(self) -> ModelTerms:
+        self._serve()
+        terms = self.terms = ModelTerms(self.model, self, self.facts, workload(self.serving))
+        return terms
+
+    def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
+        self._serve()
+        return Placement(
+            engine=self.engine,
+            gpu=gpu,
+            gpu_count=count,
+            weights_gb=self.weights_gb,
+            precision=self.precision,
+            kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
+            expert_parallel=self.recipe.expert_parallel(self.model, count),
+            speculative=self.speculative,
+            speculative_steps=self.speculative_steps,
+            speculative_acceptance=self.speculative_acceptance,
+            non_expert_bytes_per_weight=self.non_expert_bytes_per_weight,
+            usd_per_hour=usd_per_hour,
+        )
+
+    def decode_rate(self, gpu: Gpu, count: int) -> float | SpeedUnknown | None:
+        """Tokens per second a stream decodes on `count` x `gpu`, all the floor's walk asks
+        (nothing else of the estimate is made); or None for a model that decodes no tokens."""
+        if not self.tokens:
+            return None
+        terms = self.terms if self.terms is not None else self._terms()
+        split = self.splits.get(count)
+        if split is None:
+            split = self.splits[count] = self.recipe.expert_parallel(self.model, count)
+        return terms.decode_rate(gpu, count, self.recipe.kv_dtype_bytes(gpu), split)
+
+    def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
+        """The decode for `count` x `gpu`, the rest of its estimate to follow; or None for a
+        model that decodes no tokens."""
+        if not self.tokens:
+            return None
+        key = gpu.id, count
+        decode = self.decodes.get(key)
+        if decode is None:
+            terms = self.terms if self.terms is not None else self._terms()
+            recipe = self.recipe
+            kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
+            decode = self.decodes[key] = terms.decode(gpu, count, kv, split)
+        return decode
+
+    def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
+        """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
+        decode = self.decode(gpu, count)
+        return decode.estimate(usd_per_hour) if isinstance(decode, Decode) else decode
+
+
+def speed_inputs(
+    recipe: Recipe, model: Model, serving: Serving, gpu: Gpu, count: int, usd_per_hour: float
+) -> tuple[Placement, Workload]:
+    """What the speed model is asked for `count` x `gpu` serving `model` as `recipe` runs it."""
+    speeds = ModelSpeeds(recipe, model, serving, None)
+    return speeds.placement(gpu, count, usd_per_hour), workload(serving)
+
+
+def workload(serving: Serving) -> Workload:
+    """The configured streams; each holds the full context unless the stack states lengths."""
+    prompt, output = serving.prompt_tokens, serving.output_tokens
+    context = serving.context_tokens
+    if prompt is not None and output is not None:
+        context = min(context, prompt + output // 2)
+    return Workload(
+        concurrency=serving.concurrency,
+        context_tokens=context,
+        prompt_tokens=prompt,
+        output_tokens=output,
+    )
+
+
+def placement_speed(
+    recipe: Recipe,
+    model: Model,
+    serving: Serving,
+    gpu: Gpu,
+    count: int,
+    usd_per_hour: float,
+    facts: SpeedFacts | None,
+) -> Speed:
+    """The estimate for one placement, or None for a model that decodes no tokens."""
+    return ModelSpeeds(recipe, model, serving, facts).at(gpu, count, usd_per_hour)

@@ -27,7 +27,6 @@ from frutebox_infra.engine_options import (
     ValueKind,
 )
 from frutebox_infra.record import positional_record
-from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
@@ -77,13 +76,13 @@ def check_launch(
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
     command line, `fixed-binary` that it is the arguments of the image's program. The
     launch's `words`, where it has them, are what splitting its `args` would give (a recipe's
-    args are its words joined by `join_words`), so they are read as they are.
+    args are its words joined by `shlex.join`), so they are read as they are.
     """
     if launch.words:
         words = list(launch.words)
     else:
         try:
-            words = split_words(launch.args)
+            words = shlex.split(launch.args)
         except ValueError as exc:
             why = f"args cannot be split into words ({exc})"
             return (Refusal(why, "shell words", "quote it"),)
@@ -133,7 +132,7 @@ def _server_words(
                     "end the recipe's script with an exec of the server",
                 ),
             )
-        words = split_words(server)
+        words = shlex.split(server)
     program, path, rest = facts.server_command
     after = len(rest) + 1
     for i, word in enumerate(words):

@@ -26,7 +26,6 @@ from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.registry import Registry, Runtime
 from frutebox_infra.resolver import resolve
-from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry, registry, settings, sglang_model
 
 SGLANG = "python3 -m sglang.launch_server --model-path org/m "
@@ -51,7 +50,7 @@ def check(
 def server_words(engine: str, args: str) -> list[str]:
     """The words `check_launch` reads flags from: after the server's command where the args
     are the whole command line."""
-    words = split_words(args)
+    words = shlex.split(args)
     if entrypoint(engine) == "none":
         words = _server_words(words, facts(engine))[0]
     return words
@@ -653,7 +652,7 @@ def test_a_launch_s_words_are_read_as_they_are_instead_of_splitting_its_args() -
     options = facts("vllm")
     unsplittable = Launch("org/m '", {}, options.health_path)
     assert [r.what for r in check_launch(unsplittable, options, entrypoint="fixed-binary")] == [
-        "args cannot be split into words (no closing quotation at character 6)"
+        "args cannot be split into words (No closing quotation)"
     ]
     given = replace(unsplittable, words=("org/m", "--max-num-seqs", "x"))
     assert [r.what for r in check_launch(given, options, entrypoint="fixed-binary")] == [

@@ -26,7 +26,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "yaml_text",
         "report.text",
         "deploy_contract",
-        "shell_words",
         "validation",
         "record",
         "record_code",

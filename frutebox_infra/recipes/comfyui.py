@@ -19,7 +19,6 @@ from frutebox_infra.recipes.base import (
 )
 from frutebox_infra.record import positional_record, replace
 from frutebox_infra.registry import ComfyFile, ComfyRecipe, Gpu, Image, Model, Runtime
-from frutebox_infra.shell_words import join_words, quote_word
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
 """ComfyUI's --base-directory: models, input, output and user data live on the volume."""
@@ -224,7 +223,7 @@ def _exec_server(port: int, model_id: str) -> str:
         *("--temp-directory", "/tmp/comfyui"),
         *("--database-url", "sqlite:///:memory:"),
     ]
-    return f'exec "$home/venv/bin/python" {join_words(server)}'
+    return f'exec "$home/venv/bin/python" {shlex.join(server)}'
 
 
 @lru_cache(maxsize=8)
@@ -280,7 +279,7 @@ def provisioning_script(model: Model) -> str:
     for file, repo, revision, _ in file_origins(model):
         url = hf_resolve_url(repo, revision, file.path)
         target = f"{MODELS_DIR}/{file.folder}"
-        lines.append(f"fetch {target} {quote_word(file.stored_name)} {quote_word(url)} || exit 1")
+        lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ pod that reads weights a CPU pod seeded."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,6 @@ from frutebox_infra.recipes.base import (
 )
 from frutebox_infra.registry import Runtime
 from frutebox_infra.resolver import resolve
-from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod
 
@@ -187,7 +187,7 @@ def test_a_pod_s_words_are_what_splitting_its_args_gives(runtime: Runtime) -> No
         serving = recipe.serving(m, ServeOptions(hf_token_configured=True))
         for count in recipe.allowed_counts(m, range(1, 9)):
             pod = recipe.pod(m, image, reg.gpus[0], count, serving)
-            assert pod.words and split_words(pod.args) == list(pod.words), (m.id, count)
+            assert pod.words and shlex.split(pod.args) == list(pod.words), (m.id, count)
 
 
 def test_pods_rendered_for_one_model_are_not_another_s() -> None:

@@ -203,16 +203,10 @@ def launch(image: Image, model_id: str) -> ComfyLaunch:
     folder, keeps its scratch files on the container disk (ComfyUI empties its temp folder
     at start) and its asset database in memory (SQLite on a shared network volume, written
     by several servers, would lock or corrupt).
-
-    The script and its args come from one rendering of the server's line, the release's part
-    quoted once per release. The script holds spaces, so `shlex.quote` always single-quotes
-    it whole, and each single quote inside is spelt '"'"' wherever it stands.
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    server = _exec_server(image.port, model_id)
-    script = f"{_install_script(image.engine_version)}\n{server}"
-    quoted = server.replace("'", "'\"'\"'")
-    return ComfyLaunch(script, f"{_quoted_install_script(image.engine_version)}\n{quoted}'")
+    script = f"{_install_script(image.engine_version)}\n{_exec_server(image.port, model_id)}"
+    return ComfyLaunch(script, shlex.join(["bash", "-c", script]))
 
 
 def _exec_server(port: int, model_id: str) -> str:
@@ -224,12 +218,6 @@ def _exec_server(port: int, model_id: str) -> str:
         *("--database-url", "sqlite:///:memory:"),
     ]
     return f'exec "$home/venv/bin/python" {shlex.join(server)}'
-
-
-@lru_cache(maxsize=8)
-def _quoted_install_script(version: str) -> str:
-    """`bash -c '` and the install script as `shlex.quote` spells it inside the quotes."""
-    return "bash -c '" + _install_script(version).replace("'", "'\"'\"'")
 
 
 @lru_cache(maxsize=8)

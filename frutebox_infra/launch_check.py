@@ -23,8 +23,6 @@ from frutebox_infra.engine_options import (
     EnvChecks,
     EnvKind,
     JsonField,
-    PlainChecks,
-    ValueKind,
 )
 from frutebox_infra.record import positional_record
 
@@ -94,7 +92,7 @@ def check_launch(
     if facts.subcommands is not None:
         refusals = list(_subcommand(words, facts))
     else:
-        refusals = [] if _plainly_accepted(words, facts) else list(_arguments(words, facts))
+        refusals = list(_arguments(words, facts))
     env = _environment(launch, facts, script)
     if env:
         refusals += env
@@ -234,89 +232,6 @@ def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
         yield from _check_values(name, flag, values, facts)
 
 
-def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
-    """True when `_arguments` would refuse nothing, told in one pass over the words for the
-    launches the recipes emit (known flags with the values they take); False whenever
-    anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
-    `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
-    launch's shape decides (its option words and where its other words stand) is worked out
-    once per engine and shape, as `_shape_checks`; only the values are read per launch."""
-    shape = tuple([word if word and word[0] == "-" else "" for word in words])
-    memo = facts.plain_shapes
-    checks = memo.get(shape)
-    if checks is None:
-        if shape in memo:
-            return False
-        checks = memo[shape] = _shape_checks(shape, facts)
-        if checks is None:
-            return False
-    for at, kind, choices, insensitive in checks:
-        value = words[at]
-        if kind == "int":
-            if not value.isdecimal() and _integer().fullmatch(value) is None:
-                return False
-        elif kind == "float":
-            try:
-                float(value)
-            except ValueError:
-                return False
-        elif kind != "str" and _value_problem(kind, None, False, value) is not None:
-            return False
-        if choices is not None and (value.upper() if insensitive else value) not in choices:
-            return False
-    return True
-
-
-def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks | None:
-    """For launches of this shape (every word that is not an option blanked), the checks left
-    for their values (position, kind, choices, case-insensitively), or None when the shape
-    alone is less than plain. A value that starts with a dash stays in the shape, and is
-    checked here."""
-    plain = facts.plain_flag
-    dashes = facts.underscores_as_dashes
-    checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
-    positionals = 0
-    i, n = 0, len(shape)
-    while i < n:
-        word = shape[i]
-        i += 1
-        if not _is_option(word):
-            positionals += 1
-            if positionals > facts.positionals:
-                return None
-            continue
-        flag = plain(_canonical(word, facts) if dashes else word)
-        if flag is None or (word.startswith("--") and "=" in word):
-            return None
-        kind, nargs, choices, insensitive = flag
-        if kind == "flag":
-            continue
-        if nargs is None or nargs.isdigit():  # exactly this many values, none an option
-            end = i + (int(nargs) if nargs else 1)
-            if end > n:
-                return None
-        else:  # the values up to the next option: at most one for `?`, at least one for `+`
-            end = i
-            while end < n and not _is_option(shape[end]) and (nargs != "?" or end == i):
-                end += 1
-            if nargs == "+" and end == i:
-                return None
-        for at in range(i, end):
-            value = shape[at]
-            if value == "":
-                if kind != "str" or choices is not None:
-                    checks.append((at, kind, choices, insensitive))
-                continue
-            if _is_option(value):
-                return None
-            if kind != "str" and _value_problem(kind, None, False, value) is not None:
-                return None
-            if choices is not None and (value.upper() if insensitive else value) not in choices:
-                return None
-        i = end
-    return tuple(checks)
-
-
 def _is_option(word: str) -> bool:
     # A negative number is a value; only a digit after the dash can start one.
     return (
@@ -399,7 +314,7 @@ def _value_problem(
     kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
 ) -> str | None:
     """Why `value` is not one the flag takes (phrased as what it takes), or None."""
-    if kind == "int" and not _integer().fullmatch(value):
+    if kind == "int" and not _INTEGER.fullmatch(value):
         return "takes a whole number"
     if kind == "float":
         try:
@@ -423,11 +338,8 @@ def _value_problem(
     return None
 
 
-@cache
-def _integer() -> re.Pattern[str]:
-    """An integer as Python's `int` and Go's strconv read one; compiled on first use, as the
-    launches the recipes emit pass plain digits, told without it."""
-    return re.compile(r"[-+]?\d+")
+_INTEGER = re.compile(r"[-+]?\d+")
+"""An integer as Python's `int` and Go's strconv read one."""
 
 
 def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
@@ -558,7 +470,7 @@ def _env_value_ok(kind: str, value: str) -> bool:
     if kind == "uint":
         return value.isdigit()
     if kind == "int":
-        return _integer().fullmatch(value) is not None
+        return _INTEGER.fullmatch(value) is not None
     if kind == "float":
         return _value_problem("float", None, False, value) is None
     if kind == "bool":

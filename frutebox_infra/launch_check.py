@@ -14,7 +14,6 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
-from functools import cache
 from typing import Protocol
 
 from frutebox_infra.engine_options import (
@@ -149,12 +148,7 @@ def _server_words(
 
 def _last_exec(script: str) -> str | None:
     """What follows `exec` on the last line of `script` that starts with it (the server's
-    command line), or None. A script that ends with that line (the recipes' do) is read at
-    its last line alone, not split into every line."""
-    last = script[script.rfind("\n") + 1 :]
-    line = last.strip()
-    if line.startswith("exec ") and last.splitlines() == [last]:
-        return line[5:]
+    command line), or None."""
     execs = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
     return execs[-1] if execs else None
 
@@ -178,8 +172,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 def _expands(script: str, name: str) -> bool:
-    """Whether `script` has `$NAME` or `${NAME` with no name character after it, told by
-    finding the text rather than compiling a pattern for each name."""
+    """Whether `script` has `$NAME` or `${NAME` with no name character after it."""
     for lead in ("$" + name, "${" + name):
         at = script.find(lead)
         while at >= 0:
@@ -237,15 +230,12 @@ def _is_option(word: str) -> bool:
     return (
         word.startswith("-")
         and len(word) > 1
-        and not (word[1].isdigit() and _number().fullmatch(word))
+        and not (word[1].isdigit() and _NUMBER.fullmatch(word))
     )
 
 
-@cache
-def _number() -> re.Pattern[str]:
-    """A negative number, which argparse takes as a value rather than an option: compiled on
-    first use, as only a launch with such a value asks."""
-    return re.compile(r"-\d+(\.\d+)?")
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
+"""A negative number, which argparse takes as a value rather than an option."""
 
 
 def _canonical(name: str, facts: EngineOptions) -> str:

@@ -41,7 +41,7 @@ TARGET_FAST_S = 60.0
 TARGET_TOTAL_S = 8 * 60.0
 VENV_BIN = REPO_ROOT / ".venv" / "bin"
 PYTEST = [str(VENV_BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-n", "auto"]
-QUICK_MODULE = "tests/test_shell_words.py"
+QUICK_MODULE = "tests/plumbing/test_yaml_text.py"
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,14 @@ from tests.factories import ROOT
 
 PACKAGE = "frutebox_infra"
 
-BASE = ("plumbing", "acyclic", "shell_words", "catalog")
+BASE = ("plumbing", "acyclic", "catalog")
 MODEL = (*BASE, "estimates", "recipes", "deploy.contract", "seeding", "stack")
 CORE = (*MODEL, "planner", "deploy", "views", "report")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "__init__": (),
     "plumbing": (),
     "acyclic": (),
-    "shell_words": (),
-    "catalog": ("plumbing", "acyclic", "shell_words"),
+    "catalog": ("plumbing", "acyclic"),
     "estimates": BASE,
     "recipes": (*BASE, "estimates"),
     "deploy.contract": ("plumbing",),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Literal
 
 from frutebox_infra.plumbing.validation import Check
 
@@ -77,61 +77,12 @@ class EngineOptions:
         program, *rest = self.command.split()
         return program, "/" + program, rest
 
-    def plain_flag(self, name: str) -> PlainFlag | None:
-        """The flag spelt `name` as the launch check reads it, where it takes no JSON keys
-        (what nearly every launch passes), else None. Made per spelling as launches name it,
-        not for the hundreds an engine has: a preview's launches name a few dozen."""
-        made = self._plain_flags
-        if name in made:
-            return made[name]
-        flag = self.flag_index.get(name)
-        plain = made[name] = (
-            None
-            if flag is None or flag.json_fields is not None
-            else PlainFlag(
-                flag.type,
-                flag.nargs,
-                None
-                if flag.choices is None
-                else frozenset(c.upper() if flag.case_insensitive else c for c in flag.choices),
-                flag.case_insensitive,
-            )
-        )
-        return plain
-
-    @cached_property
-    def _plain_flags(self) -> dict[str, PlainFlag | None]:
-        """`plain_flag`'s answers so far, by spelling."""
-        return {}
-
-    @cached_property
-    def plain_shapes(self) -> dict[tuple[str, ...], PlainChecks | None]:
-        """The launch check's memo: per launch shape (its words, those not options blanked),
-        the checks its values still need, or None where the shape is not plain. Filled as
-        launches are checked; the pods of one recipe launch in a handful of shapes."""
-        return {}
-
     @cached_property
     def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
         """The launch check's memo of environments: per list of variables a launch sets (its
         env, then its secret variables), what is left to check of them. A recipe's pods set
         the same few names."""
         return {}
-
-
-class PlainFlag(NamedTuple):
-    """A flag as `EngineOptions.plain_flag` gives it: its type, argparse's nargs, its
-    choices (upper-cased when matched case-insensitively) and whether they are."""
-
-    type: ValueKind
-    nargs: str | None
-    choices: frozenset[str] | None
-    case_insensitive: bool
-
-
-PlainChecks = tuple[tuple[int, ValueKind, frozenset[str] | None, bool], ...]
-"""A plain launch shape's value checks: the word's position, what it takes, its choices (as
-`PlainFlag` has them) and whether they are matched case-insensitively."""
 
 
 EnvChecks = tuple[tuple[str, bool, EnvKind | None], ...]

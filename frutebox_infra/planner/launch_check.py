@@ -15,7 +15,6 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Protocol
 
 from frutebox_infra.catalog.engine_options import (
@@ -24,10 +23,7 @@ from frutebox_infra.catalog.engine_options import (
     EnvChecks,
     EnvKind,
     JsonField,
-    PlainChecks,
-    ValueKind,
 )
-from frutebox_infra.shell_words import split_words
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
@@ -77,13 +73,13 @@ def check_launch(
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
     command line, `fixed-binary` that it is the arguments of the image's program. The
     launch's `words`, where it has them, are what splitting its `args` would give (a recipe's
-    args are its words joined by `join_words`), so they are read as they are.
+    args are its words joined by `shlex.join`), so they are read as they are.
     """
     if launch.words:
         words = list(launch.words)
     else:
         try:
-            words = split_words(launch.args)
+            words = shlex.split(launch.args)
         except ValueError as exc:
             why = f"args cannot be split into words ({exc})"
             return (Refusal(what=why, accepts="shell words", fix="quote it"),)
@@ -95,7 +91,7 @@ def check_launch(
     if facts.subcommands is not None:
         refusals = list(_subcommand(words, facts))
     else:
-        refusals = [] if _plainly_accepted(words, facts) else list(_arguments(words, facts))
+        refusals = list(_arguments(words, facts))
     env = _environment(launch, facts, script)
     if env:
         refusals += env
@@ -131,7 +127,7 @@ def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], st
                     fix="end the recipe's script with an exec of the server",
                 ),
             )
-        words = split_words(server)
+        words = shlex.split(server)
     program, path, rest = facts.server_command
     after = len(rest) + 1
     for i, word in enumerate(words):
@@ -150,12 +146,7 @@ def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], st
 
 def _last_exec(script: str) -> str | None:
     """What follows `exec` on the last line of `script` that starts with it (the server's
-    command line), or None. A script that ends with that line (the recipes' do) is read at
-    its last line alone, not split into every line."""
-    last = script[script.rfind("\n") + 1 :]
-    line = last.strip()
-    if line.startswith("exec ") and last.splitlines() == [last]:
-        return line[5:]
+    command line), or None."""
     execs = [line.strip()[5:] for line in script.splitlines() if line.strip().startswith("exec ")]
     return execs[-1] if execs else None
 
@@ -179,8 +170,7 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 def _expands(script: str, name: str) -> bool:
-    """Whether `script` has `$NAME` or `${NAME` with no name character after it, told by
-    finding the text rather than compiling a pattern for each name."""
+    """Whether `script` has `$NAME` or `${NAME` with no name character after it."""
     for lead in ("$" + name, "${" + name):
         at = script.find(lead)
         while at >= 0:
@@ -233,103 +223,17 @@ def _arguments(words: list[str], facts: EngineOptions) -> Iterator[Refusal]:
         yield from _check_values(name, flag, values, facts)
 
 
-def _plainly_accepted(words: list[str], facts: EngineOptions) -> bool:
-    """True when `_arguments` would refuse nothing, told in one pass over the words for the
-    launches the recipes emit (known flags with the values they take); False whenever
-    anything is less plain (a refusal, `--flag=value`, a JSON object's keys), and then
-    `_arguments` decides. Every planned pod's launch is checked, so this is hot: what the
-    launch's shape decides (its option words and where its other words stand) is worked out
-    once per engine and shape, as `_shape_checks`; only the values are read per launch."""
-    shape = tuple([word if word and word[0] == "-" else "" for word in words])
-    memo = facts.plain_shapes
-    checks = memo.get(shape)
-    if checks is None:
-        if shape in memo:
-            return False
-        checks = memo[shape] = _shape_checks(shape, facts)
-        if checks is None:
-            return False
-    for at, kind, choices, insensitive in checks:
-        value = words[at]
-        if kind == "int":
-            if not value.isdecimal() and _integer().fullmatch(value) is None:
-                return False
-        elif kind == "float":
-            try:
-                float(value)
-            except ValueError:
-                return False
-        elif kind != "str" and _value_problem(kind, None, False, value) is not None:
-            return False
-        if choices is not None and (value.upper() if insensitive else value) not in choices:
-            return False
-    return True
-
-
-def _shape_checks(shape: tuple[str, ...], facts: EngineOptions) -> PlainChecks | None:
-    """For launches of this shape (every word that is not an option blanked), the checks left
-    for their values (position, kind, choices, case-insensitively), or None when the shape
-    alone is less than plain. A value that starts with a dash stays in the shape, and is
-    checked here."""
-    plain = facts.plain_flag
-    dashes = facts.underscores_as_dashes
-    checks: list[tuple[int, ValueKind, frozenset[str] | None, bool]] = []
-    positionals = 0
-    i, n = 0, len(shape)
-    while i < n:
-        word = shape[i]
-        i += 1
-        if not _is_option(word):
-            positionals += 1
-            if positionals > facts.positionals:
-                return None
-            continue
-        flag = plain(_canonical(word, facts) if dashes else word)
-        if flag is None or (word.startswith("--") and "=" in word):
-            return None
-        kind, nargs, choices, insensitive = flag
-        if kind == "flag":
-            continue
-        if nargs is None or nargs.isdigit():  # exactly this many values, none an option
-            end = i + (int(nargs) if nargs else 1)
-            if end > n:
-                return None
-        else:  # the values up to the next option: at most one for `?`, at least one for `+`
-            end = i
-            while end < n and not _is_option(shape[end]) and (nargs != "?" or end == i):
-                end += 1
-            if nargs == "+" and end == i:
-                return None
-        for at in range(i, end):
-            value = shape[at]
-            if value == "":
-                if kind != "str" or choices is not None:
-                    checks.append((at, kind, choices, insensitive))
-                continue
-            if _is_option(value):
-                return None
-            if kind != "str" and _value_problem(kind, None, False, value) is not None:
-                return None
-            if choices is not None and (value.upper() if insensitive else value) not in choices:
-                return None
-        i = end
-    return tuple(checks)
-
-
 def _is_option(word: str) -> bool:
     # A negative number is a value; only a digit after the dash can start one.
     return (
         word.startswith("-")
         and len(word) > 1
-        and not (word[1].isdigit() and _number().fullmatch(word))
+        and not (word[1].isdigit() and _NUMBER.fullmatch(word))
     )
 
 
-@cache
-def _number() -> re.Pattern[str]:
-    """A negative number, which argparse takes as a value rather than an option: compiled on
-    first use, as only a launch with such a value asks."""
-    return re.compile(r"-\d+(\.\d+)?")
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
+"""A negative number, which argparse takes as a value rather than an option."""
 
 
 def _canonical(name: str, facts: EngineOptions) -> str:
@@ -402,7 +306,7 @@ def _value_problem(
     kind: str, choices: Iterable[str] | None, case_insensitive: bool, value: str
 ) -> str | None:
     """Why `value` is not one the flag takes (phrased as what it takes), or None."""
-    if kind == "int" and not _integer().fullmatch(value):
+    if kind == "int" and not _INTEGER.fullmatch(value):
         return "takes a whole number"
     if kind == "float":
         try:
@@ -426,11 +330,8 @@ def _value_problem(
     return None
 
 
-@cache
-def _integer() -> re.Pattern[str]:
-    """An integer as Python's `int` and Go's strconv read one; compiled on first use, as the
-    launches the recipes emit pass plain digits, told without it."""
-    return re.compile(r"[-+]?\d+")
+_INTEGER = re.compile(r"[-+]?\d+")
+"""An integer as Python's `int` and Go's strconv read one."""
 
 
 def _json_fields(name: str, value: str, fields: Mapping[str, JsonField]) -> Iterator[Refusal]:
@@ -473,9 +374,8 @@ def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
     if name.startswith("--") and len(expands) == 1:
         return Refusal(
             what=f"flag {name}",
-            accepts=f"{expands[0]} (argparse takes {name} only as an abbreviation, which a "
-            "flag added"
-            " by a later release makes ambiguous)",
+            accepts=f"{expands[0]} (argparse takes {name} only as an abbreviation, which a"
+            " flag added by a later release makes ambiguous)",
             fix=f"spell it {expands[0]}",
         )
     import difflib  # only a refusal's message needs it: kept off the preview's start-up
@@ -564,7 +464,7 @@ def _env_value_ok(kind: str, value: str) -> bool:
     if kind == "uint":
         return value.isdigit()
     if kind == "int":
-        return _integer().fullmatch(value) is not None
+        return _INTEGER.fullmatch(value) is not None
     if kind == "float":
         return _value_problem("float", None, False, value) is None
     if kind == "bool":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,6 @@ from typing import ClassVar
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
-from frutebox_infra.shell_words import join_words
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
@@ -232,7 +232,7 @@ class Recipe(ABC):
         expected_files: tuple[str, ...] = (),
     ) -> PodSpec:
         """A pod of this engine's image running `words`: caches on the volume, the token only
-        where gated. RunPod takes one args string: the words joined by `join_words`, so that
+        where gated. RunPod takes one args string: the words joined by `shlex.join`, so that
         shell-style splitting restores them (`args`, where the recipe has them joined already).
         A `seeded` pod reads the weights a CPU pod put on the volume: offline (`offline_env`),
         and without the token an offline engine never sends; rendered so at once, not copied
@@ -246,7 +246,7 @@ class Recipe(ABC):
             secret_env = ("HF_TOKEN",) if self.gated_pull(model) else ()
         return PodSpec(
             image=image.reference,
-            args=join_words(words) if args is None else args,
+            args=shlex.join(words) if args is None else args,
             env=env,
             port=image.port,
             health_path=image.health_path,

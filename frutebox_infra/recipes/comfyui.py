@@ -19,7 +19,6 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
-from frutebox_infra.shell_words import join_words, quote_word
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
 """ComfyUI's --base-directory: models, input, output and user data live on the volume."""
@@ -210,16 +209,10 @@ def launch(image: Image, model_id: str) -> ComfyLaunch:
     folder, keeps its scratch files on the container disk (ComfyUI empties its temp folder
     at start) and its asset database in memory (SQLite on a shared network volume, written
     by several servers, would lock or corrupt).
-
-    The script and its args come from one rendering of the server's line, the release's part
-    quoted once per release. The script holds spaces, so `shlex.quote` always single-quotes
-    it whole, and each single quote inside is spelt '"'"' wherever it stands.
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    server = _exec_server(image.port, model_id)
-    script = f"{_install_script(image.engine_version)}\n{server}"
-    quoted = server.replace("'", "'\"'\"'")
-    return ComfyLaunch(script, f"{_quoted_install_script(image.engine_version)}\n{quoted}'")
+    script = f"{_install_script(image.engine_version)}\n{_exec_server(image.port, model_id)}"
+    return ComfyLaunch(script, shlex.join(["bash", "-c", script]))
 
 
 def _exec_server(port: int, model_id: str) -> str:
@@ -230,13 +223,7 @@ def _exec_server(port: int, model_id: str) -> str:
         *("--temp-directory", "/tmp/comfyui"),
         *("--database-url", "sqlite:///:memory:"),
     ]
-    return f'exec "$home/venv/bin/python" {join_words(server)}'
-
-
-@lru_cache(maxsize=8)
-def _quoted_install_script(version: str) -> str:
-    """`bash -c '` and the install script as `shlex.quote` spells it inside the quotes."""
-    return "bash -c '" + _install_script(version).replace("'", "'\"'\"'")
+    return f'exec "$home/venv/bin/python" {shlex.join(server)}'
 
 
 @lru_cache(maxsize=8)
@@ -286,7 +273,7 @@ def provisioning_script(model: Model) -> str:
     for file, repo, revision, _ in file_origins(model):
         url = hf_resolve_url(repo, revision, file.path)
         target = f"{MODELS_DIR}/{file.folder}"
-        lines.append(f"fetch {target} {quote_word(file.stored_name)} {quote_word(url)} || exit 1")
+        lines.append(f"fetch {target} {shlex.quote(file.stored_name)} {shlex.quote(url)} || exit 1")
     return "\n".join(lines)
 
 

@@ -61,19 +61,3 @@ def test_a_wrong_field_in_a_facts_file_names_file_field_and_fix() -> None:
     message = str(err.value)
     assert "registry/engine_options/vllm.json" in message and "'flags." in message
     assert "regenerate" in message
-
-
-def test_a_plain_flag_is_read_by_any_spelling_and_json_flags_are_not_plain() -> None:
-    facts = real_registry().engine_options[Runtime.VLLM]
-    by_name = {name: flag for flag in facts.flags for name in flag.names}
-    chosen = next(f for f in facts.flags if f.choices and f.json_fields is None)
-    for name in chosen.names:
-        plain = facts.plain_flag(name)
-        assert plain is not None and plain is facts.plain_flag(name)  # made once
-        assert (plain.type, plain.nargs) == (chosen.type, chosen.nargs)
-        assert plain.choices == frozenset(
-            c.upper() if chosen.case_insensitive else c for c in chosen.choices or ()
-        )
-    json_flag = next(name for name, f in by_name.items() if f.json_fields is not None)
-    assert facts.plain_flag(json_flag) is None
-    assert facts.plain_flag("--no-such-flag") is None

@@ -20,8 +20,8 @@ from frutebox_infra.planner.count_search import (
     top_count,
 )
 from frutebox_infra.recipes import RECIPES
-from tests.factories import gpu, real_images, real_registry, registry
 from tests.estimates.test_fit import QWEN3_8B, QWEN36_27B
+from tests.factories import gpu, real_images, real_registry, registry
 
 AMPERE = replace(
     gpu("AMPERE", vram_gb=48, fp8=False, secure=0.5, community=0.3), architecture="sm_86"

@@ -3,6 +3,7 @@ pod that reads weights a CPU pod seeded."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,6 @@ from frutebox_infra.recipes.base import (
     static_slots,
     version_tuple,
 )
-from frutebox_infra.shell_words import split_words
 from tests.factories import real_registry
 from tests.recipes.conftest import BuildPod
 
@@ -75,16 +75,29 @@ def test_a_floor_above_a_pinned_slot_count_is_refused_naming_the_key() -> None:
 @pytest.mark.parametrize(
     ("model_id", "runtime", "gpu", "offline", "loads_at_start"),
     [
-        pytest.param("qwen-3.6-27b", Runtime.SGLANG, "NVIDIA H200", {"HF_HUB_OFFLINE": "1"}, True,
-                     id="sglang"),
-        pytest.param("apertus-70b", Runtime.VLLM, "NVIDIA H200", {"HF_HUB_OFFLINE": "1"}, True,
-                     id="vllm"),
-        pytest.param("kimi-k2.6", Runtime.LLAMACPP, "NVIDIA H200", {"LLAMA_ARG_OFFLINE": "1"},
-                     True, id="llama-cpp"),
+        pytest.param(
+            "qwen-3.6-27b",
+            Runtime.SGLANG,
+            "NVIDIA H200",
+            {"HF_HUB_OFFLINE": "1"},
+            True,
+            id="sglang",
+        ),
+        pytest.param(
+            "apertus-70b", Runtime.VLLM, "NVIDIA H200", {"HF_HUB_OFFLINE": "1"}, True, id="vllm"
+        ),
+        pytest.param(
+            "kimi-k2.6",
+            Runtime.LLAMACPP,
+            "NVIDIA H200",
+            {"LLAMA_ARG_OFFLINE": "1"},
+            True,
+            id="llama-cpp",
+        ),
         pytest.param("qwen3-8b", Runtime.OLLAMA, "NVIDIA RTX A4000", {}, False, id="ollama"),
         pytest.param("sdxl-1.0", Runtime.COMFYUI, "NVIDIA RTX A4000", {}, False, id="comfyui"),
     ],
-)  # fmt: skip
+)
 def test_a_seeded_pod_reads_offline_where_its_engine_would_download(
     build_pod: BuildPod,
     model_id: str,
@@ -187,7 +200,7 @@ def test_a_pod_s_words_are_what_splitting_its_args_gives(runtime: Runtime) -> No
         serving = recipe.serving(m, ServeOptions(hf_token_configured=True))
         for count in recipe.allowed_counts(m, range(1, 9)):
             pod = recipe.pod(m, image, reg.gpus[0], count, serving)
-            assert pod.words and split_words(pod.args) == list(pod.words), (m.id, count)
+            assert pod.words and shlex.split(pod.args) == list(pod.words), (m.id, count)
 
 
 def test_pods_rendered_for_one_model_are_not_another_s() -> None:

@@ -95,8 +95,7 @@ def test_the_release_installed_is_the_image_entry_s_engine_version() -> None:
     ],
 )
 def test_the_launch_args_are_the_script_as_shlex_joins_it(model_id: str) -> None:
-    # The release's part is quoted once per release and the exec line per model: together
-    # they must spell exactly what quoting the whole script does.
+    # No ENTRYPOINT: args is the whole command line, bash running the script as shlex quotes it.
     image = real_images()[Runtime.COMFYUI]
     for version in ("0.8.0", "0.9.1"):
         pinned = replace(image, engine_version=version)

@@ -1,17 +1,9 @@
 """frutebox-infra: a stack's armed models become a weights volume and one GPU pod each."""
-# ruff: noqa: E402 (our imports come after freeze_long_lived(), below)
 
 import os
 from pathlib import Path
 
 import pulumi
-
-# Everything loaded so far (the SDK, gRPC, protobuf) lives until the program exits: frozen,
-# the collector's full passes while our modules load and plan skip it instead of walking it
-# again (one such pass is about a sixth of our start-up on a 2-core machine).
-from frutebox_infra.acyclic import freeze_long_lived
-
-freeze_long_lived()
 
 from frutebox_infra.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.environment import Environment
@@ -41,8 +33,6 @@ try:
     settings = load_settings(path)
     check_pulumi_agrees(settings, config, where=str(path))
     registry = load_registry()
-    # The registry and the settings live until the program exits, as its imports do.
-    freeze_long_lived()
     plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None

@@ -20,7 +20,6 @@ PACKAGE = "frutebox_infra"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "__init__",
-        "acyclic",
         "errors",
         "paths",
         "yaml_text",

@@ -10,7 +10,7 @@ from frutebox_infra.environment import Environment
 from frutebox_infra.errors import FruteboxError
 from frutebox_infra.fleet import (
     credentials_from_config,
-    declare_fleet_stepwise,
+    declare_fleet,
     drop_sdk_debug_lines,
     read_config,
 )
@@ -52,13 +52,4 @@ if not plan.ok:
         f"{len(plan.problems)} problem(s) in stack {stack}:\n"
         + "\n".join(f"  - {p}" for p in plan.problems)
     )
-credentials = credentials_from_config(settings, os.environ)
-
-
-async def declare() -> None:
-    await declare_fleet_stepwise(plan, credentials)
-
-
-# Declared from the program's async entry point, so what is declared first is registered
-# while the rest is declared (fleet.declare_fleet_stepwise).
-pulumi.run(declare)
+declare_fleet(plan, credentials_from_config(settings, os.environ))

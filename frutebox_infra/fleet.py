@@ -8,9 +8,8 @@ which only happens on `pulumi up`/`destroy`, never during preview.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -283,52 +282,8 @@ class Fleet:
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
-    declaring = _declaration(plan, credentials)
-    try:
-        while True:
-            next(declaring)
-    except StopIteration as done:
-        fleet: Fleet = done.value
-        return fleet
-
-
-async def declare_fleet_stepwise(plan: FleetPlan, credentials: Credentials) -> Fleet:
-    """declare_fleet for a program's `pulumi.run` entry point. The event loop that sends
-    registrations runs between declarations, so the stack and the volume are registered, and
-    the engine starts the command provider (about 50 ms), while the pods are still being
-    declared, rather than only once the program has declared everything."""
-    declaring = _declaration(plan, credentials)
-    try:
-        while True:
-            await _let_registrations_run()
-            registered_first = next(declaring)
-            if registered_first is not None:
-                await registered_first.future()
-    except StopIteration as done:
-        fleet: Fleet = done.value
-        return fleet
-
-
-LOOP_TURNS = 8
-"""Event-loop turns per pause: a registration whose parent has just answered takes a few turns
-(outputs resolved, its own inputs serialized) before its request leaves."""
-
-
-async def _let_registrations_run() -> None:
-    for _ in range(LOOP_TURNS):
-        await asyncio.sleep(0)
-
-
-def _declaration(
-    plan: FleetPlan, credentials: Credentials
-) -> Generator[pulumi.Output[str] | None, None, Fleet]:
-    """The one sequence of declarations. It pauses after each resource group, where the
-    registrations declared so far may go ahead, and says which URN to wait for where the rest
-    must wait anyway: every pod and seed waits for the volume, whose command's registration
-    can leave only once its parent component is registered."""
     request = volume_request(plan)
     volume = WeightsVolume("weights", WeightsVolumeArgs(request, credentials))
-    yield volume.urn
     servers: dict[str, ModelServer] = {}
     # One resource per pod, named after its anchor: with co-location off that is one per
     # model under the model's own name, as always.
@@ -349,7 +304,6 @@ def _declaration(
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
-        yield None
     pulumi.export("plan", plan_data(plan))
     # The ownership token is exported so `frutebox status` can prove which pods are ours.
     pulumi.export(

@@ -28,7 +28,7 @@ from frutebox_infra.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.plan import FleetPlan, ModelPlan
 from frutebox_infra.record import positional_record
 from frutebox_infra.report.plan_report import plan_data
-from frutebox_infra.settings import PROJECT, StackSettings
+from frutebox_infra.settings import PROJECT, STACK_KEYS, StackSettings
 
 RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
 """FRUTEBOX_PYTHON (set by tools/env.sh) names the interpreter that has this package; the
@@ -332,13 +332,11 @@ def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelSer
 
 
 def read_config() -> dict[str, str]:
-    """This project's config as the engine passed it: text per key, JSON for structures."""
-    prefix = f"{PROJECT}:"
-    return {
-        key[len(prefix) :]: raw
-        for key, raw in pulumi.runtime.get_config_env().items()
-        if key.startswith(prefix)
-    }
+    """This project's stack keys and RunPod key as the engine passed them: text per key, JSON
+    for structures; a key left unset is absent."""
+    config = pulumi.Config(PROJECT)
+    found = {name: config.get(name) for name in (*STACK_KEYS, STACK_API_KEY)}
+    return {name: text for name, text in found.items() if text is not None}
 
 
 def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:

@@ -209,3 +209,22 @@ def test_the_sdk_s_debug_lines_are_dropped_unless_the_variable_keeps_them(
     assert pulumi.log.debug is not sdk_debug
     pulumi.log.debug("dropped, not sent")  # takes what the SDK's takes and returns nothing
     assert pulumi.log.info is not pulumi.log.debug
+
+
+def test_read_config_is_the_project_s_keys_as_the_engine_passes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from frutebox_infra.fleet import read_config
+
+    passed = {
+        "frutebox-infra:models": '["qwen3-8b"]',
+        "frutebox-infra:dataCenter": "EU-RO-1",
+        "frutebox-infra:runpodApiKey": "rk-secret",
+        "command:anything": "another package's",
+    }
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(passed))
+    assert read_config() == {
+        "models": '["qwen3-8b"]',
+        "dataCenter": "EU-RO-1",
+        "runpodApiKey": "rk-secret",
+    }

@@ -339,7 +339,6 @@ def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
 
 def plan_data(plan: FleetPlan) -> dict[str, Any]:
     s = plan.settings
-    # One pass over the pods: asking the plan per model would scan every pod for each one.
     pod_names = {mid: pod_name(plan.stack, p.anchor) for p in plan.pods for mid in p.model_ids}
     return {
         "version": PLAN_VERSION,

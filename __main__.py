@@ -1,17 +1,9 @@
 """frutebox-infra: a stack's armed models become a weights volume and one GPU pod each."""
-# ruff: noqa: E402 (our imports come after freeze_long_lived(), below)
 
 import os
 from pathlib import Path
 
 import pulumi
-
-# Everything loaded so far (the SDK, gRPC, protobuf) lives until the program exits: frozen,
-# the collector's full passes while our modules load and plan skip it instead of walking it
-# again (one such pass is about a sixth of our start-up on a 2-core machine).
-from frutebox_infra.acyclic import freeze_long_lived
-
-freeze_long_lived()
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.live_look import live_lines
@@ -19,7 +11,7 @@ from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.plumbing.errors import FruteboxError
 from frutebox_infra.program.fleet import (
     credentials_from_config,
-    declare_fleet_stepwise,
+    declare_fleet,
     drop_sdk_debug_lines,
     read_config,
 )
@@ -41,8 +33,6 @@ try:
     settings = load_settings(path)
     check_pulumi_agrees(settings, config, where=str(path))
     registry = load_registry()
-    # The registry and the settings live until the program exits, as its imports do.
-    freeze_long_lived()
     plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None
@@ -62,13 +52,4 @@ if not plan.ok:
         f"{len(plan.problems)} problem(s) in stack {stack}:\n"
         + "\n".join(f"  - {p}" for p in plan.problems)
     )
-credentials = credentials_from_config(settings, os.environ)
-
-
-async def declare() -> None:
-    await declare_fleet_stepwise(plan, credentials)
-
-
-# Declared from the program's async entry point, so what is declared first is registered
-# while the rest is declared (fleet.declare_fleet_stepwise).
-pulumi.run(declare)
+declare_fleet(plan, credentials_from_config(settings, os.environ))

@@ -118,12 +118,10 @@ schema validator, the CLI, the diff, git reading, the emulator, and difflib, whi
 launch check's refusal uses to name the closest flag)."""
 
 STARTUP_PROBE = f"""\
-import gc, json, time
+import json, time
 LAZY = {LAZY!r}
 t0 = time.perf_counter()
 import pulumi
-from frutebox_infra.acyclic import freeze_long_lived
-freeze_long_lived()  # as __main__.py does
 t1 = time.perf_counter()
 import pulumi_command.local
 t2 = time.perf_counter()
@@ -139,7 +137,6 @@ from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack.stack_file import check_pulumi_agrees, load_settings, stack_file
 t3 = time.perf_counter()
 registry = load_registry()
-freeze_long_lived()  # as __main__.py does, once the registry is read
 t4 = time.perf_counter()
 plan = plan_fleet(registry, load_settings(stack_file("prod")), stack="prod")
 t5 = time.perf_counter()

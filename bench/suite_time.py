@@ -9,8 +9,9 @@ By default every cache a fresh clone lacks is bypassed, because the targets mean
 run on a fresh clone: ruff `--no-cache`, mypy an empty cache directory, go test `-count=1`
 (no cached test results; the Go build cache is per machine, warm on a clone too), pytest
 without its cacheprovider and without the bytecode of tests/ and bench/ and pytest's rewrite of
-its plugins' modules in .venv (which a run writes once for its workers, `tests/bytecode.py`;
-the package's own is compiled by `tools/dev setup` on a clone too).
+its plugins' modules in .venv (which pytest writes as it imports them: `tools/dev test`, as
+here, unsets PYTHONDONTWRITEBYTECODE; the package's own is compiled by `tools/dev setup` on a
+clone too).
 `--warm` keeps the checkout's caches (a rerun while editing). Nothing is asserted: a phase
 that fails is reported FAILED and the script exits 1.
 
@@ -125,6 +126,7 @@ def main() -> int:
     parser.add_argument("--warm", action="store_true", help="keep the checkout's caches")
     args = parser.parse_args()
     env = hermetic_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as `tools/dev test` runs pytest
     caches = "the checkout's caches" if args.warm else "no mypy, go test or tests' bytecode cache"
     heading(f"tools/dev test, phase by phase ({caches}), pytest on every core")
     if not args.warm:

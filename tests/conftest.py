@@ -8,22 +8,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from frutebox_infra.plumbing.paths import REPO_ROOT
-from tests import bytecode
-
 if TYPE_CHECKING:
     from frutebox_infra.emulator.catalog import Stock
     from frutebox_infra.emulator.server import RunningEmulator
 
 # The emulator and the toolchain are imported by the fixtures that use them: this module is
 # also imported by xdist's controller, which runs no test and starts the workers after it.
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """The run's bytecode, once for every worker (`tests/bytecode.py`)."""
-    if bytecode.worth_warming(config):
-        roots = [REPO_ROOT / d for d in ("frutebox_infra", "tests", "bench")]
-        bytecode.warm(config, roots, plugins=True)
 
 
 @pytest.fixture(scope="session")

@@ -17,14 +17,13 @@ from tests.factories import ROOT
 
 PACKAGE = "frutebox_infra"
 
-BASE = ("plumbing", "acyclic", "catalog")
+BASE = ("plumbing", "catalog")
 MODEL = (*BASE, "estimates", "recipes", "deploy.contract", "seeding", "stack")
 CORE = (*MODEL, "planner", "deploy", "views", "report")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "__init__": (),
     "plumbing": (),
-    "acyclic": (),
-    "catalog": ("plumbing", "acyclic"),
+    "catalog": ("plumbing",),
     "estimates": BASE,
     "recipes": (*BASE, "estimates"),
     "deploy.contract": ("plumbing",),

@@ -103,8 +103,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"note: the config's plan has {len(plan.problems)} problem(s):", file=sys.stderr)
         for problem in plan.problems:
             print(f"  - {problem}", file=sys.stderr)
-    recorded = read_recorded(args.stack, project_dir, os.environ)
+    # No key anywhere is a usage error before the stack's outputs are read.
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
+    recorded = read_recorded(args.stack, project_dir, os.environ)
     view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked,
                    health_window_s=args.health_window)  # fmt: skip
     if args.terminate_untracked:

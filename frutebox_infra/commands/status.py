@@ -23,6 +23,7 @@ from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.stack.settings import PROJECT
+from frutebox_infra.stack.stack_file import read_stack_config, stack_file
 from frutebox_infra.views.drift import HEALTH_PROBES, HEALTH_WINDOW_S, compute_status, with_health
 from frutebox_infra.views.status_view import (
     LivePod,
@@ -82,23 +83,31 @@ def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Reco
 
 
 def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str | None:
-    """The stack's secret `runpodApiKey`, when set: the key `up` deploys with."""
+    """The stack's secret `runpodApiKey`, when set: the key `up` deploys with. A stack the
+    backend does not have is a UsageError."""
     try:
         text = _pulumi(
             ["config", "get", f"{PROJECT}:{STACK_API_KEY}", "--stack", stack], project_dir, env
         )
-    except FruteboxError:
+    except StatusError:
         return None  # not set (or unreadable): the endpoint then has no key
     return text.strip() or None
+
+
+def stack_file_sets_key(stack: str, project_dir: Path) -> bool:
+    """Whether the stack file holds the secret `runpodApiKey` (Pulumi keeps a stack's config,
+    its secrets encrypted, in that file)."""
+    return STACK_API_KEY in read_stack_config(stack_file(stack, project_dir / "stacks"))
 
 
 def stack_endpoint(
     stack: str, project_dir: Path, env: Mapping[str, str], stack_url: str | None
 ) -> Endpoint:
     """The stack's endpoint by the one precedence (endpoints.py); the stack's secret is read
-    (a `pulumi config get`) only when the environment has no key. No key at all: exit 2."""
+    (a `pulumi config get`) only when the environment has no key and the stack file holds
+    one. No key at all: exit 2, before any pulumi command runs."""
     endpoint = resolve_endpoint(env, stack_url=stack_url)
-    if not endpoint.has_key:
+    if not endpoint.has_key and stack_file_sets_key(stack, project_dir):
         endpoint = resolve_endpoint(
             env, stack_key=stack_api_key(stack, project_dir, env), stack_url=stack_url
         )

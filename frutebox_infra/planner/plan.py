@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from frutebox_infra.acyclic import cycle_collector_paused
 from frutebox_infra.catalog.schema import Cloud, NetworkVolumeFacts, Registry
 from frutebox_infra.planner.colocate import PodGroup, group_pods
 from frutebox_infra.planner.floor import BelowFloor, choose, floor_key, floor_of, floor_problem
@@ -205,15 +204,12 @@ def plan_fleet(
             warnings.append(
                 f"overrides.{model_id} is set but {model_id} is not armed; it is ignored"
             )
-    with cycle_collector_paused():
-        # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
-        shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
-        models = tuple(
-            _plan_model(registry, settings, environment, m, shared) for m in settings.models
-        )
-        models, pods = _pods(registry, settings, models)
-        models, seeding = _seeding(registry, settings, models, pods)
-        launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
+    # Without EAGLE-3 heads a model's id changes nothing in the options it is served with.
+    shared = None if environment.eagle3_heads else _options(settings, environment, "", None)
+    models = tuple(_plan_model(registry, settings, environment, m, shared) for m in settings.models)
+    models, pods = _pods(registry, settings, models)
+    models, seeding = _seeding(registry, settings, models, pods)
+    launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(seeding.problems)
     warnings.extend(seeding.warnings)
     problems += [problem for plan in models if plan.problems for problem in plan.problems]

@@ -85,7 +85,7 @@ class PlacementOption:
 
 Ranked = tuple[int, int, float]
 """A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
-count's $/h: a placement not yet built. Plain numbers, so the collector never scans them."""
+count's $/h: a placement not yet built."""
 
 
 @dataclass(frozen=True, kw_only=True)

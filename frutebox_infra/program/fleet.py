@@ -8,9 +8,8 @@ which only happens on `pulumi up`/`destroy`, never during preview.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ from frutebox_infra.deploy.requests import (
 from frutebox_infra.planner.plan import FleetPlan, ModelPlan
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.stack.endpoints import STACK_API_KEY, step_environment
-from frutebox_infra.stack.settings import PROJECT, StackSettings
+from frutebox_infra.stack.settings import PROJECT, STACK_KEYS, StackSettings
 
 RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
 """FRUTEBOX_PYTHON (set by tools/env.sh) names the interpreter that has this package; the
@@ -283,52 +282,8 @@ class Fleet:
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
-    declaring = _declaration(plan, credentials)
-    try:
-        while True:
-            next(declaring)
-    except StopIteration as done:
-        fleet: Fleet = done.value
-        return fleet
-
-
-async def declare_fleet_stepwise(plan: FleetPlan, credentials: Credentials) -> Fleet:
-    """declare_fleet for a program's `pulumi.run` entry point. The event loop that sends
-    registrations runs between declarations, so the stack and the volume are registered, and
-    the engine starts the command provider (about 50 ms), while the pods are still being
-    declared, rather than only once the program has declared everything."""
-    declaring = _declaration(plan, credentials)
-    try:
-        while True:
-            await _let_registrations_run()
-            registered_first = next(declaring)
-            if registered_first is not None:
-                await registered_first.future()
-    except StopIteration as done:
-        fleet: Fleet = done.value
-        return fleet
-
-
-LOOP_TURNS = 8
-"""Event-loop turns per pause: a registration whose parent has just answered takes a few turns
-(outputs resolved, its own inputs serialized) before its request leaves."""
-
-
-async def _let_registrations_run() -> None:
-    for _ in range(LOOP_TURNS):
-        await asyncio.sleep(0)
-
-
-def _declaration(
-    plan: FleetPlan, credentials: Credentials
-) -> Generator[pulumi.Output[str] | None, None, Fleet]:
-    """The one sequence of declarations. It pauses after each resource group, where the
-    registrations declared so far may go ahead, and says which URN to wait for where the rest
-    must wait anyway: every pod and seed waits for the volume, whose command's registration
-    can leave only once its parent component is registered."""
     request = volume_request(plan)
     volume = WeightsVolume("weights", WeightsVolumeArgs(request=request, credentials=credentials))
-    yield volume.urn
     servers: dict[str, ModelServer] = {}
     # One resource per pod, named after its anchor: with co-location off that is one per
     # model under the model's own name, as always.
@@ -349,7 +304,6 @@ def _declaration(
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
-        yield None
     pulumi.export("plan", plan_data(plan))
     # The ownership token is exported so `frutebox status` can prove which pods are ours.
     pulumi.export(
@@ -378,13 +332,11 @@ def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelSer
 
 
 def read_config() -> dict[str, str]:
-    """This project's config as the engine passed it: text per key, JSON for structures."""
-    prefix = f"{PROJECT}:"
-    return {
-        key[len(prefix) :]: raw
-        for key, raw in pulumi.runtime.get_config_env().items()
-        if key.startswith(prefix)
-    }
+    """This project's stack keys and RunPod key as the engine passed them: text per key, JSON
+    for structures; a key left unset is absent."""
+    config = pulumi.Config(PROJECT)
+    found = {name: config.get(name) for name in (*STACK_KEYS, STACK_API_KEY)}
+    return {name: text for name, text in found.items() if text is not None}
 
 
 def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> Credentials:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from frutebox_infra.acyclic import cycle_collector_paused
 from frutebox_infra.deploy.requests import pod_name
 from frutebox_infra.planner.colocate import PodGroup
 from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
@@ -87,7 +86,6 @@ def speed_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
     ]
 
 
-@cycle_collector_paused()  # a plan's views build what the plan holds, acyclic too
 def plan_table(plan: FleetPlan) -> str:
     rows = [plan_row(m) for m in plan.models]
     s = plan.settings
@@ -197,7 +195,6 @@ def _listed(title: str, items: Sequence[str]) -> list[str]:
 # --- markdown ----------------------------------------------------------------------------
 
 
-@cycle_collector_paused()  # a plan's views build what the plan holds, acyclic too
 def plan_markdown(plan: FleetPlan) -> str:
     s = plan.settings
     verdict = "✅ ready to deploy" if plan.ok else "❌ preview fails"
@@ -340,10 +337,8 @@ def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
     }
 
 
-@cycle_collector_paused()  # a plan's views build what the plan holds, acyclic too
 def plan_data(plan: FleetPlan) -> dict[str, Any]:
     s = plan.settings
-    # One pass over the pods: asking the plan per model would scan every pod for each one.
     pod_names = {mid: pod_name(plan.stack, p.anchor) for p in plan.pods for mid in p.model_ids}
     return {
         "version": PLAN_VERSION,

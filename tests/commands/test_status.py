@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from frutebox_infra.commands.status import (
     StatusError,
@@ -20,6 +22,7 @@ from frutebox_infra.commands.status import (
 from frutebox_infra.deploy.requests import pod_body
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
+from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.report.status_report import status_markdown, status_table
 from frutebox_infra.runpod.tls import tls_context
 from frutebox_infra.stack.endpoints import Endpoint, resolve_endpoint
@@ -97,11 +100,41 @@ def test_stopped_then_untracked_then_foreign(emulator: RunningEmulator) -> None:
     assert view_of(emulator, lost).untracked == ()
 
 
-def test_no_key_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_key_is_a_usage_error_before_any_pulumi_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from frutebox_infra.commands.cli import main
 
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no pulumi to run: running one would exit 1
     assert main(["status", "--stack", "dev"]) == 2
+
+
+@pytest.mark.parametrize("in_file", [pytest.param(True, id="set"), pytest.param(False, id="unset")])
+def test_the_stack_secret_is_read_only_where_the_stack_file_holds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, in_file: bool
+) -> None:
+    from frutebox_infra.commands import status as status_read
+
+    secret = {"frutebox-infra:runpodApiKey": {"secure": "v1:abc"}} if in_file else {}
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(
+        yaml.safe_dump({"config": {"frutebox-infra:dataCenter": "EU-RO-1", **secret}})
+    )
+    asked: list[str] = []
+
+    def stack_api_key(stack: str, project_dir: Path, env: object) -> str:
+        asked.append(stack)
+        return "rk-stack"
+
+    monkeypatch.setattr(status_read, "stack_api_key", stack_api_key)
+    if in_file:
+        assert status_read.stack_endpoint("s", tmp_path, {}, None).has_key
+        assert asked == ["s"]
+    else:
+        with pytest.raises(UsageError, match="needs a key"):
+            status_read.stack_endpoint("s", tmp_path, {}, None)
+        assert asked == []
 
 
 def test_a_recorded_pod_the_list_leaves_out_is_read_by_id(

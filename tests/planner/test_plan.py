@@ -557,33 +557,6 @@ def test_stated_lengths_must_fit_the_context(lengths: dict[str, int], rule: str 
         assert "30000 + outputTokens 2769 is longer than the 32768 tokens" in str(fleet.problems)
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-def test_models_are_planned_with_the_cycle_collector_paused_then_restored(
-    enabled: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import gc
-
-    from frutebox_infra.planner import plan as planner
-
-    during: list[bool] = []
-    real = planner._plan_model
-
-    def spy(*args: Any) -> Any:
-        during.append(gc.isenabled())
-        return real(*args)
-
-    monkeypatch.setattr(planner, "_plan_model", spy)
-    was = gc.isenabled()
-    (gc.enable if enabled else gc.disable)()
-    try:
-        fleet = plan_fleet(real_registry(), settings(models=["qwen3-8b", "sdxl-1.0"]), stack="t")
-        after = gc.isenabled()
-    finally:
-        (gc.enable if was else gc.disable)()
-    assert fleet.ok and during == [False, False]
-    assert after is enabled
-
-
 def test_a_pods_notes_are_warnings_of_the_placement_taken() -> None:
     pinned = model(
         "pinned-gguf",

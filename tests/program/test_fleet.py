@@ -196,57 +196,6 @@ def test_secrets_reach_the_deploy_step_only_as_secret_environment(recorder: Reco
     return fleet.servers["qwen3-8b"].pod_id.apply(check)
 
 
-VOLUME = {"weights", "weights-volume", "weights-size"}
-
-
-@pytest.mark.parametrize(
-    ("stepwise", "registered_at_least", "registered_at_most"),
-    [
-        pytest.param(False, set(), set(), id="declare_fleet-registers-after-declaring"),
-        # The volume's commands may or may not have answered yet: only the component, which
-        # the stepwise declaration waits for, is certain.
-        pytest.param(True, {"weights"}, VOLUME, id="stepwise-registers-the-volume-first"),
-    ],
-)
-@pulumi.runtime.test
-def test_stepwise_declaration_registers_the_volume_while_the_pods_are_declared(
-    recorder: Recorder,
-    monkeypatch: pytest.MonkeyPatch,
-    stepwise: bool,
-    registered_at_least: set[str],
-    registered_at_most: set[str],
-) -> Any:
-    from frutebox_infra.program import fleet as fleet_module
-    from frutebox_infra.program.fleet import Credentials, declare_fleet, declare_fleet_stepwise
-
-    seen_by_first_server: list[set[str]] = []
-    server_init = fleet_module.ModelServer.__init__
-
-    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        seen_by_first_server.append(set(recorder.resources))
-        server_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(fleet_module.ModelServer, "__init__", recording_init)
-    plan = dev_plan()
-    credentials = Credentials(runpod_api_key="rk-secret")
-
-    async def declare_and_check() -> None:
-        if stepwise:
-            fleet = await declare_fleet_stepwise(plan, credentials)
-        else:
-            fleet = declare_fleet(plan, credentials)
-        await pulumi.Output.all(*(s.pod_id for s in fleet.servers.values())).future()
-        # The same resources either way; only when their registrations leave differs.
-        assert set(recorder.resources) == {
-            "weights", "weights-volume", "weights-size", "qwen3-8b", "qwen3-8b-pod",
-            "qwen3-8b-seed", "sdxl-1.0", "sdxl-1.0-pod", "sdxl-1.0-seed",
-        }  # fmt: skip
-        assert recorder.resources["qwen3-8b-pod"].inputs["triggers"][1] == "frutebox-dev-weights"
-        assert registered_at_least <= seen_by_first_server[0] <= registered_at_most
-
-    return declare_and_check()
-
-
 def test_the_sdk_s_debug_lines_are_dropped_unless_the_variable_keeps_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -260,3 +209,22 @@ def test_the_sdk_s_debug_lines_are_dropped_unless_the_variable_keeps_them(
     assert pulumi.log.debug is not sdk_debug
     pulumi.log.debug("dropped, not sent")  # takes what the SDK's takes and returns nothing
     assert pulumi.log.info is not pulumi.log.debug
+
+
+def test_read_config_is_the_project_s_keys_as_the_engine_passes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from frutebox_infra.program.fleet import read_config
+
+    passed = {
+        "frutebox-infra:models": '["qwen3-8b"]',
+        "frutebox-infra:dataCenter": "EU-RO-1",
+        "frutebox-infra:runpodApiKey": "rk-secret",
+        "command:anything": "another package's",
+    }
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(passed))
+    assert read_config() == {
+        "models": '["qwen3-8b"]',
+        "dataCenter": "EU-RO-1",
+        "runpodApiKey": "rk-secret",
+    }

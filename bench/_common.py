@@ -1,20 +1,24 @@
-"""Shared helpers for the bench scripts: timing, tables, fit requests and throwaway projects.
+"""Shared helpers for the bench scripts: timing, tables, results, fit requests and projects.
 
 Why a module of its own: every script times the same way (median of repeated runs, so one
 slow run on a busy machine does not decide a figure), prints the same kind of table, and the
 two that compare against the planner must build a `FitRequest` exactly as the resolver does
-without reaching into its private helpers.
+without reaching into its private helpers. A full run keeps its figures in bench/RESULTS.md
+through `Results`, one section per bench.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +41,7 @@ T = TypeVar("T")
 
 ROOT = REPO_ROOT
 PYTHON = ROOT / ".venv" / "bin" / "python"
+RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
 
 
 def timed(fn: Callable[[], T]) -> tuple[float, T]:
@@ -57,6 +62,59 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 def heading(text: str) -> None:
     print(f"\n== {text}")
+
+
+@dataclass
+class Results:
+    """What a bench prints as its figures and targets, kept for bench/RESULTS.md.
+
+    `print`, `heading` and `table` print as `print`, `heading()` and `print_table()` do and keep
+    the text; `write()` then replaces this bench's section of RESULTS.md, unless the run is a
+    `--quick` one (CI runs those on clean clones, and one run at a small size is no figure)."""
+
+    script: str
+    quick: bool
+    lines: list[str] = field(default_factory=list)
+
+    def print(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines += text.split("\n")
+
+    def heading(self, text: str) -> None:
+        self.print(f"\n== {text}")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        self.print(table(headers, rows, width=200))
+
+    def write(self) -> None:
+        if self.quick:
+            return
+        bench = Path(self.script).stem
+        command = " ".join(["bench/" + Path(self.script).name, *sys.argv[1:]])
+        text = RESULTS_FILE.read_text() if RESULTS_FILE.exists() else ""
+        header, *parts = re.split(r"^(?=## )", text, flags=re.MULTILINE)
+        sections = {part.split("\n", 1)[0].removeprefix("## ").strip(): part for part in parts}
+        body = "\n".join(self.lines).strip("\n")
+        sections[bench] = (
+            f"## {bench}\n\n{date.today().isoformat()}, {os.cpu_count()} cores,"
+            f" commit {_commit()}: `{command}`\n\n```text\n{body}\n```"
+        )
+        kept = [header, *(sections[name] for name in sorted(sections))]
+        RESULTS_FILE.write_text("\n\n".join(p.strip("\n") for p in kept if p.strip()) + "\n")
+
+
+def _commit() -> str:
+    """`git rev-parse --short HEAD` of the bench's checkout, marked when files differ from it."""
+    root = RESULTS_FILE.parent.parent
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode != 0:
+        return "unknown"
+    dirty = git("diff", "--quiet", "HEAD", "--", ".", f":(exclude){RESULTS_FILE.relative_to(root)}")
+    return head.stdout.strip() + (" with uncommitted changes" if dirty.returncode else "")
 
 
 def price(gpu: Gpu, cloud: Cloud = Cloud.SECURE) -> float | None:

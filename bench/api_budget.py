@@ -24,11 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from _common import heading, print_table
+from _common import Results
 from _deploy import command, step_env
 from _deploy import in_parallel as run_in_parallel
 
@@ -134,12 +134,13 @@ def main_() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one crash loop, 2 pods: for CI")
     quick = parser.parse_args().quick
-    heading(
+    results = Results(__file__, quick=quick)
+    results.heading(
         f"RunPod API calls of a deploy, emulated time (clock x{SCALE:g}); quotas"
         f" {QUOTA_PER_MINUTE}/min, {QUOTA_PER_HOUR}/h"
     )
     rows = []
-    deploys = (
+    deploys: tuple[Callable[[], dict[str, Any]], ...] = (
         (
             lambda: prod_up(crash_looping=True, crashing=CRASHING[:1]),
             lambda: fleet_up(QUICK_FLEET_PODS),
@@ -159,9 +160,10 @@ def main_() -> int:
                 str(figures["throttled"]),
             ]
         )
-    print_table(
+    results.table(
         ["deploy", "API calls", "minutes", "peak/min (of 60)", "peak/h (of 3000)", "429s"], rows
     )
+    results.write()
     return 0
 
 

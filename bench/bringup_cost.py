@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from _common import heading, print_table
+from _common import Results
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.deploy.requests import (
@@ -163,11 +163,13 @@ def stack_plan(models: Sequence[str] | None, seeding: bool, tier: str) -> FleetP
     return plan_fleet(load_registry(), replace(settings, **keys), stack="prod")
 
 
-def report(models: Sequence[str] | None, scale: float, tier: str = "STANDARD") -> float:
+def report(
+    results: Results, models: Sequence[str] | None, scale: float, tier: str = "STANDARD"
+) -> float:
     """Print one comparison; returns the measured fraction of GPU $ that seeding removed."""
     off, on = stack_plan(models, False, tier), stack_plan(models, True, tier)
     assert off.seeding is not None and on.seeding is not None
-    heading(
+    results.heading(
         f"first deploy of the prod stack{'' if models is None else ' (' + ', '.join(models) + ')'}"
         f" on the realistic emulator, clock x{scale:g} ({assumptions(on)})"
     )
@@ -191,16 +193,16 @@ def report(models: Sequence[str] | None, scale: float, tier: str = "STANDARD") -
         rows.append([m.model_id, gpu, *(usd(f) for f in figures)])
     rows.append(["total", "", *(usd(f) for f in sums)])
     headers = ["model", "GPU", "off: plan", "off: billed", "on: plan", "on: billed"]
-    print_table([*headers, "seed: plan", "seed: billed"], rows)
+    results.table([*headers, "seed: plan", "seed: billed"], rows)
     planned = 1 - sums[2] / sums[0] if sums[0] else 0.0
     measured = 1 - sums[3] / sums[1] if sums[1] else 0.0
     verdict = "met" if measured >= TARGET else "NOT met"
-    print(
+    results.print(
         f"\nGPU $ billed before serving: {usd(sums[1])} -> {usd(sums[3])} billed"
         f" ({measured:.0%} less), {usd(sums[0])} -> {usd(sums[2])} planned ({planned:.0%} less);"
         f" target {TARGET:.0%} less: {verdict}"
     )
-    print(
+    results.print(
         f"first deploy, GPU before serving + seeding: {usd(sums[1])} without seeding,"
         f" {usd(sums[3] + sums[5])} with it ({usd(sums[5])} of seeding) billed;"
         f" {usd(sums[2] + sums[4])} planned"
@@ -212,11 +214,13 @@ def cli(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one small model, same code path")
     args = parser.parse_args(argv)
+    results = Results(__file__, quick=args.quick)
     if args.quick:
-        report(["sdxl-1.0"], QUICK_SCALE)
+        report(results, ["sdxl-1.0"], QUICK_SCALE)
         return 0
     for tier in ("STANDARD", "HIGH_PERFORMANCE"):
-        report(None, SCALE, tier)
+        report(results, None, SCALE, tier)
+    results.write()
     return 0
 
 

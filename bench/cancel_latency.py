@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 import yaml
-from _common import heading, print_table, real_project, require_toolchain
+from _common import Results, real_project, require_toolchain
 
 from frutebox_infra.emulator.server import start
 
@@ -110,20 +110,28 @@ def one_run(tmp: Path) -> tuple[float, float, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one run: for CI")
-    runs = 1 if parser.parse_args().quick else RUNS
+    quick = parser.parse_args().quick
+    runs = 1 if quick else RUNS
     require_toolchain()
-    heading(f"SIGINT to `pulumi up` while its pod waits for health ({runs} runs)")
+    results = Results(__file__, quick=quick)
+    results.heading(f"SIGINT to `pulumi up` while its pod waits for health ({runs} runs)")
     rows = []
-    results = []
+    measured = []
     for i in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             result = one_run(Path(tmp))
-        results.append(result)
+        measured.append(result)
         terminated, exited, live, left = result
         rows.append([str(i + 1), f"{terminated:.1f}", f"{exited:.1f}", str(live), str(left)])
-    print_table(["run", "pod terminated (s)", "up exited (s)", "live pods", "processes left"], rows)
-    print(f"\nmedian: pod terminated {statistics.median(r[0] for r in results):.1f} s,"
-          f" up exited {statistics.median(r[1] for r in results):.1f} s after SIGINT")  # fmt: skip
+    results.table(
+        ["run", "pod terminated (s)", "up exited (s)", "live pods", "processes left"], rows
+    )
+    terminated = statistics.median(r[0] for r in measured)
+    exited = statistics.median(r[1] for r in measured)
+    results.print(
+        f"\nmedian: pod terminated {terminated:.1f} s, up exited {exited:.1f} s after SIGINT"
+    )
+    results.write()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
-from _common import heading, print_table, timed
+from _common import Results, timed
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Registry
@@ -102,6 +102,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small fleets, few: for CI")
     quick = parser.parse_args().quick
+    results = Results(__file__, quick=quick)
     sizes, per_size, large_sizes = (
         (QUICK_SIZES, QUICK_FLEETS_PER_SIZE, QUICK_LARGE_SIZES)
         if quick
@@ -138,14 +139,16 @@ def main() -> int:
                 f"{seconds['brute'] / per_size * 1000:.1f} ms",
             ]
         )
-    heading("grouping $/h over brute force (1.000 = optimal), random small Ollama fleets")
-    print_table(
+    results.heading("grouping $/h over brute force (1.000 = optimal), random small Ollama fleets")
+    results.table(
         ["MODELS", "FLEETS", "PLANNER MAX", "GREEDY MEAN/MAX", "BEST/APART",
          "PLANNER", "GREEDY", "BRUTE FORCE"],
         rows,
     )  # fmt: skip
-    print(f"worst ratio: planner {worst['exact']:.3f}, greedy heuristic {worst['greedy']:.3f}")
-    heading("beyond the exact bound (greedy): saving against a pod each, and time")
+    results.print(
+        f"worst ratio: planner {worst['exact']:.3f}, greedy heuristic {worst['greedy']:.3f}"
+    )
+    results.heading("beyond the exact bound (greedy): saving against a pod each, and time")
     large_rows = []
     for n in large_sizes:
         reg, settings = fleet(catalog, rng, n)
@@ -154,7 +157,8 @@ def main() -> int:
         alone = sum(round(m.alone[0].usd_per_hour * 100) for m in ms)
         large_rows.append([str(n), f"${alone / 100:.2f}", f"${got / 100:.2f}",
                            f"{got / alone:.2f}", f"{t * 1000:.0f} ms"])  # fmt: skip
-    print_table(["MODELS", "APART $/H", "GROUPED $/H", "RATIO", "GROUPING TIME"], large_rows)
+    results.table(["MODELS", "APART $/H", "GROUPED $/H", "RATIO", "GROUPING TIME"], large_rows)
+    results.write()
     return 0
 
 

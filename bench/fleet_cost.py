@@ -20,7 +20,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from _common import Verdict, heading, judge, price, print_table, synthetic_registry
+from _common import Results, Verdict, judge, price, synthetic_registry
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Gpu, Registry
@@ -66,12 +66,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="dev and 4 small models: for CI")
     parser.add_argument("stack", nargs="?", help="the stack to price (default prod)")
     args = parser.parse_args()
+    results = Results(__file__, quick=args.quick)
     stack = args.stack or (QUICK_STACK if args.quick else "prod")
     small_fleet = QUICK_SMALL_FLEET if args.quick else SMALL_FLEET
     registry = load_registry()
     settings = load_settings(stack_file(stack))
     plan = plan_fleet(registry, settings, stack=stack)
-    print(
+    results.print(
         f"stack {stack}: {len(plan.models)} armed models, SECURE on-demand prices,"
         f" {HOURS_PER_MONTH} h/month"
     )
@@ -104,8 +105,8 @@ def main() -> int:
                 _why(verdict),
             ]
         )
-    heading("per model: pod $/h and $/month, planned vs naive")
-    print_table(
+    results.heading("per model: pod $/h and $/month, planned vs naive")
+    results.table(
         [
             "MODEL",
             "WEIGHTS",
@@ -122,8 +123,8 @@ def main() -> int:
         rows,
     )
     volume = plan.volume.usd_per_month
-    heading("fleet")
-    print_table(
+    results.heading("fleet")
+    results.table(
         ["", "PODS $/H", "PODS $/MONTH", "+ VOLUME $/MONTH", "FLEET $/MONTH"],
         [
             [
@@ -137,20 +138,23 @@ def main() -> int:
         ],
     )
     saving = naive_total - planned_total
-    print(
+    results.print(
         f"saving of the plan over the naive picks: ${saving:,.2f}/h ="
         f" ${saving * HOURS_PER_MONTH:,.2f}/month ({saving / naive_total:.0%} of the naive pods)"
     )
-    print(
+    results.print(
         f"naive picks that would not serve under our estimator: {naive_failures} of"
         f" {len(plan.models)}"
         + (" (the naive total counts them anyway: it is a lower bound)" if naive_failures else "")
     )
-    colocation(registry, settings, stack, small_fleet)
+    colocation(results, registry, settings, stack, small_fleet)
+    results.write()
     return 0
 
 
-def colocation(registry: Registry, settings: StackSettings, stack: str, small_fleet: int) -> None:
+def colocation(
+    results: Results, registry: Registry, settings: StackSettings, stack: str, small_fleet: int
+) -> None:
     """Pods and $/h with one pod per model against co-location, on the stack and small ones."""
     templates = [m for m in registry.models if m.id in SMALL_TEMPLATES]
     small = synthetic_registry(registry, templates, small_fleet)
@@ -185,11 +189,13 @@ def colocation(registry: Registry, settings: StackSettings, stack: str, small_fl
                 f"${saving * HOURS_PER_MONTH:,.2f}",
             ]
         )
-    heading("co-location: one pod per model -> shared pods where cheaper")
-    print_table(
+    results.heading("co-location: one pod per model -> shared pods where cheaper")
+    results.table(
         ["FLEET", "MODELS", "PODS", "$/H BEST", "$/H WORST", "SAVED $/H", "SAVED $/MONTH"], rows
     )
-    print(f"(the small fleet: {', '.join(SMALL_TEMPLATES)} cloned in turn, HF token assumed)")
+    results.print(
+        f"(the small fleet: {', '.join(SMALL_TEMPLATES)} cloned in turn, HF token assumed)"
+    )
 
 
 def _why(verdict: Verdict) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from _common import heading, print_table
+from _common import Results
 from _deploy import command, in_parallel, run_step, step_env
 
 from frutebox_infra.catalog.files import load_registry
@@ -225,7 +225,7 @@ def verdict(met: bool) -> str:
     return "MET" if met else "MISSED"
 
 
-def report_crash(figures: dict[str, Any], prod_rates: dict[str, float]) -> None:
+def report_crash(figures: dict[str, Any], prod_rates: dict[str, float], results: Results) -> None:
     rows, total_before, total_after = [], 0.0, 0.0
     for model_id, seconds, dollars in figures["rows"]:
         before_s = BEFORE_CRASH_S[model_id]
@@ -236,12 +236,12 @@ def report_crash(figures: dict[str, Any], prod_rates: dict[str, float]) -> None:
     longest = max(BEFORE_CRASH_S[m] for m, _, _ in figures["rows"])
     rows.append(["all", "", f"{longest:,.0f} s", f"${total_before:.2f}",
                  f"{figures['ended_s']:,.0f} s", f"${total_after:.2f}"])  # fmt: skip
-    print_table(["pod", "$/h", "before: billed", "before: $", "after: billed", "after: $"], rows)
-    print(f"every step failed as a crash loop: {figures['caught']}; pods left live:"
-          f" {len(figures['live'])}")  # fmt: skip
-    print(f"target: <= ${TARGET_CRASH_USD:.2f} and ends within {TARGET_CRASH_S:.0f} s:"
-          f" ${total_after:.2f}, {figures['ended_s']:.0f} s ->"
-          f" {verdict(total_after <= TARGET_CRASH_USD and figures['ended_s'] <= TARGET_CRASH_S)}")
+    results.table(["pod", "$/h", "before: billed", "before: $", "after: billed", "after: $"], rows)
+    results.print(f"every step failed as a crash loop: {figures['caught']}; pods left live:"
+                  f" {len(figures['live'])}")  # fmt: skip
+    met = total_after <= TARGET_CRASH_USD and figures["ended_s"] <= TARGET_CRASH_S
+    results.print(f"target: <= ${TARGET_CRASH_USD:.2f} and ends within {TARGET_CRASH_S:.0f} s:"
+                  f" ${total_after:.2f}, {figures['ended_s']:.0f} s -> {verdict(met)}")  # fmt: skip
 
 
 def main() -> int:
@@ -250,12 +250,13 @@ def main() -> int:
         "--quick", action="store_true", help="one crash-looping pod and one dead host, seconds"
     )
     args = parser.parse_args()
+    results = Results(__file__, quick=args.quick)
     prod = Prod.load()
     rates = {m: prod.rate(m) for m in CRASHING}
     models = CRASHING[:1] if args.quick else CRASHING
-    heading(f"crash-looping launch: {', '.join(models)} (clock x{SCALE:g}, emulated time)")
+    results.heading(f"crash-looping launch: {', '.join(models)} (clock x{SCALE:g}, emulated time)")
     crash = crash_loop(models)
-    report_crash(crash, rates)
+    report_crash(crash, rates, results)
     if args.quick:
         # The dead host's path too, on the smallest LLM: status's drift, the heal's delete, and
         # a replacement that must serve (a pod that cannot load its weights would crash-loop).
@@ -264,37 +265,40 @@ def main() -> int:
               f" {dead['terminated']}, replaced: {dead['replaced']}")  # fmt: skip
         healed = dead["after"] is not None and dead["terminated"] and dead["replaced"]
         return 0 if crash["caught"] and not crash["live"] and healed else 1
-    heading(f"a host dead for {DEAD_FOR_S / 3600:g} h under {DEAD_HOST_MODEL} until status runs")
+    results.heading(
+        f"a host dead for {DEAD_FOR_S / 3600:g} h under {DEAD_HOST_MODEL} until status runs"
+    )
     dead = dead_host()
     hour = usd(DEAD_FOR_S, dead["rate"])
-    print_table(["", "status says", "billed while nothing serves"], [
+    results.table(["", "status says", "billed while nothing serves"], [
         ["before", "in sync (exit 0)" if dead["before"] is None else str(dead["before"]),
          f"${hour:.2f} for the hour, then ${dead['rate']:.2f}/h until someone looks"],
         ["after", f"{dead['after']} (exit 3)",
          f"${hour:.2f} for the hour + ${usd(dead['heal_s'], dead['rate']):.2f}"
          f" ({dead['heal_s']:.0f} s: status's probes, then the heal's terminate)"],
     ])  # fmt: skip
-    print(f"the replacement loads {dead['loading_s']:,.0f} s before it serves"
-          f" (${usd(dead['loading_s'], dead['rate']):.2f}); dead pod terminated:"
-          f" {dead['terminated']}, replaced: {dead['replaced']}")  # fmt: skip
-    heading("a volume create answering 503 after creating, the listing showing it late")
+    results.print(f"the replacement loads {dead['loading_s']:,.0f} s before it serves"
+                  f" (${usd(dead['loading_s'], dead['rate']):.2f}); dead pod terminated:"
+                  f" {dead['terminated']}, replaced: {dead['replaced']}")  # fmt: skip
+    results.heading("a volume create answering 503 after creating, the listing showing it late")
     vol = ambiguous_volume()
-    print_table(["", "volumes left", "orphan bills"], [
+    results.table(["", "volumes left", "orphan bills"], [
         ["before", "2", f"${vol['before_usd_month']:.2f}/month ({vol['size_gb']:,} GB), for ever"],
         ["after", str(vol["volumes"]),
          f"${vol['orphan_usd_month']:.2f}/month (sweep done {vol['took_s']:.0f} s after)"],
     ])  # fmt: skip
-    print(f"target: no orphan volume -> {verdict(vol['volumes'] == 1)}")
-    heading(f"a pod create answering 503 after creating ({DEAD_HOST_MODEL})")
+    results.print(f"target: no orphan volume -> {verdict(vol['volumes'] == 1)}")
+    results.heading(f"a pod create answering 503 after creating ({DEAD_HOST_MODEL})")
     pod = ambiguous_pod()
-    print_table(["", "duplicate billed", "$"], [
+    results.table(["", "duplicate billed", "$"], [
         ["before", f"{BEFORE_DUPLICATE_S:.0f} s (one look, 30 s later)",
          f"${usd(BEFORE_DUPLICATE_S, pod['rate']):.3f}"],
         ["after", f"{pod['billed_s']:.1f} s ({pod['duplicates']} duplicate(s),"
          f" {len(pod['live'])} left live)", f"${usd(pod['billed_s'], pod['rate']):.3f}"],
     ])  # fmt: skip
-    print(f"target: a duplicate bills <= {TARGET_DUPLICATE_S:.0f} s ->"
-          f" {verdict(pod['billed_s'] <= TARGET_DUPLICATE_S and not pod['live'])}")
+    met = pod["billed_s"] <= TARGET_DUPLICATE_S and not pod["live"]
+    results.print(f"target: a duplicate bills <= {TARGET_DUPLICATE_S:.0f} s -> {verdict(met)}")
+    results.write()
     return 0
 
 

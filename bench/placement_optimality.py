@@ -26,7 +26,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from _common import Verdict, heading, judge, price, print_table
+from _common import Results, Verdict, heading, judge, price, print_table
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Gpu, Registry
@@ -120,6 +120,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one grid point: for CI")
     quick = parser.parse_args().quick
+    results = Results(__file__, quick=quick)
     contexts = QUICK_CONTEXTS if quick else CONTEXTS
     concurrencies = QUICK_CONCURRENCIES if quick else CONCURRENCIES
     registry = load_registry()
@@ -183,18 +184,19 @@ def main() -> int:
             for (mid, context), by_n in sorted(cells.items())
         ],
     )
-    heading("summary")
+    results.heading("summary")
     placed = cases - both_none - refused - len(disagreements)
-    print(
+    results.print(
         f"cases: {cases}; both placed: {placed}; neither places: {both_none}; overrides"
         f" refused (context above the model's, or on ComfyUI): {refused}"
     )
-    print(f"one places and the other does not: {len(disagreements)}")
+    results.print(f"one places and the other does not: {len(disagreements)}")
     for line in disagreements:
-        print(f"  BUG: {line}")
-    print(f"worst planner/brute-force $/h ratio: {worst:.3f} (target 1.000)")
+        results.print(f"  BUG: {line}")
+    results.print(f"worst planner/brute-force $/h ratio: {worst:.3f} (target 1.000)")
     ok = worst <= 1.0 + 1e-9 and not disagreements
-    print(f"target: {'MET' if ok else 'MISSED'}")
+    results.print(f"target: {'MET' if ok else 'MISSED'}")
+    results.write()
     return 0 if ok else 1
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from _common import heading, print_table
+from _common import Results, heading, print_table
 from pydantic import BaseModel, ConfigDict, Field
 
 from frutebox_infra.catalog.files import load_registry
@@ -173,7 +173,11 @@ def summary(errors: Sequence[float]) -> tuple[float, float, float]:
 
 
 def show(
-    rows: Sequence[Row], models: dict[str, Model], registry: Registry, facts: SpeedFacts
+    rows: Sequence[Row],
+    models: dict[str, Model],
+    registry: Registry,
+    facts: SpeedFacts,
+    results: Results,
 ) -> None:
     errors = log_errors(rows, models, registry, facts)
     table = []
@@ -195,7 +199,7 @@ def show(
     median_abs, median_signed, worst = summary(errors)
     gpus = {r.gpu for r in rows}
     engines = {r.engine for r in rows}
-    print(
+    results.print(
         f"\n{len(rows)} rows, {len(gpus)} GPU types, {len(engines)} engines;"
         f" median |error| {median_abs:.1%} (target <= {MEDIAN_TARGET:.0%}: "
         f"{'MET' if median_abs <= MEDIAN_TARGET else 'MISSED'}), median signed error"
@@ -226,7 +230,7 @@ def parameters(
     facts: SpeedFacts, rows: Sequence[Row], registry: Registry
 ) -> list[tuple[tuple[str, str, str], tuple[float, float]]]:
     """The figures the rows can pin down: each measured engine's, and each link rows cross."""
-    out = []
+    out: list[tuple[tuple[str, str, str], tuple[float, float]]] = []
     for engine in sorted({r.engine for r in rows}):
         entry = facts.engines.get(engine)
         if entry is not None and entry.kernels_of is None:
@@ -273,18 +277,21 @@ def squared(
     return lambda facts: sum(e * e for e in log_errors(rows, models, registry, facts))
 
 
-def refit(rows: Sequence[Row], models: dict[str, Model], registry: Registry) -> None:
+def refit(
+    rows: Sequence[Row], models: dict[str, Model], registry: Registry, results: Results
+) -> None:
     facts = registry.speed
     assert facts is not None
     params = parameters(facts, rows, registry)
     fitted = fit(facts, squared(rows, models, registry), params)
-    heading("fitted figures (all rows)")
+    results.heading("fitted figures (all rows)")
     for path, _ in params:
         section, key, field = path
-        print(f"{section}.{key}.{field}: {getattr(getattr(fitted, section)[key], field):.4g}")
-    show(rows, models, registry, fitted)
+        value = getattr(getattr(fitted, section)[key], field)
+        results.print(f"{section}.{key}.{field}: {value:.4g}")
+    show(rows, models, registry, fitted, results)
     median_abs, median_signed, worst = summary(log_errors(rows, models, registry, fitted))
-    print(
+    results.print(
         f"in-sample: median |error| {median_abs:.1%}, signed {median_signed:+.1%},"
         f" worst x{worst:.2f}"
     )
@@ -296,9 +303,9 @@ def refit(rows: Sequence[Row], models: dict[str, Model], registry: Registry) -> 
         (err,) = log_errors([row], models, registry, loo)
         held_out.append(err)
         if abs(err) > math.log(1.5):
-            print(f"  left out {row.id}: x{math.exp(err):.2f}")
+            results.print(f"  left out {row.id}: x{math.exp(err):.2f}")
     median_abs, median_signed, worst = summary(held_out)
-    print(
+    results.print(
         f"leave-one-out: median |error| {median_abs:.1%}, signed {median_signed:+.1%},"
         f" worst x{worst:.2f}"
     )
@@ -309,15 +316,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few rows, same code path")
     parser.add_argument("--fit", action="store_true", help="refit registry/speed.yaml's figures")
     args = parser.parse_args(argv)
+    results = Results(__file__, quick=args.quick)
     registry = load_registry()
     if registry.speed is None:
         sys.exit("registry/speed.yaml is missing")
     models, rows = load_rows(registry)
     if args.quick:
         rows = tuple(r for r in rows if r.id in QUICK_ROWS)
-    show(rows, models, registry, registry.speed)
+    show(rows, models, registry, registry.speed, results)
     if args.fit:
-        refit(rows, models, registry)
+        refit(rows, models, registry, results)
+    results.write()
     return 0
 
 

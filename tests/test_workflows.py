@@ -7,8 +7,10 @@ rather than skipped: an unlinted workflow fails only on GitHub, after the merge.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,20 @@ def test_ci_runs_the_test_suite() -> None:
     assert set(doc["on"]) == {"push", "pull_request"}
     steps = doc["jobs"]["test"]["steps"]
     assert any(s.get("run") == "bash .ci/run" for s in steps)
+
+
+def test_ci_tests_every_python_pyproject_names() -> None:
+    """The versions pyproject.toml promises are the versions CI runs: the oldest with the
+    engine and the benches, every newer one with the fast suite."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    promised = sorted(
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if c.startswith("Programming Language :: Python :: 3.")
+    )
+    low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", project["requires-python"]).groups()  # type: ignore[union-attr]
+    assert promised == [f"3.{minor}" for minor in range(int(low), int(high))]
+    jobs = workflow("ci.yml")["jobs"]
+    oldest = step_using(jobs["test"], "actions/setup-python")["with"]["python-version"]
+    newer = jobs["python-versions"]["strategy"]["matrix"]["python-version"]
+    assert [str(oldest), *newer] == promised

@@ -1,4 +1,4 @@
-"""The count search's hot loop: per GPU type the smallest count that fits, off a GPU table.
+"""The count search: per GPU type the smallest count that fits, off a GPU table.
 
 Every model of a stack is searched against the same GPU types, so what depends only on them,
 the cloud, the image and the engine (which types have a price and run the image, their $/h

@@ -10,6 +10,7 @@ the full spelling as its fix.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
@@ -378,7 +379,6 @@ def _unknown_flag(name: str, facts: EngineOptions) -> Refusal:
             " flag added by a later release makes ambiguous)",
             fix=f"spell it {expands[0]}",
         )
-    import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
     close = difflib.get_close_matches(name, known, n=3)
     return Refusal(
@@ -397,7 +397,6 @@ def _kind(flag: EngineFlag) -> str:
 
 def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     if flag.choices:
-        import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
         close = difflib.get_close_matches(value, list(flag.choices), n=1)
         if close:
@@ -415,7 +414,6 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
     refusals: list[Refusal] = []
     for name, unread, kind in checks:
         if unread and not _script_reads(script, name):
-            import difflib  # only a refusal's message needs it: kept off the preview's start-up
 
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             refusals.append(

@@ -17,12 +17,12 @@ already edit this package's source can write.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib.metadata
 import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -109,44 +109,28 @@ def _code_fingerprint() -> str:
 
 def source_stamp(directory: Path) -> str:
     """Every `.py` file below `directory` by path, size and modification time: the rule
-    Python itself uses to call a compiled module current, at a stat per file instead of
-    reading the package on every start-up."""
+    Python itself uses to call a compiled module current."""
     stamps = []
-    # Each path starts with the directory as given: cut, not os.path.relpath (a millisecond
-    # over the package).
-    start = len(os.path.join(directory, ""))
-    for path in sorted(_sources(directory)):
-        stat = os.stat(path)
-        stamps.append(f"{path[start:]}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    for path in _sources(directory):
+        stat = path.stat()
+        stamps.append(f"{path.relative_to(directory)}\0{stat.st_size}\0{stat.st_mtime_ns}")
     return "\n".join(stamps)
 
 
 def _validator_versions() -> list[str]:
-    """The installed pydantic and pydantic-core, by their dist-info names (`pydantic-2.14.4`),
-    found without importing them: a cache hit must not pay for pydantic's import."""
-    names = []
-    for package in ("pydantic", "pydantic_core"):
-        spec = importlib.util.find_spec(package)
-        origin = spec.origin if spec is not None else None
-        if origin is None:
-            names.append(f"{package} absent")
-            continue
-        # One listing of site-packages rather than a glob (which costs ten times as much).
-        listed = os.listdir(Path(origin).parent.parent)
-        found = [n for n in listed if n.startswith(f"{package}-") and n.endswith(".dist-info")]
-        names.extend(sorted(found) or [origin])
-    return names
+    """The installed pydantic and pydantic-core, read from their metadata: an entry is only
+    as good as the validators that passed it."""
+    found = []
+    for dist in ("pydantic", "pydantic-core"):
+        try:
+            found.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{dist} absent")
+    return found
 
 
-def _sources(directory: Path | str) -> Iterator[str]:
-    # os.scandir rather than Path.rglob: a third of the time, on the start-up path.
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.is_dir():
-                if entry.name != "__pycache__":
-                    yield from _sources(entry.path)
-            elif entry.name.endswith(".py"):
-                yield entry.path
+def _sources(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def _feed(update: Callable[[bytes], object], part: bytes) -> None:

@@ -33,7 +33,7 @@ _OTHER_BOMS = (
     (b"\xff\xfe", "UTF-16 (little-endian)"),
 )
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's parser where PyYAML was built with it (~10x faster); only its events are used."""
+"""libyaml's parser where PyYAML was built with it; only its events are used."""
 
 _NULL = frozenset({"", "~", "null", "Null", "NULL"})
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}

@@ -123,8 +123,7 @@ class Settings(BaseModel):
     command naming the variable, never silently becomes a default."""
 
     # The environment is handed in (`from_env`), so tests never read the real one: a plain
-    # model, with its defaults validated too, which spares every step pydantic-settings'
-    # start-up for sources it would not read.
+    # model, with its defaults validated too.
     model_config = ConfigDict(
         frozen=True, extra="ignore", populate_by_name=True, validate_default=True
     )

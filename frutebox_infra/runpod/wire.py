@@ -10,9 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 class Wire(BaseModel):
     """API payloads: read what we use, ignore what the API may add later.
 
-    Each model's validator is built when it first reads a payload (`defer_build`), not when
-    the module is imported: one deploy step reads a few of these, and building them all was
-    a good part of its start-up."""
+    Each model's validator is built when it first reads a payload (`defer_build`): one deploy
+    step reads only a few of these."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 

@@ -6,9 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
-from frutebox_infra.estimates.speed import SpeedEstimate
-from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
-from frutebox_infra.planner.resolver import PlanProblem
+from frutebox_infra.planner import HOURS_PER_MONTH, FleetPlan, ModelPlan, PlanProblem, SpeedEstimate
 
 
 class Change(StrEnum):

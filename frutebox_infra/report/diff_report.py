@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from frutebox_infra.estimates.fit import sequences_label
-from frutebox_infra.planner.plan import HOURS_PER_MONTH
+from frutebox_infra.planner import HOURS_PER_MONTH
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import problem_data
-from frutebox_infra.report.text import table, usd
+from frutebox_infra.report.text import sequences_label, table, usd
 from frutebox_infra.views.diff import Amount, Change, FleetDiff, ModelChange, ModelSnapshot
 
 DIFF_VERSION = 1

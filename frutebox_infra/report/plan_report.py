@@ -19,7 +19,7 @@ from frutebox_infra.report.bringup_report import (
 )
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
-from frutebox_infra.report.text import bullets, table, usd
+from frutebox_infra.report.text import bullets, sequences_label, table, usd
 
 PLAN_VERSION = 1
 """Changes when a key of `plan_data` does."""
@@ -40,7 +40,11 @@ def fit_cell(m: ModelPlan) -> str:
         # What it would hold alone on the card overstates a member: the pod's fit is the
         # members' sum, shown under the table.
         return f"{f.weights_gb_per_gpu:.0f}G shared pod"
-    return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
+    if f.full_context_sequences is None:
+        held = "coarse-fit" if f.fits else "no fit (coarse)"
+    else:
+        held = sequences_label(f.full_context_sequences, f.configured_sequences)
+    return f"{f.weights_gb_per_gpu:.0f}G {held}"
 
 
 def image_cell(m: ModelPlan, empty: str = "-") -> str:

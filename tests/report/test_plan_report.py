@@ -104,6 +104,17 @@ def test_coarse_estimates_are_marked() -> None:
     assert "coarse" in sdxl and "coarse" not in qwen
 
 
+def test_the_fit_says_sequences_held_against_configured() -> None:
+    plan = real_plan(["qwen3-8b"])
+    (m,) = plan.models
+    assert m.placement is not None
+    f = m.placement.fit
+    assert f.full_context_sequences is not None
+    held = f"{int(f.full_context_sequences * 10) / 10:g}/{f.configured_sequences} seq"
+    (row,) = table_lines(plan_table(plan))[2:]
+    assert f"{f.weights_gb_per_gpu:.0f}G {held}" in row
+
+
 def test_an_unpinned_image_is_marked() -> None:
     images = real_images()
     images[Runtime.OLLAMA] = replace(images[Runtime.OLLAMA], tag="latest")

@@ -23,12 +23,12 @@ from frutebox_infra.plumbing.errors import (
 )
 from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.report import Format
-from frutebox_infra.report.catalog_report import CatalogView, catalog_view
 from frutebox_infra.report.diff_report import DiffView
 from frutebox_infra.report.render import formats, render
 from frutebox_infra.stack.environment import Environment
 from frutebox_infra.stack.settings import STACK_KEYS
 from frutebox_infra.stack.stack_file import load_settings, stack_file
+from frutebox_infra.views.catalog import CatalogView, catalog_view
 from frutebox_infra.views.diff import diff_plans
 from frutebox_infra.views.drift import HEALTH_PROBES, HEALTH_WINDOW_S
 from frutebox_infra.views.price_compare import PriceComparison

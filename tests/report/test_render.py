@@ -12,12 +12,13 @@ from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.report import Format, Renderers
-from frutebox_infra.report.catalog_report import CATALOG, CatalogView
+from frutebox_infra.report.catalog_report import CATALOG
 from frutebox_infra.report.diff_report import DIFF, DiffView
 from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.render import RENDERERS, View, formats, render
 from frutebox_infra.report.status_report import STATUS
+from frutebox_infra.views.catalog import CatalogView
 from frutebox_infra.views.diff import diff_plans
 from frutebox_infra.views.live_warnings import LiveCatalog, LiveGpu
 from frutebox_infra.views.price_compare import PriceComparison, compare_prices
@@ -32,7 +33,7 @@ def plan(*models: str) -> FleetPlan:
 
 def catalog() -> CatalogView:
     registry = real_registry()
-    return CatalogView(tuple(resolve(registry, m.id) for m in registry.models))
+    return CatalogView(resolutions=tuple(resolve(registry, m.id) for m in registry.models))
 
 
 def prices() -> PriceComparison:

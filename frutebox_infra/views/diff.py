@@ -140,6 +140,15 @@ class FleetDiff:
         return self.volume_planned_gb < self.volume_size_gb.before
 
 
+@dataclass(frozen=True, kw_only=True)
+class DiffView:
+    """A change's diff and what to call its two sides (a ref, or the work tree)."""
+
+    diff: FleetDiff
+    base: str
+    head: str
+
+
 def snapshot(m: ModelPlan) -> ModelSnapshot:
     p = m.placement
     serving = m.resolution.serving

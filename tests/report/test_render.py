@@ -21,6 +21,7 @@ from frutebox_infra.report.status_report import STATUS
 from frutebox_infra.views.catalog import CatalogView
 from frutebox_infra.views.diff import DiffView, diff_plans
 from frutebox_infra.views.live_warnings import LiveCatalog, LiveGpu
+from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison, compare_prices
 from frutebox_infra.views.status_view import StatusView
 from tests.factories import real_registry, settings
@@ -45,7 +46,7 @@ def prices() -> PriceComparison:
 
 
 VIEWS: list[tuple[Any, Renderers[Any], tuple[Format, ...]]] = [
-    (plan("qwen3-8b", "sdxl-1.0"), PLAN, tuple(Format)),
+    (PlanView(plan=plan("qwen3-8b", "sdxl-1.0")), PLAN, tuple(Format)),
     (catalog(), CATALOG, (Format.TABLE, Format.JSON)),
     (
         DiffView(

@@ -20,6 +20,7 @@ from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack.endpoints import STACK_API_KEY, resolve_endpoint
 from frutebox_infra.stack.environment import Environment
 from frutebox_infra.stack.stack_file import check_pulumi_agrees, load_settings, stack_file
+from frutebox_infra.views.plan import PlanView
 
 exit_quietly_on_interrupt()
 # The SDK's per-resource debug lines are blocking RPCs that only `--debug` shows (fleet.py).
@@ -37,7 +38,7 @@ try:
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None
 
-pulumi.log.info(plan_table(plan))
+pulumi.log.info(plan_table(PlanView(plan=plan)))
 # Read-only and bounded: live prices, stock and volume tiers, or one dated registry line.
 endpoint = resolve_endpoint(
     os.environ, stack_key=config.get(STACK_API_KEY), stack_url=settings.runpod_api_url

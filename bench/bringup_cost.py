@@ -42,6 +42,7 @@ from frutebox_infra.report.bringup_report import assumptions
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.stack.stack_file import load_settings, stack_file
+from frutebox_infra.views.plan import PlanView
 
 SCALE = 300.0
 QUICK_SCALE = 1000.0
@@ -171,7 +172,7 @@ def report(
     assert off.seeding is not None and on.seeding is not None
     results.heading(
         f"first deploy of the prod stack{'' if models is None else ' (' + ', '.join(models) + ')'}"
-        f" on the realistic emulator, clock x{scale:g} ({assumptions(on)})"
+        f" on the realistic emulator, clock x{scale:g} ({assumptions(PlanView(plan=on))})"
     )
     before, after = measure(off, scale), measure(on, scale)
     rows, sums = [], [0.0] * 6

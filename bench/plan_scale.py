@@ -34,6 +34,7 @@ from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.report.plan_report import plan_data, plan_table
 from frutebox_infra.stack.settings import StackSettings
 from frutebox_infra.stack.stack_file import parse_settings
+from frutebox_infra.views.plan import PlanView
 
 SIZES = (50, 200, 1_000)
 RUNS = 9
@@ -65,8 +66,9 @@ def plan(registry: Registry, settings: StackSettings) -> FleetPlan:
 
 
 def render(result: FleetPlan) -> None:
-    plan_table(result)
-    plan_data(result)
+    view = PlanView(plan=result)
+    plan_table(view)
+    plan_data(view)
 
 
 @dataclass(frozen=True)

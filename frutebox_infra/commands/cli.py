@@ -23,14 +23,14 @@ from frutebox_infra.plumbing.errors import (
 )
 from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.report import Format
-from frutebox_infra.report.catalog_report import CatalogView, catalog_view
-from frutebox_infra.report.diff_report import DiffView
 from frutebox_infra.report.render import formats, render
 from frutebox_infra.stack.environment import Environment
 from frutebox_infra.stack.settings import STACK_KEYS
 from frutebox_infra.stack.stack_file import load_settings, stack_file
-from frutebox_infra.views.diff import diff_plans
+from frutebox_infra.views.catalog import CatalogView, catalog_view
+from frutebox_infra.views.diff import DiffView, diff_plans
 from frutebox_infra.views.drift import HEALTH_PROBES, HEALTH_WINDOW_S
+from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison
 from frutebox_infra.views.status_view import StatusView
 
@@ -57,7 +57,7 @@ def load_plan(
 
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = load_plan(args.stack, Path(args.stacks_dir), Path(args.registry_dir))
-    print(render(plan, Format(args.format)))
+    print(render(PlanView(plan=plan), Format(args.format)))
     if not plan.ok:
         print(f"\n{len(plan.problems)} problem(s): `pulumi preview` would fail.", file=sys.stderr)
         return EXIT_PROBLEMS
@@ -70,7 +70,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     before, after = plan_both_sides(root, args.base, args.head, args.stack, environment)
     diff = diff_plans(before, after)
     head = args.head or WORK_TREE
-    print(render(DiffView(diff, args.base, head), Format(args.format)))
+    print(render(DiffView(diff=diff, base=args.base, head=head), Format(args.format)))
     if not diff.ok:
         print(f"\n{len(diff.problems)} problem(s) at {head}: `pulumi preview` would fail.",
               file=sys.stderr)  # fmt: skip
@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser("plan", help="the plan `pulumi preview` shows, without Pulumi")
     plan.add_argument("--stack", required=True)
-    add_format(plan, FleetPlan)
+    add_format(plan, PlanView)
     plan.add_argument("--stacks-dir", default=str(STACKS_DIR), help=argparse.SUPPRESS)
     plan.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     plan.set_defaults(run=cmd_plan)

@@ -113,17 +113,6 @@ class Fit:
     layers_on_worst_gpu: int | None = None
     """Layer-split engines: layers on the most loaded GPU (its figures are the ones shown)."""
 
-    @property
-    def summary(self) -> str:
-        if self.full_context_sequences is None:
-            return "coarse-fit" if self.fits else "no fit (coarse)"
-        return sequences_label(self.full_context_sequences, self.configured_sequences)
-
-
-def sequences_label(held: float, configured: int) -> str:
-    """`held/configured seq`, held floored to one decimal: never claims a sequence it lacks."""
-    return f"{math.floor(held * 10) / 10:g}/{configured} seq"
-
 
 def kv_bytes_per_token(arch: Architecture, tp: int, dtype_bytes: int) -> int:
     """KV bytes one token costs on one tensor-parallel rank.

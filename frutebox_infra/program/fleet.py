@@ -29,6 +29,7 @@ from frutebox_infra.planner.plan import FleetPlan, ModelPlan
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.stack.endpoints import STACK_API_KEY, step_environment
 from frutebox_infra.stack.settings import PROJECT, STACK_KEYS, StackSettings
+from frutebox_infra.views.plan import PlanView
 
 RUNPOD_COMMAND = '"${FRUTEBOX_PYTHON:-python3}" -m frutebox_infra.runpod'
 """FRUTEBOX_PYTHON (set by tools/env.sh) names the interpreter that has this package; the
@@ -304,7 +305,7 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
-    pulumi.export("plan", plan_data(plan))
+    pulumi.export("plan", plan_data(PlanView(plan=plan)))
     # The ownership token is exported so `frutebox status` can prove which pods are ours.
     pulumi.export(
         "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}

@@ -5,14 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.planner.plan import FleetPlan
-from frutebox_infra.planner.seeding_decisions import ModelSeeding, Seeding
+from frutebox_infra.planner import ModelSeeding, Seeding
 from frutebox_infra.report.text import table, usd
-from frutebox_infra.seeding.bringup import (
-    CPU_POD_START_S,
-    GPU_POD_START_S,
-    VOLUME_READ_MB_PER_S,
-)
+from frutebox_infra.views.plan import PlanView
 
 HEADERS = ("MODEL", "WEIGHTS", "SEED", "SEED $", "GPU BEFORE SERVING", "GPU $", "NO SEEDING")
 
@@ -32,12 +27,11 @@ def money(value: float) -> str:
     return "<$0.01" if 0 < value < 0.005 else usd(value)
 
 
-def assumptions(plan: FleetPlan) -> str:
-    s = plan.settings
-    read = VOLUME_READ_MB_PER_S[s.volume_type]
+def assumptions(view: PlanView) -> str:
+    a = view.bringup_assumptions
     return (
-        f"GPU start {GPU_POD_START_S} s, CPU start {CPU_POD_START_S} s, download"
-        f" {s.download_mb_per_s} MB/s, {s.volume_type} volume read {read:g} MB/s"
+        f"GPU start {a.gpu_start_s} s, CPU start {a.cpu_start_s} s, download"
+        f" {a.download_mb_per_s} MB/s, {a.volume_type} volume read {a.volume_read_mb_per_s:g} MB/s"
     )
 
 
@@ -56,13 +50,13 @@ def _row(m: ModelSeeding, seeding: Seeding) -> list[str]:
     ]
 
 
-def bringup_lines(plan: FleetPlan) -> list[str]:
+def bringup_lines(view: PlanView) -> list[str]:
     """The table's bring-up section: what a first deploy costs before every model serves."""
-    seeding = plan.seeding
+    seeding = view.plan.seeding
     if seeding is None or not seeding.models:
         return []
     rows = [_row(m, seeding) for m in seeding.models]
-    lines = ["", f"bring-up, first deploy ({assumptions(plan)}):", table(HEADERS, rows)]
+    lines = ["", f"bring-up, first deploy ({assumptions(view)}):", table(HEADERS, rows)]
     lines.append(first_deploy_line(seeding))
     lines += [f"  {m.model_id}: not seeded: {m.why_not}" for m in seeding.models if m.why_not]
     return lines
@@ -81,13 +75,13 @@ def first_deploy_line(seeding: Seeding) -> str:
     )
 
 
-def bringup_markdown(plan: FleetPlan) -> list[str]:
-    seeding = plan.seeding
+def bringup_markdown(view: PlanView) -> list[str]:
+    seeding = view.plan.seeding
     if seeding is None or not seeding.models:
         return []
     lines = [
         "",
-        f"**Bring-up, first deploy** ({assumptions(plan)}):",
+        f"**Bring-up, first deploy** ({assumptions(view)}):",
         "",
         "| model | weights | seed | seed $ | GPU before serving | GPU $ | no seeding |",
         "|---|---:|---|---:|---:|---:|---:|",
@@ -118,11 +112,11 @@ def model_bringup_data(m: ModelSeeding | None) -> dict[str, Any] | None:
     }
 
 
-def seeding_data(plan: FleetPlan) -> dict[str, Any] | None:
-    seeding = plan.seeding
+def seeding_data(view: PlanView) -> dict[str, Any] | None:
+    seeding = view.plan.seeding
     if seeding is None:
         return None
-    s, d, cpu = plan.settings, seeding.first_deploy, seeding.cpu
+    a, d, cpu = view.bringup_assumptions, seeding.first_deploy, seeding.cpu
     return {
         "enabled": seeding.on,
         "cpuFlavor": cpu.flavor.id if cpu else None,
@@ -130,10 +124,10 @@ def seeding_data(plan: FleetPlan) -> dict[str, Any] | None:
         "cpuUsdPerHour": cpu.usd_per_hour if cpu else None,
         "noCpuReason": seeding.no_cpu,
         "assumptions": {
-            "gpuStartSeconds": GPU_POD_START_S,
-            "cpuStartSeconds": CPU_POD_START_S,
-            "downloadMBps": s.download_mb_per_s,
-            "volumeReadMBps": VOLUME_READ_MB_PER_S[s.volume_type],
+            "gpuStartSeconds": a.gpu_start_s,
+            "cpuStartSeconds": a.cpu_start_s,
+            "downloadMBps": a.download_mb_per_s,
+            "volumeReadMBps": a.volume_read_mb_per_s,
         },
         "firstDeploy": {
             "cpuPodSeconds": round(d.cpu_pod_s),

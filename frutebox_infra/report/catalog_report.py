@@ -3,62 +3,19 @@ a terminal table and as versioned data; it has no pull-request form."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from frutebox_infra.planner.floor import SpeedChoice, cheapest_at_floor, floor_problem
-from frutebox_infra.planner.ranking import PlacementOption
-from frutebox_infra.planner.resolver import PlanProblem, Resolution
+from frutebox_infra.planner import Resolution
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import placement_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
 from frutebox_infra.report.text import bullets, table, usd
+from frutebox_infra.views.catalog import CatalogView
 
 CATALOG_VERSION = 1
 """Changes when a key of `catalog_data` does."""
 
 CATALOG_HEADERS = ("MODEL", "ENGINE", "CHEAPEST", "$/H", *SPEED_HEADERS, "N", "STATUS")
-
-
-@dataclass(frozen=True)
-class CatalogView:
-    """Every registry model as resolved: servable, or why not; and, under the stack default
-    stream-rate floor, the placements a stack would take."""
-
-    resolutions: tuple[Resolution, ...]
-    floor: float = 0.0
-    """tok/s per stream the `at_floor` choices were held to (0: no floor)."""
-    at_floor: Mapping[str, SpeedChoice] = field(default_factory=dict)
-    """Per model id; a model without one is shown at its cheapest placement."""
-
-    def cheapest(self, r: Resolution) -> PlacementOption | None:
-        """The cheapest placement that meets the floor (the cheapest of all without one)."""
-        choice = self.at_floor.get(r.model_id)
-        if choice is not None:
-            return choice.taken[0] if choice.taken else None
-        return r.placements[0] if r.placements else None
-
-    def problem(self, r: Resolution) -> PlanProblem | None:
-        """Why the model cannot be served: the resolver's reason, or the floor's."""
-        choice = self.at_floor.get(r.model_id)
-        if r.problem is None and choice is not None and not choice.taken and choice.below_floor:
-            key = "frutebox-infra:minDecodeTokensPerSecond"
-            return floor_problem(r.model_id, choice, self.floor, key)
-        return r.problem
-
-    def servable(self, r: Resolution) -> bool:
-        return r.servable and self.cheapest(r) is not None
-
-
-def catalog_view(resolutions: tuple[Resolution, ...], floor: float) -> CatalogView:
-    """The catalog with each model's cheapest placement that meets `floor`."""
-    at_floor = {}
-    for r in resolutions:
-        choice = cheapest_at_floor(r, floor)
-        if choice is not None:
-            at_floor[r.model_id] = choice
-    return CatalogView(resolutions, floor, at_floor)
 
 
 def catalog_row(view: CatalogView, r: Resolution) -> list[str]:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from frutebox_infra.estimates.speed import SpeedUnknown
-from frutebox_infra.planner.placement_speed import Speed
-from frutebox_infra.planner.ranking import PlacementOption
-from frutebox_infra.planner.resolver import PlanProblem
+from frutebox_infra.planner import PlacementOption, PlanProblem, Speed, SpeedUnknown
 
 
 def placement_data(p: PlacementOption) -> dict[str, Any]:

@@ -4,27 +4,23 @@ pull-request comment (sharing the table's cells), and plain data with stable cam
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from frutebox_infra.estimates.fit import sequences_label
-from frutebox_infra.planner.plan import HOURS_PER_MONTH
+from frutebox_infra.planner import HOURS_PER_MONTH
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.data_fields import problem_data
-from frutebox_infra.report.text import table, usd
-from frutebox_infra.views.diff import Amount, Change, FleetDiff, ModelChange, ModelSnapshot
+from frutebox_infra.report.text import sequences_label, table, usd
+from frutebox_infra.views.diff import (
+    Amount,
+    Change,
+    DiffView,
+    FleetDiff,
+    ModelChange,
+    ModelSnapshot,
+)
 
 DIFF_VERSION = 1
 """Changes when a key of `diff_data` does."""
-
-
-@dataclass(frozen=True)
-class DiffView:
-    """A change's diff and what to call its two sides (a ref, or the work tree)."""
-
-    diff: FleetDiff
-    base: str
-    head: str
 
 
 # --- table -------------------------------------------------------------------------------

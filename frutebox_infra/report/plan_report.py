@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from frutebox_infra.deploy.requests import pod_name
-from frutebox_infra.planner.colocate import PodGroup
-from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
-from frutebox_infra.planner.ranking import PlacementOption
+from frutebox_infra.planner import (
+    HOURS_PER_MONTH,
+    FleetPlan,
+    ModelPlan,
+    PlacementOption,
+    PodGroup,
+)
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.bringup_report import (
     bringup_lines,
@@ -19,7 +22,8 @@ from frutebox_infra.report.bringup_report import (
 )
 from frutebox_infra.report.data_fields import placement_data, problem_data
 from frutebox_infra.report.speed_cells import SPEED_HEADERS, speed_cells
-from frutebox_infra.report.text import bullets, table, usd
+from frutebox_infra.report.text import bullets, sequences_label, table, usd
+from frutebox_infra.views.plan import PlanView
 
 PLAN_VERSION = 1
 """Changes when a key of `plan_data` does."""
@@ -40,7 +44,11 @@ def fit_cell(m: ModelPlan) -> str:
         # What it would hold alone on the card overstates a member: the pod's fit is the
         # members' sum, shown under the table.
         return f"{f.weights_gb_per_gpu:.0f}G shared pod"
-    return f"{f.weights_gb_per_gpu:.0f}G {f.summary}"
+    if f.full_context_sequences is None:
+        held = "coarse-fit" if f.fits else "no fit (coarse)"
+    else:
+        held = sequences_label(f.full_context_sequences, f.configured_sequences)
+    return f"{f.weights_gb_per_gpu:.0f}G {held}"
 
 
 def image_cell(m: ModelPlan, empty: str = "-") -> str:
@@ -86,7 +94,8 @@ def speed_row(m: ModelPlan, *, empty: str = "-") -> list[str]:
     ]
 
 
-def plan_table(plan: FleetPlan) -> str:
+def plan_table(view: PlanView) -> str:
+    plan = view.plan
     rows = [plan_row(m) for m in plan.models]
     s = plan.settings
     v = plan.volume
@@ -118,8 +127,8 @@ def plan_table(plan: FleetPlan) -> str:
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
     lines += speed_lines(plan)
-    lines += shared_pod_lines(plan)
-    lines += bringup_lines(plan)
+    lines += shared_pod_lines(view)
+    lines += bringup_lines(view)
     lines += _listed("warnings", plan.warnings)
     lines += _listed(
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
@@ -157,8 +166,9 @@ def speed_legend(plan: FleetPlan) -> list[str]:
     ]
 
 
-def shared_pod_lines(plan: FleetPlan) -> list[str]:
+def shared_pod_lines(view: PlanView) -> list[str]:
     """Which models share which pod, its fit as the sum of its members, and the saving."""
+    plan = view.plan
     if not plan.settings.colocate:
         return []
     shared = [p for p in plan.pods if p.shared]
@@ -170,7 +180,7 @@ def shared_pod_lines(plan: FleetPlan) -> list[str]:
         )
         rule = "sum" if pod.sharing == "sum" else "largest: the engine swaps them"
         lines.append(
-            f"  {pod_name(plan.stack, pod.anchor)}: {c.label},"
+            f"  {view.pod_name(pod)}: {c.label},"
             f" {usd(pod.usd_per_hour_best)}/h vs {usd(pod.alone_usd_per_hour)}/h apart"
         )
         lines.append(
@@ -195,7 +205,8 @@ def _listed(title: str, items: Sequence[str]) -> list[str]:
 # --- markdown ----------------------------------------------------------------------------
 
 
-def plan_markdown(plan: FleetPlan) -> str:
+def plan_markdown(view: PlanView) -> str:
+    plan = view.plan
     s = plan.settings
     verdict = "✅ ready to deploy" if plan.ok else "❌ preview fails"
     lines = [
@@ -218,10 +229,10 @@ def plan_markdown(plan: FleetPlan) -> str:
         + ("within budget" if plan.within_budget else "**over budget**"),
     ]
     lines += speed_markdown(plan)
-    shared = shared_pod_lines(plan)
+    shared = shared_pod_lines(view)
     if shared:
         lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
-    lines += bringup_markdown(plan)
+    lines += bringup_markdown(view)
     if plan.warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {w}" for w in plan.warnings]
@@ -313,11 +324,12 @@ def model_plan_data(
     }
 
 
-def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
-    """One pod: its members (the anchor first), its fit as their sum, and what sharing saves."""
+def pod_data(pod: PodGroup, name: str) -> dict[str, Any]:
+    """One pod (`name`: the one RunPod knows it by): its members (the anchor first), its fit
+    as their sum, and what sharing saves."""
     chosen = pod.placement
     return {
-        "name": pod_name(stack, pod.anchor),
+        "name": name,
         "engine": pod.engine,
         "models": list(pod.model_ids),
         "shared": pod.shared,
@@ -337,16 +349,17 @@ def pod_data(pod: PodGroup, stack: str) -> dict[str, Any]:
     }
 
 
-def plan_data(plan: FleetPlan) -> dict[str, Any]:
+def plan_data(view: PlanView) -> dict[str, Any]:
+    plan = view.plan
     s = plan.settings
-    pod_names = {mid: pod_name(plan.stack, p.anchor) for p in plan.pods for mid in p.model_ids}
+    pod_names = view.pod_names
     return {
         "version": PLAN_VERSION,
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
         "models": [model_plan_data(m, pod_names.get(m.model_id), plan) for m in plan.models],
-        "pods": [pod_data(p, plan.stack) for p in plan.pods],
+        "pods": [pod_data(p, view.pod_name(p)) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,
             "weightsGb": plan.volume.weights_gb,
@@ -373,13 +386,13 @@ def plan_data(plan: FleetPlan) -> dict[str, Any]:
             "promptTokens": s.prompt_tokens,
             "outputTokens": s.output_tokens,
         },
-        "seeding": seeding_data(plan),
+        "seeding": seeding_data(view),
         "problems": [problem_data(p) for p in plan.problems],
         "warnings": list(plan.warnings),
     }
 
 
-PLAN = Renderers[FleetPlan](
+PLAN = Renderers[PlanView](
     name="the plan",
     table=plan_table,
     data=plan_data,

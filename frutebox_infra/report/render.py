@@ -10,21 +10,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.report import Format, Renderers
-from frutebox_infra.report.catalog_report import CATALOG, CatalogView
-from frutebox_infra.report.diff_report import DIFF, DiffView
+from frutebox_infra.report.catalog_report import CATALOG
+from frutebox_infra.report.diff_report import DIFF
 from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.status_report import STATUS
+from frutebox_infra.views.catalog import CatalogView
+from frutebox_infra.views.diff import DiffView
+from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison
 from frutebox_infra.views.status_view import StatusView
 
-View = FleetPlan | CatalogView | DiffView | StatusView | PriceComparison
+View = PlanView | CatalogView | DiffView | StatusView | PriceComparison
 
 RENDERERS: Mapping[type, Renderers[Any]] = {
-    FleetPlan: PLAN,
+    PlanView: PLAN,
     CatalogView: CATALOG,
     DiffView: DIFF,
     StatusView: STATUS,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from frutebox_infra.estimates.speed import SpeedEstimate
-from frutebox_infra.planner.placement_speed import Speed
+from frutebox_infra.planner import Speed, SpeedEstimate
 
 SPEED_HEADERS = ("TOK/S", "AGG", "$/1M")
 UNKNOWN = "?"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Sequence
 
@@ -33,6 +34,11 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 def usd(value: float) -> str:
     return f"${value:,.2f}"
+
+
+def sequences_label(held: float, configured: int) -> str:
+    """`held/configured seq`, held floored to one decimal: never claims a sequence it lacks."""
+    return f"{math.floor(held * 10) / 10:g}/{configured} seq"
 
 
 def bullets(items: Sequence[str], *, width: int = 100) -> list[str]:

@@ -6,9 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
-from frutebox_infra.estimates.speed import SpeedEstimate
-from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan
-from frutebox_infra.planner.resolver import PlanProblem
+from frutebox_infra.planner import HOURS_PER_MONTH, FleetPlan, ModelPlan, PlanProblem, SpeedEstimate
 
 
 class Change(StrEnum):
@@ -140,6 +138,15 @@ class FleetDiff:
     def volume_shrink_ignored(self) -> bool:
         """True when the head plan asks for a smaller volume than exists: it keeps its size."""
         return self.volume_planned_gb < self.volume_size_gb.before
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffView:
+    """A change's diff and what to call its two sides (a ref, or the work tree)."""
+
+    diff: FleetDiff
+    base: str
+    head: str
 
 
 def snapshot(m: ModelPlan) -> ModelSnapshot:

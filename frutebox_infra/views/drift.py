@@ -12,7 +12,7 @@ from datetime import datetime
 
 from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.deploy.requests import pod_name, volume_name
-from frutebox_infra.planner.plan import FleetPlan, ModelPlan
+from frutebox_infra.planner import FleetPlan, ModelPlan
 from frutebox_infra.stack.settings import PROJECT
 from frutebox_infra.views.status_view import (
     DriftKind,

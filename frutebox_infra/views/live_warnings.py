@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from frutebox_infra.catalog.schema import Registry
 from frutebox_infra.deploy.requests import pod_name, volume_name
-from frutebox_infra.planner.plan import FleetPlan, ModelPlan
-from frutebox_infra.planner.ranking import PlacementOption
+from frutebox_infra.planner import FleetPlan, ModelPlan, PlacementOption
 
 if TYPE_CHECKING:  # drift.py is imported only when live pods were read: keyless previews skip it
     from frutebox_infra.views.status_view import LivePod, LiveVolume

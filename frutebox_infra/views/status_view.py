@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from frutebox_infra.planner.ranking import PlacementOption
+from frutebox_infra.planner import PlacementOption
 
 
 class DriftKind(StrEnum):

@@ -13,6 +13,7 @@ from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.program.fleet import SDK_DEBUG_ENV
 from frutebox_infra.report.plan_report import plan_data, plan_table
 from frutebox_infra.stack.stack_file import load_settings
+from frutebox_infra.views.plan import PlanView
 from tests.e2e.project import PulumiProject
 from tests.factories import real_registry
 
@@ -31,8 +32,8 @@ def test_dev_preview_plans_a_volume_and_one_pod_per_armed_model(project: PulumiP
     assert len(servers) == len(settings.models)
     # The table a user reads and the stack outputs are the same plan, number for number.
     plan = plan_fleet(real_registry(), settings, stack="dev")
-    assert preview.outputs["plan"] == plan_data(plan)
-    assert plan_table(plan) in preview.diagnostics
+    assert preview.outputs["plan"] == plan_data(PlanView(plan=plan))
+    assert plan_table(PlanView(plan=plan)) in preview.diagnostics
 
 
 def test_preview_declares_the_pod_request_the_plan_promised(project: PulumiProject) -> None:
@@ -78,7 +79,7 @@ def test_prod_preview_shows_each_model_s_speed_and_what_the_floor_refused(
     assert preview.code == 0, preview.stderr
     plan = plan_fleet(real_registry(), load_settings(project.stack_path("prod")), stack="prod")
     shown = preview.diagnostics
-    assert plan_table(plan) in shown
+    assert plan_table(PlanView(plan=plan)) in shown
     assert re.search(r"^MODEL +GPU +STREAMS +TOK/S +AGG +\$/1M +FLOOR$", shown, re.M)
     # The speed table's row for Kimi says what the stack output says, at its 8 streams.
     kimi = next(m for m in preview.outputs["plan"]["models"] if m["id"] == "kimi-k2.6")

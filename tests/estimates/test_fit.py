@@ -434,15 +434,6 @@ def test_weights_are_reported_in_gb_per_gpu() -> None:
     assert fit.gpu_count == 2
 
 
-def test_summary_says_sequences_held_against_configured() -> None:
-    fit = estimate(request(weights_gb=65.5, arch=QWEN3_32B, configured=16), real_gpu(H100), 2)
-    held = fit.full_context_sequences
-    assert held is not None
-    assert fit.summary == f"{int(held * 10) / 10:g}/16 seq"
-    coarse = estimate(request(weights_gb=1, arch=None), TEN_THOUSAND_MIB, 1)
-    assert "coarse" in coarse.summary
-
-
 @pytest.mark.parametrize("engine", [MemoryModel.SGLANG, MemoryModel.VLLM, MemoryModel.LLAMACPP])
 @pytest.mark.parametrize("weights_gb", [10.0, 60.0, 72.0, 75.0, 90.0])
 def test_needed_versus_available_tells_the_same_story_as_fits(

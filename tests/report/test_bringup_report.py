@@ -18,6 +18,7 @@ from frutebox_infra.report.bringup_report import (
 from frutebox_infra.report.plan_report import plan_data, plan_markdown, plan_table
 from frutebox_infra.seeding.bringup import CPU_POD_START_S, GPU_POD_START_S
 from frutebox_infra.stack.environment import Environment
+from frutebox_infra.views.plan import PlanView
 from tests.factories import real_registry, settings
 
 PROD = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]
@@ -65,7 +66,7 @@ def test_money_never_shows_a_cost_as_free(value: float, shown: str) -> None:
 def test_the_table_shows_each_models_seed_and_gpu_time_and_the_first_deploy() -> None:
     p = plan(PROD)
     assert p.seeding is not None
-    lines = bringup_lines(p)
+    lines = bringup_lines(PlanView(plan=p))
     text = "\n".join(lines)
     assert f"GPU start {GPU_POD_START_S} s, CPU start {CPU_POD_START_S} s" in text
     kimi = next(line for line in text.splitlines() if line.startswith("kimi-k2.6"))
@@ -77,23 +78,23 @@ def test_the_table_shows_each_models_seed_and_gpu_time_and_the_first_deploy() ->
     ]  # fmt: skip
     d = p.seeding.first_deploy
     assert f"= {money(d.total_usd)}" in text and f"({d.gpu_saved_fraction:.0%} less)" in text
-    assert text in plan_table(p)  # what preview's log shows
+    assert text in plan_table(PlanView(plan=p))  # what preview's log shows
     assert "not seeded" not in text
 
 
 def test_a_model_that_is_not_seeded_says_why_in_every_view() -> None:
     p = plan(["sdxl-1.0"], seeding=False)
-    text = "\n".join(bringup_lines(p))
+    text = "\n".join(bringup_lines(PlanView(plan=p)))
     row = next(line for line in text.splitlines() if line.startswith("sdxl-1.0"))
     assert row.split()[3:5] == ["-", "-"]
     assert "sdxl-1.0: not seeded: seeding is off (frutebox-infra:seeding: false)" in text
     assert "first deploy: GPU" in text and "seeding" not in text.split("first deploy:")[1][:12]
-    md = "\n".join(bringup_markdown(p))
-    assert "`sdxl-1.0` not seeded: seeding is off" in md and md in plan_markdown(p)
+    md = "\n".join(bringup_markdown(PlanView(plan=p)))
+    assert "`sdxl-1.0` not seeded: seeding is off" in md and md in plan_markdown(PlanView(plan=p))
 
 
 def test_the_markdown_table_has_a_row_per_model() -> None:
-    md = bringup_markdown(plan(PROD))
+    md = bringup_markdown(PlanView(plan=plan(PROD)))
     rows = [line for line in md if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == PROD
     assert all(r.count("|") == md[4].count("|") for r in rows)
@@ -102,7 +103,7 @@ def test_the_markdown_table_has_a_row_per_model() -> None:
 def test_the_data_is_the_plans_figures_under_pinned_keys() -> None:
     p = plan(PROD)
     assert p.seeding is not None
-    data = json.loads(json.dumps(plan_data(p), allow_nan=False))
+    data = json.loads(json.dumps(plan_data(PlanView(plan=p)), allow_nan=False))
     seeding = data["seeding"]
     assert set(seeding) == SEEDING_KEYS
     assert set(seeding["assumptions"]) == ASSUMPTION_KEYS
@@ -116,4 +117,4 @@ def test_the_data_is_the_plans_figures_under_pinned_keys() -> None:
         decision = p.seeding.of(m["id"])
         assert m["bringup"] == model_bringup_data(decision)
         assert m["bringup"]["gpuBeforeServingUsd"] == decision.bringup.gpu_before_serving_usd  # type: ignore[union-attr]
-    assert seeding_data(plan([])) is not None and model_bringup_data(None) is None
+    assert seeding_data(PlanView(plan=plan([]))) is not None and model_bringup_data(None) is None

@@ -11,13 +11,8 @@ import pytest
 
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes import ServeOptions
-from frutebox_infra.report.catalog_report import (
-    CATALOG_VERSION,
-    CatalogView,
-    catalog_data,
-    catalog_table,
-    catalog_view,
-)
+from frutebox_infra.report.catalog_report import CATALOG_VERSION, catalog_data, catalog_table
+from frutebox_infra.views.catalog import CatalogView, catalog_view
 from tests.factories import real_registry
 from tests.report.test_data_fields import SPEED_KEYS
 
@@ -69,7 +64,7 @@ def test_the_table_explains_every_blocked_model_in_full_within_100_columns() -> 
 
 
 def test_a_catalog_with_nothing_blocked_has_no_why_not_section() -> None:
-    servable = CatalogView(tuple(r for r in view().resolutions if r.problem is None))
+    servable = CatalogView(resolutions=tuple(r for r in view().resolutions if r.problem is None))
     text = catalog_table(servable)
     n = len(servable.resolutions)
     assert f"{n} of {n} models servable." in text and "Why not" not in text

@@ -10,7 +10,6 @@ import pytest
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.report.diff_report import (
     DIFF_VERSION,
-    DiffView,
     diff_data,
     diff_markdown,
     diff_table,
@@ -18,7 +17,7 @@ from frutebox_infra.report.diff_report import (
     signed_usd,
 )
 from frutebox_infra.report.text import usd
-from frutebox_infra.views.diff import FleetDiff, diff_plans
+from frutebox_infra.views.diff import DiffView, FleetDiff, diff_plans
 from tests.views.test_diff import dev_plan
 
 
@@ -33,9 +32,9 @@ def test_renderers_contain_the_numbers(
     arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan],
 ) -> None:
     d, before, after = arming_diff
-    table = diff_table(DiffView(d, "origin/main", "HEAD"))
-    markdown = diff_markdown(DiffView(d, "origin/main", "HEAD"))
-    data = diff_data(DiffView(d, "origin/main", "HEAD"))
+    table = diff_table(DiffView(diff=d, base="origin/main", head="HEAD"))
+    markdown = diff_markdown(DiffView(diff=d, base="origin/main", head="HEAD"))
+    data = diff_data(DiffView(diff=d, base="origin/main", head="HEAD"))
     hourly = (f"{usd(before.usd_per_hour_best)}/h → {usd(after.usd_per_hour_best)}/h"
               f" ({signed_usd(d.usd_per_hour_best.delta)}/h)")  # fmt: skip
     monthly = f"{usd(before.usd_per_month_worst)}/month → {usd(after.usd_per_month_worst)}/month"
@@ -59,7 +58,7 @@ def test_renderers_contain_the_numbers(
 
 
 def test_the_json_keys_are_stable(arming_diff: tuple[FleetDiff, FleetPlan, FleetPlan]) -> None:
-    data = diff_data(DiffView(arming_diff[0], "a", "b"))
+    data = diff_data(DiffView(diff=arming_diff[0], base="a", head="b"))
     assert data["version"] == DIFF_VERSION == 1
     assert list(data) == [
         "version", "stack", "base", "head", "baseExists", "headExists", "ok", "models",
@@ -87,8 +86,8 @@ def test_a_shrinking_volume_is_shown_as_kept() -> None:
     d = diff_plans(dev_plan(), dev_plan(models=["llama-3.2-1b"]))
     assert d.volume_shrink_ignored
     assert d.volume_size_gb.after == d.volume_size_gb.before
-    assert "never shrinks" in diff_table(DiffView(d, "a", "b"))
-    assert "never shrinks" in diff_markdown(DiffView(d, "a", "b"))
+    assert "never shrinks" in diff_table(DiffView(diff=d, base="a", head="b"))
+    assert "never shrinks" in diff_markdown(DiffView(diff=d, base="a", head="b"))
 
 
 def test_arming_a_model_shows_what_bringing_it_up_costs_once(
@@ -102,9 +101,9 @@ def test_arming_a_model_shows_what_bringing_it_up_costs_once(
     assert d.added_bringup_usd == once > 0
     assert d.first_deploy_usd.after == after.seeding.first_deploy.total_usd
     line = f"{usd(once)} once for the models armed (seeding + GPU before serving)"
-    assert f"bring-up {line}" in diff_table(DiffView(d, "a", "b"))
-    assert f"- **Bring-up:** {line}" in diff_markdown(DiffView(d, "a", "b"))
-    data = diff_data(DiffView(d, "a", "b"))["cost"]
+    assert f"bring-up {line}" in diff_table(DiffView(diff=d, base="a", head="b"))
+    assert f"- **Bring-up:** {line}" in diff_markdown(DiffView(diff=d, base="a", head="b"))
+    data = diff_data(DiffView(diff=d, base="a", head="b"))["cost"]
     assert data["addedBringupUsd"] == once
     assert data["firstDeployUsd"]["after"] == after.seeding.first_deploy.total_usd
 
@@ -112,4 +111,4 @@ def test_arming_a_model_shows_what_bringing_it_up_costs_once(
 def test_a_change_that_costs_no_bring_up_says_nothing_of_it() -> None:
     d = diff_plans(dev_plan(), dev_plan())
     assert d.added_bringup_usd == 0 and d.first_deploy_usd.delta == 0
-    assert "bring-up" not in diff_table(DiffView(d, "a", "b"))
+    assert "bring-up" not in diff_table(DiffView(diff=d, base="a", head="b"))

@@ -17,6 +17,7 @@ from frutebox_infra.report.data_fields import speed_data
 from frutebox_infra.report.plan_report import PLAN_VERSION, plan_data, plan_markdown, plan_table
 from frutebox_infra.report.text import usd
 from frutebox_infra.stack.environment import Environment
+from frutebox_infra.views.plan import PlanView
 from tests.factories import gpu, ollama_model, real_images, real_registry, registry, settings
 from tests.report.test_data_fields import SPEED_KEYS
 
@@ -52,15 +53,8 @@ def long_plan() -> FleetPlan:
 @pytest.mark.parametrize(
     "text",
     [
-        pytest.param(
-            lambda: plan_table(
-                real_plan(
-                    ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "ace-step-v1-3.5b"]
-                )
-            ),
-            id="prod-like",
-        ),
-        pytest.param(lambda: plan_table(long_plan()), id="long-cells"),
+        pytest.param(lambda: plan_table(PlanView(plan=real_plan(PROD))), id="prod-like"),
+        pytest.param(lambda: plan_table(PlanView(plan=long_plan())), id="long-cells"),
     ],
 )
 def test_tables_fit_in_100_columns(text) -> None:  # type: ignore[no-untyped-def]
@@ -70,14 +64,14 @@ def test_tables_fit_in_100_columns(text) -> None:  # type: ignore[no-untyped-def
 
 
 def test_a_truncated_cell_says_so() -> None:
-    rendered = table_lines(plan_table(long_plan()))
+    rendered = table_lines(plan_table(PlanView(plan=long_plan())))
     assert any("…" in line for line in rendered)
     assert rendered[2].startswith(LONG_ID[:6])
 
 
 def test_plan_table_shows_the_plan_numbers() -> None:
     plan = real_plan(["qwen3-8b", "sdxl-1.0"], budgetUsdPerHour=2)
-    text = plan_table(plan)
+    text = plan_table(PlanView(plan=plan))
     assert f"{plan.volume.size_gb} GB" in text
     assert usd(plan.volume.usd_per_month) in text
     assert usd(plan.usd_per_hour_best) in text and usd(plan.usd_per_month_worst) in text
@@ -88,33 +82,44 @@ def test_plan_table_shows_the_plan_numbers() -> None:
 
 
 def test_over_budget_and_problems_are_shown() -> None:
-    text = plan_table(real_plan(["qwen3-8b", "ghost"], budgetUsdPerHour=0.01))
+    text = plan_table(PlanView(plan=real_plan(["qwen3-8b", "ghost"], budgetUsdPerHour=0.01)))
     assert "OVER by" in text
     assert "PROBLEMS" in text and "unknown-model" in text and "Fix:" in text
 
 
 def test_an_empty_stack_says_so() -> None:
-    assert "(no models armed)" in plan_table(real_plan([]))
+    assert "(no models armed)" in plan_table(PlanView(plan=real_plan([])))
 
 
 def test_coarse_estimates_are_marked() -> None:
-    rows = table_lines(plan_table(real_plan(["sdxl-1.0", "qwen3-8b"])))
+    rows = table_lines(plan_table(PlanView(plan=real_plan(["sdxl-1.0", "qwen3-8b"]))))
     sdxl = next(r for r in rows if r.startswith("sdxl-1.0"))
     qwen = next(r for r in rows if r.startswith("qwen3-8b"))
     assert "coarse" in sdxl and "coarse" not in qwen
+
+
+def test_the_fit_says_sequences_held_against_configured() -> None:
+    plan = real_plan(["qwen3-8b"])
+    (m,) = plan.models
+    assert m.placement is not None
+    f = m.placement.fit
+    assert f.full_context_sequences is not None
+    held = f"{int(f.full_context_sequences * 10) / 10:g}/{f.configured_sequences} seq"
+    (row,) = table_lines(plan_table(PlanView(plan=plan)))[2:]
+    assert f"{f.weights_gb_per_gpu:.0f}G {held}" in row
 
 
 def test_an_unpinned_image_is_marked() -> None:
     images = real_images()
     images[Runtime.OLLAMA] = replace(images[Runtime.OLLAMA], tag="latest")
     reg = registry([ollama_model("o")], (gpu("G"),), images=images)
-    text = plan_table(plan_fleet(reg, settings(models=["o"]), stack="t"))
+    text = plan_table(PlanView(plan=plan_fleet(reg, settings(models=["o"]), stack="t")))
     assert "latest (unpinned)" in text
 
 
 def test_shared_pods_show_members_fit_sum_and_saving() -> None:
     plan = real_plan(["qwen3-8b", "llama-3.2-1b", "sdxl-1.0"], colocate=True)
-    text = plan_table(plan)
+    text = plan_table(PlanView(plan=plan))
     (pod,) = [p for p in plan.pods if p.shared]
     assert "shared pods (2 pods for 3 models):" in text
     assert "frutebox-prod-qwen3-8b: 1x RTX A5000, $0.26/h vs $0.34/h apart" in text
@@ -131,7 +136,7 @@ def test_shared_pods_show_members_fit_sum_and_saving() -> None:
 
 
 def test_no_shared_pod_section_when_colocation_is_off() -> None:
-    assert "shared pods" not in plan_table(real_plan(["qwen3-8b", "llama-3.2-1b"]))
+    assert "shared pods" not in plan_table(PlanView(plan=real_plan(["qwen3-8b", "llama-3.2-1b"])))
 
 
 # --- markdown ----------------------------------------------------------------------------
@@ -152,7 +157,7 @@ def rows(md: str, which: int = 0) -> list[list[str]]:
 
 def test_one_row_per_model_with_consistent_columns() -> None:
     plan = real_plan(["qwen3-8b", "kimi-k2.6", "sdxl-1.0"])
-    table = rows(plan_markdown(plan))
+    table = rows(plan_markdown(PlanView(plan=plan)))
     header, rule, *body = table
     assert header[0] == "model" and len(header) == 9
     assert all(len(r) == len(header) for r in table)
@@ -168,7 +173,7 @@ def test_one_row_per_model_with_consistent_columns() -> None:
 
 def test_totals_and_verdict_of_a_good_plan() -> None:
     plan = real_plan(["qwen3-8b", "sdxl-1.0"], budgetUsdPerHour=2)
-    md = plan_markdown(plan)
+    md = plan_markdown(PlanView(plan=plan))
     assert "`prod`" in md.splitlines()[0] and "ready to deploy" in md.splitlines()[0]
     assert f"{plan.volume.size_gb} GB" in md and usd(plan.volume.usd_per_month) in md
     assert usd(plan.usd_per_month_best) in md and usd(plan.usd_per_month_worst) in md
@@ -177,7 +182,7 @@ def test_totals_and_verdict_of_a_good_plan() -> None:
 
 
 def test_a_failing_plan_says_so_and_lists_problems_with_fixes() -> None:
-    md = plan_markdown(real_plan(["qwen3-8b", "ghost"], budgetUsdPerHour=0.01))
+    md = plan_markdown(PlanView(plan=real_plan(["qwen3-8b", "ghost"], budgetUsdPerHour=0.01)))
     assert "preview fails" in md.splitlines()[0]
     assert "**over budget**" in md
     assert "**Problems:**" in md
@@ -186,19 +191,19 @@ def test_a_failing_plan_says_so_and_lists_problems_with_fixes() -> None:
 
 
 def test_a_model_without_a_placement_has_dashes() -> None:
-    table = rows(plan_markdown(real_plan(["stable-audio-open-1.0"])))
+    table = rows(plan_markdown(PlanView(plan=real_plan(["stable-audio-open-1.0"]))))
     assert table[2][0] == "`stable-audio-open-1.0`"
     assert all(cell in ("—", "-") for cell in table[2][3:])
 
 
 def test_warnings_are_folded_away() -> None:
-    md = plan_markdown(real_plan(["sdxl-1.0"]))
+    md = plan_markdown(PlanView(plan=real_plan(["sdxl-1.0"])))
     assert "<details><summary>Warnings</summary>" in md and "</details>" in md
     assert "revision" in md.split("<details>", 1)[1]
 
 
 def test_ends_with_a_newline() -> None:
-    assert plan_markdown(real_plan([])).endswith("\n")
+    assert plan_markdown(PlanView(plan=real_plan([]))).endswith("\n")
 
 
 # --- data --------------------------------------------------------------------------------
@@ -276,7 +281,7 @@ PROD_LIKE = ["qwen-3.6-27b", "qwen3-235b-a22b", "kimi-k2.6", "sdxl-1.0", "qwen3-
 
 
 def test_plan_json_has_the_issue_shape() -> None:
-    data = as_json(plan_data(real_plan(PROD_LIKE)))
+    data = as_json(plan_data(PlanView(plan=real_plan(PROD_LIKE))))
     assert data.keys() >= ISSUE_PLAN
     assert data["volume"].keys() >= ISSUE_VOLUME
     assert data["cost"].keys() >= ISSUE_COST
@@ -290,7 +295,7 @@ def test_plan_json_has_the_issue_shape() -> None:
 
 
 def test_plan_json_keys_are_pinned() -> None:
-    data = as_json(plan_data(real_plan([*PROD_LIKE, "ghost"], budgetUsdPerHour=1)))
+    data = as_json(plan_data(PlanView(plan=real_plan([*PROD_LIKE, "ghost"], budgetUsdPerHour=1))))
     assert data["version"] == PLAN_VERSION == 1
     assert set(data) == PLAN_KEYS
     assert set(data["volume"]) == VOLUME_KEYS
@@ -316,7 +321,7 @@ def test_plan_json_keys_are_pinned() -> None:
 
 def test_plan_json_values_are_the_plan() -> None:
     plan = real_plan(PROD_LIKE)
-    data = as_json(plan_data(plan))
+    data = as_json(plan_data(PlanView(plan=plan)))
     assert data["stack"] == "prod"
     assert [m["id"] for m in data["models"]] == PROD_LIKE
     assert data["cost"] == {
@@ -348,7 +353,7 @@ def test_plan_json_values_are_the_plan() -> None:
 
 
 def test_a_model_that_cannot_be_placed_has_nulls_not_zeros() -> None:
-    data = as_json(plan_data(real_plan(["stable-audio-open-1.0"])))
+    data = as_json(plan_data(PlanView(plan=real_plan(["stable-audio-open-1.0"]))))
     [m] = data["models"]
     assert m["placement"] is None and m["fit"] is None and m["fallbacks"] == []
     [problem] = m["problems"]
@@ -357,7 +362,7 @@ def test_a_model_that_cannot_be_placed_has_nulls_not_zeros() -> None:
 
 
 def test_problems_name_model_rule_and_fix() -> None:
-    data = as_json(plan_data(real_plan(["ghost"], dataCenter="MARS-1")))
+    data = as_json(plan_data(PlanView(plan=real_plan(["ghost"], dataCenter="MARS-1"))))
     rules = {p["rule"] for p in data["problems"]}
     assert {"unknown-model", "unknown-data-centre"} <= rules
     for p in data["problems"]:
@@ -367,11 +372,12 @@ def test_problems_name_model_rule_and_fix() -> None:
 def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
     models = ["qwen-3.6-27b", "kimi-k2.6", "sdxl-1.0", "stable-audio-open-1.0", "qwen3-8b"]
     plan = real_plan(models, hfToken={"secure": "v1:configured"})
-    text = json.dumps(as_json(plan_data(plan)))
+    data = as_json(plan_data(PlanView(plan=plan)))
+    text = json.dumps(data)
     for m in plan.models:
         assert m.placement is not None, m.problems
         pod = m.placement.pod
-        launch = as_json(plan_data(plan))["models"][models.index(m.model_id)]["launch"]
+        launch = data["models"][models.index(m.model_id)]["launch"]
         assert launch["image"] == pod.image and launch["args"] == pod.args
         assert launch["ports"] == pod.ports and launch["healthPath"] == pod.health_path
         assert launch["envNames"] == sorted({*pod.env, *pod.secret_env})
@@ -380,7 +386,7 @@ def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
                 assert value not in text, name
     audio = plan.model("stable-audio-open-1.0")
     assert audio is not None and audio.placement is not None
-    assert "HF_TOKEN" in as_json(plan_data(plan))["models"][3]["launch"]["secretEnvNames"]
+    assert "HF_TOKEN" in data["models"][3]["launch"]["secretEnvNames"]
     assert audio.placement.pod.expected_files == (
         "checkpoints/stable_audio_open_1.0.safetensors",
         "text_encoders/t5_base.safetensors",
@@ -389,7 +395,7 @@ def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
 
 def test_members_of_a_shared_pod_share_its_pod_name() -> None:
     plan = real_plan(["qwen3-8b", "llama-3.2-1b", "sdxl-1.0"], colocate=True)
-    data = as_json(plan_data(plan))
+    data = as_json(plan_data(PlanView(plan=plan)))
     names = {m["id"]: m["podName"] for m in data["models"]}
     assert names["qwen3-8b"] == names["llama-3.2-1b"] == "frutebox-prod-qwen3-8b"
     assert names["sdxl-1.0"] == "frutebox-prod-sdxl-1.0"
@@ -422,7 +428,7 @@ def speed_table(text: str) -> dict[str, list[str]]:
 
 def test_the_table_shows_each_model_s_speed_at_its_streams_within_100_columns() -> None:
     plan = real_plan(PROD)
-    text = plan_table(plan)
+    text = plan_table(PlanView(plan=plan))
     table = speed_table(text)
     assert set(table) == set(PROD)
     for m in plan.models:
@@ -441,11 +447,13 @@ def test_the_table_shows_each_model_s_speed_at_its_streams_within_100_columns() 
 
 
 def test_the_table_lists_what_the_floor_refused_with_its_figures() -> None:
-    text = plan_table(real_plan(PROD))
+    text = plan_table(PlanView(plan=real_plan(PROD)))
     refused = text.split("below the speed floor", 1)[1]
     assert "qwen3-235b-a22b: 4x RTX PRO 6000: 18.5 tok/s per stream at 16 streams < 20" in refused
     assert "kimi-k2.6: 8x A100 PCIe: 13.4 tok/s per stream at 8 streams < 20" in refused
-    assert "below the speed floor" not in plan_table(real_plan(PROD, minDecodeTokensPerSecond=0))
+    assert "below the speed floor" not in plan_table(
+        PlanView(plan=real_plan(PROD, minDecodeTokensPerSecond=0))
+    )
 
 
 @pytest.mark.parametrize(
@@ -461,13 +469,13 @@ def test_the_table_lists_what_the_floor_refused_with_its_figures() -> None:
     ],
 )
 def test_the_legend_says_what_the_estimate_assumes(config: dict[str, object], says: str) -> None:
-    text = plan_table(real_plan(["qwen3-8b"], **config))
+    text = plan_table(PlanView(plan=real_plan(["qwen3-8b"], **config)))
     assert says in " ".join(line.strip() for line in text.splitlines())
 
 
 def test_the_markdown_has_a_speed_table_and_the_refusals() -> None:
     plan = real_plan(PROD)
-    md = plan_markdown(plan)
+    md = plan_markdown(PlanView(plan=plan))
     header, rule, *body = rows(md, 1)
     assert header == ["model", "GPU", "streams", "tok/s per stream", "tok/s all streams",
                       "$ per 1M output", "floor"]  # fmt: skip
@@ -483,7 +491,7 @@ def test_the_markdown_has_a_speed_table_and_the_refusals() -> None:
 
 def test_the_json_carries_each_placement_s_speed_and_the_refused() -> None:
     plan = real_plan(PROD, promptTokens=1024, outputTokens=512, rankBy="usdPerMillionTokens")
-    data = as_json(plan_data(plan))
+    data = as_json(plan_data(PlanView(plan=plan)))
     assert data["speed"] == {
         "minDecodeTokensPerSecond": 20.0,
         "rankBy": "usdPerMillionTokens",

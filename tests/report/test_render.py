@@ -12,14 +12,16 @@ from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.report import Format, Renderers
-from frutebox_infra.report.catalog_report import CATALOG, CatalogView
-from frutebox_infra.report.diff_report import DIFF, DiffView
+from frutebox_infra.report.catalog_report import CATALOG
+from frutebox_infra.report.diff_report import DIFF
 from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.render import RENDERERS, View, formats, render
 from frutebox_infra.report.status_report import STATUS
-from frutebox_infra.views.diff import diff_plans
+from frutebox_infra.views.catalog import CatalogView
+from frutebox_infra.views.diff import DiffView, diff_plans
 from frutebox_infra.views.live_warnings import LiveCatalog, LiveGpu
+from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison, compare_prices
 from frutebox_infra.views.status_view import StatusView
 from tests.factories import real_registry, settings
@@ -32,7 +34,7 @@ def plan(*models: str) -> FleetPlan:
 
 def catalog() -> CatalogView:
     registry = real_registry()
-    return CatalogView(tuple(resolve(registry, m.id) for m in registry.models))
+    return CatalogView(resolutions=tuple(resolve(registry, m.id) for m in registry.models))
 
 
 def prices() -> PriceComparison:
@@ -44,10 +46,12 @@ def prices() -> PriceComparison:
 
 
 VIEWS: list[tuple[Any, Renderers[Any], tuple[Format, ...]]] = [
-    (plan("qwen3-8b", "sdxl-1.0"), PLAN, tuple(Format)),
+    (PlanView(plan=plan("qwen3-8b", "sdxl-1.0")), PLAN, tuple(Format)),
     (catalog(), CATALOG, (Format.TABLE, Format.JSON)),
     (
-        DiffView(diff_plans(plan("qwen3-8b"), plan("qwen3-8b", "sdxl-1.0")), "main", "pr"),
+        DiffView(
+            diff=diff_plans(plan("qwen3-8b"), plan("qwen3-8b", "sdxl-1.0")), base="main", head="pr"
+        ),
         DIFF,
         tuple(Format),
     ),

@@ -1,4 +1,5 @@
-"""Fixed-width tables, dollar amounts and wrapped bullets: each bound on both sides."""
+"""Fixed-width tables, dollar amounts, sequence counts and wrapped bullets: each bound on both
+sides."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import textwrap
 
 import pytest
 
-from frutebox_infra.report.text import bullets, table, usd
+from frutebox_infra.report.text import bullets, sequences_label, table, usd
 
 
 @pytest.mark.parametrize(
@@ -35,6 +36,18 @@ def test_columns_take_the_width_of_their_widest_cell() -> None:
 )
 def test_usd(value: float, text: str) -> None:
     assert usd(value) == text
+
+
+@pytest.mark.parametrize(
+    ("held", "text"),
+    [
+        pytest.param(3.99, "3.9/16 seq", id="floored-never-rounded-up"),
+        pytest.param(16.0, "16/16 seq", id="whole"),
+        pytest.param(0.09, "0/16 seq", id="under-a-tenth"),
+    ],
+)
+def test_sequences_held_never_claim_one_the_memory_lacks(held: float, text: str) -> None:
+    assert sequences_label(held, 16) == text
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "planner": MODEL,
     "deploy": (*MODEL, "planner"),
     "views": (*MODEL, "planner", "deploy"),
-    "report": (*MODEL, "planner", "deploy", "views"),
+    "report": ("plumbing", "planner", "views"),
     "seeding.seeder": (),
     "seeding.delivery": ("seeding",),
     "runpod": (*MODEL, "seeding.delivery"),

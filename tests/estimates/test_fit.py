@@ -368,11 +368,10 @@ def test_coarse_rule_is_weights_times_headroom_in_consistent_units(
     fit = estimate(
         request(MemoryModel.LLAMACPP, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, 1
     )
-    assert HEADROOM == 1.15
     assert fit.fits is fits
     assert fit.exact is False
     assert fit.full_context_sequences is None and fit.kv_bytes_per_token is None
-    assert fit.needed_gb == pytest.approx(weights_gb * 1.15)
+    assert fit.needed_gb == pytest.approx(weights_gb * HEADROOM)
     assert fit.available_gb == pytest.approx((10_000 * MIB - 1.5 * GIB) / GB)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from frutebox_infra.catalog.schema import Model
-from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, VolumePlan, plan_fleet
+from frutebox_infra.planner.plan import FleetPlan, VolumePlan, plan_fleet
 from frutebox_infra.planner.resolver import PlanProblem
 from frutebox_infra.stack.environment import Environment
 from tests.factories import (
@@ -162,7 +162,6 @@ def test_volume_price_tiers(size: int, usd_per_month: float) -> None:
 
 def test_fleet_month_is_730_hours_of_pods_plus_the_volume() -> None:
     fleet = plan([TEN_GB], maxFallbackPremium=1.5)
-    assert HOURS_PER_MONTH == 730
     assert fleet.usd_per_month_best == pytest.approx(730 * 1.00 + fleet.volume.usd_per_month)
     assert fleet.usd_per_month_worst == pytest.approx(730 * 1.50 + fleet.volume.usd_per_month)
 

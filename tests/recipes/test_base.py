@@ -1,5 +1,5 @@
-"""What every recipe shares: slot floors, the volume caches, versions and powers of two, and the
-pod that reads weights a CPU pod seeded."""
+"""What every recipe shares: slot floors, the volume caches, versions, args that survive a shell
+split, and the pod that reads weights a CPU pod seeded."""
 
 from __future__ import annotations
 
@@ -15,21 +15,12 @@ from frutebox_infra.recipes.base import (
     VOLUME_PATH,
     ServeOptions,
     env_with_cache,
-    is_power_of_two,
     slots_problem,
     static_slots,
     version_tuple,
 )
-from tests.factories import real_registry
+from tests.factories import real_registry, words
 from tests.recipes.conftest import BuildPod
-
-
-@pytest.mark.parametrize(
-    ("n", "power"),
-    [pytest.param(n, n in (1, 2, 4, 8, 16), id=str(n)) for n in (0, 1, 2, 3, 4, 6, 8, 12, 16)],
-)
-def test_is_power_of_two_on_both_sides(n: int, power: bool) -> None:
-    assert is_power_of_two(n) is power
 
 
 def test_versions_compare_numerically() -> None:
@@ -177,6 +168,23 @@ def test_a_pod_is_what_rendering_it_afresh_gives_on_every_gpu_type_and_count(
                 assert pod == recipe.render_pod(m, image, gpu, count, serving, False), m.id
                 seeded = recipe.pod(m, image, gpu, count, serving, seeded=True)
                 assert seeded == recipe.render_pod(m, image, gpu, count, serving, True), m.id
+
+
+@pytest.mark.parametrize(
+    ("model_id", "runtime", "gpu_id", "count"),
+    [
+        pytest.param("kimi-k2.7-code", Runtime.LLAMACPP, "NVIDIA A100 80GB PCIe", 8, id="llamacpp"),
+        pytest.param("qwen3-235b-a22b", Runtime.SGLANG, "NVIDIA H200", 4, id="sglang"),
+        pytest.param("pixtral", Runtime.VLLM, "NVIDIA H200", 8, id="vllm-pixtral"),
+        pytest.param("mistral-large-3", Runtime.VLLM, "NVIDIA H200", 8, id="vllm-mistral-large-3"),
+        pytest.param("apertus-70b", Runtime.VLLM, "NVIDIA H200", 8, id="vllm-apertus-70b"),
+    ],
+)
+def test_args_survive_a_shell_split_round_trip(
+    build_pod: BuildPod, model_id: str, runtime: Runtime, gpu_id: str, count: int
+) -> None:
+    args = build_pod(model_id, runtime, gpu_id, count).args
+    assert shlex.join(words(args)) == args
 
 
 @pytest.mark.parametrize("runtime", sorted(RECIPES))

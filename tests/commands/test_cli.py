@@ -128,29 +128,23 @@ def test_the_checked_in_stacks_plan_clean(stack: str, capsys: pytest.CaptureFixt
     assert json.loads(out)["problems"] == []
 
 
-def clean_subprocess_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("FRUTEBOX_", "HF_"))}
-
-
-def test_python_m_reports_a_missing_stack_without_traceback(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "frutebox_infra",
-            "plan",
-            "--stack",
-            "missing",
-            "--stacks-dir",
-            str(tmp_path),
-        ],
+def python_m(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m frutebox_infra ARGV` in the checkout, without a developer's FRUTEBOX_ or HF_
+    variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRUTEBOX_", "HF_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "frutebox_infra", *argv],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=clean_subprocess_env(),
+        env=env,
         timeout=60,
         check=False,
     )
+
+
+def test_python_m_reports_a_missing_stack_without_traceback(tmp_path: Path) -> None:
+    done = python_m("plan", "--stack", "missing", "--stacks-dir", str(tmp_path))
     assert done.returncode == EXIT_USAGE
     assert done.stdout == ""
     assert "Pulumi.missing.yaml" in done.stderr
@@ -158,15 +152,7 @@ def test_python_m_reports_a_missing_stack_without_traceback(tmp_path: Path) -> N
 
 
 def test_python_m_models_json_is_the_catalog() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "frutebox_infra", "models", "--format", "json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=clean_subprocess_env(),
-        timeout=60,
-        check=False,
-    )
+    done = python_m("models", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["models"]) == len(real_registry().models)
 

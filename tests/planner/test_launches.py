@@ -9,14 +9,19 @@ from frutebox_infra.catalog.engine_options import EngineOptions
 from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.plumbing.validation import validate
-from tests.factories import gpu, ollama_model, real_registry, registry, settings, sglang_model
+from tests.factories import (
+    gpu,
+    ollama_model,
+    real_registry,
+    registry,
+    rules,
+    settings,
+    vllm_model,
+)
 
 P100 = gpu("P-1.00", vram_gb=80, secure=1.00)
 P150 = gpu("P-1.50", vram_gb=80, secure=1.50)
 
-
-def rules(fleet: FleetPlan) -> list[str]:
-    return [p.rule for p in fleet.problems]
 
 REAL_FACTS = real_registry().engine_options
 
@@ -32,10 +37,6 @@ def checked_plan(
     config.setdefault("models", [m.id for m in catalog])
     reg = registry(catalog, gpus, engine_options=facts, images=images)
     return plan_fleet(reg, settings(**config), stack="test")
-
-
-def vllm_model(model_id: str, **fields: Any) -> Model:
-    return sglang_model(model_id, vram_gb=10, runtimes=["vllm"], **fields)
 
 
 def test_a_flag_the_engine_does_not_know_is_a_plan_problem_with_the_fix() -> None:

@@ -20,6 +20,7 @@ from tests.factories import (
     ollama_model,
     real_registry,
     registry,
+    rules,
     settings,
     sglang_model,
 )
@@ -37,10 +38,6 @@ def plan(
     """Plan a synthetic catalog; every catalog model is armed unless `models=` says otherwise."""
     config.setdefault("models", [m.id for m in catalog])
     return plan_fleet(registry(catalog, gpus), settings(**config), stack="test")
-
-
-def rules(fleet: FleetPlan) -> list[str]:
-    return [p.rule for p in fleet.problems]
 
 
 # ---- fallbacks and the worst case ------------------------------------------------------------

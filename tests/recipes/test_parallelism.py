@@ -13,21 +13,22 @@ from frutebox_infra.recipes import RECIPES, ServeOptions
 from frutebox_infra.recipes.base import is_power_of_two
 from frutebox_infra.recipes.parallelism import Sharding, sharding
 from frutebox_infra.recipes.tensor_parallel import tp_problem
-from tests.factories import flag, gqa, real_gpu, real_registry, sglang_model, words
+from tests.factories import (
+    flag,
+    gqa,
+    kimi_k2_mla,
+    real_gpu,
+    real_registry,
+    sglang_model,
+    words,
+)
 
 RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 
 
 # ---- tensor parallelism ----------------------------------------------------------------------
 
-MLA = Architecture(
-    attention="mla",
-    layers=61,
-    attention_heads=64,
-    kv_lora_rank=512,
-    qk_rope_head_dim=64,
-    source="test",
-)
+MLA = kimi_k2_mla(moe=False)
 
 
 @pytest.mark.parametrize(

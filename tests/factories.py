@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -43,6 +43,9 @@ from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT
 from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.stack.settings import PROJECT, StackSettings
 from frutebox_infra.stack.stack_file import parse_settings
+
+if TYPE_CHECKING:
+    from frutebox_infra.planner.plan import FleetPlan
 
 ROOT = REPO_ROOT
 PREVIEW_WORKFLOW = ROOT / ".github" / "workflows" / "preview.yml"
@@ -156,6 +159,19 @@ def gqa(
     )
 
 
+def kimi_k2_mla(*, moe: bool = True) -> Architecture:
+    """Kimi K2's multi-head latent attention: 61 layers of a 512 latent and a 64 RoPE head."""
+    return Architecture(
+        attention="mla",
+        layers=61,
+        attention_heads=64,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        moe=moe,
+        source="Kimi-K2 config.json",
+    )
+
+
 def model(model_id: str = "test-model", **fields: Any) -> Model:
     """A catalog entry; only `id`, `name` and `capability` are filled in unless given."""
     data: dict[str, Any] = {"id": model_id, "name": model_id, "capability": "chat"}
@@ -175,6 +191,11 @@ def sglang_model(
     }
     data.update(fields)
     return model(model_id, **data)
+
+
+def vllm_model(model_id: str = "test-vllm", *, vram_gb: float = 10.0, **fields: Any) -> Model:
+    """A model only vLLM serves, otherwise as `sglang_model` makes it."""
+    return sglang_model(model_id, vram_gb=vram_gb, runtimes=["vllm"], **fields)
 
 
 def ollama_model(
@@ -221,6 +242,11 @@ def registry(
         engine_options=dict(engine_options or {}),
         speed=speed,
     )
+
+
+def rules(fleet: FleetPlan) -> list[str]:
+    """The rule of each of a plan's problems, in order."""
+    return [p.rule for p in fleet.problems]
 
 
 def settings(**config: Any) -> StackSettings:

@@ -1,4 +1,5 @@
-"""The registry: the catalog holds the brief's facts; a bad file names file, entry and field."""
+"""The registry: the catalog holds the brief's facts in the files' own spellings; a bad file
+names file, entry and field."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from frutebox_infra.catalog.files import RegistryFiles, load_registry, parse_registry
-from frutebox_infra.catalog.schema import GgufSource, Image, Runtime
+from frutebox_infra.catalog.schema import GgufSource, Image, Runtime, SpecDecode
 from frutebox_infra.plumbing.errors import ConfigError
 from frutebox_infra.plumbing.validation import validate
 from tests.factories import files_with, real_files, real_registry
@@ -447,6 +448,13 @@ def test_the_good_model_alone_is_valid() -> None:
     # The control for the table above: only the added entry makes it fail.
     registry = parse_registry(files_with(models="models:\n" + GOOD_MODEL))
     assert [m.id for m in registry.models] == ["good"]
+
+
+def test_the_enums_spell_the_registry_values() -> None:
+    assert Runtime("llamacpp") is Runtime.LLAMACPP and str(Runtime.SGLANG) == "sglang"
+    assert SpecDecode("p-eagle") is SpecDecode.P_EAGLE
+    with pytest.raises(ValueError):
+        Runtime("llama.cpp")
 
 
 def test_a_bad_gpu_names_gpus_yaml_the_gpu_and_the_field() -> None:

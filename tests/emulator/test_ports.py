@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.ports import serve_port
 from frutebox_infra.emulator.records import PodRecord, RawBody
 from frutebox_infra.recipes.comfyui import provisioning_script
@@ -65,6 +66,44 @@ def test_a_comfyui_pod_lists_the_files_its_script_fetches() -> None:
                  provisioning_script(model)})  # fmt: skip
     status, listing = ask(record, "GET", "/models/checkpoints")
     assert status == 200 and isinstance(listing, list) and listing
+
+
+def comfy_body(model_id: str) -> dict[str, object]:
+    m = real_registry().model(model_id)
+    assert m is not None
+    return {"env": {"FRUTEBOX_PROVISION": provisioning_script(m)}}
+
+
+@pytest.mark.parametrize(
+    ("path", "names"),
+    [
+        ("/models/checkpoints", ["stable_audio_open_1.0.safetensors"]),
+        ("/models/text_encoders", ["t5_base.safetensors"]),
+        ("/models/vae", []),
+    ],
+)
+def test_a_comfyui_listing_is_what_the_script_fetches_per_kind(path: str, names: list[str]) -> None:
+    assert models_listing(comfy_body("stable-audio-open-1.0"), path) == names
+
+
+def test_wan_lists_both_experts_under_diffusion_models() -> None:
+    assert models_listing(comfy_body("wan-2.2"), "/models/diffusion_models") == [
+        "wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors",
+        "wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pod_body", "path"),
+    [
+        pytest.param(
+            {"env": {"OLLAMA_HOST": "0.0.0.0:11434"}}, "/models/checkpoints", id="not-comfy"
+        ),
+        pytest.param(comfy_body("sdxl-1.0"), "/system_stats", id="not-a-listing-path"),
+    ],
+)
+def test_other_pods_and_paths_are_not_listings(pod_body: dict[str, object], path: str) -> None:
+    assert models_listing(pod_body, path) is None
 
 
 def pull_events(answer: tuple[int, Any]) -> tuple[int, list[Any]]:

@@ -260,7 +260,6 @@ def test_a_launch_its_image_cannot_run_crash_loops_while_the_pod_stays_running(
     first = running(app, pod_id)
     realism = app.account.realism
     up, gap = realism.real_s(realism.crash_up_s), realism.real_s(realism.crash_gap_s)
-    assert (up, gap) == (6.0 / SCALE, 4.0 / SCALE)
     uptimes = [first["runtime"]["uptime"]]
     clock.advance(up / 2)  # mid-way through each container's life from here on
     for _ in range(3):

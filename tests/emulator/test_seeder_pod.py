@@ -36,11 +36,6 @@ QWEN_GB = 31.01
 """Its safetensors, config and tokenizer on the emulated hub."""
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
 def account(clock: ManualClock, hub: Hub | None = None) -> Account:
     realism = Realism(kind=Kind.FAST, quotas=(), transfers=Transfers.realistic())
     storage = Storage(hub or Hub.from_registry(real_registry()))

@@ -21,21 +21,13 @@ from frutebox_infra.estimates.fit import (
     sglang_static_fraction,
     share_rule,
 )
-from tests.factories import GB, GIB, MIB, gpu, gqa, real_gpu, real_registry
+from tests.factories import GB, GIB, MIB, gpu, gqa, kimi_k2_mla, real_gpu, real_registry
 
 H100 = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"
 A5000 = "NVIDIA RTX A5000"
 
-KIMI_K2 = Architecture(
-    attention="mla",
-    layers=61,
-    attention_heads=64,
-    kv_lora_rank=512,
-    qk_rope_head_dim=64,
-    moe=True,
-    source="Kimi-K2 config.json",
-)
+KIMI_K2 = kimi_k2_mla()
 QWEN3_235B = gqa(layers=94, heads=64, kv_heads=4, head_dim=128, moe=True)
 QWEN3_32B = gqa(layers=64, heads=64, kv_heads=8, head_dim=128)
 QWEN3_8B = gqa(layers=36, heads=32, kv_heads=8, head_dim=128)
@@ -368,11 +360,10 @@ def test_coarse_rule_is_weights_times_headroom_in_consistent_units(
     fit = estimate(
         request(MemoryModel.LLAMACPP, weights_gb=weights_gb, arch=None), TEN_THOUSAND_MIB, 1
     )
-    assert HEADROOM == 1.15
     assert fit.fits is fits
     assert fit.exact is False
     assert fit.full_context_sequences is None and fit.kv_bytes_per_token is None
-    assert fit.needed_gb == pytest.approx(weights_gb * 1.15)
+    assert fit.needed_gb == pytest.approx(weights_gb * HEADROOM)
     assert fit.available_gb == pytest.approx((10_000 * MIB - 1.5 * GIB) / GB)
 
 

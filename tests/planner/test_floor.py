@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from frutebox_infra.catalog.schema import Gpu, Model, Registry
-from frutebox_infra.estimates.speed import SpeedEstimate, SpeedUnknown
-from frutebox_infra.planner.count_search import GpuRow
+from frutebox_infra.estimates.speed import SpeedEstimate
 from frutebox_infra.planner.floor import (
     SpeedChoice,
     choose,
@@ -18,8 +17,7 @@ from frutebox_infra.planner.floor import (
     floor_problem,
     streams_meeting,
 )
-from frutebox_infra.planner.placement_speed import ModelSpeeds
-from frutebox_infra.planner.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.planner.ranking import PlacementOption, Ranking
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.stack.settings import RankBy
@@ -234,38 +232,10 @@ def test_ranked_by_cost_per_token_fallbacks_are_within_the_premium_of_it(
     assert len(choice.taken) == count
 
 
-def test_without_a_floor_nothing_is_estimated() -> None:
-    found = ranking(reg())
-    choice = choose(found, floor=0, rank_by="usdPerHour", premium=10.0)
+def test_without_a_floor_every_placement_within_the_premium_is_taken() -> None:
+    choice = choose(ranking(reg()), floor=0, rank_by="usdPerHour", premium=10.0)
     assert labels(choice.taken) == ["1x SLOW", "1x MID", "1x FAST"]
-    assert all("speed" not in vars(p) for p in found.placements())
-
-
-@pytest.mark.parametrize(
-    ("premium", "built"),
-    [
-        pytest.param(1.0, ["1x SLOW"], id="the-cheapest-alone"),
-        pytest.param(2.5, ["1x SLOW", "1x MID"], id="those-within-the-premium"),
-    ],
-)
-def test_with_a_floor_only_the_placements_walked_are_built_and_decoded(
-    premium: float, built: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    found = ranking(reg())
-    rated: list[str] = []
-    rate = ModelSpeeds.decode_rate
-
-    def spy(self: ModelSpeeds, gpu: Gpu, count: int) -> float | SpeedUnknown | None:
-        rated.append(f"{count}x {gpu.name}")
-        return rate(self, gpu, count)
-
-    monkeypatch.setattr(ModelSpeeds, "decode_rate", spy)
-    choose(found, floor=1, rank_by="usdPerHour", premium=premium)
-    assert labels(tuple(found.built.values())) == built
-    assert rated == built
-    # Their whole estimates wait for a report to ask.
-    assert all("speed" not in vars(p) for p in found.built.values())
-    assert found.speed_model.decodes == {}
+    assert choice.below_floor == ()
 
 
 def test_a_whole_estimate_asked_later_has_the_decode_rate_the_walk_judged() -> None:
@@ -275,37 +245,28 @@ def test_a_whole_estimate_asked_later_has_the_decode_rate_the_walk_judged() -> N
     choice = choose(found, floor=slow + 0.01, rank_by="usdPerHour", premium=10.0)
     (below, *_) = choice.below_floor
     assert below.decode_tok_s_per_stream == slow
-    assert below.estimate is below.placement.speed  # worked out once, when first asked
     assert below.estimate.decode_tok_s_per_stream == slow
     for p in choice.taken:
         assert tok_s(p) == found.speed_model.decode_rate(p.gpu, p.count)
 
 
 @pytest.mark.parametrize(
-    ("premium", "searched"),
+    ("premium", "taken"),
     [
-        # 1x SLOW and 2x SLOW are refused; 1x MID ($1.00) is taken and, without a premium,
-        # ends the walk before 4x SLOW ($1.60) is reached: that count is never searched.
-        pytest.param(1.0, ["2x SLOW"], id="the-walk-ends-first"),
-        pytest.param(2.0, ["2x SLOW", "4x SLOW"], id="within-the-premium"),
+        # 1x SLOW and 2x SLOW are refused; 1x MID ($1.00) is taken, and 4x SLOW ($1.60), which
+        # meets the floor, is a fallback only within the premium.
+        pytest.param(1.0, ["1x MID"], id="over-the-premium"),
+        pytest.param(2.0, ["1x MID", "4x SLOW"], id="within-the-premium"),
     ],
 )
-def test_a_refused_count_s_larger_count_is_searched_only_when_the_walk_reaches_it(
-    premium: float, searched: list[str], monkeypatch: pytest.MonkeyPatch
+def test_a_refused_type_s_larger_count_is_a_fallback_within_the_premium(
+    premium: float, taken: list[str]
 ) -> None:
     r = reg(SLOW, MID)
     floor = (tok_s(on(r, "SLOW", 2)) + tok_s(on(r, "MID"))) / 2
-    asked: list[str] = []
-    search = Ranking.fitting_from
-
-    def spy(self: Ranking, start: Ranked, row: GpuRow) -> Ranked | None:
-        asked.append(f"{start[1]}x {row.gpu.name}")
-        return search(self, start, row)
-
-    monkeypatch.setattr(Ranking, "fitting_from", spy)
     choice = pick(r, floor, premium=premium)
-    assert choice.taken[0].label == "1x MID"
-    assert asked == searched
+    assert labels(choice.taken) == taken
+    assert [b.placement.label for b in choice.below_floor] == ["1x SLOW", "2x SLOW"]
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 
@@ -621,16 +620,11 @@ def test_a_launch_script_s_server_is_its_last_exec_line(script: str, server: str
     assert _last_exec(script) == server
 
 
-def test_a_launch_s_words_are_read_as_they_are_instead_of_splitting_its_args() -> None:
-    # A pod carries the words its args join (splitting would give them back): read as given.
+def test_args_that_cannot_be_split_into_words_are_refused() -> None:
     options = facts("vllm")
     unsplittable = Launch(args="org/m '", env={}, health_path=options.health_path)
     assert [r.what for r in check_launch(unsplittable, options, entrypoint="fixed-binary")] == [
         "args cannot be split into words (No closing quotation)"
-    ]
-    given = replace(unsplittable, words=("org/m", "--max-num-seqs", "x"))
-    assert [r.what for r in check_launch(given, options, entrypoint="fixed-binary")] == [
-        "--max-num-seqs x"
     ]
 
 

@@ -9,14 +9,19 @@ from frutebox_infra.catalog.engine_options import EngineOptions
 from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.plumbing.validation import validate
-from tests.factories import gpu, ollama_model, real_registry, registry, settings, sglang_model
+from tests.factories import (
+    gpu,
+    ollama_model,
+    real_registry,
+    registry,
+    rules,
+    settings,
+    vllm_model,
+)
 
 P100 = gpu("P-1.00", vram_gb=80, secure=1.00)
 P150 = gpu("P-1.50", vram_gb=80, secure=1.50)
 
-
-def rules(fleet: FleetPlan) -> list[str]:
-    return [p.rule for p in fleet.problems]
 
 REAL_FACTS = real_registry().engine_options
 
@@ -32,10 +37,6 @@ def checked_plan(
     config.setdefault("models", [m.id for m in catalog])
     reg = registry(catalog, gpus, engine_options=facts, images=images)
     return plan_fleet(reg, settings(**config), stack="test")
-
-
-def vllm_model(model_id: str, **fields: Any) -> Model:
-    return sglang_model(model_id, vram_gb=10, runtimes=["vllm"], **fields)
 
 
 def test_a_flag_the_engine_does_not_know_is_a_plan_problem_with_the_fix() -> None:
@@ -101,10 +102,9 @@ def test_facts_read_for_another_tag_are_a_warning_to_refresh() -> None:
     assert not any("tools/engine-options" in w for w in checked_plan([vllm_model("m")]).warnings)
 
 
-def test_placements_that_launch_alike_are_checked_once_and_a_refusal_names_the_first() -> None:
+def test_placements_that_launch_alike_are_one_refusal_naming_the_first() -> None:
     # An Ollama pod is the same on every GPU type (one launch variant): its fallback launches
-    # as its chosen placement does, so the check of one stands for both, and the fallback's
-    # pod is not rendered for it.
+    # as its chosen placement does, so one refusal stands for both.
     images = dict(real_registry().images)
     images[Runtime.OLLAMA] = replace(images[Runtime.OLLAMA], cache_env={"OLLAMA_MODELZ": "/w"})
     small = [ollama_model("aa", vram_gb=1.0)]
@@ -114,6 +114,5 @@ def test_placements_that_launch_alike_are_checked_once_and_a_refusal_names_the_f
     assert [f.gpu.id for f in plan.fallbacks] == ["P-1.50"]
     (problem,) = [p for p in fleet.problems if p.rule == "launch-rejected"]
     assert "(1x P-1.00)" in problem.message and "OLLAMA_MODELZ" in problem.message
-    assert "pod" not in vars(plan.fallbacks[0])
     accepted = checked_plan(small, maxFallbackPremium=2.0)
     assert "launch-rejected" not in rules(accepted) and accepted.models[0].fallbacks

@@ -112,13 +112,6 @@ def test_a_diffusion_pipeline_decodes_no_tokens() -> None:
     assert placement_speed(p.recipe, p.model, p.serving, p.gpu, 1, 1.0, facts) is None
 
 
-def test_a_placement_s_speed_is_estimated_once() -> None:
-    p = placement("qwen3-8b")
-    assert "speed" not in vars(p)
-    first = p.speed
-    assert isinstance(first, SpeedEstimate) and p.speed is first
-
-
 # --- a published measurement stated as a stack -------------------------------------------
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from frutebox_infra.catalog.schema import Model
-from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, VolumePlan, plan_fleet
+from frutebox_infra.planner.plan import FleetPlan, VolumePlan, plan_fleet
 from frutebox_infra.planner.resolver import PlanProblem
 from frutebox_infra.stack.environment import Environment
 from tests.factories import (
@@ -20,6 +20,7 @@ from tests.factories import (
     ollama_model,
     real_registry,
     registry,
+    rules,
     settings,
     sglang_model,
 )
@@ -37,10 +38,6 @@ def plan(
     """Plan a synthetic catalog; every catalog model is armed unless `models=` says otherwise."""
     config.setdefault("models", [m.id for m in catalog])
     return plan_fleet(registry(catalog, gpus), settings(**config), stack="test")
-
-
-def rules(fleet: FleetPlan) -> list[str]:
-    return [p.rule for p in fleet.problems]
 
 
 # ---- fallbacks and the worst case ------------------------------------------------------------
@@ -162,7 +159,6 @@ def test_volume_price_tiers(size: int, usd_per_month: float) -> None:
 
 def test_fleet_month_is_730_hours_of_pods_plus_the_volume() -> None:
     fleet = plan([TEN_GB], maxFallbackPremium=1.5)
-    assert HOURS_PER_MONTH == 730
     assert fleet.usd_per_month_best == pytest.approx(730 * 1.00 + fleet.volume.usd_per_month)
     assert fleet.usd_per_month_worst == pytest.approx(730 * 1.50 + fleet.volume.usd_per_month)
 

@@ -1,4 +1,4 @@
-"""The count search: the smallest fitting count per GPU type, ranked, built only when used."""
+"""The count search: the smallest fitting count per GPU type, ranked cheapest first."""
 
 from __future__ import annotations
 
@@ -56,15 +56,15 @@ def test_the_search_finds_what_estimating_every_count_finds(model_id: str, cloud
     assert found == brute_force(model_id, cloud)
 
 
-def test_placements_are_built_only_when_asked_for_and_once() -> None:
+def test_placements_are_the_ranked_gpu_types_counts_and_prices_in_order() -> None:
     ranking = rank_fresh("qwen3-8b")
-    assert len(ranking.ranked) > 2 and ranking.built == {}
-    first = ranking.placements(1)
-    assert len(ranking.built) == 1
-    assert ranking.placements(1)[0] is first[0]
+    gpus = real_registry().gpus
     every = ranking.placements()
-    assert len(every) == len(ranking.ranked) == len(ranking.built) and every[0] is first[0]
-    assert [p.usd_per_hour for p in every] == [usd for _, _, usd in ranking.ranked]
+    assert len(every) == len(ranking.ranked) > 2
+    assert [(p.gpu, p.count, p.usd_per_hour) for p in every] == [
+        (gpus[i], count, usd) for i, count, usd in ranking.ranked
+    ]
+    assert ranking.placements(1) == every[:1] and all(p.fit.fits for p in every)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,6 @@ def test_within_a_premium_is_the_cheapest_and_those_close_to_it(premium: float, 
     cheapest = ranking.ranked[0][2]
     expected = [r for r in ranking.ranked if r[2] <= cheapest * premium + 1e-9]
     assert [p.usd_per_hour for p in chosen] == [usd for _, _, usd in expected]
-    assert len(ranking.built) == len(chosen)
     if kept == "all":
         assert len(chosen) == len(ranking.ranked)
     else:
@@ -106,7 +105,7 @@ def test_rankings_are_equal_when_they_rank_the_same() -> None:
 
 
 def rank_fresh(model_id: str) -> Ranking:
-    """A ranking no other test has built placements of."""
+    """The model's ranking on the real registry, made by `rank` itself."""
     reg = real_registry()
     r = resolve(reg, model_id, TOKEN)
     assert r.model and r.recipe and r.image and r.serving

@@ -30,6 +30,7 @@ from tests.factories import (
     real_registry,
     registry,
     sglang_model,
+    vllm_model,
 )
 
 TOKEN = ServeOptions(hf_token_configured=True)
@@ -434,10 +435,6 @@ def test_tensor_parallel_flag_matches_every_placement(model_id: str) -> None:
         assert p.count >= r.model.min_gpus
         if r.model.architecture is not None:
             assert r.model.architecture.attention_heads % p.count == 0
-
-
-def vllm_model(model_id: str, vram_gb: float, **fields: Any) -> Model:
-    return sglang_model(model_id, vram_gb=vram_gb, runtimes=["vllm"], **fields)
 
 
 @pytest.mark.parametrize(

@@ -49,11 +49,11 @@ def test_seeded_pods_read_offline_and_without_the_token_and_pass_the_launch_chec
     assert "HF_HUB_OFFLINE" not in env["qwen3-8b"] and "LLAMA_ARG_OFFLINE" not in env["qwen3-8b"]
     assert all(p.seeded for m in plan.models for p in m.candidates)
     assert not [p for p in plan.problems if p.rule == "launch-rejected"]
-    # Rendered once, as they launch: the pod the seed job read is the one the placement has.
+    # The pod the seed job read is the one the placement launches: the seeded render.
     for m in plan.models:
         decision = seeding(plan).of(m.model_id)
         assert m.placement is not None and decision is not None and decision.seeded
-        assert m.placement.pod is m.placement.recipe.pod(
+        assert m.placement.pod == m.placement.recipe.pod(
             m.placement.model, m.placement.image, m.placement.gpu, m.placement.count,
             m.placement.serving, seeded=True,
         )  # fmt: skip
@@ -160,7 +160,7 @@ def test_a_seeded_placement_reads_offline_and_is_otherwise_the_same_placement(
     assert carried.seeded and not placement.seeded
     assert carried.pod == replace(placement, seeded=True).pod
     assert carried.speed == placement.speed and carried.gpu == placement.gpu
-    assert reading_seeded(carried) is carried
+    assert reading_seeded(carried) == carried
 
 
 def test_decisions_follow_the_plans_model_order_when_a_shared_pods_anchor_comes_later() -> None:

@@ -48,9 +48,9 @@ def test_a_change_to_our_code_is_another_key(monkeypatch: pytest.MonkeyPatch) ->
     assert cache_key(TEXTS) != before
 
 
-def test_the_code_fingerprint_reads_every_source_file_of_the_package() -> None:
+def test_the_package_s_stamp_names_every_source_file_of_it() -> None:
     package = Path(registry_cache.__file__).parents[1]
-    sources = {os.path.relpath(p, package) for p in registry_cache._sources(package)}
+    sources = {line.split("\0")[0] for line in registry_cache.source_stamp(package).splitlines()}
     assert {"catalog/schema.py", "catalog/speed_facts.py", "catalog/files.py"} <= sources
     assert {"runpod/__main__.py", "recipes/base.py"} <= sources
     assert not any("__pycache__" in s or not s.endswith(".py") for s in sources)
@@ -100,15 +100,15 @@ def test_a_write_leaves_no_temporary_file_and_keeps_the_newest_entries(tmp_path:
     assert all(n.endswith(".pickle") and not n.startswith(".") for n in names)
 
 
-def test_parse_registry_reads_a_cached_registry_instead_of_validating(tmp_path: Path) -> None:
+def test_a_registry_read_through_the_cache_follows_its_files(tmp_path: Path) -> None:
     files = real_files()
-    validated = parse_registry(files, cache=tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == [f"{cache_key(files.texts)}.pickle"]
-    # What the cache holds under the key is what comes back: the YAML is not read again.
-    fewer = replace(validated, models=validated.models[:1])
-    store(tmp_path, cache_key(files.texts), fewer)
-    assert parse_registry(files, cache=tmp_path).models == validated.models[:1]
-    assert parse_registry(files, cache=None) == validated
+    validated = parse_registry(files, cache=None)
+    for _ in range(2):  # validated and kept, then read back
+        assert parse_registry(files, cache=tmp_path) == validated
+    dearer = files.texts["gpus.yaml"].replace("{secure: 0.17,", "{secure: 0.18,", 1)
+    changed = parse_registry(files_with(gpus=dearer), cache=tmp_path)
+    assert changed.gpus[0].price_usd_per_hour.secure == 0.18
+    assert replace(changed, gpus=validated.gpus) == validated
 
 
 def test_a_registry_that_fails_validation_is_never_cached(tmp_path: Path) -> None:
@@ -147,12 +147,19 @@ def test_a_source_file_edited_added_or_removed_changes_the_stamp(tmp_path: Path)
     assert registry_cache.source_stamp(tmp_path) == edited
 
 
-def test_the_stamp_names_each_source_by_its_path_below_the_directory(tmp_path: Path) -> None:
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
-    os.utime(tmp_path / "sub" / "b.py", ns=(5, 7))
-    expected = "\0".join([os.path.join("sub", "b.py"), "6", "7"])  # path, size, mtime in ns
-    assert registry_cache.source_stamp(tmp_path) == expected
+def test_the_stamp_is_of_the_tree_wherever_it_lies_and_a_size_alone_changes_it(
+    tmp_path: Path,
+) -> None:
+    def tree(name: str, text: str) -> Path:
+        (tmp_path / name / "sub").mkdir(parents=True, exist_ok=True)
+        (tmp_path / name / "sub" / "b.py").write_text(text)
+        os.utime(tmp_path / name / "sub" / "b.py", ns=(5, 7))
+        return tmp_path / name
+
+    here, there = tree("a", "y = 2\n"), tree("a-longer-name", "y = 2\n")
+    assert registry_cache.source_stamp(here) == registry_cache.source_stamp(there)
+    tree("a", "y = 22\n")  # the same modification time, another size
+    assert registry_cache.source_stamp(here) != registry_cache.source_stamp(there)
 
 
 def test_the_validator_versions_are_the_installed_ones() -> None:

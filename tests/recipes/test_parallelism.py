@@ -1,17 +1,69 @@
-"""FP8 block sharding: TP degrees that split a block get expert parallelism or are refused."""
+"""Tensor parallelism: a power of two that divides the heads, KV heads divided or copied; and FP8
+block sharding: TP degrees that split a block get expert parallelism or are refused."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 
-from frutebox_infra.catalog.schema import Model, Runtime
+from frutebox_infra.catalog.schema import Architecture, Model, Runtime
 from frutebox_infra.recipes import RECIPES, ServeOptions
+from frutebox_infra.recipes.base import is_power_of_two
 from frutebox_infra.recipes.parallelism import Sharding, sharding
-from tests.factories import flag, real_gpu, real_registry, sglang_model, words
+from frutebox_infra.recipes.tensor_parallel import tp_problem
+from tests.factories import (
+    flag,
+    gqa,
+    kimi_k2_mla,
+    real_gpu,
+    real_registry,
+    sglang_model,
+    words,
+)
 
 RTX_PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+# ---- tensor parallelism ----------------------------------------------------------------------
+
+MLA = kimi_k2_mla(moe=False)
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [pytest.param(n, n in (1, 2, 4, 8, 16), id=str(n)) for n in range(0, 17)],
+)
+def test_is_power_of_two(n: int, expected: bool) -> None:
+    assert is_power_of_two(n) is expected
+
+
+@pytest.mark.parametrize(
+    ("arch", "tp", "ok"),
+    [
+        pytest.param(None, 3, False, id="unknown-arch-3"),
+        pytest.param(None, 4, True, id="unknown-arch-4"),
+        pytest.param(gqa(heads=48, kv_heads=48), 3, False, id="3-divides-heads-but-is-not-2^n"),
+        pytest.param(gqa(heads=48, kv_heads=48), 6, False, id="6-divides-heads-but-is-not-2^n"),
+        pytest.param(gqa(heads=12, kv_heads=4), 4, True, id="4-divides-12-heads"),
+        pytest.param(gqa(heads=12, kv_heads=4), 8, False, id="8-does-not-divide-12-heads"),
+        pytest.param(gqa(heads=32, kv_heads=8), 8, True, id="kv-divided"),
+        pytest.param(gqa(heads=32, kv_heads=4), 8, True, id="kv-copied"),
+        pytest.param(gqa(heads=24, kv_heads=6), 2, True, id="kv-6-over-2"),
+        pytest.param(gqa(heads=24, kv_heads=6), 4, False, id="kv-6-neither-divides-nor-copies-4"),
+        pytest.param(MLA, 8, True, id="mla-latent-copied"),
+    ],
+)
+def test_tp_problem(arch: Architecture | None, tp: int, ok: bool) -> None:
+    m = sglang_model("tp", architecture=asdict(arch) if arch else None)
+    problem = tp_problem(m, tp)
+    assert (problem is None) is ok
+    if not ok:
+        assert problem and str(tp) in problem
+
+
+# ---- FP8 block sharding ----------------------------------------------------------------------
 
 
 def moe(*, width: int, experts: int | None, block: int | None = 128, fmt: str = "fp8") -> Model:

@@ -73,6 +73,11 @@ def ok(status: int = 200, body: Any = None) -> httpx.Response:
     return httpx.Response(status, json=body) if body is not None else httpx.Response(status)
 
 
+def states(*statuses: str) -> list[httpx.Response]:
+    """Reads of pod1 that find it in each of `statuses` in turn."""
+    return [ok(200, pod(status=s)) for s in statuses]
+
+
 def ndjson(*events: dict[str, Any]) -> httpx.Response:
     return httpx.Response(200, content="".join(json.dumps(e) + "\n" for e in events).encode())
 

@@ -1,8 +1,10 @@
-"""The typed v2 client: auth, parsing, retries of idempotent calls, and error translation."""
+"""The typed v2 client: auth over verified TLS, parsing, retries of idempotent calls, the quota it
+paces by, and error translation (a refused key named by its source, with what the command needs)."""
 
 from __future__ import annotations
 
 import inspect
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -12,10 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need
+from frutebox_infra.runpod.access import DEPLOY, KeyUse, Need, method_need, refusal_hint
 from frutebox_infra.runpod.client import CREATE_TIMEOUT_S, RunPodClient, problem_of
 from frutebox_infra.runpod.proxy import ProxyClient
+from frutebox_infra.runpod.quota import Quota, Window, parse
 from frutebox_infra.runpod.retrying import RetryPolicy
+from frutebox_infra.runpod.tls import tls_context
 from tests.runpod.conftest import API, API_KEY, PROXY, Clock, FakeApi, ok, pod, problem
 
 
@@ -136,6 +140,34 @@ def test_every_answer_updates_the_quota_the_client_paces_by(
     client.list_pods()
     # 10 spendable requests in the minute's 30 s left: one every 3 s at most.
     assert client.quota.pace_s() == pytest.approx(3.0)
+
+
+def test_the_documented_rate_limit_example_reads_into_windows() -> None:
+    quota = parse('"minute";r=0;t=12, "hour";r=2800;t=1812, "day";r=49500;t=45012')
+    assert quota.windows == (
+        Window("minute", 0, 12),
+        Window("hour", 2800, 1812),
+        Window("day", 49500, 45012),
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "pace"),
+    [
+        ('"minute";r=0;t=12', 12.0),  # nothing left: wait for the reset
+        ('"minute";r=1;t=12', 12.0),  # the last one is kept for a teardown
+        ('"minute";r=31;t=30', 1.0),
+        ('"minute";r=59;t=60, "hour";r=11;t=100', 10.0),  # the strictest window decides
+    ],
+)
+def test_pace_spreads_what_is_left_over_the_time_left(header: str, pace: float) -> None:
+    assert parse(header).pace_s() == pytest.approx(pace)
+
+
+def test_no_rate_limit_header_or_an_unreadable_one_paces_nothing() -> None:
+    assert Quota().pace_s() == 0
+    assert parse('garbage, ;;, "minute";r=x').pace_s() == 0
+    assert Quota().updated({}) == Quota()
 
 
 def test_pod_logs_reads_the_event_stream_and_never_fails_for_want_of_it(
@@ -320,3 +352,52 @@ def test_a_log_that_cannot_be_read_is_none_not_empty(client: RunPodClient, fake:
     assert client.pod_logs("pod1") == []
     [sent] = [r for r in fake.requests if r.url.path == "/v2/pods/pod2/logs"]
     assert dict(sent.url.params) == {"tail": "5", "source": "system"}
+
+
+SOURCE = "stack secret frutebox-infra:runpodApiKey"
+
+
+@pytest.mark.parametrize(
+    ("status", "method", "use", "says"),
+    [
+        pytest.param(401, "GET", KeyUse(SOURCE, DEPLOY, Need.WRITE),
+                     ["does not accept the API key from " + SOURCE, "disabled",
+                      "`pulumi up` and `pulumi destroy` the key needs write access"],
+                     id="revoked-during-up"),
+        pytest.param(403, "POST", KeyUse(SOURCE, DEPLOY, Need.WRITE),
+                     [SOURCE + " is valid but may not write", "Read Only",
+                      "permission All, or Restricted with Read/Write"],
+                     id="read-only-during-up"),
+        pytest.param(403, "GET", KeyUse("environment variable RUNPOD_API_KEY",
+                                        "`frutebox status`", Need.READ),
+                     ["may not read", "`frutebox status` the key needs read access",
+                      "a Read Only key is enough"], id="no-read-for-status"),
+        pytest.param(401, "GET", KeyUse(None, "`frutebox prices`", Need.READ),
+                     ["the configured RunPod key", "RUNPOD_API_KEY",
+                      "frutebox-infra:runpodApiKey"], id="unknown-source"),
+    ],
+)
+def test_a_refused_key_is_named_by_its_source_with_what_the_command_needs(
+    status: int, method: str, use: KeyUse, says: list[str]
+) -> None:
+    hint = refusal_hint(status, method, use)
+    for part in says:
+        assert part in hint
+
+
+@pytest.mark.parametrize(
+    ("method", "need"),
+    [
+        pytest.param("GET", Need.READ, id="get"),
+        pytest.param("head", Need.READ, id="head"),
+        *(pytest.param(m, Need.WRITE, id=m.lower()) for m in ("POST", "PATCH", "DELETE")),
+    ],
+)
+def test_a_read_needs_read_access_and_a_write_write_access(method: str, need: Need) -> None:
+    assert method_need(method) is need
+
+
+def test_the_api_and_the_proxy_verify_certificates_and_hosts() -> None:
+    context = tls_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # a CA bundle is loaded

@@ -12,11 +12,7 @@ from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.lifecycle import Provisioner
 from frutebox_infra.runpod.wire import Pod
 from tests.runpod.command import HEALTH, HEALTH_URL, PULL_URL, TAGS_URL, TIMEOUTS
-from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled
-
-
-def states(*statuses: str) -> list[httpx.Response]:
-    return [ok(200, pod(status=s)) for s in statuses]
+from tests.runpod.conftest import Clock, FakeApi, ndjson, ok, pod, problem, pulled, states
 
 
 def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: FakeApi) -> None:

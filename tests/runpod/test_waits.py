@@ -13,11 +13,7 @@ from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.restarts import RestartWatch
 from frutebox_infra.runpod.waits import Waits
 from tests.runpod.command import HEALTH, HEALTH_URL, TIMEOUTS
-from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem
-
-
-def states(*statuses: str) -> list[httpx.Response]:
-    return [ok(200, pod(status=s)) for s in statuses]
+from tests.runpod.conftest import Clock, FakeApi, ok, pod, problem, states
 
 
 def test_wait_running_polls_until_running(

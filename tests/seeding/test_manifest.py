@@ -9,7 +9,7 @@ import pytest
 
 from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.planner.resolver import resolve
-from frutebox_infra.recipes.base import ServeOptions
+from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.comfyui import MODELS_DIR
 from frutebox_infra.seeding.manifest import (
     HF_FORMAT_SHARDS,
@@ -133,7 +133,8 @@ def test_comfyui_seeds_each_file_at_its_flat_models_path() -> None:
         ("google-t5/t5-base", "main", "model.safetensors",
          "ComfyUI/models/text_encoders/t5_base.safetensors", False),
     ]  # fmt: skip
-    assert MODELS_DIR == "/workspace/ComfyUI/models"
+    # On the volume, each is where the pod's ComfyUI reads its models.
+    assert all(f"{VOLUME_PATH}/{f.destination}".startswith(f"{MODELS_DIR}/") for f in job.files)
 
 
 def test_a_repackaged_comfyui_model_seeds_the_repackaging_at_its_pin() -> None:

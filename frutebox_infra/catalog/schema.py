@@ -12,6 +12,7 @@ from itertools import pairwise
 from typing import Annotated, Any, Literal, NamedTuple
 
 from frutebox_infra.catalog.engine_options import EngineOptions
+from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.catalog.speed_facts import (
     PARAMETERS_TOLERANCE,
     GpuSpeed,
@@ -559,6 +560,9 @@ class Registry:
     seeder_image: ToolImage | None = None
     engine_options: dict[Runtime, EngineOptions] = field(default_factory=dict)
     """Per engine, what its pinned image accepts; empty where a registry predates the facts."""
+    engine_routes: dict[Runtime, EngineRoutes] = field(default_factory=dict)
+    """Per engine, its routes, its own key and which routes clients use (registry/routes.yaml);
+    empty where a registry predates the facts."""
 
     def __post_init__(self) -> None:
         self._former_ids_free()

@@ -135,13 +135,14 @@ _SECTIONS = {
     "speed": "speed.yaml",
     "cpu_flavors": "gpus.yaml",
     "seeder_image": "images.yaml",
+    "gateway": "images.yaml",
     "engine_options": ENGINE_OPTIONS_DIR,
     "engine_routes": "routes.yaml",
 }
 """Each top-level Registry field and the file that holds it."""
 _KEYS = {"seeder_image": "seeder"}
 """Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
-_OPTIONAL = ("cpu_flavors", "seeder_image")
+_OPTIONAL = ("cpu_flavors", "seeder_image", "gateway")
 _REQUIRED = frozenset(_SECTIONS) - {
     "max_gpus_per_pod",
     "speed",

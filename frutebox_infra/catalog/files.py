@@ -28,8 +28,15 @@ class RegistryFiles:
     texts: Mapping[str, str]
 
 
-FILES = ("models.yaml", "gpus.yaml", "images.yaml", "datacenters.yaml", "speed.yaml")
-OPTIONAL_FILES = frozenset({"speed.yaml"})
+FILES = (
+    "models.yaml",
+    "gpus.yaml",
+    "images.yaml",
+    "datacenters.yaml",
+    "speed.yaml",
+    "routes.yaml",
+)
+OPTIONAL_FILES = frozenset({"speed.yaml", "routes.yaml"})
 """Files a registry read at an older git ref may lack; the work tree must have every file."""
 
 ENGINE_OPTIONS_DIR = "engine_options"
@@ -102,6 +109,8 @@ def validate_registry(files: RegistryFiles, *, label: str = "registry") -> Regis
     sections["max_gpus_per_pod"] = docs["gpus.yaml"].get("max_gpus_per_pod", 8)
     if "speed.yaml" in docs:
         sections["speed"] = docs["speed.yaml"]
+    if "routes.yaml" in docs:
+        sections["engine_routes"] = docs["routes.yaml"].get("engines")
     # Optional sections: a registry from before they existed (an old git ref) still plans.
     for key in _OPTIONAL:
         value = docs[_SECTIONS[key]].get(_KEYS.get(key, key))
@@ -126,13 +135,21 @@ _SECTIONS = {
     "speed": "speed.yaml",
     "cpu_flavors": "gpus.yaml",
     "seeder_image": "images.yaml",
+    "gateway": "images.yaml",
     "engine_options": ENGINE_OPTIONS_DIR,
+    "engine_routes": "routes.yaml",
 }
 """Each top-level Registry field and the file that holds it."""
 _KEYS = {"seeder_image": "seeder"}
 """Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
-_OPTIONAL = ("cpu_flavors", "seeder_image")
-_REQUIRED = frozenset(_SECTIONS) - {"max_gpus_per_pod", "speed", "engine_options", *_OPTIONAL}
+_OPTIONAL = ("cpu_flavors", "seeder_image", "gateway")
+_REQUIRED = frozenset(_SECTIONS) - {
+    "max_gpus_per_pod",
+    "speed",
+    "engine_options",
+    "engine_routes",
+    *_OPTIONAL,
+}
 _LISTS = ("models", "gpus", "data_centers", "cpu_flavors")
 """Sections that are lists of entries with an `id`, named by it in errors."""
 
@@ -208,6 +225,9 @@ def _explain(exc: ValidationError, sections: Mapping[str, Any], label: str) -> s
             loc = loc[2:]
         elif head == "images" and len(loc) > 1:
             entry = f" image '{loc[1]}'"
+            loc = loc[2:]
+        elif head == "engine_routes" and len(loc) > 1:
+            entry = f" engine '{loc[1]}'"
             loc = loc[2:]
         elif head == "engine_options" and len(loc) > 1:
             file = f"{ENGINE_OPTIONS_DIR}/{loc[1]}.json"

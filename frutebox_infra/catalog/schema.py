@@ -12,6 +12,7 @@ from itertools import pairwise
 from typing import Annotated, Any, Literal, NamedTuple
 
 from frutebox_infra.catalog.engine_options import EngineOptions
+from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.catalog.speed_facts import (
     PARAMETERS_TOLERANCE,
     GpuSpeed,
@@ -523,6 +524,22 @@ class ToolImage:
         return f"{self.repository}:{self.tag}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class GatewayRelease:
+    """The gateway every GPU pod runs in front of its engine: a published static binary,
+    pinned by version and the checksum its publisher gives, fetched before any GPU bills."""
+
+    name: str
+    version: Annotated[str, Check(pattern=r"^v\d+\.\d+\.\d+$")]
+    url: Annotated[str, Check(pattern=r"^https://")]
+    """The release archive (a .tar.gz holding `member`)."""
+    sha512: Annotated[str, Check(pattern=r"^[0-9a-f]{128}$")]
+    """SHA-512 of the archive, as its publisher lists it."""
+    member: Annotated[str, Check(pattern=r"^[A-Za-z0-9._-]+$")]
+    """The program's file name inside the archive."""
+    source: str
+
+
 def _unique_ids(items: tuple[Model | Gpu | DataCenter | CpuFlavor, ...], _: object) -> Any:
     dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
     if dupes:
@@ -557,8 +574,13 @@ class Registry:
     placement gets a speed estimate."""
     cpu_flavors: Annotated[tuple[CpuFlavor, ...], Check(after=_known_flavors)] = ()
     seeder_image: ToolImage | None = None
+    gateway: GatewayRelease | None = None
+    """registry/images.yaml `gateway`; None where a registry predates it."""
     engine_options: dict[Runtime, EngineOptions] = field(default_factory=dict)
     """Per engine, what its pinned image accepts; empty where a registry predates the facts."""
+    engine_routes: dict[Runtime, EngineRoutes] = field(default_factory=dict)
+    """Per engine, its routes, its own key and which routes clients use (registry/routes.yaml);
+    empty where a registry predates the facts."""
 
     def __post_init__(self) -> None:
         self._former_ids_free()

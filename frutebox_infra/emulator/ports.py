@@ -1,18 +1,32 @@
-"""A pod's HTTP ports as the RunPod proxy serves them: health, Ollama's pull, ComfyUI's lists."""
+"""A pod's HTTP ports as the RunPod proxy serves them: each engine's routes (engines.py),
+Ollama's pull, ComfyUI's lists."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
+from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.emulator.comfy import models_listing
+from frutebox_infra.emulator.engines import refusal, served
 from frutebox_infra.emulator.records import PodRecord, RawBody
 
 
 def serve_port(
-    pod: PodRecord, port: int, method: str, path: str, body: Any, *, now: float
+    pod: PodRecord,
+    port: int,
+    method: str,
+    path: str,
+    body: Any,
+    *,
+    now: float,
+    engine: EngineRoutes | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[int, Any]:
-    """The answer of `pod`'s server on `port` at `now`; a server still loading does not answer."""
+    """The answer of `pod`'s server on `port` at `now`; a server still loading does not answer.
+    `engine`: the routes and own auth of the engine the pod's image runs (None: any path
+    answers, as an unknown image's server would be guessed to)."""
     if f"{port}/http" not in (pod.body.get("ports") or []):
         return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
     if pod.host_dead or pod.crash_looping:
@@ -24,6 +38,10 @@ def serve_port(
         return 200, RawBody("text/html", b"<html>Loading, please wait</html>")
     if pod.status != "RUNNING" or pod.fault == "never-healthy" or loading:
         return 502, {"error": "the pod's server is not answering"}
+    if engine is not None:
+        refused = refusal(engine, pod.body, method, path, headers or {})
+        if refused is not None:
+            return refused
     if method == "POST" and path == "/api/pull":
         return _pull(pod, body)
     ollama = _ollama(pod, method, path, body)
@@ -32,6 +50,9 @@ def serve_port(
     listing = models_listing(pod.body, path) if method == "GET" else None
     if listing is not None:
         return 200, listing
+    answer = served(method, path, body, pod.id) if engine is not None else None
+    if answer is not None:
+        return answer
     return 200, {"status": "ok", "pod": pod.id, "path": path}
 
 

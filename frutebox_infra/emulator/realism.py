@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.keys import Scope
@@ -64,6 +65,9 @@ class Realism:
     entrypoints: Mapping[str, str] = field(default_factory=dict)
     """Image reference -> how `args` reaches its process (registry `entrypoint`): a launch
     the image cannot run crash-loops (launch.py)."""
+    engines: Mapping[str, EngineRoutes] = field(default_factory=dict)
+    """Image reference -> the engine's routes and own auth (registry/routes.yaml): its server
+    answers those routes only, guarded as the engine guards them (engines.py)."""
     api_keys: Mapping[str, Scope] = field(default_factory=dict)
     """The account's keys and their scopes (keys.py)."""
     any_key: bool = True

@@ -241,7 +241,9 @@ class App:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        status, payload = self.account.proxy(match["pod"], int(match["port"]), method, path, body)
+        status, payload = self.account.proxy(
+            match["pod"], int(match["port"]), method, path, body, headers
+        )
         pod = self.account.pods.get(match["pod"])
         # Whether a credential reached the pod is recorded, never the credential itself.
         self.account.requests.append(

@@ -56,6 +56,11 @@ def realistic_for(registry: Registry, **overrides: Any) -> Realism:
         "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
         "known_images": frozenset(i.reference for i in tools),
         "entrypoints": {i.reference: i.entrypoint for i in tools},
+        "engines": {
+            image.reference: registry.engine_routes[runtime]
+            for runtime, image in registry.images.items()
+            if runtime in registry.engine_routes
+        },
         "volume_types": {dc: (HIGH_PERFORMANCE, STANDARD) for dc in HPS_CENTRES},
     }
     options.update(overrides)

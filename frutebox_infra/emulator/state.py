@@ -322,7 +322,17 @@ class Account:
 
     # A pod's HTTP ports, as the RunPod proxy serves them
 
-    def proxy(self, pod_id: str, port: int, method: str, path: str, body: Any) -> tuple[int, Any]:
+    def proxy(
+        self,
+        pod_id: str,
+        port: int,
+        method: str,
+        path: str,
+        body: Any,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        """What the public proxy answers for `pod_id`'s `port`: anyone may call it, as anyone
+        may call RunPod's; `headers` (lower-case names) reach the pod's server."""
         pod = self.pods.get(pod_id)
         if pod is None or pod.status == "TERMINATED":
             return 404, {"error": f"no pod {pod_id}"}
@@ -331,7 +341,10 @@ class Account:
         answered = self.storage.answer(pod, volume, port, method, path, now)
         if answered is not None:
             return answered
-        status, payload = serve_port(pod, port, method, path, body, now=now)
+        engine = self.realism.engines.get(str(pod.body.get("image")))
+        status, payload = serve_port(
+            pod, port, method, path, body, now=now, engine=engine, headers=headers
+        )
         self.storage.after_proxy(pod, volume, method, path, body, status)
         return status, payload
 

@@ -203,7 +203,7 @@ def test_health_waits_for_a_load_that_grows_with_the_weights_and_logs_say_why(
     assert pod.load_s == app.account.realism.real_s(30 + 2 * 50)
 
     def health() -> int:
-        return app.handle("GET", f"/proxy/{pod_id}-8080/health", {}, b"").status
+        return app.handle("GET", f"/proxy/{pod_id}-8080/api/version", {}, b"").status
 
     def log_lines() -> list[str]:
         logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2&source=container")
@@ -241,8 +241,9 @@ def test_fast_keeps_the_forgiving_account() -> None:
     assert "RateLimit" not in send(app, "GET", "/v2/pods").headers
 
 
-def proxy_status(app: App, pod_id: str, port: int = 8080) -> int:
-    return app.handle("GET", f"/proxy/{pod_id}-{port}/health", {}, b"").status
+def proxy_status(app: App, pod_id: str, port: int = 8080, path: str = "/api/version") -> int:
+    """The status of a probe of the pod's health path (the default pod runs Ollama)."""
+    return app.handle("GET", f"/proxy/{pod_id}-{port}{path}", {}, b"").status
 
 
 def log_text(app: App, pod_id: str) -> str:

@@ -1,0 +1,170 @@
+"""What the gateway in front of every engine costs: its start-up and the latency it adds.
+
+The real gateway (Caddy at the pinned version, built by tools/setup-gateway) runs on loopback
+with the configuration a pod runs (recipes/gateway.py, from registry/routes.yaml) in front of
+an echoing stand-in engine. Start-up is from exec to the first answered request; latency is a
+keyed chat request's round trip through the gateway against the same request sent straight to
+the engine (a connection per request to the engine; one kept alive to the gateway). Budgets a
+user feels: start-up well under the engine's own (SGLang, vLLM and llama.cpp take minutes to
+load; Ollama about a second), so under 1 s; added latency under 2 ms at the median, against
+tens of ms through RunPod's proxy.
+
+Run: .venv/bin/python bench/gateway_latency.py [--quick]   (about 20 s)
+  --quick: 3 start-ups and 200 requests each way, the same code path in a few seconds, for CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from _common import Results
+
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.plumbing.paths import REPO_ROOT
+from frutebox_infra.recipes.gateway import KEY_ENV, caddyfile
+
+KEY = "bench-" + "k" * 40
+BODY = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+STARTUP_BUDGET_S = 1.0
+ADDED_P50_BUDGET_MS = 2.0
+
+
+class Engine(BaseHTTPRequestHandler):
+    """An engine that answers at once; HTTP/1.0, so each request is a connection of its own
+    upstream (the standard library's HTTP/1.1 server drops kept-alive proxy connections)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"choices":[{"message":{"role":"assistant","content":"ok"}}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def gateway_binary() -> str:
+    done = subprocess.run(
+        [str(REPO_ROOT / "tools" / "setup-gateway")], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def start(binary: str, config: Path, port: int) -> tuple[subprocess.Popen[bytes], float]:
+    """The gateway started, and the seconds from exec to its first answer (a 401)."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(config.parent), KEY_ENV: KEY}
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        [binary, "run", "--config", str(config), "--adapter", "caddyfile"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=config.parent,
+    )  # fmt: skip
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            conn.request("GET", "/health")
+            conn.getresponse().read()
+            conn.close()
+            return proc, time.perf_counter() - began
+        except OSError:
+            if proc.poll() is not None or time.perf_counter() - began > 20:
+                raise SystemExit("the gateway did not start") from None
+            time.sleep(0.002)
+
+
+def round_trips_ms(port: int, n: int, keyed: bool) -> list[float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Content-Type": "application/json"}
+    if keyed:
+        headers["Authorization"] = f"Bearer {KEY}"
+    times = []
+    for _ in range(n + 20):
+        began = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body=BODY, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200, response.status
+        times.append((time.perf_counter() - began) * 1000)
+    conn.close()
+    return times[20:]  # the first requests warm the connections up
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    starts, requests = (3, 200) if args.quick else (15, 3000)
+    results = Results(__file__, args.quick)
+    binary = gateway_binary()
+    routes = load_registry().engine_routes[Runtime.VLLM]
+    engine = ThreadingHTTPServer(("127.0.0.1", 0), Engine)
+    threading.Thread(target=engine.serve_forever, daemon=True).start()
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "Caddyfile"
+        port = free_port()
+        config.write_text(caddyfile(routes, port=port, upstream_port=engine.server_address[1]))
+        startups = []
+        for _ in range(starts):
+            proc, seconds = start(binary, config, port)
+            startups.append(seconds)
+            proc.terminate()
+            proc.wait(timeout=10)
+        proc, _ = start(binary, config, port)
+        try:
+            direct = round_trips_ms(engine.server_address[1], requests, keyed=False)
+            through = round_trips_ms(port, requests, keyed=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    engine.shutdown()
+    startup = statistics.median(startups)
+    added = statistics.median(through) - statistics.median(direct)
+    results.heading(f"gateway {binary.rsplit('/', 1)[-1]} in front of a stand-in engine")
+    results.table(
+        ["measure", "median", "p99", "runs"],
+        [
+            ["start-up, exec to first answer", f"{startup * 1000:.0f} ms",
+             f"{max(startups) * 1000:.0f} ms (max)", str(starts)],
+            ["chat round trip, straight to the engine", f"{statistics.median(direct):.3f} ms",
+             f"{pct(direct, 0.99):.3f} ms", str(requests)],
+            ["chat round trip, through the gateway", f"{statistics.median(through):.3f} ms",
+             f"{pct(through, 0.99):.3f} ms", str(requests)],
+        ],
+    )  # fmt: skip
+    results.print(f"added by the gateway: {added:.3f} ms at the median")
+    ok_start = "within" if startup <= STARTUP_BUDGET_S else "OVER"
+    ok_added = "within" if added <= ADDED_P50_BUDGET_MS else "OVER"
+    results.print(f"budget start-up ≤ {STARTUP_BUDGET_S:.0f} s: {ok_start}")
+    results.print(f"budget added latency ≤ {ADDED_P50_BUDGET_MS:.0f} ms (median): {ok_added}")
+    results.write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -10,6 +10,7 @@ per fit request. The table holds nothing taken from a model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from frutebox_infra.catalog.schema import Cloud, Gpu, Image, Registry
@@ -25,11 +26,20 @@ from frutebox_infra.estimates.fit import (
 )
 from frutebox_infra.recipes import Recipe
 
-Fitting = tuple[float, int, int, int, tuple[int, int, float]]
-"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus` (no two alike, so nothing after it is compared), the
-count, and the three as the ranking keeps them (position, count, $/h), so that no model makes
-them again."""
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Fitting:
+    """A GPU type at one count and its pod's price: what the search reports where a model
+    fits, and what the ranking keeps. Ordered as the ranking sorts: cheapest first, then less
+    VRAM, then the registry's order (no two types alike, so the count is never compared)."""
+
+    usd_per_hour: float
+    """The whole pod's USD per hour in the stack's cloud."""
+    vram_gb: int
+    """The whole pod's VRAM."""
+    position: int
+    """The GPU type's index in the registry's `gpus`."""
+    count: int
 
 
 class GpuRow(NamedTuple):
@@ -48,14 +58,15 @@ class GpuRow(NamedTuple):
     def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
         """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
         fittings = tuple(
-            (usd[n], gpu.vram_gb * n, position, n, (position, n, usd[n])) for n in range(top + 1)
+            Fitting(usd_per_hour=usd[n], vram_gb=gpu.vram_gb * n, position=position, count=n)
+            for n in range(top + 1)
         )
         return cls(position, gpu, top, fittings)
 
     @property
     def usd(self) -> tuple[float, ...]:
         """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
-        return tuple(fitting[0] for fitting in self.fittings)
+        return tuple(fitting.usd_per_hour for fitting in self.fittings)
 
 
 Ladder = tuple[tuple[float, int, Fitting], ...]

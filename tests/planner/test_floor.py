@@ -9,7 +9,7 @@ import pytest
 
 from frutebox_infra.catalog.schema import Gpu, Model, Registry
 from frutebox_infra.estimates.speed import SpeedEstimate, SpeedUnknown
-from frutebox_infra.planner.count_search import GpuRow
+from frutebox_infra.planner.count_search import Fitting, GpuRow
 from frutebox_infra.planner.floor import (
     SpeedChoice,
     choose,
@@ -19,7 +19,7 @@ from frutebox_infra.planner.floor import (
     streams_meeting,
 )
 from frutebox_infra.planner.placement_speed import ModelSpeeds
-from frutebox_infra.planner.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.planner.ranking import PlacementOption, Ranking
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.stack.settings import RankBy
@@ -89,8 +89,8 @@ def tok_s(p: PlacementOption) -> float:
 
 def on(r: Registry, gpu_id: str, count: int = 1) -> PlacementOption:
     found = ranking(r)
-    at = next(x for x in found.ranked if r.gpus[x[0]].id == gpu_id)
-    while at[1] < count:
+    at = next(x for x in found.ranked if r.gpus[x.position].id == gpu_id)
+    while at.count < count:
         larger = found.larger(at)
         assert larger is not None
         at = larger
@@ -298,8 +298,8 @@ def test_a_refused_count_s_larger_count_is_searched_only_when_the_walk_reaches_i
     asked: list[str] = []
     search = Ranking.fitting_from
 
-    def spy(self: Ranking, start: Ranked, row: GpuRow) -> Ranked | None:
-        asked.append(f"{start[1]}x {row.gpu.name}")
+    def spy(self: Ranking, start: Fitting, row: GpuRow) -> Fitting | None:
+        asked.append(f"{start.count}x {row.gpu.name}")
         return search(self, start, row)
 
     monkeypatch.setattr(Ranking, "fitting_from", spy)

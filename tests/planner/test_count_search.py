@@ -33,7 +33,7 @@ CARDS = (AMPERE, HOPPER, UNKNOWN, UNPRICED)
 
 
 def table(max_gpus_per_pod: int = 8) -> GpuTable:
-    return GpuTable(registry(gpus=CARDS, max_gpus_per_pod=max_gpus_per_pod))
+    return GpuTable(registry=registry(gpus=CARDS, max_gpus_per_pod=max_gpus_per_pod))
 
 
 def image(*architectures: str) -> Image:
@@ -220,7 +220,7 @@ def test_a_groups_search_finds_what_the_search_per_type_finds(req: FitRequest) -
     search = table()
     rows = tuple(row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True))
     for allowed in ALLOWED:
-        found = smallest_counts_of(search, req, GpuGroup(2, rows), allowed)
+        found = smallest_counts_of(search, req, GpuGroup(kv_bytes=2, rows=rows), allowed)
         expected = smallest_counts(req, rows, search.caps(req), allowed)
         assert sorted(found) == sorted(expected), allowed
 
@@ -237,11 +237,14 @@ def test_a_ladder_is_every_type_that_may_have_the_count_by_its_cap_largest_first
 ) -> None:
     search = table(max_gpus_per_pod=4)
     rows = tuple(row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True))
-    ladders = GpuGroup(2, rows).ladders(search, req)
+    ladders = GpuGroup(kv_bytes=2, rows=rows).ladders(search, req)
     assert len(ladders) == max(search.tops) + 1
     for count, ladder in enumerate(ladders):
-        assert {p for _, p, _ in ladder} == {r.position for r in rows if r.top >= count}
-        caps = [cap for cap, _, _ in ladder]
+        positions = {rung.fitting.position for rung in ladder}
+        assert positions == {r.position for r in rows if r.top >= count}
+        caps = [rung.cap_bytes for rung in ladder]
         assert caps == sorted(caps, reverse=True)
-        assert all(cap == search.caps(req)[p][count] and fitting == rows[p].fittings[count]
-                   for cap, p, fitting in ladder)  # fmt: skip
+        for rung in ladder:
+            p = rung.fitting.position
+            assert rung.cap_bytes == search.caps(req)[p][count]
+            assert rung.fitting == rows[p].fittings[count]

@@ -234,10 +234,8 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
 
 
 def cap_key(req: FitRequest) -> tuple[MemoryModel, bool, bool]:
-    """What the engine's cap on a card depends on besides the card and the count (`_cap_moe`
-    inline: every search asks it)."""
-    arch = req.architecture
-    return req.engine, arch.moe if arch is not None else True, req.speculative
+    """What the engine's cap on a card depends on besides the card and the count."""
+    return req.engine, _cap_moe(req), req.speculative
 
 
 def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) -> tuple[float, ...]:

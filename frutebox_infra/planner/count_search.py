@@ -23,6 +23,7 @@ from frutebox_infra.estimates.fit import (
     cap_key,
     card_caps,
     count_share,
+    fewest_gpus,
     fits,
 )
 from frutebox_infra.recipes import Recipe
@@ -246,10 +247,9 @@ def smallest_counts(
                     found.append(fittings[count])
                     break
         return found
-    weights_bytes = request.weights_gb * GB
     required = request.required_sequences
     for position, gpu, top, fittings in rows:
-        fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        fewest = fewest_gpus(request, gpu)
         by_count = caps[position]
         for count in allowed:
             if count > top:
@@ -259,7 +259,7 @@ def smallest_counts(
             share = count_share(request, arch, count)
             pool = by_count[count] - share.weights_per_gpu
             # `fits`'s test, on the cap it would work out.
-            if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
+            if max(pool, 0.0) / share.per_sequence >= required:
                 found.append(fittings[count])
                 break
     return found

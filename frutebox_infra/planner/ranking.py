@@ -264,7 +264,7 @@ def rank(
     """Per GPU type (only `gpu_id` when set) the smallest count (only `gpu_count` when set)
     that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
-    # is the same on every GPU type: worked out once per model, not per GPU type.
+    # is the same on every GPU type: the allowed counts, and a fit request per KV precision.
     table = gpu_table(registry)
     allowed = recipe.allowed_counts(model, table.counts if gpu_count is None else (gpu_count,))
     requests: dict[int, FitRequest] = {}

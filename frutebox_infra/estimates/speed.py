@@ -283,15 +283,15 @@ class Rates:
     """What a step's demand is timed at on one GPU type."""
 
     bandwidth_bytes_s: float
-    """The memory bandwidth."""
+    """The GPU's memory bandwidth."""
     bandwidth_efficiency: float
     """The engine's share of the memory bandwidth."""
     flops_s: float
     """The engine's tensor FLOP/s."""
     collective_latency_s: float
-    """0 on one GPU."""
+    """A collective's latency (0 on one GPU)."""
     link_bytes_s: float
-    """0 on one GPU."""
+    """What a link carries per second (0 on one GPU)."""
     overhead_s: float
     """The engine's fixed overhead per step."""
 
@@ -376,11 +376,11 @@ class _OnEachGpu:
         memory_s = demand.read_bytes / rates.bandwidth_bytes_s
         memory_s /= rates.bandwidth_efficiency
         compute_s = demand.flops / rates.flops_s
-        links = (
-            self.hops * (rates.collective_latency_s + demand.sent_bytes / rates.link_bytes_s)
-            if self.links
-            else 0.0
-        )
+        links = 0.0
+        if self.links:
+            links = self.hops * (
+                rates.collective_latency_s + demand.sent_bytes / rates.link_bytes_s
+            )
         compute_bound = compute_s > memory_s
         return (compute_s if compute_bound else memory_s) + rates.overhead_s + links, compute_bound
 

@@ -76,15 +76,3 @@ class EngineOptions:
         program's name as the end of a path (`/python3`), and the words after it."""
         program, *rest = self.command.split()
         return program, "/" + program, rest
-
-    @cached_property
-    def env_shapes(self) -> dict[tuple[str, ...], EnvChecks]:
-        """The launch check's memo of environments: per list of variables a launch sets (its
-        env, then its secret variables), what is left to check of them. A recipe's pods set
-        the same few names."""
-        return {}
-
-
-EnvChecks = tuple[tuple[str, bool, EnvKind | None], ...]
-"""A launch environment's checks, in the order it sets the variables: the name, whether the
-engine does not read it (then the launch's script must), and the kind its value must be."""

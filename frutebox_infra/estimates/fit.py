@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from frutebox_infra.catalog.schema import Architecture, Gpu
 
@@ -47,10 +47,9 @@ SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 is split recurrent state : full-attention KV = 0.9 : 1."""
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class FitRequest:
-    """What must fit: weights at the served precision and the serving targets. Built for
-    every model and KV precision searched and never changed, so not frozen (as `CountShare`)."""
+    """What must fit: weights at the served precision and the serving targets."""
 
     engine: MemoryModel
     weights_gb: float
@@ -71,27 +70,19 @@ class FitRequest:
         engine allocates them all at start, else the floor."""
         return self.configured_sequences if self.static_allocation else self.min_sequences
 
-    @property
+    @cached_property
     def unsharded_cache_bytes(self) -> tuple[int, int]:
         """KV bytes per token and recurrent-state bytes per sequence of the whole model: what
         a layer split divides by layers, the same for every GPU type and count."""
-        whole = self.whole_cache_bytes
-        if whole is None:
-            arch = self.architecture
-            assert arch is not None
-            whole = kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
-            self.whole_cache_bytes = whole
-        return whole
+        arch = self.architecture
+        assert arch is not None
+        return kv_bytes_per_token(arch, 1, self.kv_dtype_bytes), _state_per_rank(arch, 1)
 
     shares: dict[int, CountShare] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
-    """Per GPU count, what every GPU type shares at that count (`count_share`): worked out
-    once per count, not once per GPU type (a cache; nothing else changes)."""
-    whole_cache_bytes: tuple[int, int] | None = field(
-        default=None, init=False, compare=False, repr=False
-    )
-    """`unsharded_cache_bytes` once worked out (a cache)."""
+    """Per GPU count, what every GPU type shares at that count (`count_share`), kept as
+    worked out."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,10 +223,8 @@ def fits(request: FitRequest, gpu: Gpu, count: int) -> bool:
 
 
 def cap_key(req: FitRequest) -> tuple[MemoryModel, bool, bool]:
-    """What the engine's cap on a card depends on besides the card and the count (`_cap_moe`
-    inline: every search asks it)."""
-    arch = req.architecture
-    return req.engine, arch.moe if arch is not None else True, req.speculative
+    """What the engine's cap on a card depends on besides the card and the count."""
+    return req.engine, _cap_moe(req), req.speculative
 
 
 def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) -> tuple[float, ...]:
@@ -243,12 +232,11 @@ def card_caps(key: tuple[MemoryModel, bool, bool], memory_mib: int, top: int) ->
     return (0.0, *(_engine_cap(*key, memory_mib, count) for count in range(1, top + 1)))
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class CountShare:
     """Per GPU at one count, in bytes, what is the same on every GPU type: the weights and
-    cache of a rank (a layer split's most loaded GPU). Worked out once per request and count
-    (`FitRequest.shares`) for every search and estimate; never changed, so not frozen
-    (freezing costs a call per field at construction)."""
+    cache of a rank (a layer split's most loaded GPU), for the search and the estimate alike
+    (kept in `FitRequest.shares`)."""
 
     weights_per_gpu: float
     per_sequence: float
@@ -271,14 +259,13 @@ def count_share(req: FitRequest, arch: Architecture, count: int) -> CountShare:
 
 def share_rule(req: FitRequest) -> Callable[[FitRequest, Architecture, int], CountShare]:
     """How `req`'s engine splits a model over GPUs (`count_share` without its cache): by
-    layers (llama.cpp, Ollama) or by heads, asked once by a search that tries many counts."""
+    layers (llama.cpp, Ollama) or by heads."""
     return _layer_share if req.engine is MemoryModel.LLAMACPP else _tp_share
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class _Sizes:
-    """Per GPU, in bytes: what an exact estimate weighs before its verdict (not frozen, as
-    `CountShare`)."""
+    """Per GPU, in bytes: what an exact estimate weighs before its verdict."""
 
     weights_per_gpu: float
     budget: float

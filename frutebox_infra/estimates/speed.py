@@ -14,7 +14,7 @@ link costs are registry facts fitted on published measurements (bench/speed_cali
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from frutebox_infra.catalog.schema import (
@@ -121,39 +121,8 @@ class Served(Protocol):
 class ModelTerms:
     """What every estimate of one model served as `Served` at one `Workload` shares, whatever
     the GPU type and count: the engine's figures, the weights, state and FLOPs a step costs, and
-    the speculation's yield; or what the registry lacks to estimate at all. Made once per model,
-    so that an estimate is arithmetic over the GPUs (the planner estimates several GPU types
-    and counts of every model)."""
-
-    __slots__ = (
-        "arch",
-        "attention",
-        "bandwidth_efficiency",
-        "collectives",
-        "compute_efficiency",
-        "counts",
-        "draft_cost",
-        "estimable",
-        "expert_bytes",
-        "experts",
-        "hidden",
-        "kv_per_token",
-        "layer_split",
-        "links",
-        "moe_layers",
-        "no_engine",
-        "no_model_facts",
-        "overhead_s",
-        "precision",
-        "shared_weight_bytes",
-        "spec_note",
-        "spec_steps",
-        "spec_tokens",
-        "state_bytes",
-        "two_active",
-        "used",
-        "workload",
-    )
+    the speculation's yield; or what the registry lacks to estimate at all. The planner
+    estimates several GPU types and counts of every model, all from one model's terms."""
 
     def __init__(self, model: Model, served: Served, facts: SpeedFacts | None, workload: Workload):
         p = served
@@ -187,10 +156,9 @@ class ModelTerms:
         self.expert_bytes = per_expert * expert_bpw if experts else 0.0
         self.hidden = arch.hidden_size or 0
         self.collectives = COLLECTIVES_PER_LAYER * arch.layers
-        # KV bytes per token by (GPUs reading a step, KV element bytes), as estimates ask.
-        self.kv_per_token: dict[tuple[int, int], int] = {}
-        # Each GPU's side of a step by (count, KV element bytes, expert split), as asked.
         self.counts: dict[tuple[int, int, bool], _OnEachGpu] = {}
+        """Each GPU's side of a step made so far, by count, KV element bytes and expert split:
+        the same on every GPU type."""
         self._speculation(p, facts)
 
     def _speculation(self, p: Served, facts: SpeedFacts) -> None:
@@ -221,20 +189,22 @@ class ModelTerms:
         """Tokens per second a stream decodes on `count` x `gpu` (the placement's other inputs
         as given): all a floor asks of a placement, so nothing else of its estimate is made;
         or why there is no estimate."""
-        each = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
-        if isinstance(each, SpeedUnknown):
-            return each
-        return each[0].timed(each[1], each[2])[4]
+        found = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
+        if isinstance(found, SpeedUnknown):
+            return found
+        each, figures, link = found
+        return each.timed(figures, link).tok_s_per_stream
 
     def decode(
         self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
     ) -> Decode | SpeedUnknown:
         """The decode on `count` x `gpu` (the placement's other inputs as given), the rest of
         its estimate to follow (`Decode.estimate`); or why there is none."""
-        each = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
-        if isinstance(each, SpeedUnknown):
-            return each
-        return Decode(*each)
+        found = self._on_each_gpu(gpu, count, kv_dtype_bytes, expert_parallel)
+        if isinstance(found, SpeedUnknown):
+            return found
+        each, figures, link = found
+        return Decode(each=each, gpu=figures, link=link, timed=each.timed(figures, link))
 
     def _on_each_gpu(
         self, gpu: Gpu, count: int, kv_dtype_bytes: int, expert_parallel: bool
@@ -282,46 +252,62 @@ class ModelTerms:
         return self.no_model_facts
 
 
-Timed = tuple[float, float, bool, "float | None", float]
-"""A decode on one GPU type: a step's seconds, the tokens a stream gets per step, whether
-compute bounds the step, a request's prefill seconds (where the workload states lengths), and
-the tokens per second a stream decodes."""
+@dataclass(frozen=True, kw_only=True)
+class Demand:
+    """What each GPU does in one forward step."""
+
+    read_bytes: float
+    flops: float
+    sent_bytes: float
+    """What one link hop sends."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timed:
+    """The workload's decode on one GPU type."""
+
+    step_s: float
+    """One decode step of every stream (with speculation: its drafts and the verify)."""
+    tokens_per_step: float
+    """The tokens a stream gets per step."""
+    compute_bound: bool
+    """Compute rather than memory bounds the step."""
+    prefill_s: float | None
+    """A request's prefill, where the workload states request lengths."""
+    tok_s_per_stream: float
+    """The tokens per second a stream decodes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rates:
+    """What a step's demand is timed at on one GPU type."""
+
+    bandwidth_bytes_s: float
+    """The GPU's memory bandwidth."""
+    bandwidth_efficiency: float
+    """The engine's share of the memory bandwidth."""
+    flops_s: float
+    """The engine's tensor FLOP/s."""
+    collective_latency_s: float
+    """A collective's latency (0 on one GPU)."""
+    link_bytes_s: float
+    """What a link carries per second (0 on one GPU)."""
+    overhead_s: float
+    """The engine's fixed overhead per step."""
 
 
 class _OnEachGpu:
     """What each GPU of `count` reads, computes and sends in a step, whatever the GPU type:
     one model's side of its estimates at one count, KV precision and expert split, shared by
     every GPU type estimated at them, with the steps its workload's decode takes (a decode
-    step, a speculative verify, a request's prefill) worked out once. Never changed once made;
-    a plain class, as a dataclass costs a call per field."""
-
-    __slots__ = (
-        "count",
-        "decode_demand",
-        "expert_parallel",
-        "hops",
-        "kv_per_token",
-        "links",
-        "parallel",
-        "prefill_demand",
-        "ring_share",
-        "shared_bytes",
-        "state_share",
-        "terms",
-        "verify_demand",
-    )
+    step, a speculative verify, a request's prefill). Never changed once made."""
 
     def __init__(self, terms: ModelTerms, count: int, kv_dtype_bytes: int, expert_parallel: bool):
         self.terms, self.count, self.expert_parallel = terms, count, expert_parallel
         # Under a layer split the GPUs read in turn, so a step reads at one GPU's pace.
         parallel = self.parallel = 1 if terms.layer_split else count
         self.shared_bytes = terms.shared_weight_bytes / parallel
-        kv = terms.kv_per_token.get((parallel, kv_dtype_bytes))
-        if kv is None:
-            kv = terms.kv_per_token[parallel, kv_dtype_bytes] = kv_bytes_per_token(
-                terms.arch, parallel, kv_dtype_bytes
-            )
-        self.kv_per_token = kv
+        self.kv_per_token = kv_bytes_per_token(terms.arch, parallel, kv_dtype_bytes)
         self.state_share = terms.state_bytes / parallel
         # Whether a step crosses links between the pod's GPUs, and how often: a layer split
         # hands the activations on at each boundary between consecutive GPUs; tensor or
@@ -341,7 +327,7 @@ class _OnEachGpu:
             self.step(prompt, 1, prompt / 2) if prompt and load.output_tokens else None
         )
 
-    def step(self, tokens: int, streams: int, context: float) -> tuple[float, float, float]:
+    def step(self, tokens: int, streams: int, context: float) -> Demand:
         """Per GPU in a step of `tokens` tokens, `streams` streams each holding `context`
         tokens of KV: the bytes it reads, the FLOPs it computes and the bytes one link hop
         sends."""
@@ -353,7 +339,7 @@ class _OnEachGpu:
         flops = (t.two_active * tokens + attention) / self.parallel
         activations = tokens * t.hidden * ACTIVATION_BYTES
         sent = activations if t.layer_split else self.ring_share * activations
-        return weight_bytes + kv_bytes, flops, sent
+        return Demand(read_bytes=weight_bytes + kv_bytes, flops=flops, sent_bytes=sent)
 
     def timed(self, gpu: GpuSpeed, link: LinkSpeed | None) -> Timed:
         """The workload's decode on `gpu` (`link` between its GPUs): a decode step of every
@@ -367,26 +353,36 @@ class _OnEachGpu:
         if self.verify_demand is not None:
             verify, compute_bound = self.seconds(self.verify_demand, rates)
             step, per_step = verify + t.draft_cost * step, t.spec_tokens
+        prefill = None
         if self.prefill_demand is None:
-            return step, per_step, compute_bound, None, per_step / step
-        load = t.workload
-        output = load.output_tokens
-        assert output is not None
-        prefill = self.seconds(self.prefill_demand, rates)[0]
-        rate = 1 / (step / per_step + (load.concurrency - 1) * prefill / output)
-        return step, per_step, compute_bound, prefill, rate
+            rate = per_step / step
+        else:
+            load = t.workload
+            output = load.output_tokens
+            assert output is not None
+            prefill = self.seconds(self.prefill_demand, rates)[0]
+            rate = 1 / (step / per_step + (load.concurrency - 1) * prefill / output)
+        return Timed(
+            step_s=step,
+            tokens_per_step=per_step,
+            compute_bound=compute_bound,
+            prefill_s=prefill,
+            tok_s_per_stream=rate,
+        )
 
-    def seconds(self, demand: tuple[float, float, float], rates: Rates) -> tuple[float, bool]:
-        """Seconds one forward step of `demand` (`step`'s reads, FLOPs and sends) takes at a
-        GPU type's `rates`; and whether compute rather than memory bounds it."""
-        read, flops, sent = demand
-        bandwidth, efficiency, compute_rate, latency, link_bandwidth, overhead = rates
-        memory_s = read / bandwidth
-        memory_s /= efficiency
-        compute_s = flops / compute_rate
-        links = self.hops * (latency + sent / link_bandwidth) if self.links else 0.0
+    def seconds(self, demand: Demand, rates: Rates) -> tuple[float, bool]:
+        """Seconds one forward step of `demand` takes at a GPU type's `rates`; and whether
+        compute rather than memory bounds it."""
+        memory_s = demand.read_bytes / rates.bandwidth_bytes_s
+        memory_s /= rates.bandwidth_efficiency
+        compute_s = demand.flops / rates.flops_s
+        links = 0.0
+        if self.links:
+            links = self.hops * (
+                rates.collective_latency_s + demand.sent_bytes / rates.link_bytes_s
+            )
         compute_bound = compute_s > memory_s
-        return (compute_s if compute_bound else memory_s) + overhead + links, compute_bound
+        return (compute_s if compute_bound else memory_s) + rates.overhead_s + links, compute_bound
 
     def _expert_bytes(self, tokens: int) -> float:
         """Expert bytes the busiest GPU reads in a step: a tensor-parallel share of every
@@ -402,85 +398,73 @@ class _OnEachGpu:
         return t.moe_layers * touched * t.expert_bytes / parallel
 
 
-Rates = tuple[float, float, float, float, float, float]
-"""What a step's demand is timed at on one GPU type: its memory bandwidth (bytes/s) and the
-engine's share of it, the engine's tensor FLOP/s, a collective's latency (s) and a link's
-bytes/s (0 on one GPU), and the engine's fixed overhead per step (s)."""
-
-
 def _rates(terms: ModelTerms, gpu: GpuSpeed, link: LinkSpeed | None) -> Rates:
     compute_rate = _tensor_tflops(gpu, terms.precision) * 1e12 * terms.compute_efficiency
     latency = link_bandwidth = 0.0
     if link is not None:
         latency = link.collective_latency_us / 1e6
         link_bandwidth = gpu.interconnect.gb_s_per_direction * GB * link.link_efficiency
-    return (
-        gpu.memory_bandwidth_gb_s * GB,
-        terms.bandwidth_efficiency,
-        compute_rate,
-        latency,
-        link_bandwidth,
-        terms.overhead_s,
+    return Rates(
+        bandwidth_bytes_s=gpu.memory_bandwidth_gb_s * GB,
+        bandwidth_efficiency=terms.bandwidth_efficiency,
+        flops_s=compute_rate,
+        collective_latency_s=latency,
+        link_bytes_s=link_bandwidth,
+        overhead_s=terms.overhead_s,
     )
 
 
+@dataclass(frozen=True, kw_only=True)
 class Decode:
     """One placement's decode on its GPU type (`_OnEachGpu.timed`), and the rest of its
     estimate (prefill, the aggregate, a token's cost) worked out when asked (`estimate`), for
-    the placements taken or reported. A plain class, as a dataclass costs a call per field."""
+    the placements taken or reported."""
 
-    __slots__ = (
-        "compute_bound",
-        "decode_tok_s_per_stream",
-        "each",
-        "gpu",
-        "link",
-        "made",
-        "per_step",
-        "prefill_s",
-        "step_s",
+    each: _OnEachGpu
+    gpu: GpuSpeed
+    link: LinkSpeed | None
+    timed: Timed
+    estimates: dict[float | None, SpeedEstimate] = field(
+        default_factory=dict, compare=False, repr=False
     )
+    """The whole estimates made so far, by the placement's USD per hour."""
 
-    def __init__(self, each: _OnEachGpu, gpu: GpuSpeed, link: LinkSpeed | None):
-        self.each, self.gpu, self.link = each, gpu, link
-        timed = each.timed(gpu, link)
-        self.step_s, self.per_step, self.compute_bound, self.prefill_s = timed[:4]
-        self.decode_tok_s_per_stream = timed[4]
-        self.made: tuple[float | None, SpeedEstimate] | None = None
+    @property
+    def decode_tok_s_per_stream(self) -> float:
+        return self.timed.tok_s_per_stream
 
     def estimate(self, usd_per_hour: float | None) -> SpeedEstimate:
-        """The whole estimate, at the placement's `usd_per_hour` (made once per price)."""
-        made = self.made
-        if made is not None and made[0] == usd_per_hour:
-            return made[1]
-        each = self.each
+        """The whole estimate, at the placement's `usd_per_hour`, made once per price."""
+        made = self.estimates.get(usd_per_hour)
+        if made is not None:
+            return made
+        each, timed = self.each, self.timed
         t = each.terms
         load = t.workload
-        streams, step, per_step = load.concurrency, self.step_s, self.per_step
+        streams, step, per_step = load.concurrency, timed.step_s, timed.tokens_per_step
         notes: tuple[str, ...] = () if t.spec_note is None else (t.spec_note,)
         if t.layer_split and each.count > 1:
             notes += (f"layer split: the {each.count} GPUs take turns on every token",)
         prompt = load.prompt_tokens or PREFILL_REFERENCE_TOKENS
-        prefill = self.prefill_s
+        prefill = timed.prefill_s
         if prefill is None:
             demand = each.step(prompt, 1, prompt / 2)
             prefill = each.seconds(demand, _rates(t, self.gpu, self.link))[0]
-        per_stream = self.decode_tok_s_per_stream
+        per_stream = timed.tok_s_per_stream
         output = load.output_tokens
         if load.prompt_tokens and output:
             aggregate = streams * output / (output * step / per_step + streams * prefill)
         else:
             aggregate = streams * per_stream
-        estimate = SpeedEstimate(
+        estimate = self.estimates[usd_per_hour] = SpeedEstimate(
             decode_tok_s_per_stream=per_stream,
             decode_tok_s_aggregate=aggregate,
             prefill_tok_s=prompt / prefill,
             decode_step_ms=step * 1000,
-            bound="compute" if self.compute_bound else "memory",
+            bound="compute" if timed.compute_bound else "memory",
             usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour, aggregate),
             assumptions=notes,
         )
-        self.made = usd_per_hour, estimate
         return estimate
 
 

@@ -38,9 +38,25 @@ second; beyond it the greedy heuristic (see `_greedy`) decides."""
 
 T = TypeVar("T")
 
-Cost = tuple[int, int, int]
-"""(best cents per hour, worst cents per hour, models on shared pods), compared in that order
-(the first two swapped when ranking worst case first)."""
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Cost:
+    """What a group, or a grouping, costs, compared in field order: its $/h in the case ranked
+    first (the best case; the worst case when ranking worst case first), then in the other
+    case, then how many models share a pod."""
+
+    first_cents: int
+    """Cents per hour in the case ranked first."""
+    then_cents: int
+    """Cents per hour in the other case."""
+    shared_models: int
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            first_cents=self.first_cents + other.first_cents,
+            then_cents=self.then_cents + other.then_cents,
+            shared_models=self.shared_models + other.shared_models,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,7 +357,8 @@ class _Costs:
         return result
 
     def _ranked(self, best: int, worst: int, shared: int) -> Cost:
-        return (worst, best, shared) if self.worst_first else (best, worst, shared)
+        first, then = (worst, best) if self.worst_first else (best, worst)
+        return Cost(first_cents=first, then_cents=then, shared_models=shared)
 
 
 def _exact(costs: _Costs) -> list[tuple[str, ...]]:
@@ -353,7 +370,8 @@ def _exact(costs: _Costs) -> list[tuple[str, ...]]:
         for mask in range(1, 1 << n):
             if mask.bit_count() == size:
                 costs.cost(mask)
-    best: dict[int, tuple[Cost, tuple[int, ...]]] = {0: ((0, 0, 0), ())}
+    nothing = Cost(first_cents=0, then_cents=0, shared_models=0)
+    best: dict[int, tuple[Cost, tuple[int, ...]]] = {0: (nothing, ())}
     for mask in range(1, 1 << n):
         low = mask & -mask
         rest_bits = mask & ~low
@@ -364,7 +382,7 @@ def _exact(costs: _Costs) -> list[tuple[str, ...]]:
             cost = costs.cost(group)
             if cost is not None:
                 before, parts = best[mask & ~group]
-                total = _add(cost, before)
+                total = cost + before
                 if winner is None or total < winner[0]:
                     winner = (total, (group, *parts))
             if sub == 0:
@@ -395,7 +413,7 @@ def _greedy(costs: _Costs) -> list[tuple[str, ...]]:
             before = costs.cost(group)
             if joined is None or before is None:
                 continue
-            gain = before[0] + alone[0] - joined[0]
+            gain = before.first_cents + alone.first_cents - joined.first_cents
             if gain > best_gain:
                 best_gain, best_at = gain, at
         if best_at < 0:
@@ -425,10 +443,6 @@ def _bits(mask: int) -> Iterable[int]:
             yield i
         mask >>= 1
         i += 1
-
-
-def _add(a: Cost, b: Cost) -> Cost:
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
 def _cents(usd: float) -> int:

@@ -3,13 +3,15 @@
 Every model of a stack is searched against the same GPU types, so what depends only on them,
 the cloud, the image and the engine (which types have a price and run the image, their $/h
 at each count, the engine's memory cap at each count, the KV precision on each) is kept per
-registry in a `GpuTable` and only the model's own arithmetic is done per model, in one call
-per fit request. The table holds nothing taken from a model.
+registry in a `GpuTable`, and a model's search does only the arithmetic of its own fit
+requests. The table holds nothing taken from a model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from frutebox_infra.catalog.schema import Cloud, Gpu, Image, Registry
@@ -21,15 +23,25 @@ from frutebox_infra.estimates.fit import (
     cap_key,
     card_caps,
     count_share,
+    fewest_gpus,
     fits,
 )
 from frutebox_infra.recipes import Recipe
 
-Fitting = tuple[float, int, int, int, tuple[int, int, float]]
-"""A GPU type's smallest fitting count as the ranking sorts it: the pod's $/h, its VRAM, the
-type's position in the registry's `gpus` (no two alike, so nothing after it is compared), the
-count, and the three as the ranking keeps them (position, count, $/h), so that no model makes
-them again."""
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Fitting:
+    """A GPU type at one count and its pod's price: what the search reports where a model
+    fits, and what the ranking keeps. Ordered as the ranking sorts: cheapest first, then less
+    VRAM, then the registry's order (no two types alike, so the count is never compared)."""
+
+    usd_per_hour: float
+    """The whole pod's USD per hour in the stack's cloud."""
+    vram_gb: int
+    """The whole pod's VRAM."""
+    position: int
+    """The GPU type's index in the registry's `gpus`."""
+    count: int
 
 
 class GpuRow(NamedTuple):
@@ -41,83 +53,123 @@ class GpuRow(NamedTuple):
     top: int
     """The most of it one pod may have (`top_count`)."""
     fittings: tuple[Fitting, ...]
-    """What the search reports of a fit at each count (index = count; 0 unused): made once
-    per GPU type, not per model that fits there."""
+    """What the search reports of a fit at each count (index = count; 0 unused)."""
 
     @classmethod
     def at_prices(cls, position: int, gpu: Gpu, top: int, usd: Sequence[float]) -> GpuRow:
         """The row of a GPU type whose pod costs `usd[count]` per hour at each count."""
         fittings = tuple(
-            (usd[n], gpu.vram_gb * n, position, n, (position, n, usd[n])) for n in range(top + 1)
+            Fitting(usd_per_hour=usd[n], vram_gb=gpu.vram_gb * n, position=position, count=n)
+            for n in range(top + 1)
         )
         return cls(position, gpu, top, fittings)
 
     @property
     def usd(self) -> tuple[float, ...]:
         """A pod's USD per hour at each count (index = count; 0 unused), to the cent."""
-        return tuple(fitting[0] for fitting in self.fittings)
+        return tuple(fitting.usd_per_hour for fitting in self.fittings)
 
 
-Ladder = tuple[tuple[float, int, Fitting], ...]
-"""The GPU types that may have one count, each as (the engine's cap per GPU there, its
-position, its `Fitting` at that count), the largest cap first."""
+@dataclass(frozen=True, kw_only=True)
+class Rung:
+    """A GPU type on one count's ladder."""
+
+    cap_bytes: float
+    """The bytes per GPU the engine lets weights and KV cache use there at that count."""
+    fitting: Fitting
+    """The type at that count."""
 
 
+Ladder = tuple[Rung, ...]
+"""The GPU types that may have one count, the largest cap first."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class GpuGroup:
     """The GPU types one fit request is searched on: those where the engine caches KV at
     `kv_bytes` per element, in the registry's order, with their ladders per engine cap."""
 
-    __slots__ = ("_ladders", "by_memory", "kv_bytes", "largest_bytes", "rows")
+    kv_bytes: int
+    rows: tuple[GpuRow, ...]
+    made_ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The ladders made so far, by the engine cap's `cap_key`."""
 
-    def __init__(self, kv_bytes: int, rows: tuple[GpuRow, ...]) -> None:
-        self.kv_bytes = kv_bytes
-        self.rows = rows
-        # The largest card's memory: below its `fewest_gpus` no type of the group fits.
-        self.largest_bytes = max(row.gpu.memory_mib for row in rows) * MIB
-        self.by_memory = tuple(sorted(
-            ((row.gpu.memory_mib * MIB, row.fittings[1]) for row in rows), key=lambda m: -m[0]
-        ))  # fmt: skip
-        """Each type's memory in bytes and its `Fitting` at one GPU, the largest card first:
-        where a pipeline fits (one GPU that holds its weights) is a prefix of it."""
-        self._ladders: dict[tuple[MemoryModel, bool, bool], tuple[Ladder, ...]] = {}
+    @cached_property
+    def largest_bytes(self) -> int:
+        """The largest card's memory: below its `fewest_gpus` no type of the group fits."""
+        return max(row.gpu.memory_mib for row in self.rows) * MIB
+
+    @cached_property
+    def by_memory(self) -> tuple[GpuRow, ...]:
+        """The rows, the largest card first: where a pipeline fits (one GPU that holds its
+        weights) is a prefix of them."""
+        return tuple(sorted(self.rows, key=lambda row: -row.gpu.memory_mib))
 
     def ladders(self, table: GpuTable, request: FitRequest) -> tuple[Ladder, ...]:
         """Per count (index = count, up to the group's top), the group's types that may have
         that many, by the request's engine cap there, largest first."""
         key = cap_key(request)
-        ladders = self._ladders.get(key)
+        ladders = self.made_ladders.get(key)
         if ladders is None:
             caps = table.caps(request)
-            ladders = self._ladders[key] = tuple(
-                tuple(sorted(
-                    ((caps[row.position][count], row.position, row.fittings[count])
-                     for row in self.rows if row.top >= count),
-                    key=lambda rung: -rung[0],
-                ))
+            ladders = self.made_ladders[key] = tuple(
+                tuple(
+                    sorted(
+                        (
+                            Rung(cap_bytes=caps[row.position][count], fitting=row.fittings[count])
+                            for row in self.rows
+                            if row.top >= count
+                        ),
+                        key=lambda rung: -rung.cap_bytes,
+                    )
+                )
                 for count in range(max(row.top for row in self.rows) + 1)
-            )  # fmt: skip
+            )
         return ladders
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class GpuTable:
-    """A registry's GPU types as the count search reads them: each view made on first use."""
+    """A registry's GPU types as the count search reads them: each view made on first use,
+    and kept for every model the registry plans."""
 
-    def __init__(self, registry: Registry) -> None:
-        self.gpus = registry.gpus
-        self.tops = tuple(top_count(registry, g) for g in self.gpus)
-        self.counts = range(1, registry.max_gpus_per_pod + 1)
+    registry: Registry
+    made_rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = field(
+        default_factory=dict, repr=False
+    )
+    """`rows` made so far, by cloud, the image's GPU architectures and FP8 only."""
+    made_caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = field(
+        default_factory=dict, repr=False
+    )
+    """`caps` made so far, by the engine cap's `cap_key`."""
+    made_groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = field(
+        default_factory=dict, repr=False
+    )
+    """`by_kv_bytes` made so far, by recipe, cloud, the image's GPU architectures and FP8 only."""
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        return self.registry.gpus
+
+    @cached_property
+    def tops(self) -> tuple[int, ...]:
+        """The most of each GPU type one pod may have, in the registry's order."""
+        return tuple(top_count(self.registry, g) for g in self.gpus)
+
+    @cached_property
+    def counts(self) -> range:
         """Every count a pod may have."""
-        self._rows: dict[tuple[Cloud, tuple[str, ...], bool], tuple[GpuRow, ...]] = {}
-        self._caps: dict[tuple[MemoryModel, bool, bool], tuple[tuple[float, ...], ...]] = {}
-        self._groups: dict[tuple[Recipe, Cloud, tuple[str, ...], bool], tuple[GpuGroup, ...]] = {}
+        return range(1, self.registry.max_gpus_per_pod + 1)
 
     def rows(self, cloud: Cloud, image: Image, fp8_only: bool) -> tuple[GpuRow, ...]:
         """The GPU types with a `cloud` price that `image` can drive (native-FP8 ones only
         where `fp8_only`), in the registry's order: those the search asks to fit."""
         key = cloud, image.gpu_architectures, fp8_only
-        rows = self._rows.get(key)
+        rows = self.made_rows.get(key)
         if rows is None:
-            rows = self._rows[key] = tuple(
+            rows = self.made_rows[key] = tuple(
                 GpuRow.at_prices(
                     i, gpu, top, (0.0, *(round(price * n, 2) for n in range(1, top + 1)))
                 )
@@ -131,10 +183,10 @@ class GpuTable:
         """Per GPU type, the bytes per GPU the request's engine lets weights and KV cache use
         at each count (`engine_cap_bytes`; index = count)."""
         key = cap_key(request)
-        caps = self._caps.get(key)
+        caps = self.made_caps.get(key)
         if caps is None:
             tops = zip(self.gpus, self.tops, strict=True)
-            caps = self._caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
+            caps = self.made_caps[key] = tuple(card_caps(key, g.memory_mib, top) for g, top in tops)
         return caps
 
     def by_kv_bytes(
@@ -143,18 +195,18 @@ class GpuTable:
         """`rows` grouped by the bytes per KV element `recipe`'s engine caches on them (one
         fit request per group), each group in the registry's order."""
         key = recipe, cloud, image.gpu_architectures, fp8_only
-        groups = self._groups.get(key)
+        groups = self.made_groups.get(key)
         if groups is None:
             grouped: dict[int, list[GpuRow]] = {}
             for row in self.rows(cloud, image, fp8_only):
                 grouped.setdefault(recipe.kv_dtype_bytes(row.gpu), []).append(row)
-            groups = self._groups[key] = tuple(
-                GpuGroup(k, tuple(rows)) for k, rows in grouped.items()
+            groups = self.made_groups[key] = tuple(
+                GpuGroup(kv_bytes=k, rows=tuple(rows)) for k, rows in grouped.items()
             )
         return groups
 
 
-_last: tuple[Registry, GpuTable] | None = None
+_last: GpuTable | None = None
 """The table of the registry planned last: one registry plans every model of a stack."""
 
 
@@ -162,9 +214,9 @@ def gpu_table(registry: Registry) -> GpuTable:
     """`registry`'s table, made once while the same registry is asked for (by identity: a
     registry never changes once built)."""
     global _last
-    if _last is None or _last[0] is not registry:
-        _last = registry, GpuTable(registry)
-    return _last[1]
+    if _last is None or _last.registry is not registry:
+        _last = GpuTable(registry=registry)
+    return _last
 
 
 def smallest_counts(
@@ -195,10 +247,9 @@ def smallest_counts(
                     found.append(fittings[count])
                     break
         return found
-    weights_bytes = request.weights_gb * GB
     required = request.required_sequences
     for position, gpu, top, fittings in rows:
-        fewest = int(weights_bytes / (gpu.memory_mib * MIB))  # `fewest_gpus`, inline
+        fewest = fewest_gpus(request, gpu)
         by_count = caps[position]
         for count in allowed:
             if count > top:
@@ -208,7 +259,7 @@ def smallest_counts(
             share = count_share(request, arch, count)
             pool = by_count[count] - share.weights_per_gpu
             # `fits`'s test, on the cap it would work out.
-            if (pool if pool > 0.0 else 0.0) / share.per_sequence >= required:
+            if max(pool, 0.0) / share.per_sequence >= required:
                 found.append(fittings[count])
                 break
     return found
@@ -229,10 +280,10 @@ def smallest_counts_of(
         needed = request.weights_gb * GB
         found = []
         if 1 in allowed:
-            for memory, fitting in group.by_memory:
-                if needed > memory:
+            for row in group.by_memory:
+                if needed > row.gpu.memory_mib * MIB:
                     break
-                found.append(fitting)
+                found.append(row.fittings[1])
         return found
     arch = request.architecture
     required = request.required_sequences
@@ -249,13 +300,14 @@ def smallest_counts_of(
             break
         share = count_share(request, arch, count)  # kept for the estimates of the counts taken
         weights, per_sequence = share.weights_per_gpu, share.per_sequence
-        for cap, position, fitting in ladders[count]:
-            pool = cap - weights
+        for rung in ladders[count]:
+            pool = rung.cap_bytes - weights
             # `fits`'s test, on the cap it would work out (no room fails: `required` > 0).
             if pool <= 0.0 or pool / per_sequence < required:
                 break
+            position = rung.fitting.position
             if position not in taken:
-                taken[position] = fitting
+                taken[position] = rung.fitting
                 left -= 1
         if not left:
             break

@@ -24,9 +24,9 @@ from frutebox_infra.estimates.speed import (
     Workload,
     estimate_speed,
 )
-from frutebox_infra.planner.count_search import GpuRow
+from frutebox_infra.planner.count_search import Fitting, GpuRow
 from frutebox_infra.planner.placement_speed import speed_inputs
-from frutebox_infra.planner.ranking import PlacementOption, Ranked, Ranking
+from frutebox_infra.planner.ranking import PlacementOption, Ranking
 from frutebox_infra.planner.resolver import PlanProblem, Resolution
 from frutebox_infra.stack.settings import ModelOverride, RankBy, StackSettings
 
@@ -35,7 +35,7 @@ from frutebox_infra.stack.settings import ModelOverride, RankBy, StackSettings
 class BelowFloor:
     """A placement refused for its speed, with the decode rate that refused it."""
 
-    ranked: Ranked
+    ranked: Fitting
     decode_tok_s_per_stream: float
     floor: float
     ranking: Ranking = field(compare=False, repr=False)
@@ -53,9 +53,9 @@ class BelowFloor:
         return speed
 
     def __str__(self) -> str:
-        gpu_index, count, _ = self.ranked
+        ranked = self.ranked
         return (
-            f"{count}x {self.ranking.registry.gpus[gpu_index].name}:"
+            f"{ranked.count}x {self.ranking.registry.gpus[ranked.position].name}:"
             f" {self.decode_tok_s_per_stream:.1f} tok/s per stream at"
             f" {self.ranking.serving.concurrency} streams < {self.floor:g}"
         )
@@ -90,10 +90,34 @@ def choose(ranking: Ranking, *, floor: float, rank_by: RankBy, premium: float) -
     return SpeedChoice(taken=taken, below_floor=tuple(walk.below), unchecked=unchecked)
 
 
-_Larger = tuple[float, int, int, Ranked, GpuRow | None]
-"""A larger count to walk: its $/h, VRAM, order pushed, the placement, and its GPU type's row
-while pending. A pending one is the least a refused count's larger count can be (the next
-allowed count, fit or not), searched when the walk reaches it: many walks end before."""
+@dataclass(frozen=True, kw_only=True, order=True)
+class _Larger:
+    """A larger count to walk, ordered by its $/h, then VRAM, then the order it was pushed in
+    (no two alike, so nothing after it is compared). A pending one (with its GPU type's `row`)
+    is the least a refused count's larger count can be (the next allowed count, fit or not),
+    searched when the walk reaches it: many walks end before."""
+
+    usd_per_hour: float
+    vram_gb: int
+    order: int
+    fitting: Fitting = field(compare=False)
+    row: GpuRow | None = field(compare=False)
+    """While pending: the GPU type's row to search."""
+
+    @classmethod
+    def of(cls, fitting: Fitting, order: int, row: GpuRow | None) -> _Larger:
+        return cls(
+            usd_per_hour=fitting.usd_per_hour,
+            vram_gb=fitting.vram_gb,
+            order=order,
+            fitting=fitting,
+            row=row,
+        )
+
+    def before(self, ranked: Fitting) -> bool:
+        """Walked before `ranked`: cheaper, or as cheap with less VRAM (a tie walks the ranked
+        one first)."""
+        return (self.usd_per_hour, self.vram_gb) < (ranked.usd_per_hour, ranked.vram_gb)
 
 
 class _Walk:
@@ -123,28 +147,28 @@ class _Walk:
         while True:
             if at < last:
                 r = ranked[at]
-                if larger and (r[2], gpus[r[0]].vram_gb * r[1]) > larger[0][:2]:
-                    top = larger[0]
-                    if top[0] > ceiling:
+                top = larger[0] if larger else None
+                if top is not None and top.before(r):
+                    if top.usd_per_hour > ceiling:
                         break
                     heapq.heappop(larger)
-                    r = top[3]
-                    if top[4] is not None:
+                    r = top.fitting
+                    if top.row is not None:
                         self._search(larger, top)
                         continue
                 else:
-                    if r[2] > ceiling:
+                    if r.usd_per_hour > ceiling:
                         break
                     at += 1
-            elif larger and larger[0][0] <= ceiling:
+            elif larger and larger[0].usd_per_hour <= ceiling:
                 top = heapq.heappop(larger)
-                r = top[3]
-                if top[4] is not None:
+                r = top.fitting
+                if top.row is not None:
                     self._search(larger, top)
                     continue
             else:
                 break
-            rate = rate_on(gpus[r[0]], r[1])
+            rate = rate_on(gpus[r.position], r.count)
             if not isinstance(rate, float) or rate >= floor:
                 p = ranking.option(r)
                 taken.append(p)
@@ -157,23 +181,22 @@ class _Walk:
                 BelowFloor(ranked=r, decode_tok_s_per_stream=rate, floor=floor, ranking=ranking)
             )
             if more_gpus_help:
-                row = ranking.row(r[0])
+                row = ranking.row(r.position)
                 more = ranking.next_count(r, row)
                 if more is not None:
                     order = last + len(below)  # after every ranked one, as pushed
-                    vram = row.gpu.vram_gb * more[1]
-                    heapq.heappush(larger, (more[2], vram, order, more, row))
+                    heapq.heappush(larger, _Larger.of(more, order, row))
         return tuple(taken)
 
     def _search(self, larger: list[_Larger], pending: _Larger) -> None:
         """A pending larger count searched: the count that fits from it up joins the walk in
         its place (its $/h and VRAM are at least the pending one's, so none walked before it
         would have come after)."""
-        _, _, order, start, row = pending
+        row = pending.row
         assert row is not None
-        found = self.ranking.fitting_from(start, row)
+        found = self.ranking.fitting_from(pending.fitting, row)
         if found is not None:
-            heapq.heappush(larger, (found[2], row.gpu.vram_gb * found[1], order, found, None))
+            heapq.heappush(larger, _Larger.of(found, pending.order, None))
 
 
 class DecodeRate(Protocol):
@@ -274,5 +297,6 @@ def cheapest_at_floor(resolution: Resolution, floor: float) -> SpeedChoice | Non
     if resolution.ranking is None:
         return None
     token = resolution.serving is not None and resolution.serving.token_context
-    return choose(resolution.ranking, floor=floor if token else 0.0, rank_by="usdPerHour",
-                  premium=1.0)  # fmt: skip
+    return choose(
+        resolution.ranking, floor=floor if token else 0.0, rank_by="usdPerHour", premium=1.0
+    )

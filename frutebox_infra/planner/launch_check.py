@@ -21,8 +21,6 @@ from typing import Protocol
 from frutebox_infra.catalog.engine_options import (
     EngineFlag,
     EngineOptions,
-    EnvChecks,
-    EnvKind,
     JsonField,
 )
 
@@ -397,7 +395,6 @@ def _kind(flag: EngineFlag) -> str:
 
 def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
     if flag.choices:
-
         close = difflib.get_close_matches(value, list(flag.choices), n=1)
         if close:
             return f"use {name} {close[0]} if that is what is meant"
@@ -406,15 +403,11 @@ def _choice_fix(name: str, flag: EngineFlag, value: str) -> str:
 
 def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> list[Refusal]:
     env = launch.env
-    names = (*env, *launch.secret_env)
-    memo = facts.env_shapes
-    checks = memo.get(names)
-    if checks is None:
-        checks = memo[names] = _env_checks(names, facts)
     refusals: list[Refusal] = []
-    for name, unread, kind in checks:
-        if unread and not _script_reads(script, name):
-
+    # In the order the launch sets them: its env, then its secret variables. A variable the
+    # engine does not read, its launch's script must; a value must be of the kind it reads.
+    for name in (*env, *launch.secret_env):
+        if name not in facts.env and not _script_reads(script, name):
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             refusals.append(
                 Refusal(
@@ -426,7 +419,7 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
                 )
             )
             continue
-        value = env.get(name)
+        value, kind = env.get(name), facts.env_types.get(name)
         if kind is not None and value is not None and not _env_value_ok(kind, value):
             refusals.append(
                 Refusal(
@@ -436,19 +429,6 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
                 )
             )
     return refusals
-
-
-def _env_checks(names: tuple[str, ...], facts: EngineOptions) -> EnvChecks:
-    """For a launch setting `names` (its env, then its secret variables), what is left to
-    check of each, in order: whether the engine does not read it (the launch's script must),
-    and the kind its value must be. Names the engine reads with any value need nothing."""
-    checks: list[tuple[str, bool, EnvKind | None]] = []
-    for name in names:
-        unread = name not in facts.env
-        kind = facts.env_types.get(name)
-        if unread or kind is not None:
-            checks.append((name, unread, kind))
-    return tuple(checks)
 
 
 _GO_DURATION = re.compile(r"[-+]?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+|[-+]?\d+")

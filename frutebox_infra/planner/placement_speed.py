@@ -8,6 +8,9 @@ and output lengths, the KV a stream holds on average (the prompt and half the ou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 from frutebox_infra.catalog.schema import Gpu, Model, Runtime, SpecDecode, WeightFormat
 from frutebox_infra.catalog.speed_facts import SpeedFacts
 from frutebox_infra.estimates.fit import MemoryModel
@@ -25,12 +28,9 @@ Speed = SpeedEstimate | SpeedUnknown | None
 """A placement's estimate; None where the model emits no tokens (a diffusion pipeline)."""
 
 
-class ModelSpeeds:
-    """One model's estimates as a recipe serves it, on any GPU type and count: what those
-    share (the recipe's engine, precisions and speculation, the workload, the model's
-    `ModelTerms`) is worked out once, on the first estimate, and each GPU type and count's
-    decode once, for the floor's walk and the estimate a report asks for alike. It is the
-    `Served` its terms are made of."""
+@dataclass(frozen=True, kw_only=True)
+class ServedModel:
+    """How a recipe serves a model, whatever the GPUs: the `Served` its terms are made of."""
 
     engine: Runtime
     weights_gb: float
@@ -39,50 +39,54 @@ class ModelSpeeds:
     speculative: SpecDecode
     speculative_steps: int
     speculative_acceptance: float | None
-    """The `Served` figures: set by `_serve`, as the first estimate asks."""
+
+
+class ModelSpeeds:
+    """One model's estimates as a recipe serves it, on any GPU type and count: what those
+    share (how the recipe serves it, the workload, the model's `ModelTerms`) is worked out on
+    the first estimate, and each GPU type and count's decode once, for the floor's walk and the
+    estimate a report asks for alike."""
 
     def __init__(self, recipe: Recipe, model: Model, serving: Serving, facts: SpeedFacts | None):
         self.recipe, self.model, self.serving, self.facts = recipe, model, serving, facts
         self.tokens = serving.memory_model is not MemoryModel.DIFFUSION
-        self.terms: ModelTerms | None = None
-        """The model's terms at its workload, made on the first estimate."""
         self.decodes: dict[tuple[str, int], Decode | SpeedUnknown] = {}
         """By GPU type id and count: the decodes whole estimates were asked of so far."""
-        self.splits: dict[int, bool] = {}
-        """By count: whether the recipe splits experts there (asked of every GPU type)."""
 
-    def _serve(self) -> None:
-        """How the recipe serves the model, whatever the GPUs."""
+    @cached_property
+    def served(self) -> ServedModel:
         recipe, model = self.recipe, self.model
         spec = model.speed
-        self.engine = recipe.runtime
-        self.weights_gb = self.serving.weights_vram_gb
-        self.precision = recipe.weight_format(model)
-        self.non_expert_bytes_per_weight = recipe.non_expert_bytes_per_weight(model)
         speculative = spec.spec_decode if self.serving.speculative else SpecDecode.NONE
-        self.speculative = speculative
-        self.speculative_steps = spec.K if speculative is not SpecDecode.NONE else 0
-        self.speculative_acceptance = spec.acceptance
+        return ServedModel(
+            engine=recipe.runtime,
+            weights_gb=self.serving.weights_vram_gb,
+            precision=recipe.weight_format(model),
+            non_expert_bytes_per_weight=recipe.non_expert_bytes_per_weight(model),
+            speculative=speculative,
+            speculative_steps=spec.K if speculative is not SpecDecode.NONE else 0,
+            speculative_acceptance=spec.acceptance,
+        )
 
-    def _terms(self) -> ModelTerms:
-        self._serve()
-        terms = self.terms = ModelTerms(self.model, self, self.facts, workload(self.serving))
-        return terms
+    @cached_property
+    def terms(self) -> ModelTerms:
+        """The model's terms at its workload."""
+        return ModelTerms(self.model, self.served, self.facts, workload(self.serving))
 
     def placement(self, gpu: Gpu, count: int, usd_per_hour: float) -> Placement:
-        self._serve()
+        served = self.served
         return Placement(
-            engine=self.engine,
+            engine=served.engine,
             gpu=gpu,
             gpu_count=count,
-            weights_gb=self.weights_gb,
-            precision=self.precision,
+            weights_gb=served.weights_gb,
+            precision=served.precision,
             kv_dtype_bytes=self.recipe.kv_dtype_bytes(gpu),
             expert_parallel=self.recipe.expert_parallel(self.model, count),
-            speculative=self.speculative,
-            speculative_steps=self.speculative_steps,
-            speculative_acceptance=self.speculative_acceptance,
-            non_expert_bytes_per_weight=self.non_expert_bytes_per_weight,
+            speculative=served.speculative,
+            speculative_steps=served.speculative_steps,
+            speculative_acceptance=served.speculative_acceptance,
+            non_expert_bytes_per_weight=served.non_expert_bytes_per_weight,
             usd_per_hour=usd_per_hour,
         )
 
@@ -91,11 +95,9 @@ class ModelSpeeds:
         (nothing else of the estimate is made); or None for a model that decodes no tokens."""
         if not self.tokens:
             return None
-        terms = self.terms if self.terms is not None else self._terms()
-        split = self.splits.get(count)
-        if split is None:
-            split = self.splits[count] = self.recipe.expert_parallel(self.model, count)
-        return terms.decode_rate(gpu, count, self.recipe.kv_dtype_bytes(gpu), split)
+        recipe = self.recipe
+        kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
+        return self.terms.decode_rate(gpu, count, kv, split)
 
     def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
         """The decode for `count` x `gpu`, the rest of its estimate to follow; or None for a
@@ -105,10 +107,9 @@ class ModelSpeeds:
         key = gpu.id, count
         decode = self.decodes.get(key)
         if decode is None:
-            terms = self.terms if self.terms is not None else self._terms()
             recipe = self.recipe
             kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
-            decode = self.decodes[key] = terms.decode(gpu, count, kv, split)
+            decode = self.decodes[key] = self.terms.decode(gpu, count, kv, split)
         return decode
 
     def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:

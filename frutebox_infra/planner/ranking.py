@@ -83,11 +83,6 @@ class PlacementOption:
         return f"{self.count}x {self.gpu.name}"
 
 
-Ranked = tuple[int, int, float]
-"""A fitting GPU type (its index in the registry's `gpus`), its smallest count and that
-count's $/h: a placement not yet built."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Ranking:
     """One model's ranked placements and the GPU types that refuse it, built on demand.
@@ -97,8 +92,9 @@ class Ranking:
     changes after the search.
     """
 
-    ranked: tuple[Ranked, ...]
-    """Cheapest first, then less VRAM."""
+    ranked: tuple[Fitting, ...]
+    """Per fitting GPU type its smallest count, cheapest first, then less VRAM: placements
+    not yet built."""
     cloud: Cloud
     gpu_id: str | None
     registry: Registry = field(compare=False, repr=False)
@@ -127,17 +123,17 @@ class Ranking:
         """The `n` cheapest placements (all by default), each built once."""
         return tuple(self.option(r) for r in self.ranked[:n])
 
-    def option(self, ranked: Ranked) -> PlacementOption:
+    def option(self, ranked: Fitting) -> PlacementOption:
         """The placement of one ranked (or larger) count, built on first use."""
-        gpu_index, count, usd = ranked
-        built = self.built.get((gpu_index, count))
+        key = ranked.position, ranked.count
+        built = self.built.get(key)
         if built is None:
-            gpu = self.registry.gpus[gpu_index]
-            fit = estimate(self._request(gpu), gpu, count)
-            built = self.built[gpu_index, count] = PlacementOption(
+            gpu = self.registry.gpus[ranked.position]
+            fit = estimate(self._request(gpu), gpu, ranked.count)
+            built = self.built[key] = PlacementOption(
                 gpu=gpu,
-                count=count,
-                usd_per_hour=usd,
+                count=ranked.count,
+                usd_per_hour=ranked.usd_per_hour,
                 fit=fit,
                 recipe=self.recipe,
                 model=self.model,
@@ -147,37 +143,34 @@ class Ranking:
             )
         return built
 
-    def speed(self, ranked: Ranked) -> Speed:
+    def speed(self, ranked: Fitting) -> Speed:
         """The speed estimate of one ranked (or larger) count, without building its placement."""
-        gpu_index, count, usd = ranked
-        return self.speed_model.at(self.registry.gpus[gpu_index], count, usd)
+        gpu = self.registry.gpus[ranked.position]
+        return self.speed_model.at(gpu, ranked.count, ranked.usd_per_hour)
 
-    def larger(self, ranked: Ranked) -> Ranked | None:
+    def larger(self, ranked: Fitting) -> Fitting | None:
         """The next allowed count above `ranked`'s on its GPU type that fits, or None."""
-        row = self.row(ranked[0])
+        row = self.row(ranked.position)
         start = self.next_count(ranked, row)
         return None if start is None else self.fitting_from(start, row)
 
-    def next_count(self, ranked: Ranked, row: GpuRow) -> Ranked | None:
+    def next_count(self, ranked: Fitting, row: GpuRow) -> Fitting | None:
         """The next allowed count above `ranked`'s on its GPU type (`row`), at most its top,
         at its $/h, whether or not it fits: the least a larger count can be, or None."""
-        gpu_index, count, _ = ranked
         allowed = self.allowed_counts
-        at = bisect_right(allowed, count)
+        at = bisect_right(allowed, ranked.count)
         if at == len(allowed) or allowed[at] > row.top:
             return None
-        above = allowed[at]
-        return gpu_index, above, row.fittings[above][0]
+        return row.fittings[allowed[at]]
 
-    def fitting_from(self, start: Ranked, row: GpuRow) -> Ranked | None:
+    def fitting_from(self, start: Fitting, row: GpuRow) -> Fitting | None:
         """The smallest allowed count from `start`'s up on its GPU type (`row`) that fits, or
         None: the count search on that one type."""
-        count = start[1]
         request = self._request(row.gpu)
         allowed = self.allowed_counts
-        counts = allowed[bisect_left(allowed, count) :]
+        counts = allowed[bisect_left(allowed, start.count) :]
         found = smallest_counts(request, (row,), gpu_table(self.registry).caps(request), counts)
-        return found[0][4] if found else None
+        return found[0] if found else None
 
     @cached_property
     def rows(self) -> tuple[GpuRow, ...]:
@@ -199,14 +192,14 @@ class Ranking:
         ranked = self.ranked
         if not ranked:
             return ()
-        ceiling = ranked[0][2] * premium + 1e-9
-        return tuple([self.option(r) for r in ranked if r[2] <= ceiling])
+        ceiling = ranked[0].usd_per_hour * premium + 1e-9
+        return tuple([self.option(r) for r in ranked if r.usd_per_hour <= ceiling])
 
     @property
     def refused(self) -> tuple[Candidate, ...]:
         """The GPU types considered that fit at no count, in the registry's order, each with
         why (at its largest count estimated, else its last count refused)."""
-        placed = {i for i, _, _ in self.ranked}
+        placed = {r.position for r in self.ranked}
         return tuple(
             self._refusal(gpu)
             for i, gpu in enumerate(self.registry.gpus)
@@ -271,25 +264,24 @@ def rank(
     """Per GPU type (only `gpu_id` when set) the smallest count (only `gpu_count` when set)
     that fits, cheapest first (then less VRAM, then the registry's order)."""
     # What depends on the count alone (TP degree, FP8 sharding) or on the KV precision alone
-    # is the same on every GPU type: worked out once per model, not per GPU type.
+    # is the same on every GPU type: the allowed counts, and a fit request per KV precision.
     table = gpu_table(registry)
     allowed = recipe.allowed_counts(model, table.counts if gpu_count is None else (gpu_count,))
     requests: dict[int, FitRequest] = {}
-    keyed: list[Fitting] = []
+    found: list[Fitting] = []
     for group in table.by_kv_bytes(recipe, cloud, image, serving.require_fp8):
         dtype = group.kv_bytes
         if gpu_id is None:
             request = requests[dtype] = request_at(model, serving, options, dtype)
-            keyed += smallest_counts_of(table, request, group, allowed)
+            found += smallest_counts_of(table, request, group, allowed)
             continue
         rows = tuple(row for row in group.rows if row.gpu.id == gpu_id)
         if rows:
             request = requests[dtype] = request_at(model, serving, options, dtype)
-            keyed += smallest_counts(request, rows, table.caps(request), allowed)
-    keyed.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
-    ranked: tuple[Ranked, ...] = tuple([fitting[4] for fitting in keyed])
+            found += smallest_counts(request, rows, table.caps(request), allowed)
+    found.sort()  # ties in $/h and VRAM keep the registry's order: the index comes next
     return Ranking(
-        ranked=ranked,
+        ranked=tuple(found),
         cloud=cloud,
         gpu_id=gpu_id,
         registry=registry,

@@ -109,8 +109,6 @@ class RenderedPods:
     read seeded weights; held by a `Serving`, so they last as long as the model's plan, and
     made again for another model."""
 
-    __slots__ = ("image", "model", "pods", "recipe", "seeded_pods")
-
     def __init__(self) -> None:
         self.recipe: Recipe | None = None
         self.model: Model | None = None
@@ -181,11 +179,7 @@ class Recipe(ABC):
 
     def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
         """The `counts` without a `count_problem`, in their order: what a search may try."""
-        if type(self).count_problem is Recipe.count_problem:
-            least = model.min_gpus  # the one rule of this class's `count_problem`
-            return tuple([count for count in counts if count >= least])
-        problem = self.count_problem
-        return tuple([count for count in counts if problem(model, count) is None])
+        return tuple(count for count in counts if self.count_problem(model, count) is None)
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
         """Bytes per cached KV element as this engine is launched on `gpu`."""

@@ -97,9 +97,6 @@ class ComfyUI(Recipe):
     def count_problem(self, model: Model, count: int) -> str | None:
         return None if count == 1 else "ComfyUI runs a pipeline on one GPU"
 
-    def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
-        return (1,) if 1 in counts else ()  # `count_problem`: one GPU, whatever the model
-
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
         # A diffusion pipeline has no token context and runs one job at a time.
         if (

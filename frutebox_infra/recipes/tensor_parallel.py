@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from frutebox_infra.catalog.schema import Architecture, Model
@@ -79,24 +78,6 @@ class TensorParallelRecipe(Recipe):
 
     def expert_parallel(self, model: Model, count: int) -> bool:
         return sharding(model, count).expert_parallel
-
-    def allowed_counts(self, model: Model, counts: Sequence[int]) -> tuple[int, ...]:
-        # `count_problem`'s three rules in turn, the degree's first: only a power of two can
-        # be the degree, so the other counts need no problem worked out; and only an FP8 block
-        # size can make `sharding` refuse a count.
-        least = model.min_gpus  # the base `count_problem`
-        blocks = model.weights.fp8_block_size is not None
-        arch = model.architecture
-        if arch is None:  # `tp_problem` asks only for a power of two
-            return tuple([c for c in counts if not c & (c - 1) and c >= least])
-        return tuple([
-            count
-            for count in counts
-            if not count & (count - 1)
-            and count >= least
-            and _heads_problem(arch, count) is None
-            and not (blocks and sharding(model, count).problem)
-        ])  # fmt: skip
 
     def count_problem(self, model: Model, count: int) -> str | None:
         return (

@@ -33,7 +33,7 @@ CARDS = (AMPERE, HOPPER, UNKNOWN, UNPRICED)
 
 
 def table(max_gpus_per_pod: int = 8) -> GpuTable:
-    return GpuTable(registry(gpus=CARDS, max_gpus_per_pod=max_gpus_per_pod))
+    return GpuTable(registry=registry(gpus=CARDS, max_gpus_per_pod=max_gpus_per_pod))
 
 
 def image(*architectures: str) -> Image:
@@ -196,11 +196,13 @@ def test_the_smallest_count_is_the_first_the_estimate_says_fits(req: FitRequest)
     for allowed in ALLOWED:
         found = smallest_counts(req, rows, search.caps(req), allowed)
         expected = [(row.gpu, first_fitting(req, row.gpu, allowed, row.top)) for row in rows]
-        assert [(CARDS[position], count) for _, _, position, count, _ in found] == [
+        assert [(CARDS[f.position], f.count) for f in found] == [
             (card, count) for card, count in expected if count is not None
         ], allowed
-        assert all(usd == count and vram == CARDS[p].vram_gb * count and ranked == (p, count, usd)
-                   for usd, vram, p, count, ranked in found)  # fmt: skip
+        assert all(
+            f.usd_per_hour == f.count and f.vram_gb == CARDS[f.position].vram_gb * f.count
+            for f in found
+        )
 
 
 @pytest.mark.parametrize(
@@ -211,7 +213,7 @@ def test_no_count_above_the_top_is_asked(top: int, expected: list[int]) -> None:
     req = request(MemoryModel.VLLM, weights_gb=200.0)  # more than 2 x 80 GB
     assert first_fitting(req, HOPPER, (1, 2, 4, 8), 8) == 4
     found = smallest_counts(req, [row_of(HOPPER, top)], table().caps(req), (1, 2, 4, 8))
-    assert [count for _, _, _, count, _ in found] == expected
+    assert [f.count for f in found] == expected
 
 
 @pytest.mark.parametrize("req", SEARCHED)
@@ -220,6 +222,6 @@ def test_a_groups_search_finds_what_the_search_per_type_finds(req: FitRequest) -
         search = table(per_pod)
         rows = tuple(row_of(card, top) for card, top in zip(CARDS, search.tops, strict=True))
         for allowed in ALLOWED:
-            found = smallest_counts_of(search, req, GpuGroup(2, rows), allowed)
+            found = smallest_counts_of(search, req, GpuGroup(kv_bytes=2, rows=rows), allowed)
             expected = smallest_counts(req, rows, search.caps(req), allowed)
             assert sorted(found) == sorted(expected), (per_pod, allowed)

@@ -87,8 +87,8 @@ def tok_s(p: PlacementOption) -> float:
 
 def on(r: Registry, gpu_id: str, count: int = 1) -> PlacementOption:
     found = ranking(r)
-    at = next(x for x in found.ranked if r.gpus[x[0]].id == gpu_id)
-    while at[1] < count:
+    at = next(x for x in found.ranked if r.gpus[x.position].id == gpu_id)
+    while at.count < count:
         larger = found.larger(at)
         assert larger is not None
         at = larger

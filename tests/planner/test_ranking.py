@@ -52,7 +52,7 @@ def test_the_catalog_has_models_to_rank() -> None:
 def test_the_search_finds_what_estimating_every_count_finds(model_id: str, cloud: Cloud) -> None:
     ranking = ranking_of(model_id, cloud=cloud)
     gpus = real_registry().gpus
-    found = [(gpus[i].id, count, usd) for i, count, usd in ranking.ranked]
+    found = [(gpus[r.position].id, r.count, r.usd_per_hour) for r in ranking.ranked]
     assert found == brute_force(model_id, cloud)
 
 
@@ -62,7 +62,7 @@ def test_placements_are_the_ranked_gpu_types_counts_and_prices_in_order() -> Non
     every = ranking.placements()
     assert len(every) == len(ranking.ranked) > 2
     assert [(p.gpu, p.count, p.usd_per_hour) for p in every] == [
-        (gpus[i], count, usd) for i, count, usd in ranking.ranked
+        (gpus[r.position], r.count, r.usd_per_hour) for r in ranking.ranked
     ]
     assert ranking.placements(1) == every[:1] and all(p.fit.fits for p in every)
 
@@ -74,9 +74,9 @@ def test_placements_are_the_ranked_gpu_types_counts_and_prices_in_order() -> Non
 def test_within_a_premium_is_the_cheapest_and_those_close_to_it(premium: float, kept: str) -> None:
     ranking = rank_fresh("qwen3-8b")
     chosen = ranking.within(premium)
-    cheapest = ranking.ranked[0][2]
-    expected = [r for r in ranking.ranked if r[2] <= cheapest * premium + 1e-9]
-    assert [p.usd_per_hour for p in chosen] == [usd for _, _, usd in expected]
+    cheapest = ranking.ranked[0].usd_per_hour
+    expected = [r for r in ranking.ranked if r.usd_per_hour <= cheapest * premium + 1e-9]
+    assert [p.usd_per_hour for p in chosen] == [r.usd_per_hour for r in expected]
     if kept == "all":
         assert len(chosen) == len(ranking.ranked)
     else:
@@ -125,13 +125,14 @@ def test_the_next_larger_count_of_a_gpu_type(start: int, larger: int | None) -> 
     ranking = resolve(reg, "qwen-3.6-27b", gpu_id="NVIDIA H100 80GB HBM3").ranking
     assert ranking is not None
     (ranked,) = ranking.ranked
-    while ranked[1] < start:
+    while ranked.count < start:
         bigger = ranking.larger(ranked)
         assert bigger is not None
         ranked = bigger
     found = ranking.larger(ranked)
-    assert (found[1] if found else None) == larger
+    assert (found.count if found else None) == larger
     if found is not None:
         p = ranking.option(found)
-        assert p.gpu.id == "NVIDIA H100 80GB HBM3" and p.usd_per_hour == round(found[1] * 3.49, 2)
+        assert p.gpu.id == "NVIDIA H100 80GB HBM3"
+        assert p.usd_per_hour == round(found.count * 3.49, 2)
         assert p.fit.fits and p.speeds.facts is reg.speed

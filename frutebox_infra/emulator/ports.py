@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.records import PodRecord, RawBody
 
@@ -26,7 +28,13 @@ def serve_port(
         return 502, {"error": "the pod's server is not answering"}
     if method == "POST" and path == "/api/pull":
         return _pull(pod, body)
+    stamp = datetime.fromtimestamp(now, UTC).isoformat()
+    counted = counters.answer(pod, method, path, body, now_stamp=stamp)
+    if counted is not None:
+        return counted
     ollama = _ollama(pod, method, path, body)
+    if ollama is not None and ollama[0] == 200 and path in ("/api/generate", "/api/chat"):
+        return 200, ollama[1] | counters.ollama_counts(pod, body, now_stamp=stamp)
     if ollama is not None:
         return ollama
     listing = models_listing(pod.body, path) if method == "GET" else None

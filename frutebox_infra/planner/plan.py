@@ -438,6 +438,7 @@ def _options(
         spec_decode=settings.spec_decode,
         prompt_tokens=settings.prompt_tokens,
         output_tokens=settings.output_tokens,
+        metrics=settings.measure_usage,
     )
 
 

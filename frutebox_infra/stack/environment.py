@@ -41,6 +41,7 @@ class Environment:
         spec_decode: bool = True,
         prompt_tokens: int | None = None,
         output_tokens: int | None = None,
+        metrics: bool = False,
     ) -> ServeOptions:
         """A model's serving targets; secrets and switches from the stack or the environment."""
         return ServeOptions(
@@ -55,6 +56,7 @@ class Environment:
             else None,
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
+            metrics=metrics,
         )
 
 

@@ -311,6 +311,18 @@ class StackSettings:
             example="100",
         ),
     )
+    # Off by default: turning it on changes every SGLang and llama.cpp launch (a restart).
+    measure_usage: bool = field(
+        default=False,
+        metadata=_key(
+            "measureUsage",
+            "Launch engines with their token counters on (SGLang --enable-metrics, llama.cpp"
+            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served.",
+            pulumi="boolean",
+            example="true",
+            fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
+        ),
+    )
     # On by default: a CPU pod at ~$0.06/h downloads instead of GPUs at $0.17-$9.52/h, and a
     # wrong repo, quant or a missing token fails before any GPU pod exists.
     seeding: bool = field(

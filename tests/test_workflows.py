@@ -181,3 +181,19 @@ def test_ci_tests_every_python_pyproject_names() -> None:
     oldest = step_using(jobs["test"], "actions/setup-python")["with"]["python-version"]
     newer = jobs["python-versions"]["strategy"]["matrix"]["python-version"]
     assert [str(oldest), *newer] == promised
+
+
+def test_usage_samples_every_stack_hourly_and_keeps_its_ledger() -> None:
+    doc = workflow("usage.yml")
+    assert doc["on"]["schedule"] == [{"cron": "1 * * * *"}]
+    assert doc["permissions"] == {"contents": "read"}
+    job = doc["jobs"]["sample"]
+    assert set(job["strategy"]["matrix"]["stack"]) == stacks()
+    step = next(s for s in job["steps"] if "frutebox_infra usage" in s.get("run", ""))
+    line = step["run"].splitlines()[0]
+    argv = shlex.split(line)
+    args = build_parser().parse_args([a.replace("$STACK", "dev") for a in argv[3:]])
+    assert (args.stack, args.record) == ("dev", True)
+    restore = step_using(job, "actions/cache/restore")
+    save = step_using(job, "actions/cache/save")
+    assert restore["with"]["path"] == save["with"]["path"] == ".frutebox"

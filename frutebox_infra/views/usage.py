@@ -143,6 +143,18 @@ def _grew(now: float | None, before: float | None, restarted: bool) -> float:
     return now - before
 
 
+def _since_start(s: CounterSample, first_billed: Mapping[str, datetime]) -> datetime:
+    """Where a count from zero began: the container's start, else the pod's first billed hour."""
+    if s.started_at:
+        try:
+            started = datetime.fromisoformat(s.started_at.replace("Z", "+00:00"))
+        except ValueError:
+            started = None
+        if started is not None and started.tzinfo is not None and started <= s.at:
+            return started
+    return min(first_billed.get(s.pod_id, s.at - HOUR), s.at)
+
+
 def increases(
     samples: Iterable[CounterSample], first_billed: Mapping[str, datetime]
 ) -> list[Increase]:
@@ -157,7 +169,9 @@ def increases(
         prev: CounterSample | None = None
         for s in series:
             restarted = prev is not None and s.started_at != prev.started_at
-            after = prev.at if prev else min(first_billed.get(pod_id, s.at - HOUR), s.at)
+            after = prev.at if prev and not restarted else _since_start(s, first_billed)
+            if prev is not None and after < prev.at:
+                after = prev.at  # a restart and a fall-back start time: no overlap
             found.append(
                 Increase(
                     pod_id=pod_id,
@@ -176,12 +190,17 @@ def increases(
     return found
 
 
+def _middle_hour(inc: Increase) -> datetime:
+    """The hour bucket holding the middle of (after, upto]: where the increase is counted."""
+    middle = inc.after + (inc.upto - inc.after) / 2
+    return middle.replace(minute=0, second=0, microsecond=0)
+
+
 def _hours_touched(inc: Increase) -> set[datetime]:
     """The hour buckets (by start) an increase over (after, upto] is put in: those it covers
-    for half an hour or more, and the one holding its midpoint (a short interval's), so a
+    for half an hour or more, and the one holding its middle (a short interval's), so a
     sample taken a little after the hour does not mark the next hour as served."""
-    middle = inc.after + (inc.upto - inc.after) / 2
-    touched = {middle.replace(minute=0, second=0, microsecond=0)}
+    touched = {_middle_hour(inc)}
     hour = inc.after.replace(minute=0, second=0, microsecond=0)
     while hour < inc.upto:
         overlap = min(hour + HOUR, inc.upto) - max(hour, inc.after)
@@ -239,7 +258,7 @@ def compute_usage(
     first_billed: dict[str, datetime] = {}
     for b in billed:
         first_billed[b.pod_id] = min(first_billed.get(b.pod_id, b.start), b.start)
-    grown = [i for i in increases(samples, first_billed) if start < i.upto <= end]
+    grown = [i for i in increases(samples, first_billed) if start <= _middle_hour(i) < end]
     served_hours: dict[str, set[datetime]] = {}
     for inc in grown:
         if inc.served:

@@ -131,12 +131,15 @@ def test_a_day_of_traffic_through_a_restart_is_reported_exactly(
         records = [r for r in billing["records"] if r["podId"] == pod_id]
         assert row.usd_billed == pytest.approx(sum(r["totalAmount"] for r in records), abs=1e-6)
         assert row.hours_billed == len(records)
-        assert row.output_tokens == sum(s[1] for s in truth[pod_id]["served"])
-    assert next(m for m in view.models if m.model_id == "pixtral").output_tokens == 24 * 300 + 7
+        start = billing["metadata"]["query"]["startTime"]
+        served = [s for s in truth[pod_id]["served"] if s[0] >= start]
+        assert row.output_tokens == sum(s[1] for s in served)
+    # The window is the last 24 buckets, the current one included: hour 0 fell outside it.
+    assert next(m for m in view.models if m.model_id == "pixtral").output_tokens == 23 * 300 + 7
     qwen_row = next(m for m in view.models if m.model_id == "qwen-3.6-27b")
-    # Served in hours 0-11 (the first sample counts from the first billed hour); the window's
-    # last bucket is the current hour, which has billed its first minute and served nothing.
-    assert qwen_row.output_tokens == 12 * 100
+    # Served in hours 1-11 of the window; its last bucket is the current hour, which has
+    # billed its first minute and served nothing.
+    assert qwen_row.output_tokens == 11 * 100
     for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
         row = next(m for m in view.models if m.model_id == model_id)
         # Idle: the billed hour buckets in which the emulator served this pod nothing.
@@ -147,7 +150,7 @@ def test_a_day_of_traffic_through_a_restart_is_reported_exactly(
         assert row.idle_usd == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
     assert qwen_row.idle_hours == 13  # 12:00 to 24:00, the last bucket the current hour
     data = json.loads(render(view, Format.JSON))
-    assert data["version"] == 1 and data["total"]["outputTokens"] == 24 * 300 + 7 + 1200
+    assert data["version"] == 1 and data["total"]["outputTokens"] == 23 * 300 + 7 + 1100
     assert "pixtral" in render(view, Format.TABLE) and "| `pixtral` |" in render(
         view, Format.MARKDOWN
     )

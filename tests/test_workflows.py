@@ -197,3 +197,16 @@ def test_usage_samples_every_stack_hourly_and_keeps_its_ledger() -> None:
     restore = step_using(job, "actions/cache/restore")
     save = step_using(job, "actions/cache/save")
     assert restore["with"]["path"] == save["with"]["path"] == ".frutebox"
+
+
+def test_window_edges_run_up_in_the_deploy_concurrency_group() -> None:
+    deploy = workflow("deploy.yml")["jobs"]["deploy"]
+    doc = workflow("windows.yml")
+    assert doc["on"]["schedule"] == [{"cron": "*/15 * * * *"}]
+    job = doc["jobs"]["edge"]
+    # The same group as a deploy of the stack, never cancelled midway.
+    assert job["concurrency"] == deploy["concurrency"]
+    assert job["concurrency"]["cancel-in-progress"] is False
+    up = step_using(job, "pulumi/actions")
+    assert up["with"]["command"] == "up" and f"v{up['with']['pulumi-version']}" == PULUMI_VERSION
+    assert any("FRUTEBOX_NOW=" in s.get("run", "") for s in job["steps"])

@@ -24,7 +24,7 @@ from frutebox_infra.plumbing.errors import (
 from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.report import Format
 from frutebox_infra.report.render import formats, render
-from frutebox_infra.stack.environment import Environment
+from frutebox_infra.stack.environment import Environment, system_clock
 from frutebox_infra.stack.settings import STACK_KEYS
 from frutebox_infra.stack.stack_file import load_settings, stack_file
 from frutebox_infra.views.catalog import CatalogView, catalog_view
@@ -53,7 +53,8 @@ def load_plan(
 ) -> FleetPlan:
     registry = load_registry(registry_dir)
     settings = load_settings(stack_file(stack, stacks_dir))
-    return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
+    environment = Environment.from_env(os.environ, clock=system_clock)
+    return plan_fleet(registry, settings, stack=stack, environment=environment)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -122,8 +122,8 @@ def stack_endpoint(
 def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
     pods = {}
     for model_id, out in (outputs.get("pods") or {}).items():
-        if not isinstance(out, dict):
-            continue
+        if not isinstance(out, dict) or out.get("armed") is False:
+            continue  # outside its armed window: no pod, by plan
         pods[model_id] = RecordedPod(
             model_id=model_id,
             name=str(out.get("name", "")),

@@ -7,7 +7,7 @@ from typing import Any
 
 from frutebox_infra.report import Renderers
 from frutebox_infra.report.text import table, usd
-from frutebox_infra.views.usage import ModelUsage, UsageView
+from frutebox_infra.views.usage import Advice, ModelUsage, UsageView
 
 USAGE_VERSION = 1
 """Changes when a key of `usage_data` changes or goes; a key added beside them keeps it."""
@@ -100,6 +100,19 @@ def _notes(view: UsageView) -> list[str]:
     return notes + list(view.notes)
 
 
+def advice_line(a: Advice) -> str:
+    if a.window is None:
+        return (
+            f"{a.model_id}: served nothing and billed {usd(a.saved_usd)}: disarm it (remove it"
+            " from frutebox-infra:models; its weights stay on the volume)"
+        )
+    return (
+        f"{a.model_id}: {usd(a.idle_usd)} idle; armed only `{a.window}` it would have saved"
+        f" {usd(a.saved_usd)} ({a.openings} re-arms at {usd(a.rearm_usd)} each already taken"
+        f" off): set overrides.{a.model_id}.armedWindow"
+    )
+
+
 MEANING = (
     "$/1M: billed dollars over output tokens counted; $/1M PLAN: the plan's full-load estimate."
     " Idle: billed hours in which the engine served nothing."
@@ -112,6 +125,9 @@ def usage_table(view: UsageView) -> str:
     notes = _notes(view)
     if notes:
         lines += ["", "notes:"] + [f"  - {n}" for n in notes]
+    if view.advice:
+        lines += ["", "advice (usage never changes a stack by itself):"]
+        lines += [f"  - {advice_line(a)}" for a in view.advice]
     return "\n".join(lines)
 
 
@@ -127,6 +143,9 @@ def usage_markdown(view: UsageView) -> str:
         lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
     lines += ["", f"- {_stack_line(view)}", f"- {MEANING}"]
     lines += [f"- {n}" for n in _notes(view)]
+    if view.advice:
+        lines += ["", "**Advice** (usage never changes a stack by itself):", ""]
+        lines += [f"- {advice_line(a)}" for a in view.advice]
     return "\n".join(lines) + "\n"
 
 
@@ -167,6 +186,17 @@ def usage_data(view: UsageView) -> dict[str, Any]:
         },
         "foreignUsd": view.foreign_usd,
         "notes": _notes(view),
+        "advice": [
+            {
+                "model": a.model_id,
+                "window": a.window,
+                "idleUsd": a.idle_usd,
+                "savedUsd": a.saved_usd,
+                "openings": a.openings,
+                "rearmUsd": a.rearm_usd,
+            }
+            for a in view.advice
+        ],
     }
 
 

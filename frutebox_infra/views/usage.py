@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
+from frutebox_infra.seeding.bringup import rearm_seconds
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -83,6 +84,22 @@ class ModelUsage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Advice:
+    """A model whose idle hours cost more than closing them would have cost in bring-ups: the
+    window (or disarm) that would have saved the most over the period, and the saving."""
+
+    model_id: str
+    window: str | None
+    """An `armedWindow` value, e.g. `Mon-Fri 08:00-20:00 UTC`; None: disarm it."""
+    idle_usd: float
+    saved_usd: float
+    """Idle dollars the window would have avoided, less its bring-ups."""
+    openings: int
+    rearm_usd: float
+    """One re-arm: the GPU's start and the weights read off the volume (they stay seeded)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class UsageView:
     """`frutebox usage`: per model and for the stack over the last `hours` hours."""
 
@@ -94,6 +111,7 @@ class UsageView:
     foreign_usd: float = 0.0
     """Billed to pods of the account that are not this stack's (not counted above)."""
     notes: tuple[str, ...] = field(default=())
+    advice: tuple[Advice, ...] = ()
 
     @property
     def usd_billed(self) -> float:
@@ -238,6 +256,64 @@ def _estimates(plan: ModelPlan) -> tuple[float | None, float | None, float | Non
     return speed.usd_per_million_output_tokens, speed.decode_tok_s_per_stream, SPEED_ERROR
 
 
+# ---- advice ----------------------------------------------------------------------------------
+
+DAYS = {"daily": frozenset(range(7)), "Mon-Fri": frozenset(range(5))}
+"""The day sets a window is sought over (weekday numbers, Monday 0)."""
+
+
+def rearm_usd(plan: ModelPlan, volume_type: str) -> float:
+    """What one opening of a window costs: the GPU billed through its start and, for an engine
+    that loads at start, the weights read off the volume (they stay seeded between windows)."""
+    placement = plan.placement
+    if placement is None:
+        return 0.0
+    weights = placement.serving.weights_disk_gb or placement.serving.weights_vram_gb
+    loads = placement.recipe.loads_weights_at_start
+    return rearm_seconds(weights, volume_type, loads_at_start=loads) / 3600 * placement.usd_per_hour
+
+
+def _window_text(days: str, first: int, last: int) -> str:
+    return f"{days} {first:02d}:00-{last + 1:02d}:00 UTC"
+
+
+def advise(
+    model_id: str,
+    hours_of: Sequence[BilledHour],
+    served: set[datetime],
+    rearm: float,
+) -> Advice | None:
+    """The window (UTC, whole hours, daily or weekdays) that would have saved the most: every
+    served hour inside it, the idle billed hours outside it saved, one re-arm per day it
+    opened. None when no window saves anything."""
+    idle_usd = round(sum(b.usd for b in hours_of if b.start not in served), 6)
+    if idle_usd <= 0:
+        return None
+    served_billed = [b for b in hours_of if b.start in served]
+    if not served_billed:
+        total = round(sum(b.usd for b in hours_of), 6)
+        return Advice(model_id=model_id, window=None, idle_usd=idle_usd, saved_usd=total,
+                      openings=0, rearm_usd=round(rearm, 4))  # fmt: skip
+    best: Advice | None = None
+    days_seen = {b.start.date() for b in hours_of}
+    for label, weekdays in DAYS.items():
+        if any(b.start.weekday() not in weekdays for b in served_billed):
+            continue
+        hours_served = {b.start.hour for b in served_billed}
+        first, last = min(hours_served), max(hours_served)
+        inside = [
+            b for b in hours_of if b.start.weekday() in weekdays and first <= b.start.hour <= last
+        ]
+        outside = [b for b in hours_of if b not in inside]
+        openings = sum(1 for d in days_seen if d.weekday() in weekdays)
+        saved = round(sum(b.usd for b in outside) - openings * rearm, 6)
+        if saved > 0 and (best is None or saved > best.saved_usd):
+            best = Advice(model_id=model_id, window=_window_text(label, first, last),
+                          idle_usd=idle_usd, saved_usd=saved, openings=openings,
+                          rearm_usd=round(rearm, 4))  # fmt: skip
+    return best
+
+
 # ---- the view --------------------------------------------------------------------------------
 
 
@@ -266,6 +342,7 @@ def compute_usage(
     sampled = {s.pod_id for s in samples}
     plans = {m.model_id: m for m in plan.models}
     rows = []
+    advice: list[Advice] = []
     model_ids = list(dict.fromkeys([*plans, *owners.values()]))
     for model_id in model_ids:
         pods = sorted({p for p, m in owners.items() if m == model_id})
@@ -308,6 +385,15 @@ def compute_usage(
         timed = sum(i.output_tokens for i in mine if i.decode_seconds > 0)
         idle = [b for b in hours_of if b.start not in served_hours.get(b.pod_id, set())]
         comfy = engine == "comfyui"
+        served_any = set().union(*(served_hours.get(p, set()) for p in pods))
+        tip = advise(
+            model_id,
+            hours_of,
+            served_any,
+            rearm_usd(model_plan, plan.settings.volume_type) if model_plan else 0.0,
+        )
+        if tip is not None:
+            advice.append(tip)
         rows.append(
             ModelUsage(
                 model_id=model_id,
@@ -335,4 +421,5 @@ def compute_usage(
         end=end,
         models=tuple(r for r in rows if r.hours_billed or r.model_id in plans),
         foreign_usd=foreign,
+        advice=tuple(advice),
     )

@@ -31,3 +31,17 @@ def test_markdown_is_a_table_with_the_notes() -> None:
     text = usage_markdown(view())
     assert text.startswith("### frutebox usage: `s`")
     assert "| `pixtral` | vllm | 4 | $6.00 | 550 |" in text
+
+
+def test_advice_is_rendered_with_the_window_to_set_and_the_saving() -> None:
+    from tests.views.test_usage import at, compute_usage, hours, plan, tok
+
+    samples = [tok("a", "pixtral", h, 100.0 * min(h, 2), "s") for h in range(1, 25)]
+    v = compute_usage(plan=plan(), hours=24, end=at(24), billed=hours("a", 24, 1.5),
+                      samples=samples, owners={"a": "pixtral"})  # fmt: skip
+    text = usage_table(v)
+    assert "advice (usage never changes a stack by itself):" in text
+    assert "armed only `daily 10:00-12:00 UTC` it would have saved" in text
+    assert "set overrides.pixtral.armedWindow" in text
+    (advice,) = usage_data(v)["advice"]
+    assert advice["window"] == "daily 10:00-12:00 UTC" and advice["openings"] == 2

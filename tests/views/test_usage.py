@@ -12,6 +12,7 @@ from frutebox_infra.views.usage import (
     BilledHour,
     CounterSample,
     UsageView,
+    advise,
     compute_usage,
     increases,
 )
@@ -96,3 +97,40 @@ def test_billing_outside_the_window_is_not_counted() -> None:
                       owners={"a": "pixtral"})  # fmt: skip
     pix = next(m for m in v.models if m.model_id == "pixtral")
     assert (pix.hours_billed, pix.usd_billed) == (4, 4.0)
+
+
+def test_advice_names_the_window_that_would_have_saved_most_net_of_re_arms() -> None:
+    # Busy 08:00-11:59 every day for a week, idle the rest: $1/h, around the clock.
+    start = datetime(2026, 11, 30, 0, 0, tzinfo=UTC)  # a Monday
+    billed = [BilledHour(pod_id="a", start=start + timedelta(hours=h), usd=1.0)
+              for h in range(7 * 24)]  # fmt: skip
+    served = {b.start for b in billed if 8 <= b.start.hour < 12}
+    tip = advise("m", billed, served, rearm=0.5)
+    assert tip is not None
+    assert tip.window == "daily 08:00-12:00 UTC" and tip.openings == 7
+    assert (tip.idle_usd, tip.saved_usd) == (7 * 20.0, 7 * 20.0 - 7 * 0.5)
+    # Weekdays only: the weekend closed too.
+    weekdays = {s for s in served if s.weekday() < 5}
+    tip = advise("m", billed, weekdays, rearm=0.5)
+    assert tip is not None and tip.window == "Mon-Fri 08:00-12:00 UTC"
+    assert tip.saved_usd == 7 * 24 - 5 * 4 - 5 * 0.5
+
+
+def test_no_advice_when_re_arming_costs_more_than_the_idle_hours_and_disarm_when_unused() -> None:
+    billed = [BilledHour(pod_id="a", start=at(h), usd=1.0) for h in range(3)]
+    assert advise("m", billed, {at(0), at(2)}, rearm=5.0) is None
+    assert advise("m", billed, {at(0), at(1), at(2)}, rearm=0.1) is None  # nothing idle
+    tip = advise("m", billed, set(), rearm=0.1)
+    assert tip is not None and tip.window is None and tip.saved_usd == 3.0
+
+
+def test_the_view_advises_from_its_own_hours() -> None:
+    samples = [tok("a", "pixtral", h, 100.0 * min(h, 2), "s") for h in range(1, 25)]
+    billed = hours("a", 24, 1.5)
+    v = compute_usage(plan=plan(), hours=24, end=at(24), billed=billed, samples=samples,
+                      owners={"a": "pixtral"})  # fmt: skip
+    (tip,) = v.advice
+    assert tip.model_id == "pixtral" and tip.window == "daily 10:00-12:00 UTC"
+    assert tip.rearm_usd > 0 and tip.saved_usd == pytest.approx(
+        22 * 1.5 - 2 * tip.rearm_usd, abs=1e-3
+    )

@@ -143,6 +143,15 @@ def cmd_usage(args: argparse.Namespace) -> int:
         print(f"recorded {result} counter sample(s) in {ledger}", file=sys.stderr)
         return EXIT_OK
     print(render(result, Format(args.format)))
+    if args.learn:
+        from frutebox_infra.commands.usage import learned_rows, write_learned
+
+        rows = learned_rows(result, plan, usage_now(args.now).date().isoformat())
+        if rows:
+            path = write_learned(Path(args.registry_dir), rows)
+            print(f"wrote {len(rows)} measured row(s) to {path}", file=sys.stderr)
+        else:
+            print("nothing to learn: no engine reported its decode time", file=sys.stderr)
     return EXIT_OK
 
 
@@ -225,6 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     usage.add_argument("--ledger", help="the samples file (default .frutebox/usage-STACK.jsonl)")
     usage.add_argument("--now", help="the time to report at (RFC 3339; or FRUTEBOX_NOW)")
+    usage.add_argument(
+        "--learn",
+        action="store_true",
+        help="write measured decode rates into registry/speed.yaml (a pull request's change)",
+    )
+    usage.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
     usage.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     usage.set_defaults(run=cmd_usage)
 

@@ -330,3 +330,60 @@ def usage_now(text: str | None) -> datetime:
             " 2026-12-03T18:00:00Z"
         ) from None
     return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+# ---- the estimate learns ---------------------------------------------------------------------
+
+MEASURED_HEADER = (
+    "\n# The fleet's own decode measurements, written by `frutebox usage --learn` (newest"
+    " last):\n# a plan of the same model, engine, GPU type and count decodes at this rate.\n"
+    "measured:\n"
+)
+
+
+def learned_rows(view: UsageView, plan: FleetPlan, today: str) -> list[dict[str, Any]]:
+    """A measured row per model whose engine reported its decode time, with provenance."""
+    rows = []
+    plans = {m.model_id: m for m in plan.models}
+    for m in view.models:
+        model_plan = plans.get(m.model_id)
+        if m.decode_tok_s_measured is None or model_plan is None or not m.pod_ids:
+            continue
+        placement = model_plan.placement
+        if placement is None:
+            continue
+        rows.append(
+            {
+                "model": m.model_id,
+                "engine": str(placement.recipe.runtime),
+                "gpu": placement.gpu.id,
+                "gpu_count": placement.count,
+                "decode_tok_s_per_stream": round(m.decode_tok_s_measured, 2),
+                "pod": m.pod_ids[-1],
+                "engine_version": placement.image.tag or "untagged",
+                "date": today,
+                "source": f"frutebox usage --learn: {m.output_tokens or 0:.0f} output tokens"
+                f" counted over {view.hours} h (estimate {m.decode_tok_s_estimate or 0:.1f})",
+            }
+        )
+    return rows
+
+
+def write_learned(registry_dir: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Append `rows` to speed.yaml's `measured:` list (JSON flow mappings are YAML), then read
+    the registry back: a registry that no longer loads is restored and the error raised."""
+    from frutebox_infra.catalog.files import load_registry
+
+    path = registry_dir / "speed.yaml"
+    before = path.read_text(encoding="utf-8")
+    text = before if before.endswith("\n") else before + "\n"
+    if not any(line.startswith("measured:") for line in text.splitlines()):
+        text += MEASURED_HEADER
+    text += "".join(f"  - {json.dumps(dict(row))}\n" for row in rows)
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_registry(registry_dir)
+    except Exception:
+        path.write_text(before, encoding="utf-8")
+        raise
+    return path

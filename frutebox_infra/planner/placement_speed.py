@@ -8,8 +8,10 @@ and output lengths, the KV a stream holds on average (the prompt and half the ou
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from frutebox_infra.catalog.schema import Gpu, Model, Runtime, SpecDecode, WeightFormat
-from frutebox_infra.catalog.speed_facts import SpeedFacts
+from frutebox_infra.catalog.speed_facts import MeasuredSpeed, SpeedFacts
 from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.estimates.speed import (
     Decode,
@@ -95,6 +97,9 @@ class ModelSpeeds:
         split = self.splits.get(count)
         if split is None:
             split = self.splits[count] = self.recipe.expert_parallel(self.model, count)
+        measured = self._measured(gpu, count)
+        if measured is not None:
+            return measured.decode_tok_s_per_stream
         return terms.decode_rate(gpu, count, self.recipe.kv_dtype_bytes(gpu), split)
 
     def decode(self, gpu: Gpu, count: int) -> Decode | SpeedUnknown | None:
@@ -109,12 +114,34 @@ class ModelSpeeds:
             recipe = self.recipe
             kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
             decode = self.decodes[key] = terms.decode(gpu, count, kv, split)
+            measured = self._measured(gpu, count)
+            if measured is not None and isinstance(decode, Decode):
+                # The fleet's own measurement wins: the step lasts what the rate says.
+                rate = measured.decode_tok_s_per_stream
+                decode.step_s = decode.per_step / rate
+                decode.decode_tok_s_per_stream = rate
         return decode
+
+    def _measured(self, gpu: Gpu, count: int) -> MeasuredSpeed | None:
+        if self.facts is None or not self.facts.measured:
+            return None
+        return self.facts.measured_on(self.model.id, self.recipe.runtime, gpu.id, count)
 
     def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
         """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
         decode = self.decode(gpu, count)
-        return decode.estimate(usd_per_hour) if isinstance(decode, Decode) else decode
+        if not isinstance(decode, Decode):
+            return decode
+        estimate = decode.estimate(usd_per_hour)
+        measured = self._measured(gpu, count)
+        if measured is None:
+            return estimate
+        note = (
+            f"decode measured by our fleet: {measured.decode_tok_s_per_stream:g} tok/s per"
+            f" stream on pod {measured.pod} ({measured.engine} {measured.engine_version},"
+            f" {measured.date})"
+        )
+        return replace(estimate, assumptions=(*estimate.assumptions, note))
 
 
 def speed_inputs(

@@ -89,7 +89,8 @@ def _notes(view: UsageView) -> list[str]:
     notes += [
         f"{m.model_id}: measured {m.decode_tok_s_measured:.1f} tok/s per stream against the"
         f" estimate's {m.decode_tok_s_estimate:.1f}, beyond its"
-        f" ±{(m.decode_error or 0) * 100:.0f}%: the speed model is off for this engine and GPU"
+        f" ±{(m.decode_error or 0) * 100:.0f}%: `frutebox usage --learn` writes the"
+        " measurement into registry/speed.yaml, and later plans decode at it"
         for m in view.models
         if m.speed_off and m.decode_tok_s_measured and m.decode_tok_s_estimate
     ]

@@ -18,7 +18,7 @@ from frutebox_infra.program.fleet import (
 from frutebox_infra.program.interrupted import exit_quietly_on_interrupt
 from frutebox_infra.report.plan_report import plan_table
 from frutebox_infra.stack.endpoints import STACK_API_KEY, resolve_endpoint
-from frutebox_infra.stack.environment import Environment
+from frutebox_infra.stack.environment import Environment, system_clock
 from frutebox_infra.stack.stack_file import check_pulumi_agrees, load_settings, stack_file
 from frutebox_infra.views.plan import PlanView
 
@@ -34,7 +34,8 @@ try:
     settings = load_settings(path)
     check_pulumi_agrees(settings, config, where=str(path))
     registry = load_registry()
-    plan = plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
+    environment = Environment.from_env(os.environ, clock=system_clock)  # the clock, read once
+    plan = plan_fleet(registry, settings, stack=stack, environment=environment)
 except FruteboxError as error:
     raise pulumi.RunError(str(error)) from None
 

@@ -181,3 +181,32 @@ def test_ci_tests_every_python_pyproject_names() -> None:
     oldest = step_using(jobs["test"], "actions/setup-python")["with"]["python-version"]
     newer = jobs["python-versions"]["strategy"]["matrix"]["python-version"]
     assert [str(oldest), *newer] == promised
+
+
+def test_usage_samples_every_stack_hourly_and_keeps_its_ledger() -> None:
+    doc = workflow("usage.yml")
+    assert doc["on"]["schedule"] == [{"cron": "1 * * * *"}]
+    assert doc["permissions"] == {"contents": "read"}
+    job = doc["jobs"]["sample"]
+    assert set(job["strategy"]["matrix"]["stack"]) == stacks()
+    step = next(s for s in job["steps"] if "frutebox_infra usage" in s.get("run", ""))
+    line = step["run"].splitlines()[0]
+    argv = shlex.split(line)
+    args = build_parser().parse_args([a.replace("$STACK", "dev") for a in argv[3:]])
+    assert (args.stack, args.record) == ("dev", True)
+    restore = step_using(job, "actions/cache/restore")
+    save = step_using(job, "actions/cache/save")
+    assert restore["with"]["path"] == save["with"]["path"] == ".frutebox"
+
+
+def test_window_edges_run_up_in_the_deploy_concurrency_group() -> None:
+    deploy = workflow("deploy.yml")["jobs"]["deploy"]
+    doc = workflow("windows.yml")
+    assert doc["on"]["schedule"] == [{"cron": "*/15 * * * *"}]
+    job = doc["jobs"]["edge"]
+    # The same group as a deploy of the stack, never cancelled midway.
+    assert job["concurrency"] == deploy["concurrency"]
+    assert job["concurrency"]["cancel-in-progress"] is False
+    up = step_using(job, "pulumi/actions")
+    assert up["with"]["command"] == "up" and f"v{up['with']['pulumi-version']}" == PULUMI_VERSION
+    assert any("FRUTEBOX_NOW=" in s.get("run", "") for s in job["steps"])

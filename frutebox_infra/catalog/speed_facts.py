@@ -153,12 +153,45 @@ class Acceptance:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MeasuredSpeed:
+    """A decode rate our own fleet measured (`frutebox usage --learn`): the model on the
+    engine and GPUs it ran on, with where and when. A plan of the same model, engine, GPU
+    type and count decodes at this rate instead of the estimate's."""
+
+    model: str
+    engine: Runtime
+    gpu: str
+    """The GPU type id (registry/gpus.yaml)."""
+    gpu_count: Annotated[int, Check(strict=True, ge=1, le=8)]
+    decode_tok_s_per_stream: Annotated[float, Check(gt=0, le=100_000)]
+    pod: str
+    engine_version: str
+    """The engine image the pod ran (registry/images.yaml tag)."""
+    date: str
+    """When it was measured (YYYY-MM-DD)."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class SpeedFacts:
     """registry/speed.yaml: per-engine calibration, link costs and acceptance assumptions."""
 
     engines: dict[Runtime, EngineSpeed]
     links: dict[LinkKind, LinkSpeed]
     speculative: dict[SpecDecode, Acceptance] = field(default_factory=dict)
+    measured: tuple[MeasuredSpeed, ...] = ()
+    """The fleet's own measurements, newest last."""
+
+    def measured_on(
+        self, model: str, engine: Runtime, gpu: str, count: int
+    ) -> MeasuredSpeed | None:
+        """The newest measured row for this model, engine, GPU type and count, if any."""
+        rows = [
+            r
+            for r in self.measured
+            if (r.model, r.engine, r.gpu, r.gpu_count) == (model, engine, gpu, count)
+        ]
+        return max(rows, key=lambda r: r.date) if rows else None
 
     def __post_init__(self) -> None:
         self._aliases_resolve()

@@ -24,7 +24,7 @@ from frutebox_infra.plumbing.errors import (
 from frutebox_infra.plumbing.paths import REGISTRY_DIR, REPO_ROOT, STACKS_DIR
 from frutebox_infra.report import Format
 from frutebox_infra.report.render import formats, render
-from frutebox_infra.stack.environment import Environment
+from frutebox_infra.stack.environment import Environment, system_clock
 from frutebox_infra.stack.settings import STACK_KEYS
 from frutebox_infra.stack.stack_file import load_settings, stack_file
 from frutebox_infra.views.catalog import CatalogView, catalog_view
@@ -33,6 +33,7 @@ from frutebox_infra.views.drift import HEALTH_PROBES, HEALTH_WINDOW_S
 from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison
 from frutebox_infra.views.status_view import StatusView
+from frutebox_infra.views.usage import WINDOWS, UsageView
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -52,7 +53,8 @@ def load_plan(
 ) -> FleetPlan:
     registry = load_registry(registry_dir)
     settings = load_settings(stack_file(stack, stacks_dir))
-    return plan_fleet(registry, settings, stack=stack, environment=Environment.from_env(os.environ))
+    environment = Environment.from_env(os.environ, clock=system_clock)
+    return plan_fleet(registry, settings, stack=stack, environment=environment)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -116,6 +118,41 @@ def cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(render(view, Format(args.format)))
     return EXIT_DRIFT if view.drifted else EXIT_OK
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    from frutebox_infra.commands.status import read_recorded, stack_endpoint
+    from frutebox_infra.commands.usage import collect_usage, ledger_path, usage_now
+
+    project_dir = Path(args.project_dir)
+    plan = load_plan(args.stack, project_dir / "stacks")
+    endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
+    recorded = read_recorded(args.stack, project_dir, os.environ)
+    ledger = Path(args.ledger) if args.ledger else ledger_path(args.stack, project_dir)
+    result = collect_usage(
+        plan,
+        recorded,
+        endpoint,
+        hours=WINDOWS[args.since],
+        ledger=ledger,
+        now=usage_now(args.now),
+        take_sample=not args.no_sample,
+        record_only=args.record,
+    )
+    if isinstance(result, int):
+        print(f"recorded {result} counter sample(s) in {ledger}", file=sys.stderr)
+        return EXIT_OK
+    print(render(result, Format(args.format)))
+    if args.learn:
+        from frutebox_infra.commands.usage import learned_rows, write_learned
+
+        rows = learned_rows(result, plan, usage_now(args.now).date().isoformat())
+        if rows:
+            path = write_learned(Path(args.registry_dir), rows)
+            print(f"wrote {len(rows)} measured row(s) to {path}", file=sys.stderr)
+        else:
+            print("nothing to learn: no engine reported its decode time", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_prices(args: argparse.Namespace) -> int:
@@ -182,6 +219,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     status.set_defaults(run=cmd_status)
+
+    usage = sub.add_parser(
+        "usage", help="billed hours and dollars, tokens served, measured $/1M, idle hours"
+    )
+    usage.add_argument("--stack", required=True)
+    usage.add_argument("--since", choices=list(WINDOWS), default="24h")
+    add_format(usage, UsageView)
+    usage.add_argument(
+        "--record", action="store_true", help="only sample the engines' counters into the ledger"
+    )
+    usage.add_argument(
+        "--no-sample", action="store_true", help="report from the ledger without a new sample"
+    )
+    usage.add_argument("--ledger", help="the samples file (default .frutebox/usage-STACK.jsonl)")
+    usage.add_argument("--now", help="the time to report at (RFC 3339; or FRUTEBOX_NOW)")
+    usage.add_argument(
+        "--learn",
+        action="store_true",
+        help="write measured decode rates into registry/speed.yaml (a pull request's change)",
+    )
+    usage.add_argument("--registry-dir", default=str(REGISTRY_DIR), help=argparse.SUPPRESS)
+    usage.add_argument("--project-dir", default=str(REPO_ROOT), help=argparse.SUPPRESS)
+    usage.set_defaults(run=cmd_usage)
 
     prices = sub.add_parser("prices", help="registry/gpus.yaml prices vs RunPod's live catalog")
     prices.add_argument(

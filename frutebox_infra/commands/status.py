@@ -122,8 +122,8 @@ def stack_endpoint(
 def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
     pods = {}
     for model_id, out in (outputs.get("pods") or {}).items():
-        if not isinstance(out, dict):
-            continue
+        if not isinstance(out, dict) or out.get("armed") is False:
+            continue  # outside its armed window: no pod, by plan
         pods[model_id] = RecordedPod(
             model_id=model_id,
             name=str(out.get("name", "")),
@@ -171,17 +171,19 @@ def live_volume(volume: NetworkVolume) -> LiveVolume:
     return LiveVolume(volume.id, volume.name, volume.size, volume.data_center, volume.type)
 
 
-def _client(endpoint: Endpoint, *, writes: bool = False) -> RunPodClient:
-    """A client whose refusals name the key's source and what `status` needs of it; it
+def runpod_client(
+    endpoint: Endpoint, *, command: str = "frutebox status", writes: bool = False
+) -> RunPodClient:
+    """A client whose refusals name the key's source and what `command` needs of it; it
     retries a RunPod hiccup as the deploy step does, paced by the same variables."""
     from frutebox_infra.runpod.access import KeyUse, Need
     from frutebox_infra.runpod.client import RunPodClient
     from frutebox_infra.runpod.command_io import Settings
 
     use = (
-        KeyUse(endpoint.key_source, "`frutebox status --terminate-untracked`", Need.WRITE)
+        KeyUse(endpoint.key_source, f"`{command} --terminate-untracked`", Need.WRITE)
         if writes
-        else KeyUse(endpoint.key_source, "`frutebox status`", Need.READ)
+        else KeyUse(endpoint.key_source, f"`{command}`", Need.READ)
     )
     return RunPodClient(
         api_key=endpoint.api_key or "",
@@ -204,7 +206,7 @@ def collect(
     from frutebox_infra.runpod.errors import RunPodError
 
     try:
-        with contextlib.closing(_client(endpoint)) as client:
+        with contextlib.closing(runpod_client(endpoint)) as client:
             pods = [live_pod(p) for p in client.list_pods()]
             pods += _listed_late(client, recorded, {p.id for p in pods})
             volumes = [live_volume(v) for v in client.list_volumes()]
@@ -288,7 +290,7 @@ def terminate_untracked(view: StatusView, endpoint: Endpoint) -> list[str]:
 
     removed = []
     try:
-        with contextlib.closing(_client(endpoint, writes=True)) as client:
+        with contextlib.closing(runpod_client(endpoint, writes=True)) as client:
             for pod in view.untracked:
                 with contextlib.suppress(NotFoundError):
                     client.delete_pod(pod.id)

@@ -40,6 +40,23 @@ class SystemClock(Clock):
         return self._epoch_s + (time.monotonic() - self._start)
 
 
+class SteppedClock(SystemClock):
+    """Wall time that also jumps when told: a served test lets its pods bill and serve for
+    simulated hours in seconds (`advance`), while everything else runs on as it does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._offset_s = 0.0
+
+    def now(self) -> float:
+        return super().now() + self._offset_s
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"a clock only moves forwards, not by {seconds} s")
+        self._offset_s += seconds
+
+
 class ManualClock(Clock):
     """Time that moves only when a test advances it: every lag and window without a sleep."""
 

@@ -9,6 +9,7 @@ account moves a crash-looping pod to `now` whenever it is read (`settle`).
 
 from __future__ import annotations
 
+from frutebox_infra.emulator.counters import reset
 from frutebox_infra.emulator.records import PodRecord, timestamp
 
 START_LINE = "start container"
@@ -48,6 +49,7 @@ def log_progress(pod: PodRecord, now: float) -> None:
 def start_loop(pod: PodRecord, crash: str | None, now: float) -> None:
     """The container (re)started at `now`; with `crash`, it will exit printing that line."""
     pod.crash, pod.exits, pod.restarts, pod.container_up = crash, 0, 0, True
+    reset(pod)
     pod.crash_epoch = now if crash is not None else None
 
 

@@ -14,16 +14,39 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.state import Account
 
-POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop|kill-host))?$")
+POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop|kill-host|traffic))?$")
 
 
 def _require(body: Any, key: str) -> Any:
     if not isinstance(body, dict) or key not in body:
         raise ApiProblem(400, f"control body needs {key!r}")
     return body[key]
+
+
+def drive(account: Account, pod_id: str, body: Any) -> dict[str, Any]:
+    """The traffic driver: `{requests, outputTokens, model?}` served one by one through the
+    pod's first HTTP port as clients would send them; answers how many were served."""
+    requests, tokens = _require(body, "requests"), body.get("outputTokens", 16)
+    if not (isinstance(requests, int) and isinstance(tokens, int) and requests >= 0 < tokens):
+        raise ApiProblem(400, "traffic needs requests >= 0 and outputTokens >= 1 (integers)")
+    pod = account.pod(pod_id)
+    ports = [p for p in pod.body.get("ports") or [] if str(p).endswith("/http")]
+    if not ports:
+        raise ApiProblem(400, f"pod {pod_id} exposes no HTTP port")
+    port = int(str(ports[0]).split("/")[0])
+    engine = counters.engine_of(pod)
+    path, request = counters.request_of(engine, tokens)
+    if engine == "ollama":
+        request["model"] = body.get("model") or (pod.pulled[0] if pod.pulled else "")
+    served, last = 0, 0
+    for _ in range(requests):
+        last, _answer = account.proxy(pod_id, port, "POST", path, request)
+        served += last == 200
+    return {"served": served, "lastStatus": last}
 
 
 def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[int, Any] | None:
@@ -37,6 +60,8 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
             return 200, account.stop_by_hand(pod_id).view(account.clock.now())
         if method == "POST" and verb == "kill-host":
             return 200, account.kill_host(pod_id).view(account.clock.now())
+        if method == "POST" and verb == "traffic":
+            return 200, drive(account, pod_id, body)
         if method == "PATCH" and verb is None:
             patch = body if isinstance(body, dict) else {}
             return 200, account.edit_by_hand(pod_id, patch).view(account.clock.now())

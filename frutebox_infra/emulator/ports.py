@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
+from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.engines import refusal, served
 from frutebox_infra.emulator.records import PodRecord, RawBody
@@ -44,7 +46,13 @@ def serve_port(
             return refused
     if method == "POST" and path == "/api/pull":
         return _pull(pod, body)
+    stamp = datetime.fromtimestamp(now, UTC).isoformat()
+    counted = counters.answer(pod, method, path, body, now_stamp=stamp)
+    if counted is not None:
+        return counted
     ollama = _ollama(pod, method, path, body)
+    if ollama is not None and ollama[0] == 200 and path in ("/api/generate", "/api/chat"):
+        return 200, ollama[1] | counters.ollama_counts(pod, body, now_stamp=stamp)
     if ollama is not None:
         return ollama
     listing = models_listing(pod.body, path) if method == "GET" else None

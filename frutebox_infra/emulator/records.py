@@ -79,6 +79,12 @@ class PodRecord:
     """What the pod moves onto its volume after it starts (volume_files.py), as JSON."""
     seeding: dict[str, Any] | None = None
     """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
+    counters: dict[str, float] = field(default_factory=dict)
+    """The engine's counters since its container started (counters.py): zeroed at each start."""
+    history: list[str] = field(default_factory=list)
+    """ComfyUI's executed prompt ids since its container started."""
+    served: list[list[Any]] = field(default_factory=list)
+    """[time, output tokens, prompt tokens, prompts] per request served; never reset."""
 
     def log(self, line: str, source: str = "container") -> None:
         self.logs.append([source, line])

@@ -9,6 +9,7 @@ read, so the modules behind them can change without a report noticing. A module 
 imports its siblings, never this package (that would be a cycle)."""
 
 from frutebox_infra.estimates.speed import SpeedEstimate, SpeedUnknown
+from frutebox_infra.planner.armed import ModelWindow
 from frutebox_infra.planner.colocate import GroupPlacement, PodGroup
 from frutebox_infra.planner.floor import BelowFloor, SpeedChoice
 from frutebox_infra.planner.placement_speed import Speed
@@ -24,6 +25,7 @@ __all__ = [
     "GroupPlacement",
     "ModelPlan",
     "ModelSeeding",
+    "ModelWindow",
     "PlacementOption",
     "PlanProblem",
     "PodGroup",

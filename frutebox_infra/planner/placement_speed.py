@@ -8,11 +8,11 @@ and output lengths, the KV a stream holds on average (the prompt and half the ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from frutebox_infra.catalog.schema import Gpu, Model, Runtime, SpecDecode, WeightFormat
-from frutebox_infra.catalog.speed_facts import SpeedFacts
+from frutebox_infra.catalog.speed_facts import MeasuredSpeed, SpeedFacts
 from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.estimates.speed import (
     Decode,
@@ -95,6 +95,9 @@ class ModelSpeeds:
         (nothing else of the estimate is made); or None for a model that decodes no tokens."""
         if not self.tokens:
             return None
+        measured = self._measured(gpu, count)
+        if measured is not None:
+            return measured.decode_tok_s_per_stream
         recipe = self.recipe
         kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
         return self.terms.decode_rate(gpu, count, kv, split)
@@ -109,13 +112,41 @@ class ModelSpeeds:
         if decode is None:
             recipe = self.recipe
             kv, split = recipe.kv_dtype_bytes(gpu), recipe.expert_parallel(self.model, count)
-            decode = self.decodes[key] = self.terms.decode(gpu, count, kv, split)
+            decode = self.terms.decode(gpu, count, kv, split)
+            measured = self._measured(gpu, count)
+            if measured is not None and isinstance(decode, Decode):
+                # The fleet's own measurement wins: the step lasts what the rate says.
+                rate = measured.decode_tok_s_per_stream
+                timed = decode.timed
+                decode = replace(
+                    decode,
+                    timed=replace(
+                        timed, step_s=timed.tokens_per_step / rate, tok_s_per_stream=rate
+                    ),
+                )
+            self.decodes[key] = decode
         return decode
+
+    def _measured(self, gpu: Gpu, count: int) -> MeasuredSpeed | None:
+        if self.facts is None or not self.facts.measured:
+            return None
+        return self.facts.measured_on(self.model.id, self.recipe.runtime, gpu.id, count)
 
     def at(self, gpu: Gpu, count: int, usd_per_hour: float) -> Speed:
         """The estimate for `count` x `gpu`, or None for a model that decodes no tokens."""
         decode = self.decode(gpu, count)
-        return decode.estimate(usd_per_hour) if isinstance(decode, Decode) else decode
+        if not isinstance(decode, Decode):
+            return decode
+        estimate = decode.estimate(usd_per_hour)
+        measured = self._measured(gpu, count)
+        if measured is None:
+            return estimate
+        note = (
+            f"decode measured by our fleet: {measured.decode_tok_s_per_stream:g} tok/s per"
+            f" stream on pod {measured.pod} ({measured.engine} {measured.engine_version},"
+            f" {measured.date})"
+        )
+        return replace(estimate, assumptions=(*estimate.assumptions, note))
 
 
 def speed_inputs(

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from frutebox_infra.catalog.schema import Cloud, NetworkVolumeFacts, Registry
+from frutebox_infra.planner.armed import HOURS_PER_MONTH as HOURS_PER_MONTH
+from frutebox_infra.planner.armed import ModelWindow, plan_windows
 from frutebox_infra.planner.colocate import PodGroup, group_pods
 from frutebox_infra.planner.floor import BelowFloor, choose, floor_key, floor_of, floor_problem
 from frutebox_infra.planner.launches import PodLaunches, launch_problems
@@ -16,9 +18,6 @@ from frutebox_infra.planner.seeding_decisions import Seeding, plan_seeding, read
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.stack.environment import NO_ENVIRONMENT, Environment
 from frutebox_infra.stack.settings import ModelOverride, StackSettings
-
-HOURS_PER_MONTH = 730
-"""A month of pods running around the clock, as RunPod bills an always-on pod."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,10 +99,42 @@ class FleetPlan:
     """Every pod, in the order of its first member in `models`; a model in none has no pod."""
     seeding: Seeding | None = None
     """Which models a CPU pod seeds first, and the bring-up; None in a plan made without."""
+    windows: tuple[ModelWindow, ...] = ()
+    """The armed windows of the models that have one (none: every model always armed)."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def window_of(self, model_id: str) -> ModelWindow | None:
+        return next((w for w in self.windows if w.model_id == model_id), None)
+
+    @property
+    def dormant(self) -> frozenset[str]:
+        """Models outside their window at the run's time: no pod, their weights kept."""
+        return frozenset(w.model_id for w in self.windows if w.armed_now is False)
+
+    def pod_dormant(self, pod: PodGroup) -> bool:
+        return all(m in self.dormant for m in pod.model_ids)
+
+    def pods_usd_per_month(self, *, worst: bool) -> float:
+        """The pods' month: around the clock, or, for a pod whose every model has a window,
+        the widest window's hours plus a bring-up each time it opens."""
+        if not self.windows:
+            rate = self.usd_per_hour_worst if worst else self.usd_per_hour_best
+            return rate * HOURS_PER_MONTH
+        total = 0.0
+        for pod in self.pods:
+            rate = pod.usd_per_hour_worst if worst else pod.usd_per_hour_best
+            found = [self.window_of(m) for m in pod.model_ids]
+            windows = [w for w in found if w is not None]
+            if windows and len(windows) == len(found):
+                w = max(windows, key=lambda w: w.hours_per_month)
+                hours = w.hours_per_month + w.openings_per_month * w.rearm_s / 3600
+                total += rate * hours
+            else:
+                total += rate * HOURS_PER_MONTH
+        return total
 
     def pod_of(self, model_id: str) -> PodGroup | None:
         return self._pod_by_model.get(model_id)
@@ -140,11 +171,11 @@ class FleetPlan:
 
     @property
     def usd_per_month_best(self) -> float:
-        return round(self.usd_per_hour_best * HOURS_PER_MONTH + self.volume.usd_per_month, 2)
+        return round(self.pods_usd_per_month(worst=False) + self.volume.usd_per_month, 2)
 
     @property
     def usd_per_month_worst(self) -> float:
-        return round(self.usd_per_hour_worst * HOURS_PER_MONTH + self.volume.usd_per_month, 2)
+        return round(self.pods_usd_per_month(worst=True) + self.volume.usd_per_month, 2)
 
     @property
     def within_budget(self) -> bool:
@@ -239,6 +270,7 @@ def plan_fleet(
         warnings=(),
         pods=pods,
         seeding=seeding,
+        windows=plan_windows(settings, models, environment.now),
     )
     if not fleet.within_budget:
         problems.append(
@@ -438,6 +470,7 @@ def _options(
         spec_decode=settings.spec_decode,
         prompt_tokens=settings.prompt_tokens,
         output_tokens=settings.output_tokens,
+        metrics=settings.measure_usage,
     )
 
 

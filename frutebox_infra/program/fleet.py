@@ -184,6 +184,9 @@ class ModelServerArgs:
     """The other models sharing this pod (co-location); `plan` is its anchor."""
     fleet: FleetPlan | None = None
     """The whole plan: which of the pod's models a CPU pod seeds first, and their jobs."""
+    dormant: bool = False
+    """Every model of the pod is outside its armed window: no pod, its seeds (and so the
+    weights on the volume) kept as they are."""
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -213,6 +216,14 @@ class ModelServer(pulumi.ComponentResource):
             for model_id in (plan.model_id, *(m.model_id for m in args.members))
             if model_id in seeded
         ]
+        if args.dormant:
+            self.pod_id = pulumi.Output.from_input("")
+            self.gpu_id = pulumi.Output.from_input("")
+            self.gpu_count = pulumi.Output.from_input(0)
+            self.usd_per_hour = pulumi.Output.from_input(0.0)
+            self.url = pulumi.Output.from_input("")
+            self.register_outputs({"podId": self.pod_id, "gpuId": self.gpu_id, "url": self.url})
+            return
         stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
             lambda ids: pod_request(
                 plan,
@@ -302,6 +313,7 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
                 credentials=credentials,
                 members=members,
                 fleet=plan,
+                dormant=plan.pod_dormant(pod),
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
@@ -321,7 +333,17 @@ def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelSer
     assert pod is not None
     server = servers[pod.anchor]
     share = model.usd_per_hour_best / pod.usd_per_hour_best if pod.usd_per_hour_best else 1.0
-    return {
+    window = plan.window_of(model.model_id)
+    armed = (
+        {
+            "armed": not plan.pod_dormant(pod),
+            "armedWindow": window.window,
+            "armedUntil": window.until.isoformat() if window.until else None,
+        }
+        if window is not None
+        else {}
+    )
+    return armed | {
         "name": pod_name(plan.stack, pod.anchor),
         "sharedWith": [m for m in pod.model_ids if m != model.model_id],
         "podId": server.pod_id,

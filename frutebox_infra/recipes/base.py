@@ -45,6 +45,8 @@ class ServeOptions:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     """The request lengths the speed estimate assumes (both or neither)."""
+    metrics: bool = False
+    """Launch the engine with its token counters on (the stack's measureUsage)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +93,8 @@ class Serving:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     """The request lengths the stack states for its speed estimate (both or neither)."""
+    metrics: bool = False
+    """The engine's token counters are switched on at launch (where a flag does that)."""
 
     @property
     def token_context(self) -> bool:

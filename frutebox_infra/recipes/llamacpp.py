@@ -50,6 +50,7 @@ class LlamaCpp(Recipe):
             require_fp8=False,
             memory_model=MemoryModel.LLAMACPP,
             static_allocation=True,
+            metrics=options.metrics,
         )
 
     def max_context(self, model: Model) -> int | None:
@@ -97,6 +98,8 @@ class LlamaCpp(Recipe):
             "--cont-batching",
             "--jinja",
         ]
+        if serving.metrics:
+            words.append("--metrics")  # llamacpp:tokens_predicted_total on /metrics
         return self.pod_spec(model, image, words, seeded=seeded, notes=self.pod_notes(model))
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:

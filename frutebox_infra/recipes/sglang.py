@@ -48,4 +48,6 @@ class SGLang(TensorParallelRecipe):
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags
+        if serving.metrics:
+            words.append("--enable-metrics")  # sglang:generation_tokens_total on /metrics
         return self.pod_spec(model, image, words, seeded=seeded)

@@ -74,6 +74,7 @@ class TensorParallelRecipe(Recipe):
             speculative=bool(spec.flags),
             spec_flags=spec.flags,
             warnings=(spec.note,) if spec.note else (),
+            metrics=options.metrics,
         )
 
     def expert_parallel(self, model: Model, count: int) -> bool:

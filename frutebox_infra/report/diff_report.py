@@ -145,7 +145,12 @@ def pods_text(d: FleetDiff) -> str:
 def fleet_text(d: FleetDiff) -> str:
     return (
         f"{amount_cell(d.usd_per_month_best, '/month')} best,"
-        f" {amount_cell(d.usd_per_month_worst, '/month')} worst ({HOURS_PER_MONTH} h + volume)"
+        f" {amount_cell(d.usd_per_month_worst, '/month')} worst ({HOURS_PER_MONTH} h + volume"
+        + (
+            "; a model with an armed window: only its armed hours plus a bring-up per opening)"
+            if d.windowed
+            else ")"
+        )
     )
 
 

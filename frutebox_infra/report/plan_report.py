@@ -4,12 +4,14 @@ with stable camelCase keys (`--format json`, the stack's `plan` output)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from frutebox_infra.planner import (
     HOURS_PER_MONTH,
     FleetPlan,
     ModelPlan,
+    ModelWindow,
     PlacementOption,
     PodGroup,
 )
@@ -115,7 +117,7 @@ def plan_table(view: PlanView) -> str:
         f"pods    {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst"
         f" (fallbacks up to {s.max_fallback_premium:g}x the cheapest)",
         f"fleet   {usd(plan.usd_per_month_best)}/month best, {usd(plan.usd_per_month_worst)}/month"
-        f" worst ({HOURS_PER_MONTH} h + volume)",
+        f" worst ({_month_basis(plan)} + volume)",
         f"budget  {usd(s.budget_usd_per_hour)}/h: "
         + (
             f"within, {usd(plan.budget_headroom_usd_per_hour)}/h headroom"
@@ -127,6 +129,7 @@ def plan_table(view: PlanView) -> str:
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
     lines += speed_lines(plan)
+    lines += window_lines(plan)
     lines += shared_pod_lines(view)
     lines += bringup_lines(view)
     lines += _listed("warnings", plan.warnings)
@@ -134,6 +137,40 @@ def plan_table(view: PlanView) -> str:
         "PROBLEMS (preview fails, nothing is created)", [str(p) for p in plan.problems]
     )
     return "\n".join(lines)
+
+
+def _month_basis(plan: FleetPlan) -> str:
+    if not plan.windows:
+        return f"{HOURS_PER_MONTH} h"
+    return (
+        f"{HOURS_PER_MONTH} h, or for a model with an armed window only its armed hours plus a"
+        " bring-up per opening"
+    )
+
+
+def _when(at: datetime | None) -> str:
+    return "?" if at is None else at.strftime("%a %Y-%m-%d %H:%M %Z")
+
+
+def window_state(w: ModelWindow) -> str:
+    if w.armed_now is None:
+        return "no time given"
+    if w.armed_now:
+        return f"armed now, until {_when(w.until)}"
+    return f"not armed now (no pod; its weights stay on the volume), until {_when(w.until)}"
+
+
+def window_lines(plan: FleetPlan) -> list[str]:
+    """Per windowed model: its window, armed now or not and until when, its month."""
+    if not plan.windows:
+        return []
+    lines = ["", "armed windows (the month counts only armed hours plus a bring-up per opening):"]
+    for w in plan.windows:
+        lines.append(
+            f"  {w.model_id}: `{w.window}`: {window_state(w)}; {w.hours_per_month:.0f} h/month,"
+            f" {w.openings_per_month:.0f} openings at {w.rearm_s / 60:.1f} GPU-min each"
+        )
+    return lines
 
 
 def speed_lines(plan: FleetPlan) -> list[str]:
@@ -224,11 +261,15 @@ def plan_markdown(view: PlanView) -> str:
         f"- **Volume:** {v.size_gb} GB in {s.data_center}, {usd(v.usd_per_month)}/month",
         f"- **Pods:** {usd(plan.usd_per_hour_best)}/h best, {usd(plan.usd_per_hour_worst)}/h worst",
         f"- **Fleet:** {usd(plan.usd_per_month_best)}/month best,"
-        f" {usd(plan.usd_per_month_worst)}/month worst",
+        f" {usd(plan.usd_per_month_worst)}/month worst"
+        + (f" ({_month_basis(plan)} + volume)" if plan.windows else ""),
         f"- **Budget:** {usd(s.budget_usd_per_hour)}/h — "
         + ("within budget" if plan.within_budget else "**over budget**"),
     ]
     lines += speed_markdown(plan)
+    windows = window_lines(plan)
+    if windows:
+        lines += ["", f"- **{windows[1].strip()}**"] + [f"  - {w.strip()}" for w in windows[2:]]
     shared = shared_pod_lines(view)
     if shared:
         lines += ["", f"- **{shared[1].strip()}**"] + [f"  - {line.strip()}" for line in shared[2:]]
@@ -349,6 +390,18 @@ def pod_data(pod: PodGroup, name: str) -> dict[str, Any]:
     }
 
 
+def window_data(w: ModelWindow) -> dict[str, Any]:
+    return {
+        "model": w.model_id,
+        "window": w.window,
+        "armedNow": w.armed_now,
+        "until": w.until.isoformat() if w.until else None,
+        "hoursPerMonth": round(w.hours_per_month, 1),
+        "openingsPerMonth": round(w.openings_per_month, 1),
+        "rearmSeconds": round(w.rearm_s),
+    }
+
+
 def plan_data(view: PlanView) -> dict[str, Any]:
     plan = view.plan
     s = plan.settings
@@ -359,6 +412,7 @@ def plan_data(view: PlanView) -> dict[str, Any]:
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
         "models": [model_plan_data(m, pod_names.get(m.model_id), plan) for m in plan.models],
+        **({"windows": [window_data(w) for w in plan.windows]} if plan.windows else {}),
         "pods": [pod_data(p, view.pod_name(p)) for p in plan.pods],
         "volume": {
             "sizeGb": plan.volume.size_gb,

@@ -17,13 +17,15 @@ from frutebox_infra.report.diff_report import DIFF
 from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.status_report import STATUS
+from frutebox_infra.report.usage_report import USAGE
 from frutebox_infra.views.catalog import CatalogView
 from frutebox_infra.views.diff import DiffView
 from frutebox_infra.views.plan import PlanView
 from frutebox_infra.views.price_compare import PriceComparison
 from frutebox_infra.views.status_view import StatusView
+from frutebox_infra.views.usage import UsageView
 
-View = PlanView | CatalogView | DiffView | StatusView | PriceComparison
+View = PlanView | CatalogView | DiffView | StatusView | PriceComparison | UsageView
 
 RENDERERS: Mapping[type, Renderers[Any]] = {
     PlanView: PLAN,
@@ -31,6 +33,7 @@ RENDERERS: Mapping[type, Renderers[Any]] = {
     DiffView: DIFF,
     StatusView: STATUS,
     PriceComparison: PRICES,
+    UsageView: USAGE,
 }
 
 

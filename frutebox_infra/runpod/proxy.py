@@ -64,6 +64,17 @@ class ProxyClient:
         except ValueError:
             return None
 
+    def get_text(
+        self, url: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[int, str] | None:
+        """(status, body text) of GET url with `headers` (an engine's /metrics behind the
+        stack's serving key), or None while nothing answers; the body is cut at 1 MB."""
+        try:
+            response = self._http.get(url, headers=dict(headers or {}))
+        except HTTPX_FAILURES:
+            return None
+        return response.status_code, response.text[:1_000_000]
+
     def delete_json(self, url: str, body: Mapping[str, Any]) -> int | None:
         """Status code of DELETE url with a JSON body (Ollama's /api/delete), or None while
         nothing answers."""

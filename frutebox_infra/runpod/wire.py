@@ -109,6 +109,8 @@ class PodBilling(Wire):
 
     pod_id: str = Field(alias="podId")
     total_amount: float = Field(alias="totalAmount")
+    start_time: str | None = Field(default=None, alias="startTime")
+    """The bucket's start (RFC 3339)."""
 
 
 class GpuList(Wire):

@@ -123,6 +123,13 @@ def read_seconds(weights_gb: float, volume_type: str) -> float:
     return weights_gb * 1000 / VOLUME_READ_MB_PER_S[volume_type]
 
 
+def rearm_seconds(weights_gb: float, volume_type: str, *, loads_at_start: bool) -> float:
+    """GPU time billed before a model serves again when its weights are already on the volume
+    (an armed window opening): the pod's start, and the read where the engine loads at start."""
+    read = read_seconds(weights_gb, volume_type) if loads_at_start else 0.0
+    return GPU_POD_START_S + read
+
+
 @dataclass(frozen=True, kw_only=True)
 class Bringup:
     """One model's way to serving on a first deploy, seconds and USD."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from frutebox_infra.plumbing.errors import ConfigError
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 
@@ -16,10 +18,16 @@ class Environment:
     hf_token: bool = False
     spec_decode: bool = True
     eagle3_heads: Mapping[str, str] = field(default_factory=dict)
+    now: datetime | None = None
+    """The time the run plans at (armed windows): FRUTEBOX_NOW, else the clock read once."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Environment:
+    def from_env(
+        cls, env: Mapping[str, str], clock: Callable[[], datetime] | None = None
+    ) -> Environment:
+        """`clock` is read once, when FRUTEBOX_NOW does not give the time."""
         return cls(
+            now=_given_now(env.get("FRUTEBOX_NOW")) or (clock() if clock else None),
             hf_token=bool(env.get("HF_TOKEN") or env.get("FRUTEBOX_HF_TOKEN")),
             spec_decode=env.get("FRUTEBOX_SPEC_DECODE", "true").strip().lower() != "false",
             eagle3_heads={
@@ -41,6 +49,7 @@ class Environment:
         spec_decode: bool = True,
         prompt_tokens: int | None = None,
         output_tokens: int | None = None,
+        metrics: bool = False,
     ) -> ServeOptions:
         """A model's serving targets; secrets and switches from the stack or the environment."""
         return ServeOptions(
@@ -55,7 +64,25 @@ class Environment:
             else None,
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
+            metrics=metrics,
         )
+
+
+def _given_now(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"FRUTEBOX_NOW={text!r} is not a time. Fix: an RFC 3339 time such as"
+            " 2026-12-07T08:00:00+01:00, or unset it to plan at the clock's time"
+        ) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 NO_ENVIRONMENT = Environment()

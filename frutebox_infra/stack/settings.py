@@ -16,6 +16,9 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin, get_
 from frutebox_infra.catalog.schema import MAX_CONTEXT_TOKENS, Cloud, Runtime
 from frutebox_infra.plumbing.validation import ALIAS, Check
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
+from frutebox_infra.stack.windows import EXAMPLE as WINDOW_EXAMPLE
+from frutebox_infra.stack.windows import FIX as WINDOW_FIX
+from frutebox_infra.stack.windows import checked_window
 
 PROJECT = "frutebox-infra"
 SECRET_KEYS = ("runpodApiKey", "hfToken")
@@ -85,6 +88,9 @@ class ModelOverride:
     """Pin the GPUs per pod."""
     engine: Annotated[str, Check(after=_known_engine)] | None = None
     """Pin one of the model's runtimes (registry/models.yaml)."""
+    armed_window: Annotated[str, Check(after=checked_window)] | None = field(
+        default=None, metadata={ALIAS: "armedWindow"}
+    )
     min_decode_tok_s: Annotated[float, Check(strict=True, ge=0, le=MAX_DECODE_FLOOR)] | None = (
         field(default=None, metadata={ALIAS: "minDecodeTokensPerSecond"})
     )
@@ -110,6 +116,7 @@ OVERRIDE_FIXES = {
     " e.g. sglang",
     "minDecodeTokensPerSecond": f"tok/s per stream from 0 (no floor) to {MAX_DECODE_FLOOR},"
     " unquoted, e.g. 20",
+    "armedWindow": WINDOW_FIX,
 }
 """Every override key and what it takes; engines that cannot honour one refuse it."""
 
@@ -309,6 +316,31 @@ class StackSettings:
             pulumi="integer",
             unit="MB/s",
             example="100",
+        ),
+    )
+    # Empty by default: armed around the clock, as before.
+    armed_window: Annotated[str, Check(after=checked_window)] = field(
+        default="",
+        metadata=_key(
+            "armedWindow",
+            "When the stack's models are armed (a model's own overrides.armedWindow wins), e.g."
+            " Mon-Fri 08:00-20:00 Europe/Berlin; outside it a model has no pod and its weights"
+            " stay on the volume. Empty: always armed.",
+            pulumi="string",
+            example=WINDOW_EXAMPLE,
+            fix=WINDOW_FIX,
+        ),
+    )
+    # Off by default: turning it on changes every SGLang and llama.cpp launch (a restart).
+    measure_usage: bool = field(
+        default=False,
+        metadata=_key(
+            "measureUsage",
+            "Launch engines with their token counters on (SGLang --enable-metrics, llama.cpp"
+            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served.",
+            pulumi="boolean",
+            example="true",
+            fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",
         ),
     )
     # On by default: a CPU pod at ~$0.06/h downloads instead of GPUs at $0.17-$9.52/h, and a

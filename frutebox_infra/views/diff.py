@@ -117,6 +117,8 @@ class FleetDiff:
     problems: tuple[PlanProblem, ...]
     """Problems of the after side: each one fails `pulumi preview`."""
     warnings: tuple[str, ...]
+    windowed: bool = False
+    """A side has armed windows: its month counts only armed hours plus a bring-up each."""
     first_deploy_usd: Amount = Amount(0.0, 0.0)
     """Bringing the whole stack up from nothing: seeding plus GPU time before serving."""
     added_bringup_usd: float = 0.0
@@ -201,18 +203,24 @@ def diff_plans(before: FleetPlan | None, after: FleetPlan | None) -> FleetDiff:
         models=models,
         usd_per_hour_best=best,
         usd_per_hour_worst=worst,
+        # Armed windows: only the armed hours and a bring-up per opening (plan.py).
         usd_per_month_best=Amount(
             before.usd_per_month_best if before else 0.0,
-            round(best.after * HOURS_PER_MONTH + kept_usd, 2),
+            round(after.pods_usd_per_month(worst=False) + kept_usd, 2)
+            if after and after.windows
+            else round(best.after * HOURS_PER_MONTH + kept_usd, 2),
         ),
         usd_per_month_worst=Amount(
             before.usd_per_month_worst if before else 0.0,
-            round(worst.after * HOURS_PER_MONTH + kept_usd, 2),
+            round(after.pods_usd_per_month(worst=True) + kept_usd, 2)
+            if after and after.windows
+            else round(worst.after * HOURS_PER_MONTH + kept_usd, 2),
         ),
         volume_size_gb=Amount(old_size, kept),
         volume_planned_gb=planned,
         volume_usd_per_month=Amount(before.volume.usd_per_month if before else 0.0, kept_usd),
         budget_usd_per_hour=side(lambda p: p.settings.budget_usd_per_hour),
+        windowed=bool((before and before.windows) or (after and after.windows)),
         within_budget=after.within_budget if after else None,
         budget_headroom_usd_per_hour=after.budget_headroom_usd_per_hour if after else None,
         problems=after.problems if after else (),
@@ -231,9 +239,7 @@ def _added_bringup_usd(after: FleetPlan | None, models: tuple[ModelChange, ...])
     if seeding is None:
         return 0.0
     added = [seeding.of(m.model_id) for m in models if m.change is Change.ADDED]
-    return round(
-        sum(d.bringup.seed_usd + d.bringup.gpu_before_serving_usd for d in added if d), 2
-    )
+    return round(sum(d.bringup.seed_usd + d.bringup.gpu_before_serving_usd for d in added if d), 2)
 
 
 def _usd(side: ModelSnapshot | None, *, best: bool) -> float:

@@ -169,7 +169,8 @@ def compute_status(
     pods = list(live_pods)
     by_id = {p.id: p for p in pods}
     # Looked up once by id: asking the plan per model would scan every model for each one.
-    planned = {m.model_id: m for m in plan.models}
+    # A model outside its armed window has no pod by plan: not missing.
+    planned = {m.model_id: m for m in plan.models if m.model_id not in plan.dormant}
     model_ids = [*planned, *(mid for mid in recorded.pods if mid not in planned)]
     models = tuple(
         _model_status(plan, mid, planned.get(mid), recorded.pods.get(mid), by_id, now)

@@ -8,6 +8,7 @@ from typing import Any
 
 from frutebox_infra.deploy.requests import pod_name, seed_pod_name, volume_name
 from frutebox_infra.emulator.catalog import Stock, full_stock
+from frutebox_infra.emulator.clock import Clock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.emulator.transfers import Transfers
 from frutebox_infra.runpod.command_io import scaled_waits
@@ -54,6 +55,7 @@ class Deployment:
         cls,
         project: PulumiProject,
         stock: Mapping[str, int] | None = None,
+        clock: Clock | None = None,
         **realism: Any,
     ) -> Deployment:
         """The realistic account (RunPod's documented unkindness, clock scaled). `stock`: free
@@ -82,6 +84,7 @@ class Deployment:
             realism=realistic_for(registry, **options),
             hub=hub,
             openapi=openapi,
+            clock=clock,
         )
         project.extra_env.update(
             FAST,

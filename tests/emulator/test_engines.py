@@ -66,7 +66,11 @@ def test_vllm_key_from_its_variable_and_a_wrong_key_refused() -> None:
 
 def test_sglang_and_llamacpp_leave_their_open_paths_open() -> None:
     sglang = pod(Runtime.SGLANG, args="python3 -m sglang.launch_server --api-key s")
-    assert ask(Runtime.SGLANG, sglang, "GET", "/metrics")[0] == 200
+    assert ask(Runtime.SGLANG, sglang, "GET", "/metrics")[0] == 404  # only with its flag
+    metered = pod(
+        Runtime.SGLANG, args="python3 -m sglang.launch_server --api-key s --enable-metrics"
+    )
+    assert ask(Runtime.SGLANG, metered, "GET", "/metrics")[0] == 200  # then open to anyone
     assert ask(Runtime.SGLANG, sglang, "POST", "/flush_cache")[0] == 401
     assert ask(Runtime.SGLANG, sglang, "POST", "/flush_cache", x_api_key="s")[0] == 200
     llama = pod(Runtime.LLAMACPP, args="-hf r:q --api-key l")

@@ -451,6 +451,7 @@ def catalog_options() -> Iterator[tuple[str, ServeOptions]]:
     yield "defaults", ServeOptions(hf_token_configured=True)
     yield "no-spec", ServeOptions(hf_token_configured=True, spec_decode_enabled=False)
     yield "eagle-head", ServeOptions(hf_token_configured=True, eagle3_head="org/eagle3-head")
+    yield "metrics", ServeOptions(hf_token_configured=True, metrics=True)
     yield (
         "overrides",
         ServeOptions(hf_token_configured=True, context_tokens=4096, concurrency=4, min_sequences=2),
@@ -639,3 +640,32 @@ def test_environment_refusals_come_in_the_order_the_launch_sets_its_variables() 
     assert check("ollama", "serve", {**env, "OLLAMA_NUM_PARALLEL": "4"})[0].what == (
         "environment variable OLLAMA_NUM_PARALEL"
     )  # the same names, another value: the value is read again
+
+
+@pytest.mark.parametrize(
+    ("model_id", "engine", "flag"),
+    [
+        ("qwen3-235b-a22b", "sglang", "--enable-metrics"),
+        ("qwen3-235b-a22b", "llamacpp", "--metrics"),
+    ],
+)
+def test_measure_usage_turns_the_engines_counters_on_and_the_check_accepts_it(
+    model_id: str, engine: str, flag: str
+) -> None:
+    on = plan_fleet(
+        real_registry(),
+        settings(models=[model_id], measureUsage=True, overrides={model_id: {"engine": engine}}),
+        stack="test",
+    )
+    off = plan_fleet(
+        real_registry(),
+        settings(models=[model_id], overrides={model_id: {"engine": engine}}),
+        stack="test",
+    )
+    args_on = on.models[0].candidates[0].pod.args
+    args_off = off.models[0].candidates[0].pod.args
+    assert flag in shlex.split(args_on) and flag not in shlex.split(args_off)
+    assert [p for p in on.problems if p.rule == "launch-rejected"] == []
+    # The flag is checked like any other: a misspelt one would be refused by the same facts.
+    (refusal,) = check(engine, args_on.replace(flag, flag + "-typo"))
+    assert flag + "-typo" in refusal.what

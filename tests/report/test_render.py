@@ -18,6 +18,7 @@ from frutebox_infra.report.plan_report import PLAN
 from frutebox_infra.report.prices_report import PRICES
 from frutebox_infra.report.render import RENDERERS, View, formats, render
 from frutebox_infra.report.status_report import STATUS
+from frutebox_infra.report.usage_report import USAGE
 from frutebox_infra.views.catalog import CatalogView
 from frutebox_infra.views.diff import DiffView, diff_plans
 from frutebox_infra.views.live_warnings import LiveCatalog, LiveGpu
@@ -26,6 +27,7 @@ from frutebox_infra.views.price_compare import PriceComparison, compare_prices
 from frutebox_infra.views.status_view import StatusView
 from tests.factories import real_registry, settings
 from tests.views.test_drift import IN_SYNC, status
+from tests.views.test_usage import view as usage
 
 
 def plan(*models: str) -> FleetPlan:
@@ -57,8 +59,9 @@ VIEWS: list[tuple[Any, Renderers[Any], tuple[Format, ...]]] = [
     ),
     (status(IN_SYNC), STATUS, tuple(Format)),
     (prices(), PRICES, (Format.TABLE, Format.JSON)),
+    (usage(), USAGE, tuple(Format)),
 ]
-IDS = ["plan", "catalog", "diff", "status", "prices"]
+IDS = ["plan", "catalog", "diff", "status", "prices", "usage"]
 
 
 def test_every_view_type_has_renderers_and_nothing_else_does() -> None:

@@ -1,0 +1,177 @@
+"""What the engines count, as the real ones do: token counters that advance with traffic and
+start from zero whenever the container starts.
+
+- SGLang: `/metrics` only when launched with `--enable-metrics`
+  (`sglang:generation_tokens_total`, `sglang:prompt_tokens_total`);
+- vLLM: `/metrics` by default (`vllm:generation_tokens_total`, `vllm:prompt_tokens_total`);
+- llama.cpp: `/metrics` only with `--metrics` (`llamacpp:tokens_predicted_total`,
+  `llamacpp:tokens_predicted_seconds_total`, `llamacpp:prompt_tokens_total`);
+- Ollama: no `/metrics`; every `/api/generate` and `/api/chat` answer carries `eval_count` and
+  `eval_duration` (nanoseconds);
+- ComfyUI: `POST /prompt` queues a prompt, `GET /history` lists the executed ones.
+
+A pod's counters live on its record (`counters`) and are zeroed by `containers.start_loop`;
+`served` keeps every request the emulator served, with its time, and is never reset: it is
+what tests compare `frutebox usage` against (the account's truth, not the engines').
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from typing import Any
+
+from frutebox_infra.emulator.engines import served
+from frutebox_infra.emulator.records import PodRecord, RawBody
+
+DECODE_TOK_S = 40.0
+"""The decode rate per stream an emulated engine reports (tokens per second of decoding)."""
+DEFAULT_MAX_TOKENS = 16
+"""What a request without max_tokens / num_predict generates here."""
+COUNTERS = ("tokens", "prompt_tokens", "decode_s", "prompts")
+
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions")
+
+
+def engine_of(pod: PodRecord) -> str | None:
+    """The engine an image runs, from its repository (registry/images.yaml)."""
+    image = str(pod.body.get("image") or "")
+    env = pod.body.get("env") or {}
+    if isinstance(env, dict) and "FRUTEBOX_PROVISION" in env:
+        return "comfyui"  # comfy.py: a pod with a provisioning script runs ComfyUI
+    for name, marker in (
+        ("sglang", "sglang"),
+        ("vllm", "vllm"),
+        ("llamacpp", "llama.cpp"),
+        ("ollama", "ollama/"),
+        ("comfyui", "comfyui"),
+    ):
+        if marker in image:
+            return name
+    return None
+
+
+def metrics_on(pod: PodRecord) -> bool:
+    """Whether the launch turned the engine's `/metrics` on."""
+    engine = engine_of(pod)
+    args = str(pod.body.get("args") or "")
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        words = args.split()
+    if engine == "sglang":
+        return "--enable-metrics" in words
+    if engine == "llamacpp":
+        env = pod.body.get("env") or {}
+        return "--metrics" in words or str(env.get("LLAMA_ARG_ENDPOINT_METRICS", "")) == "1"
+    return engine == "vllm"
+
+
+def reset(pod: PodRecord) -> None:
+    """A container (re)started: the engine's counters start from zero, as a process's do."""
+    pod.counters = dict.fromkeys(COUNTERS, 0.0)
+    pod.history = []
+
+
+def serve(
+    pod: PodRecord, *, output_tokens: int, prompt_tokens: int, now_stamp: str
+) -> dict[str, Any]:
+    """One request served: the counters advance and the truth records it."""
+    decode_s = output_tokens / DECODE_TOK_S
+    counters = pod.counters or dict.fromkeys(COUNTERS, 0.0)
+    counters["tokens"] += output_tokens
+    counters["prompt_tokens"] += prompt_tokens
+    counters["decode_s"] += decode_s
+    pod.counters = counters
+    pod.served.append([now_stamp, output_tokens, prompt_tokens, 0])
+    return {"output": output_tokens, "prompt": prompt_tokens, "decode_s": decode_s}
+
+
+def serve_prompt(pod: PodRecord, *, now_stamp: str) -> str:
+    """A ComfyUI prompt queued and (here, at once) executed: its history grows by one."""
+    counters = pod.counters or dict.fromkeys(COUNTERS, 0.0)
+    counters["prompts"] += 1
+    pod.counters = counters
+    prompt_id = str(uuid.uuid4())
+    pod.history.append(prompt_id)
+    pod.served.append([now_stamp, 0, 0, 1])
+    return prompt_id
+
+
+def _metrics_text(pod: PodRecord) -> bytes:
+    engine, c = engine_of(pod), pod.counters or dict.fromkeys(COUNTERS, 0.0)
+    label = '{model_name="served"}'
+    lines: list[str]
+    if engine == "sglang":
+        lines = [
+            "# TYPE sglang:generation_tokens_total counter",
+            f"sglang:generation_tokens_total{label} {c['tokens']:.1f}",
+            "# TYPE sglang:prompt_tokens_total counter",
+            f"sglang:prompt_tokens_total{label} {c['prompt_tokens']:.1f}",
+        ]
+    elif engine == "vllm":
+        lines = [
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{label} {c['tokens']:.1f}",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{label} {c['prompt_tokens']:.1f}",
+        ]
+    else:
+        lines = [
+            "# TYPE llamacpp:tokens_predicted_total counter",
+            f"llamacpp:tokens_predicted_total {c['tokens']:.0f}",
+            "# TYPE llamacpp:tokens_predicted_seconds_total counter",
+            f"llamacpp:tokens_predicted_seconds_total {c['decode_s']:.3f}",
+            "# TYPE llamacpp:prompt_tokens_total counter",
+            f"llamacpp:prompt_tokens_total {c['prompt_tokens']:.0f}",
+        ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _int(body: Any, *keys: str) -> int:
+    value: Any = body
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def answer(
+    pod: PodRecord, method: str, path: str, body: Any, *, now_stamp: str
+) -> tuple[int, Any] | None:
+    """The engine's counting routes on a serving pod; None for any other path."""
+    engine = engine_of(pod)
+    if method == "GET" and path == "/metrics" and engine in ("sglang", "vllm", "llamacpp"):
+        if not metrics_on(pod):
+            if engine == "llamacpp":
+                return 501, {"error": {"code": 501, "message": "metrics endpoint is disabled"}}
+            return 404, {"detail": "Not Found"}
+        return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod))
+    if method == "POST" and path in OPENAI_PATHS and engine in ("sglang", "vllm", "llamacpp"):
+        out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
+        serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp)
+        usage = {"prompt_tokens": 0, "completion_tokens": out, "total_tokens": out}
+        answered = served(method, path, body, pod.id)
+        reply = dict(answered[1]) if answered is not None else {"object": "text_completion"}
+        return 200, reply | {"usage": usage}
+    if engine == "comfyui" and method == "POST" and path == "/prompt":
+        prompt_id = serve_prompt(pod, now_stamp=now_stamp)
+        return 200, {"prompt_id": prompt_id, "number": len(pod.history) - 1}
+    if engine == "comfyui" and method == "GET" and path == "/history":
+        return 200, {p: {"status": {"completed": True}} for p in pod.history}
+    return None
+
+
+def ollama_counts(pod: PodRecord, body: Any, *, now_stamp: str) -> dict[str, int]:
+    """What an Ollama answer carries about its generation: `eval_count`, `eval_duration` (ns)."""
+    out = _int(body, "options", "num_predict") or DEFAULT_MAX_TOKENS
+    served = serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp)
+    return {"eval_count": out, "eval_duration": int(served["decode_s"] * 1e9)}
+
+
+def request_of(engine: str | None, output_tokens: int) -> tuple[str, dict[str, Any]]:
+    """The path and body of one request of `output_tokens` at `engine` (the traffic driver)."""
+    if engine == "ollama":
+        return "/api/generate", {"options": {"num_predict": output_tokens}}
+    if engine == "comfyui":
+        return "/prompt", {"prompt": {}}
+    return "/v1/chat/completions", {"max_tokens": output_tokens, "messages": []}

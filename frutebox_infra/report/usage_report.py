@@ -1,0 +1,209 @@
+"""`frutebox usage`: billed hours and dollars, output served, measured $/1M beside the plan's
+estimate and idle hours, as a table, Markdown, and data with stable camelCase keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frutebox_infra.report import Renderers
+from frutebox_infra.report.text import table, usd
+from frutebox_infra.views.usage import Advice, ModelUsage, UsageView
+
+USAGE_VERSION = 1
+"""Changes when a key of `usage_data` changes or goes; a key added beside them keeps it."""
+USAGE_HEADERS = (
+    "MODEL",
+    "ENGINE",
+    "HOURS",
+    "BILLED",
+    "OUTPUT",
+    "$/1M",
+    "$/1M PLAN",
+    "TOK/S",
+    "TOK/S PLAN",
+    "IDLE H",
+    "IDLE $",
+)
+
+
+def _count(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1e4:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:.0f}"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _output(m: ModelUsage) -> str:
+    if m.unmeasured is not None:
+        return "?"
+    if m.prompts is not None:
+        return f"{_count(m.prompts)} prompts"
+    return _count(m.output_tokens or 0.0)
+
+
+def usage_row(m: ModelUsage) -> list[str]:
+    measured = m.unmeasured is None
+    return [
+        m.model_id,
+        m.engine,
+        str(m.hours_billed),
+        usd(m.usd_billed),
+        _output(m),
+        _money(m.usd_per_million_measured) if measured else "?",
+        _money(m.usd_per_million_estimate),
+        _rate(m.decode_tok_s_measured),
+        _rate(m.decode_tok_s_estimate),
+        str(m.idle_hours) if m.idle_hours is not None else "?",
+        usd(m.idle_usd) if m.idle_usd is not None else "?",
+    ]
+
+
+def _period(view: UsageView) -> str:
+    return (
+        f"{view.hours // 24} days"
+        if view.hours % 24 == 0 and view.hours > 24
+        else f"{view.hours} h"
+    )
+
+
+def _stack_line(view: UsageView) -> str:
+    return (
+        f"stack {view.stack}, last {_period(view)} ({view.start:%Y-%m-%d %H:%M} to"
+        f" {view.end:%Y-%m-%d %H:%M} UTC): {view.hours_billed} pod-hours, {usd(view.usd_billed)}"
+        f" billed, {_count(view.output_tokens)} output tokens, {view.idle_hours} idle hours"
+        f" ({usd(view.idle_usd)})"
+    )
+
+
+def _notes(view: UsageView) -> list[str]:
+    notes = [f"{m.model_id}: not measured: {m.unmeasured}" for m in view.models if m.unmeasured]
+    notes += [
+        f"{m.model_id}: measured {m.decode_tok_s_measured:.1f} tok/s per stream against the"
+        f" estimate's {m.decode_tok_s_estimate:.1f}, beyond its"
+        f" ±{(m.decode_error or 0) * 100:.0f}%: `frutebox usage --learn` writes the"
+        " measurement into registry/speed.yaml, and later plans decode at it"
+        for m in view.models
+        if m.speed_off and m.decode_tok_s_measured and m.decode_tok_s_estimate
+    ]
+    if view.foreign_usd:
+        notes.append(
+            f"{usd(view.foreign_usd)} billed to pods of the account that are not this stack's"
+        )
+    return notes + list(view.notes)
+
+
+def advice_line(a: Advice) -> str:
+    if a.window is None:
+        return (
+            f"{a.model_id}: served nothing and billed {usd(a.saved_usd)}: disarm it (remove it"
+            " from frutebox-infra:models; its weights stay on the volume)"
+        )
+    return (
+        f"{a.model_id}: {usd(a.idle_usd)} idle; armed only `{a.window}` it would have saved"
+        f" {usd(a.saved_usd)} ({a.openings} re-arms at {usd(a.rearm_usd)} each already taken"
+        f" off): set overrides.{a.model_id}.armedWindow"
+    )
+
+
+MEANING = (
+    "$/1M: billed dollars over output tokens counted; $/1M PLAN: the plan's full-load estimate."
+    " Idle: billed hours in which the engine served nothing."
+)
+
+
+def usage_table(view: UsageView) -> str:
+    rows = [usage_row(m) for m in view.models]
+    lines = [table(USAGE_HEADERS, rows, width=140), "", _stack_line(view), MEANING]
+    notes = _notes(view)
+    if notes:
+        lines += ["", "notes:"] + [f"  - {n}" for n in notes]
+    if view.advice:
+        lines += ["", "advice (usage never changes a stack by itself):"]
+        lines += [f"  - {advice_line(a)}" for a in view.advice]
+    return "\n".join(lines)
+
+
+def usage_markdown(view: UsageView) -> str:
+    lines = [
+        f"### frutebox usage: `{view.stack}`",
+        "",
+        "| " + " | ".join(h.lower() for h in USAGE_HEADERS) + " |",
+        "|" + "---|" * len(USAGE_HEADERS),
+    ]
+    for m in view.models:
+        model, *rest = usage_row(m)
+        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
+    lines += ["", f"- {_stack_line(view)}", f"- {MEANING}"]
+    lines += [f"- {n}" for n in _notes(view)]
+    if view.advice:
+        lines += ["", "**Advice** (usage never changes a stack by itself):", ""]
+        lines += [f"- {advice_line(a)}" for a in view.advice]
+    return "\n".join(lines) + "\n"
+
+
+def _model_data(m: ModelUsage) -> dict[str, Any]:
+    return {
+        "model": m.model_id,
+        "engine": m.engine,
+        "podIds": list(m.pod_ids),
+        "hoursBilled": m.hours_billed,
+        "usdBilled": m.usd_billed,
+        "outputTokens": m.output_tokens,
+        "prompts": m.prompts,
+        "usdPerMillionMeasured": m.usd_per_million_measured,
+        "usdPerMillionEstimate": m.usd_per_million_estimate,
+        "decodeTokSMeasured": m.decode_tok_s_measured,
+        "decodeTokSEstimate": m.decode_tok_s_estimate,
+        "speedOffEstimate": m.speed_off,
+        "idleHours": m.idle_hours,
+        "idleUsd": m.idle_usd,
+        "unmeasured": m.unmeasured,
+    }
+
+
+def usage_data(view: UsageView) -> dict[str, Any]:
+    return {
+        "version": USAGE_VERSION,
+        "stack": view.stack,
+        "hours": view.hours,
+        "start": view.start.isoformat(),
+        "end": view.end.isoformat(),
+        "models": [_model_data(m) for m in view.models],
+        "total": {
+            "hoursBilled": view.hours_billed,
+            "usdBilled": view.usd_billed,
+            "outputTokens": view.output_tokens,
+            "idleHours": view.idle_hours,
+            "idleUsd": view.idle_usd,
+        },
+        "foreignUsd": view.foreign_usd,
+        "notes": _notes(view),
+        "advice": [
+            {
+                "model": a.model_id,
+                "window": a.window,
+                "idleUsd": a.idle_usd,
+                "savedUsd": a.saved_usd,
+                "openings": a.openings,
+                "rearmUsd": a.rearm_usd,
+            }
+            for a in view.advice
+        ],
+    }
+
+
+USAGE = Renderers[UsageView](
+    name="the usage",
+    table=usage_table,
+    data=usage_data,
+    markdown=usage_markdown,
+)

@@ -1,0 +1,122 @@
+"""`frutebox usage` on the real engine against the emulator: `pulumi up` of two measured models,
+a simulated day of traffic (the emulator's clock stepped an hour at a time), one model idle from
+noon, a container restart mid-morning, hourly `usage --record`; the report then says exactly
+what the emulator billed and served."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from frutebox_infra.emulator.clock import SteppedClock
+from frutebox_infra.runpod.tls import tls_context
+from tests.e2e.deployment import API_KEY, SMALL, Deployment
+from tests.e2e.project import PulumiProject
+
+pytestmark = pytest.mark.engine
+
+STACK = "small"
+MODELS = ["pixtral", "qwen-3.6-27b"]
+CONFIG = {**SMALL, "budgetUsdPerHour": 20, "models": MODELS, "measureUsage": True}
+
+
+@pytest.fixture
+def clock() -> SteppedClock:
+    return SteppedClock()
+
+
+@pytest.fixture
+def deployed(project: PulumiProject, clock: SteppedClock) -> Iterator[Deployment]:
+    running = Deployment.start(project, clock=clock)
+    # The two download their weights (12 emulated minutes, 7 s at the time scale).
+    project.extra_env["FRUTEBOX_HEALTH_TIMEOUT_S"] = "60"
+    project.write_stack(STACK, CONFIG)
+    project.up(STACK)
+    yield running
+    running.stop()
+
+
+def api(deployment: Deployment) -> httpx.Client:
+    return httpx.Client(base_url=deployment.emulator.url, verify=tls_context(),
+                        headers={"Authorization": f"Bearer {API_KEY}"})  # fmt: skip
+
+
+def usage(project: PulumiProject, clock: SteppedClock, *extra: str) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "frutebox_infra", "usage", "--stack", STACK),
+            *("--project-dir", str(project.root), "--now", clock.utc().isoformat(), *extra),
+        ],
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int) -> None:
+    answer = api(deployment).post(f"/_emulator/pods/{pod_id}/traffic",
+                                  json={"requests": requests, "outputTokens": tokens})  # fmt: skip
+    assert answer.json()["served"] == requests, answer.text
+
+
+def test_a_day_of_traffic_at_two_models_is_reported_exactly(
+    deployed: Deployment, project: PulumiProject, clock: SteppedClock
+) -> None:
+    outputs = project.outputs(STACK)
+    pix, qwen = (outputs["pods"][m]["podId"] for m in MODELS)
+    # Start the day at the top of an hour, so the day is 24 whole billing buckets after it.
+    clock.advance(3600 - clock.utc().minute * 60 - clock.utc().second + 30)
+    for hour in range(24):
+        clock.advance(600)
+        if hour == 9:
+            api(deployed).post(f"/v2/pods/{pix}/action", json={"action": "restart"})
+            clock.advance(60)
+            api(deployed).get(f"/v2/pods/{pix}")  # the new container: its counters from zero
+        clock.advance(600)
+        drive(deployed, pix, 3, 100)
+        if hour < 12:
+            drive(deployed, qwen, 2, 50)  # idle from noon
+        clock.advance(2400 if hour != 9 else 2340)
+        code, _, err = usage(project, clock, "--record")
+        assert code == 0 and "recorded 2 counter sample(s)" in err, err
+    clock.advance(60)
+    for pod_id in (pix, qwen):
+        # Terminated (by hand): billing stops moving, so the figures compared are final; a pod
+        # gone from RunPod still counts as the stack's.
+        api(deployed).post(f"/_emulator/pods/{pod_id}/terminate")
+    code, out, err = usage(project, clock, "--format", "json", "--no-sample")
+    assert code == 0, err
+    view = json.loads(out)
+    state = deployed.state()
+    truth = {p["id"]: p["emulator"] for p in state["pods"]}
+    billing = api(deployed).get("/v2/billing/pods",
+                                params={"bucketSize": "hour", "lastN": 24}).json()  # fmt: skip
+    for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
+        row: dict[str, Any] = next(m for m in view["models"] if m["model"] == model_id)
+        records = [r for r in billing["records"] if r["podId"] == pod_id]
+        served = truth[pod_id]["served"]
+        in_window = [s for s in served if s[0] >= billing["metadata"]["query"]["startTime"]]
+        assert row["usdBilled"] == pytest.approx(sum(r["totalAmount"] for r in records), abs=1e-6)
+        assert row["hoursBilled"] == len(records)
+        assert row["outputTokens"] == sum(s[1] for s in in_window)
+        idle = [r for r in records if r["startTime"][:13] not in {s[0][:13] for s in served}]
+        assert row["idleHours"] == len(idle)
+        assert row["idleUsd"] == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
+    pix_row = next(m for m in view["models"] if m["model"] == "pixtral")
+    qwen_row = next(m for m in view["models"] if m["model"] == "qwen-3.6-27b")
+    # The window is the last 24 buckets: the first hour of traffic fell just outside it.
+    assert pix_row["outputTokens"] == 23 * 300  # through the restart, nothing lost
+    # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
+    assert qwen_row["outputTokens"] == 11 * 100 and qwen_row["idleHours"] == 13
+    assert view["total"]["usdBilled"] == pytest.approx(
+        pix_row["usdBilled"] + qwen_row["usdBilled"], abs=1e-6
+    )

@@ -1,0 +1,47 @@
+"""The usage report: each model's billed time and output beside the plan's estimate, idle hours,
+why a model is not measured, and JSON with stable keys."""
+
+from __future__ import annotations
+
+from frutebox_infra.report.usage_report import usage_data, usage_markdown, usage_table
+from tests.views.test_usage import view
+
+
+def test_the_table_shows_measured_cost_beside_the_estimate_and_the_reasons() -> None:
+    text = usage_table(view())
+    assert "$/1M PLAN" in text and "IDLE $" in text
+    assert "$10,909.09" in text  # $6 over 550 tokens, per 1M
+    assert "qwen3-8b: not measured: Ollama has no metrics endpoint" in text
+    assert "$5.00 billed to pods of the account that are not this stack's" in text
+    assert "4 h" in text and "1 idle hours ($1.50)" in text
+
+
+def test_json_has_a_version_and_the_stack_totals() -> None:
+    data = usage_data(view())
+    assert data["version"] == 1
+    assert data["total"] == {"hoursBilled": 6, "usdBilled": 6.5, "outputTokens": 550,
+                             "idleHours": 1, "idleUsd": 1.5}  # fmt: skip
+    pix = next(m for m in data["models"] if m["model"] == "pixtral")
+    assert pix["outputTokens"] == 550 and pix["unmeasured"] is None
+    ollama = next(m for m in data["models"] if m["model"] == "qwen3-8b")
+    assert ollama["outputTokens"] is None and ollama["idleHours"] is None
+
+
+def test_markdown_is_a_table_with_the_notes() -> None:
+    text = usage_markdown(view())
+    assert text.startswith("### frutebox usage: `s`")
+    assert "| `pixtral` | vllm | 4 | $6.00 | 550 |" in text
+
+
+def test_advice_is_rendered_with_the_window_to_set_and_the_saving() -> None:
+    from tests.views.test_usage import at, compute_usage, hours, plan, tok
+
+    samples = [tok("a", "pixtral", h, 100.0 * min(h, 2), "s") for h in range(1, 25)]
+    v = compute_usage(plan=plan(), hours=24, end=at(24), billed=hours("a", 24, 1.5),
+                      samples=samples, owners={"a": "pixtral"})  # fmt: skip
+    text = usage_table(v)
+    assert "advice (usage never changes a stack by itself):" in text
+    assert "armed only `daily 10:00-12:00 UTC` it would have saved" in text
+    assert "set overrides.pixtral.armedWindow" in text
+    (advice,) = usage_data(v)["advice"]
+    assert advice["window"] == "daily 10:00-12:00 UTC" and advice["openings"] == 2

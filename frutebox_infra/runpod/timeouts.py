@@ -23,11 +23,12 @@ class Timeouts:
     crash_window_s: float = 180.0
     """After the first restart, how long the pod may take to serve before it counts as a
     crash loop even with fewer restarts (a slow loop: a long load, then a crash)."""
-    duplicate_check_s: float = 30.0
-    """After an ambiguous create, how long to keep looking for a second pod or volume the
-    first request may have made: looks with backoff (the first after 1/64 of this) until
-    the listing shows the one kept, then at each API check of the bring-up and once more
-    before the step returns."""
+    duplicate_check_s: float = 120.0
+    """The window after an ambiguous create answer during which what it made is looked for
+    itself (FRUTEBOX_DUPLICATE_CHECK_S). Its backoff and what happens at its end: the rule of
+    adopting.AmbiguousCreates. Two minutes: four times the late listing (30 s after a later
+    create's) that a 1,001 GB volume billing for a month was missed by, and a volume step
+    waits it out only when an answer was ambiguous."""
     delete_s: float = 300.0
     pull_s: float = 3600.0
 

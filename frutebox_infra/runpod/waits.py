@@ -53,10 +53,10 @@ class Health:
 
 
 class Looker(Protocol):
-    """Something to do at each API check of a wait (the duplicate sweep's next look)."""
+    """Something to do as a wait goes on (the look for what an ambiguous create made)."""
 
-    def keep_looking(self) -> None:
-        """One look; a failure is logged, never raised."""
+    def look_if_due(self) -> None:
+        """A look when one is due; a transient failure is logged, never raised."""
 
 
 class Waits:
@@ -165,11 +165,18 @@ class Waits:
             )
 
     def wait_running(
-        self, pod_id: str, timeouts: Timeouts, *, watch: RestartWatch | None = None
+        self,
+        pod_id: str,
+        timeouts: Timeouts,
+        *,
+        watch: RestartWatch | None = None,
+        looker: Looker | None = None,
     ) -> Pod:
         deadline = self._clock() + timeouts.running_s
         status = "unknown"
         while True:
+            if looker is not None:
+                looker.look_if_due()
             try:
                 pod, failure = self._watched_read(pod_id, "waiting for RUNNING", watch, timeouts)
             except NotFoundError as exc:
@@ -210,7 +217,7 @@ class Waits:
         looker: Looker | None = None,
     ) -> None:
         """Probe the health URL through the proxy; ask the API only every `api_check_s`
-        (every `restart_check_s` once `watch` saw a restart), and let `looker` look then."""
+        (every `restart_check_s` once `watch` saw a restart); `looker` looks when due."""
         url = self.proxy.url(pod_id, health.port) + health.path
         deadline = self._clock() + timeouts.healthy_s
         last: int | None = None
@@ -237,8 +244,8 @@ class Waits:
                         pod_id=pod_id,
                         last_status=status,
                     )
-                if looker is not None:
-                    looker.keep_looking()
+            if looker is not None:
+                looker.look_if_due()
             if self._clock() >= deadline:
                 answer = f"HTTP {last}" if last is not None else "no answer"
                 if missing:

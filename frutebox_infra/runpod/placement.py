@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from frutebox_infra.deploy.contract import OWNER_ENV
+from frutebox_infra.deploy.contract import owns_pod
 from frutebox_infra.runpod.access import KeyUse
 from frutebox_infra.runpod.adopting import AmbiguousCreates, Log, Sleep, create_adopting
 from frutebox_infra.runpod.client import RunPodClient
@@ -76,7 +76,7 @@ class Ownership:
     volume_id: str
 
     def owns(self, pod: Pod) -> bool:
-        return pod.env.get(OWNER_ENV) == self.token and pod.volume_id == self.volume_id
+        return owns_pod(pod.env, pod.volume_id, owner=self.token, volume_id=self.volume_id)
 
 
 def place(

@@ -193,3 +193,19 @@ class GrowRequest(_Request):
     volumeId: Annotated[str, Check(min_length=1)]
     size: VolumeGb
 
+
+@dataclass(frozen=True, kw_only=True)
+class SweepRequest(_Request):
+    """stdin of `stack sweep`, run at the end of every `up`: what the stack's state records
+    once every pod is in place. What the stack's token proves ours and this does not name is
+    a leftover (an ambiguous create's late result, a cancelled run's pod) and is removed."""
+
+    volumeName: Annotated[str, Check(min_length=1)]
+    """The volume's base name; the stack's volumes are named `<base>-<owner>`."""
+    owner: Annotated[str, Check(min_length=8)]
+    volumeId: Annotated[str, Check(min_length=1)]
+    podIds: list[str]
+    """Every pod the state records."""
+    names: list[str]
+    """The names of the pods and seeding pods this `up` declares: a pod of ours named
+    otherwise (a disarmed model's) is left to its own delete, which runs after the program."""

@@ -261,6 +261,10 @@ class AmbiguousCreates(Generic[_T]):
         except TRANSIENT as exc:
             self._log(f"{self.kind} {self.kept_id}: looking for a duplicate failed ({exc})")
 
+    def due_in(self) -> float:
+        """Seconds until the next look is due; infinity once everything is seen."""
+        return float("inf") if self.done else max(0.0, self._next_at - self._clock())
+
     def wait_out(self) -> None:
         """Look on the backoff until everything is seen or the window has ended; a failing
         listing raises MayStillBillError, since one of ours may then bill unseen."""

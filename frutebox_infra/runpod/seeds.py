@@ -32,6 +32,7 @@ from frutebox_infra.runpod.errors import (
 from frutebox_infra.runpod.lifecycle import DEAD, Timeouts
 from frutebox_infra.runpod.placement import Ownership, Placement
 from frutebox_infra.runpod.restarts import RestartWatch
+from frutebox_infra.runpod.waits import until_look
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.seeding.delivery import pod_args, pod_env
 from frutebox_infra.seeding.protocol import JobState, JobStatus, SeedPlan, SeedState, SeedStatus
@@ -166,7 +167,7 @@ def _follow(
             sweep.look_if_due()
         if now >= deadline:
             raise _timed_out(request, pod_id, status, _budget(session, request))
-        prov.pause(deadline, timeouts.poll_interval_s)
+        prov.pause(deadline, until_look(timeouts.poll_interval_s, sweep))
 
 
 def _checked(

@@ -53,10 +53,19 @@ class Health:
 
 
 class Looker(Protocol):
-    """Something to do as a wait goes on (the look for what an ambiguous create made)."""
+    """Something to do as a wait goes on (the look for what an ambiguous create made): a wait
+    looks when one is due, and sleeps no longer than until the next one."""
 
     def look_if_due(self) -> None:
         """A look when one is due; a transient failure is logged, never raised."""
+
+    def due_in(self) -> float:
+        """Seconds until the next look is due; infinity when none is."""
+
+
+def until_look(interval: float, looker: Looker | None) -> float:
+    """`interval`, shortened so that a wait wakes when `looker`'s next look is due."""
+    return interval if looker is None else min(interval, looker.due_in())
 
 
 class Waits:
@@ -205,7 +214,7 @@ class Waits:
                     pod_id=pod_id,
                     last_status=status,
                 )
-            self._pause(deadline, timeouts.poll_interval_s, failure)
+            self._pause(deadline, until_look(timeouts.poll_interval_s, looker), failure)
 
     def wait_healthy(
         self,
@@ -258,9 +267,8 @@ class Waits:
                     last_status=status,
                 )
             # The probe costs no API quota, so it keeps its own pace; only a 429 slows it.
-            self._sleep(
-                max(0.001, min(timeouts.poll_interval_s, max(0.0, deadline - self._clock())))
-            )
+            interval = until_look(timeouts.poll_interval_s, looker)
+            self._sleep(max(0.001, min(interval, max(0.0, deadline - self._clock()))))
             if failure is not None and retry_after_s(failure):
                 self._pause(deadline, 0.0, failure)
 

@@ -333,3 +333,13 @@ def test_giving_up_looks_once_without_waiting_and_says_what_was_not_seen() -> No
     assert listing.now == 0.0 and len(listing.looks) == 3
     assert any("2 ambiguous create answer(s)" in line and "was not seen" in line
                for line in said)  # fmt: skip
+
+
+def test_a_look_is_due_on_the_backoff_until_everything_is_seen() -> None:
+    listing, said = Listing({"kept": 5.0, "late": 6.0}), []
+    look = ambiguous_then_created(listing, said)
+    assert look.due_in() == pytest.approx(1.875)
+    listing.now = 7.0
+    assert look.due_in() == 0.0
+    look.look_if_due()
+    assert look.done and look.due_in() == float("inf")

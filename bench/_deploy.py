@@ -102,7 +102,7 @@ def in_parallel(
     return [s for s in steps if s is not None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Up:
     """What one `up` ran: the volume's result, every seed's and pod's step, and the sweep's
     (None when a pod failed: a failed `up` ends before its sweep)."""
@@ -146,10 +146,11 @@ def up(plan: FleetPlan, env: Mapping[str, str]) -> Up:
 
     together([lambda a=p.anchor: chain(a) for p in plan.pods])
     if any(s.code != 0 for s in [*seeds, *pods]):
-        return Up(volume, seeds, pods, None)
+        return Up(volume=volume, seeds=seeds, pods=pods, sweep=None)
     recorded = [str(s.result["podId"]) for s in pods]
     sweep = sweep_request(plan, volume_id=ids["volume_id"], owner=ids["owner"], pod_ids=recorded)
-    return Up(volume, seeds, pods, run_step("stack sweep", sweep.to_json(), env))
+    swept = run_step("stack sweep", sweep.to_json(), env)
+    return Up(volume=volume, seeds=seeds, pods=pods, sweep=swept)
 
 
 def together(jobs: Sequence[Callable[[], object]]) -> None:

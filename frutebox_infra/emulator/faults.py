@@ -152,7 +152,10 @@ def parse_faults(data: Any) -> list[Fault]:
                 raise FaultError(f"{where}: forSeconds applies to return-* answers only")
             faults.append(Fault(str(op), kind, retry_after, float(duration)))
             continue
-        faults.extend(Fault(str(op), kind, retry_after, None, list_after) for _ in range(times))
+        faults.extend(
+            Fault(op=str(op), action=kind, retry_after_s=retry_after, list_after_s=list_after)
+            for _ in range(times)
+        )
     return faults
 
 

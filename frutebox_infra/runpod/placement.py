@@ -227,7 +227,12 @@ def _walk(
             raise _stopped(exc) from exc
         attempts.append(Attempt(gpu_id, count, made.outcome))
         log(f"pod {made.resource.id} {made.outcome} on {label}")
-        return Placement(made.resource, index, tuple(attempts), made.outcome == "adopted")
+        return Placement(
+            pod=made.resource,
+            candidate_index=index,
+            attempts=tuple(attempts),
+            adopted=made.outcome == "adopted",
+        )
     raise _exhausted(name, attempts, last_detail, api.key_use)
 
 

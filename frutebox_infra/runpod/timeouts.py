@@ -25,10 +25,11 @@ class Timeouts:
     crash loop even with fewer restarts (a slow loop: a long load, then a crash)."""
     duplicate_check_s: float = 120.0
     """The window after an ambiguous create answer during which what it made is looked for
-    itself (FRUTEBOX_DUPLICATE_CHECK_S). Its backoff and what happens at its end: the rule of
-    adopting.AmbiguousCreates. Two minutes: four times the late listing (30 s after a later
-    create's) that a 1,001 GB volume billing for a month was missed by, and a volume step
-    waits it out only when an answer was ambiguous."""
+    itself (FRUTEBOX_DUPLICATE_CHECK_S); its backoff and what happens at its end are
+    adopting.AmbiguousCreates' rule. Two minutes: a volume listed 30 s after the retried
+    create's went unseen and billed $70 a month (issue 38), so the window covers four times
+    that lag; a volume's step waits it out only after an ambiguous answer, and a pod's
+    bring-up outlasts it anyway."""
     delete_s: float = 300.0
     pull_s: float = 3600.0
 

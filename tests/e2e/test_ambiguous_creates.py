@@ -129,10 +129,13 @@ def test_a_later_up_sweeps_a_volume_of_the_stack_s_token_that_an_earlier_run_lef
     [kept] = [v for v in deployment.state()["volumes"] if not v["foreign"] and
               v["id"] == project.outputs("small")["volume"]["id"]]  # fmt: skip
     # ... then it lists, billing, and `frutebox status` names it untracked.
-    wait_for("the late volume to list", lambda: status(project, stack="small")[0] == 3,
-             timeout_s=2 * never_s / TIME_SCALE)  # fmt: skip
-    _, data, _ = status(project, stack="small")
+    clock = deployment.emulator.app.account.clock
+    wait_for("the late volume to list", lambda: all(
+        (v["listedWall"] or 0) <= clock.now() for v in deployment.volumes()
+    ), timeout_s=2 * never_s / TIME_SCALE)  # fmt: skip
+    code, data, _ = status(project, stack="small")
     [left] = data["untrackedVolumes"]
+    assert code == 3
     assert left["id"] != kept["id"]
     foreign = [v["id"] for v in deployment.state()["volumes"] if v["foreign"]]
     # The next `up`, with nothing changed in the stack, deletes it and nothing else.

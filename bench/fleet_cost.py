@@ -11,7 +11,7 @@ the stack itself and on a fleet of 20 small models (the catalog's Ollama and Com
 cloned under fresh ids), each planned with `colocate` off and on.
 
 Run: .venv/bin/python bench/fleet_cost.py [--quick] [STACK]   (default prod)
-  --quick: the dev stack and a 4-model small fleet, the same code path, for CI.
+  --quick: the same stack and a 4-model small fleet, the same code path, for CI.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from frutebox_infra.stack.stack_file import load_settings, parse_settings, stack
 
 FALLBACK_GPU, FALLBACK_COUNT = "NVIDIA H200", 8
 SMALL_FLEET = 20
-QUICK_STACK, QUICK_SMALL_FLEET = "dev", 4
+QUICK_SMALL_FLEET = 4
+"""`--quick` prices the same stack (prod: multi-GPU placements and naive picks that do not
+serve, which dev has none of) and a smaller fleet of small models."""
 SMALL_TEMPLATES = ("qwen3-8b", "llama-3.2-1b", "sdxl-1.0", "stable-audio-open-1.5")
 
 
@@ -63,11 +65,11 @@ def naive_verdict(plan: ModelPlan, settings: StackSettings, gpu: Gpu, count: int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="dev and 4 small models: for CI")
+    parser.add_argument("--quick", action="store_true", help="4 small models: for CI")
     parser.add_argument("stack", nargs="?", help="the stack to price (default prod)")
     args = parser.parse_args()
     results = Results(__file__, quick=args.quick)
-    stack = args.stack or (QUICK_STACK if args.quick else "prod")
+    stack = args.stack or "prod"
     small_fleet = QUICK_SMALL_FLEET if args.quick else SMALL_FLEET
     registry = load_registry()
     settings = load_settings(stack_file(stack))

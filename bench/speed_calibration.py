@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from _common import Results, heading, print_table
@@ -43,11 +43,15 @@ MEDIAN_TARGET = 0.25
 WORST_TARGET = 2.0
 QUICK_ROWS = (
     "xd-a6000-7b-q4_0-tg128",
+    "xd-a6000-7b-f16-tg128",
     "xd-a100-70b-q4_0-pp512",
     "sgl-h200-q36-35b-fp8-c16",
     "ix-h100-gptoss-vllm-tp4-c64-1k1k",
+    "ix-h100-minimax-vllm-tp4ep4-c4",
     "ar-4rtxpro-minimax-nvfp4-vllm-c1",
 )
+"""`--quick`: a row of each kind the full run estimates (each engine; decode and prefill; a
+weights override; speculative decoding; expert parallelism; a KV cache dtype)."""
 Metric = Literal["decode_tok_s_per_stream", "decode_tok_s_aggregate", "prefill_tok_s"]
 FIGURE_LABELS: dict[str, str] = {
     "decode_tok_s_per_stream": "decode/stream",
@@ -223,7 +227,8 @@ def with_value(facts: SpeedFacts, path: tuple[str, str, str], value: float) -> S
     section, key, field = path
     entries = dict(getattr(facts, section))
     entries[key] = replace(entries[key], **{field: value})
-    return replace(facts, **{section: entries})
+    changes: dict[str, Any] = {section: entries}
+    return replace(facts, **changes)
 
 
 def parameters(

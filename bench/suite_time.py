@@ -16,8 +16,9 @@ clone too).
 that fails is reported FAILED and the script exits 1.
 
 Run: .venv/bin/python bench/suite_time.py [--quick] [--warm]   (about 6 min on 2 cores)
-  --quick: ruff and one small test module on every core, the same code path in seconds, for
-  CI (the budgets are judged on the full run only).
+  --quick: every phase on a small part (ruff; mypy on one module; one go test; one fast
+  test module; one engine test), the same code path in seconds, for CI (the budgets are
+  judged on the full run only).
   On a fresh clone: `git clone <repo> /tmp/fresh && cd /tmp/fresh && tools/dev setup &&
   .venv/bin/python bench/suite_time.py` (bench/README.md).
 """
@@ -43,6 +44,13 @@ BUDGET_TOTAL_S = 8 * 60.0
 VENV_BIN = REPO_ROOT / ".venv" / "bin"
 PYTEST = [str(VENV_BIN / "pytest"), "-q", "-p", "no:cacheprovider", "-n", "auto"]
 QUICK_MODULE = "tests/plumbing/test_yaml_text.py"
+QUICK_MYPY = "frutebox_infra/plumbing/paths.py"
+QUICK_GO_PACKAGE, QUICK_GO_TEST = "./cmd/pulumi-resource-command", "TestAnEmptyUpdateRunsNothing"
+QUICK_ENGINE_TEST = (
+    "tests/e2e/test_preview.py::test_malformed_stack_yaml_fails_without_a_traceback"
+)
+"""`--quick`: each phase of the full run on a small part of what it covers, so a phase that
+breaks (a moved command, a missing tool) fails CI as the full run would."""
 
 
 @dataclass(frozen=True)
@@ -61,16 +69,24 @@ class Timing:
 
 
 def phases(*, quick: bool, warm: bool, mypy_cache: str) -> list[Phase]:
+    """Every phase `tools/dev test` runs; `quick`, each on a small part of what it covers."""
     ruff_cache = [] if warm else ["--no-cache"]
     ruff = Phase("ruff", [str(VENV_BIN / "ruff"), "check", ".", *ruff_cache])
-    if quick:
-        return [ruff, Phase("pytest (one module)", [*PYTEST, QUICK_MODULE])]
     mypy = [str(VENV_BIN / "mypy"), *([] if warm else ["--cache-dir", mypy_cache])]
-    go = ["go", "test", *([] if warm else ["-count=1"]), "./cmd/..."]
+    go = ["go", "test", *([] if warm else ["-count=1"])]
+    go_dir = str(REPO_ROOT / "tools" / "pulumi")
+    if quick:
+        return [
+            ruff,
+            Phase("mypy (one module)", [*mypy, QUICK_MYPY]),
+            Phase("go test (one test)", [*go, "-run", QUICK_GO_TEST, QUICK_GO_PACKAGE], go_dir),
+            Phase("pytest fast part (one module)", [*PYTEST, "-m", "not engine", QUICK_MODULE]),
+            Phase("pytest engine part (one test)", [*PYTEST, "-m", "engine", QUICK_ENGINE_TEST]),
+        ]
     return [
         ruff,
         Phase("mypy", mypy),
-        Phase("go test", go, cwd=str(REPO_ROOT / "tools" / "pulumi")),
+        Phase("go test", [*go, "./cmd/..."], cwd=go_dir),
         Phase("pytest fast part", [*PYTEST, "-m", "not engine"]),
         Phase("pytest engine part", [*PYTEST, "-m", "engine"]),
     ]
@@ -128,7 +144,7 @@ def report(timings: Sequence[Timing], results: Results) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="ruff and one module: for CI")
+    parser.add_argument("--quick", action="store_true", help="every phase, small: for CI")
     parser.add_argument("--warm", action="store_true", help="keep the checkout's caches")
     args = parser.parse_args()
     results = Results(__file__, quick=args.quick)

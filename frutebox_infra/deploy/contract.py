@@ -9,6 +9,7 @@ plan as these records (`to_json`), `runpod/command_io` validates what it reads a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from functools import cache
@@ -19,6 +20,32 @@ from frutebox_infra.plumbing.validation import Check
 OWNER_ENV = "FRUTEBOX_OWNER"
 """Pod environment variable carrying the stack's ownership token: RunPod names are not unique,
 so a pod is ours only when it carries our token and mounts our volume."""
+
+
+def owns_pod(
+    env: Mapping[str, str], mounted: str | None, *, owner: str | None, volume_id: str | None
+) -> bool:
+    """Proof that a pod (its `env`, the volume it has `mounted`) is the stack's; the one place
+    that decides, for `frutebox status` and the deploy step alike.
+
+    Names are not unique on RunPod, so a name never proves it. Where the stack has an
+    ownership token (`owner`), the pod must carry it in `OWNER_ENV`; where the stack's volume
+    is known, the pod must mount it; with neither known, nothing is provably ours.
+    """
+    if owner is None and volume_id is None:
+        return False
+    token_ok = owner is None or env.get(OWNER_ENV) == owner
+    volume_ok = volume_id is None or mounted == volume_id
+    return token_ok and volume_ok
+
+
+def volume_owned(name: str, *, base: str, owner: str | None) -> bool | None:
+    """Whether a volume named `name` is the stack's, whose volumes are named `<base>-<token>`:
+    True when named with the stack's token, False when named like the stack's without it
+    (`<base>`, `<base>-<another token>`: someone else's), None when named otherwise."""
+    if name != base and not name.startswith(f"{base}-"):
+        return None
+    return owner is not None and name == f"{base}-{owner}"
 
 VolumeGb = Annotated[int, Check(ge=10, le=4096)]
 """The sizes POST /v2/network-volumes accepts."""
@@ -165,3 +192,20 @@ class GrowRequest(_Request):
 
     volumeId: Annotated[str, Check(min_length=1)]
     size: VolumeGb
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepRequest(_Request):
+    """stdin of `stack sweep`, run at the end of every `up`: what the stack's state records
+    once every pod is in place. What the stack's token proves ours and this does not name is
+    a leftover (an ambiguous create's late result, a cancelled run's pod) and is removed."""
+
+    volumeName: Annotated[str, Check(min_length=1)]
+    """The volume's base name; the stack's volumes are named `<base>-<owner>`."""
+    owner: Annotated[str, Check(min_length=8)]
+    volumeId: Annotated[str, Check(min_length=1)]
+    podIds: list[str]
+    """Every pod the state records."""
+    names: list[str]
+    """The names of the pods and seeding pods this `up` declares: a pod of ours named
+    otherwise (a disarmed model's) is left to its own delete, which runs after the program."""

@@ -14,6 +14,7 @@ from frutebox_infra.deploy.contract import (
     HealthSpec,
     PodRequest,
     SeedRequest,
+    SweepRequest,
     TimeoutSpec,
     VolumeRequest,
     wire_data,
@@ -210,4 +211,20 @@ def volume_request(plan: FleetPlan) -> VolumeRequest:
         size=plan.volume.size_gb,
         dataCenter=plan.settings.data_center,
         type=plan.volume.tier,
+    )
+
+
+def sweep_request(
+    plan: FleetPlan, *, volume_id: str, owner: str, pod_ids: Sequence[str]
+) -> SweepRequest:
+    """What the sweep at the end of an `up` reads: the state's volume and pods, and the names
+    of every pod and seeding pod the plan declares."""
+    names = [pod_name(plan.stack, pod.anchor) for pod in plan.pods]
+    names += [seed_pod_name(plan.stack, model_id) for model_id in sorted(seeded_ids(plan))]
+    return SweepRequest(
+        volumeName=volume_name(plan.stack),
+        owner=owner,
+        volumeId=volume_id,
+        podIds=sorted(p for p in pod_ids if p),
+        names=names,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,10 +43,14 @@ class FaultAction(StrEnum):
     NEVER_HEALTHY = "never-healthy"
     PULL_FAILS = "pull-fails"
     CRASH_LOOP = "crash-loop"
+    LIST_LATE = "list-late"
 
 
 # The create happens, but the answer says otherwise (503) or cannot be read (201, not JSON).
 AFTER_CREATE = frozenset({FaultAction.RETURN_503_AFTER_CREATE, FaultAction.RETURN_201_MALFORMED})
+# Faults after which the create has made its object, so `listAfterSeconds` may say when the
+# listing shows it; `list-late` answers as usual and only lists its object late.
+CREATES = AFTER_CREATE | {FaultAction.LIST_LATE}
 # What the next created pod does instead of serving; the create itself succeeds.
 POD_ACTIONS = frozenset(
     {
@@ -77,12 +82,16 @@ class FaultError(ValueError):
 @dataclass(frozen=True)
 class Fault:
     """One instruction: `op` fails once with `action` (or, with `for_s`, every time for that
-    many emulated seconds); `retry_after_s` only for return-429."""
+    many emulated seconds); `retry_after_s` only for return-429. `list_after_s`, on a create
+    that makes its object: the listing shows that object only this many emulated seconds
+    after the create, instead of the account's usual lag, so objects can list in any order
+    relative to later creates (RunPod's listing is eventually consistent, per object)."""
 
     op: str
     action: FaultAction
     retry_after_s: int = 0
     for_s: float | None = None
+    list_after_s: float | None = None
 
     @property
     def status(self) -> int:
@@ -98,18 +107,22 @@ class Fault:
             data["retryAfter"] = self.retry_after_s
         if self.for_s is not None:
             data["forSeconds"] = self.for_s
+        if self.list_after_s is not None:
+            data["listAfterSeconds"] = self.list_after_s
         return data
 
 
 def parse_faults(data: Any) -> list[Fault]:
-    """Read `[{op, action, retryAfter?, times? | forSeconds?}, ...]` (or one such object)."""
+    """Read `[{op, action, retryAfter?, listAfterSeconds?, times? | forSeconds?}, ...]` (or
+    one such object)."""
     items = data if isinstance(data, list) else [data]
     faults: list[Fault] = []
     for index, item in enumerate(items):
         where = f"fault {index}"
         if not isinstance(item, dict):
             raise FaultError(f"{where} is not an object with op and action")
-        unknown = set(item) - {"op", "action", "retryAfter", "times", "forSeconds"}
+        unknown = set(item) - {"op", "action", "retryAfter", "times", "forSeconds",
+                               "listAfterSeconds"}  # fmt: skip
         if unknown:
             raise FaultError(f"{where} has unknown key(s) {', '.join(sorted(unknown))}")
         op, action = item.get("op"), item.get("action")
@@ -120,8 +133,9 @@ def parse_faults(data: Any) -> list[Fault]:
         except ValueError:
             known = ", ".join(a.value for a in FaultAction)
             raise FaultError(f"{where}: unknown action {action!r}; known: {known}") from None
-        if kind in AFTER_CREATE and not str(op).endswith(".create"):
+        if kind in CREATES and not str(op).endswith(".create"):
             raise FaultError(f"{where}: {kind} only applies to a create operation")
+        list_after = _list_after(item, kind, where)
         patched = kind in UPDATE_POD_ACTIONS and op == "pods.update"
         if kind in POD_ACTIONS and op != "pods.create" and not patched:
             raise FaultError(f"{where}: {kind} only applies to pods.create")
@@ -134,12 +148,31 @@ def parse_faults(data: Any) -> list[Fault]:
         if duration is not None:
             if not isinstance(duration, int | float) or duration <= 0 or "times" in item:
                 raise FaultError(f"{where}: forSeconds must be seconds > 0, without times")
-            if kind in POD_ACTIONS or kind in AFTER_CREATE:
+            if kind in POD_ACTIONS or kind in CREATES:
                 raise FaultError(f"{where}: forSeconds applies to return-* answers only")
             faults.append(Fault(str(op), kind, retry_after, float(duration)))
             continue
-        faults.extend(Fault(str(op), kind, retry_after) for _ in range(times))
+        faults.extend(
+            Fault(op=str(op), action=kind, retry_after_s=retry_after, list_after_s=list_after)
+            for _ in range(times)
+        )
     return faults
+
+
+def _list_after(item: dict[str, Any], kind: FaultAction, where: str) -> float | None:
+    """`listAfterSeconds`: emulated seconds >= 0, on a fault whose create makes its object."""
+    if "listAfterSeconds" not in item:
+        if kind is FaultAction.LIST_LATE:
+            raise FaultError(f"{where}: {kind} needs listAfterSeconds (emulated seconds >= 0)")
+        return None
+    seconds = item["listAfterSeconds"]
+    if kind not in CREATES:
+        made = ", ".join(sorted(a.value for a in CREATES))
+        raise FaultError(f"{where}: listAfterSeconds applies to a create that happens ({made})")
+    number = not isinstance(seconds, bool) and isinstance(seconds, int | float)
+    if not number or not math.isfinite(seconds) or seconds < 0:
+        raise FaultError(f"{where}: listAfterSeconds must be finite emulated seconds >= 0")
+    return float(seconds)
 
 
 class FaultQueue:

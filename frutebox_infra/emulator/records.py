@@ -57,6 +57,8 @@ class PodRecord:
     """[start, end or None, USD per hour] while the pod held GPUs (billing.py reads it)."""
     # Realism, in the clock's epoch seconds: a state file outlives a restart of the emulator.
     created_wall: float = 0.0
+    listed_wall: float | None = None
+    """From when `GET /v2/pods` shows it; None: the account's listing lag after its create."""
     started_wall: float | None = None
     restart_at_wall: float | None = None
     cuda: str | None = None
@@ -196,6 +198,9 @@ class VolumeRecord:
     type: str = "STANDARD"
     deleted: bool = False
     created_wall: float = 0.0
+    listed_wall: float | None = None
+    """From when `GET /v2/network-volumes` shows it; None: the account's listing lag after
+    its create."""
     foreign: bool = False
     files: dict[str, list[int]] = field(default_factory=dict)
     """Path below the mount -> [size, bytes present]: what pods wrote there (volume_files.py)."""

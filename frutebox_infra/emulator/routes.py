@@ -17,7 +17,7 @@ from frutebox_infra.emulator.cpus import cpu_type, cpu_types
 from frutebox_infra.emulator.datacenters import data_centers
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.faults import (
-    AFTER_CREATE,
+    CREATES,
     FaultAction,
     FaultError,
     FaultQueue,
@@ -192,7 +192,7 @@ class App:
             if errors:
                 raise ApiProblem(422, "Request validation failed.", errors=errors)
         fault = self.faults.take_response(route.op)
-        if fault is not None and fault.action not in AFTER_CREATE:
+        if fault is not None and fault.action not in CREATES:
             wait = number(self.account.realism.real_s(fault.retry_after_s))
             extra = {"Retry-After": wait} if fault.status == 429 else None
             raise ApiProblem(fault.status, FAULT_DETAIL[fault.status], headers=extra)
@@ -201,10 +201,12 @@ class App:
             pod_fault = self.faults.take_pod_fault(route.op)
             if pod_fault is not None:
                 self.account.mark(response.body["id"], pod_fault.action.value)
+        if fault is not None and fault.list_after_s is not None:
+            self.account.list_late(route.op, response.body["id"], fault.list_after_s)
         if fault is not None and fault.action is FaultAction.RETURN_201_MALFORMED:
             # A gateway page instead of the pod: the create happened, the answer is unreadable.
             return Response.of(201, RawBody("text/html", b"<html>upstream hiccup</html>"))
-        if fault is not None:
+        if fault is not None and fault.action is FaultAction.RETURN_503_AFTER_CREATE:
             raise ApiProblem(503, FAULT_DETAIL[503])
         return response
 

@@ -34,6 +34,7 @@ def snapshot(account: Account) -> dict[str, Any]:
                 "deleted": v.deleted,
                 "foreign": v.foreign,
                 "createdWall": v.created_wall,
+                "listedWall": v.listed_wall,
                 "files": v.files,
                 "refs": v.refs,
             }
@@ -71,6 +72,7 @@ def restore(
             v["type"],
             v["deleted"],
             created_wall=float(v.get("createdWall", 0.0)),
+            listed_wall=None if v.get("listedWall") is None else float(v["listedWall"]),
             foreign=bool(v.get("foreign", False)),
             files={k: list(f) for k, f in (v.get("files") or {}).items()},
             refs=dict(v.get("refs") or {}),

@@ -184,13 +184,30 @@ class Account:
         step(pod, self.clock.now())
         return self._settle(pod)
 
+    def _listed(self, record: PodRecord | VolumeRecord) -> bool:
+        """Eventually consistent, per object: shown once its own lag after its create passed
+        (the account's, unless a fault stated another), whatever later creates show before."""
+        if record.foreign:
+            return True
+        shown = record.listed_wall
+        if shown is None:
+            shown = record.created_wall + self.realism.real_s(self.realism.listing_delay_s)
+        return shown <= self.clock.now()
+
+    def list_late(self, op: str, object_id: str, emulated_s: float) -> None:
+        """The object `op` (pods.create or volumes.create) just made lists only `emulated_s`
+        after its create, instead of after the account's usual lag."""
+        record: PodRecord | VolumeRecord = (
+            self.pods[object_id] if op == "pods.create" else self.volumes[object_id]
+        )
+        record.listed_wall = record.created_wall + self.realism.real_s(emulated_s)
+
     def list_pods(self) -> list[PodRecord]:
         """Eventually consistent: a pod shows up only some time after its create."""
-        shown_after = self.clock.now() - self.realism.real_s(self.realism.listing_delay_s)
         return [
             self._settle(p)
             for p in self.pods.values()
-            if p.status != "TERMINATED" and (p.foreign or p.created_wall <= shown_after)
+            if p.status != "TERMINATED" and self._listed(p)
         ]
 
     def logs(
@@ -290,12 +307,8 @@ class Account:
         return volume
 
     def list_volumes(self) -> list[VolumeRecord]:
-        shown_after = self.clock.now() - self.realism.real_s(self.realism.listing_delay_s)
-        return [
-            v
-            for v in self.volumes.values()
-            if not v.deleted and (v.foreign or v.created_wall <= shown_after)
-        ]
+        """Eventually consistent: a volume shows up only some time after its create."""
+        return [v for v in self.volumes.values() if not v.deleted and self._listed(v)]
 
     def update_volume(self, volume_id: str, patch: Mapping[str, Any]) -> VolumeRecord:
         volume = self.volume(volume_id)

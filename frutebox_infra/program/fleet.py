@@ -9,7 +9,7 @@ which only happens on `pulumi up`/`destroy`, never during preview.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from frutebox_infra.deploy.requests import (
     seed_fingerprint,
     seed_request,
     seeded_ids,
+    sweep_request,
     volume_request,
 )
 from frutebox_infra.planner.plan import FleetPlan, ModelPlan
@@ -290,6 +291,8 @@ class Fleet:
 
     volume: WeightsVolume
     servers: Mapping[str, ModelServer]
+    swept: pulumi.Output[str] | None = None
+    """What the sweep at the end of an `up` said (`sweep_leftovers`); None in a preview."""
 
 
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
@@ -323,7 +326,54 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
         "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
     )
     pulumi.export("pods", {m.model_id: _model_pod(plan, m, servers) for m in plan.models})
-    return Fleet(volume=volume, servers=servers)
+    swept = sweep_leftovers(plan, volume, servers, credentials)
+    return Fleet(volume=volume, servers=servers, swept=swept)
+
+
+def sweep_leftovers(
+    plan: FleetPlan,
+    volume: WeightsVolume,
+    servers: Mapping[str, ModelServer],
+    credentials: Credentials,
+) -> pulumi.Output[str] | None:
+    """On `up`, never in a preview, once the volume and every pod are in place: the deploy
+    step's `stack sweep` removes the pods and volumes the stack's token proves ours and this
+    state does not record, so what an earlier run could not see (an ambiguous create's result
+    listed late) stops billing with the next `up`, whether the stack changed or not.
+
+    Run through the Command provider's `local.run` function, not as a resource: a resource
+    runs only when its inputs change. Its log is shown on the stack; a failure fails the `up`.
+    Returns what it said (the SDK awaits it before the program ends); None in a preview.
+    """
+    if pulumi.runtime.is_dry_run():
+        return None
+    environment = credentials.environment()
+    recorded = pulumi.Output.all(
+        volume.volume_id, volume.owner, *(s.pod_id for s in servers.values())
+    )
+
+    def sweep(ids: list[Any]) -> Awaitable[str]:
+        return _sweep(plan, [str(i or "") for i in ids], environment)
+
+    return recorded.apply(sweep)
+
+
+async def _sweep(plan: FleetPlan, ids: list[str], environment: Mapping[str, Any]) -> str:
+    """What the sweep said, after showing it; nothing when the state holds no token."""
+    volume_id, owner, *pod_ids = ids
+    if not volume_id or not owner:
+        return ""  # a state without the token proves nothing ours
+    request = sweep_request(plan, volume_id=volume_id, owner=owner, pod_ids=pod_ids)
+    args = {"command": _command("stack", "sweep"), "stdin": request.to_json(),
+            "environment": dict(environment)}  # fmt: skip
+    try:
+        result = await pulumi.runtime.invoke_async("command:local:run", args)
+    except Exception as exc:  # the step's own paragraph says what may bill, and what to do
+        raise pulumi.RunError(f"sweeping this stack's untracked pods and volumes: {exc}") from None
+    said = str((result or {}).get("stderr") or "").strip()
+    if said:
+        pulumi.log.info(said)
+    return said
 
 
 def _model_pod(plan: FleetPlan, model: ModelPlan, servers: Mapping[str, ModelServer]) -> Any:

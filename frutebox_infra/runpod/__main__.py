@@ -1,9 +1,9 @@
 """Command entry for Pulumi's local.Command: `python -m frutebox_infra.runpod pod|seed|volume
-ACTION`.
+ACTION`, and `stack sweep`, which the program runs at the end of every `up`.
 
 It parses the arguments, watches for a cancellation and dispatches: each action lives with
-its resource (`pods.py`, `seeds.py`, `volumes.py`), the command's input and output in
-`command_io.py`.
+its resource (`pods.py`, `seeds.py`, `volumes.py`; the sweep in `leftovers.py`), the
+command's input and output in `command_io.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import httpx
 
+from frutebox_infra.deploy.contract import SweepRequest
 from frutebox_infra.runpod.command_io import (
     GrowRequest,
     PodRequest,
@@ -38,6 +39,7 @@ from frutebox_infra.runpod.command_io import (
     write_result,
 )
 from frutebox_infra.runpod.errors import Cancelled, ConfigurationError
+from frutebox_infra.runpod.leftovers import stack_sweep
 from frutebox_infra.runpod.parent_watch import ParentWatch, watching_parent
 from frutebox_infra.runpod.pods import pod_create, pod_delete, pod_update
 from frutebox_infra.runpod.seeds import seed_create, seed_delete, seed_update
@@ -49,6 +51,7 @@ class Resource(StrEnum):
     POD = "pod"
     SEED = "seed"
     VOLUME = "volume"
+    STACK = "stack"
 
 
 class Action(StrEnum):
@@ -56,6 +59,7 @@ class Action(StrEnum):
     UPDATE = "update"
     DELETE = "delete"
     GROW = "grow"
+    SWEEP = "sweep"
 
 
 @contextlib.contextmanager
@@ -106,6 +110,10 @@ def run(
         if resource is not Resource.VOLUME:
             raise ConfigurationError("only a volume grows; use `volume grow`")
         return volume_grow(session, read_request(GrowRequest, stdin))
+    if (action is Action.SWEEP) != (resource is Resource.STACK):
+        raise ConfigurationError("only the stack is swept, and it is only swept: `stack sweep`")
+    if resource is Resource.STACK:
+        return stack_sweep(session, read_request(SweepRequest, stdin))
     if resource is Resource.POD:
         if action is Action.DELETE:
             return pod_delete(session, read_previous(PreviousPod, env))
@@ -140,7 +148,8 @@ def main(
     """Result JSON on stdout, progress on stderr; 0 ok, 1 failure explained in one paragraph."""
     parser = argparse.ArgumentParser(
         prog="python -m frutebox_infra.runpod",
-        description="Create, update or delete a RunPod pod, seeding pod or volume.",
+        description="Create, update or delete a RunPod pod, seeding pod or volume; or sweep"
+        " the stack's pods and volumes its state does not record.",
     )
     parser.add_argument("resource", choices=[r.value for r in Resource])
     parser.add_argument("action", choices=[a.value for a in Action])

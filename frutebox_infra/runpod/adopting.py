@@ -1,16 +1,17 @@
 """Create without leaving a second billing resource, and believe a 404 only when the listing does.
 
 The rules hold for pods and volumes alike: a create whose answer is ambiguous may still have
-made the resource, so it is looked for and adopted before any retry, and the listing, which
-may show a create late, is swept for extras until it has caught up; a 404 on a delete may mean
-a wrong URL rather than a resource already gone.
+made the resource, so it is looked for and adopted before any retry, and what each ambiguous
+answer made is looked for itself, for a whole window (`AmbiguousCreates`: the one statement
+of that rule), however late the listing shows it; a 404 on a delete may mean a wrong URL
+rather than a resource already gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -141,84 +142,188 @@ def ensure_gone(kind: str, resource_id: str, listing: Callable[[], Sequence[Any]
 
 
 FIRST_LOOK_SHARE = 1 / 64
-"""The sweep's first look comes after this share of its bound; each later one after twice the
-wait before (30 s: looks after 0.5, 1.4, 3.3, 7, 15, 29.5 and 30 s)."""
+"""The first look after an ambiguous answer comes after this share of the window."""
 
 
-class DuplicateSweep(Generic[_T]):
-    """After an ambiguous create: remove every extra resource of ours made by its attempts.
+def look_offsets(window_s: float) -> Iterator[float]:
+    """Seconds after the first ambiguous answer at which to look: the first after 1/64 of the
+    window, each gap twice the one before, and one at the window's end (120 s: 1.9, 5.6, 13,
+    28, 58, 118 and 120 s), then on at the same doubling pace (236, 476 s…) for as long as the
+    step still waits for its pod. A window of 0 looks once, at once."""
+    if window_s <= 0:
+        yield 0.0
+        return
+    step, ended = 1, False
+    while True:
+        at = window_s * FIRST_LOOK_SHARE * (2**step - 1)
+        if not ended and at >= window_s:
+            ended = True
+            yield window_s
+            if at == window_s:
+                step += 1
+            continue
+        yield at
+        step += 1
 
-    RunPod's listing may show a create late, so one look is not enough: `catch_up` looks with
-    backoff until the listing shows the kept resource (whatever was created before it shows
-    by then), `keep_looking` looks again at each check of a later wait (a create a gateway
-    answered for while it was still running shows later still), and `final` before the step
-    returns. `listing` returns the resources of ours the create may have made, kept included.
+
+class AmbiguousCreates(Generic[_T]):
+    """What ambiguous create answers made, looked for itself until seen, for the whole window.
+
+    The rule, in this one place (the window's length is `Timeouts.duplicate_check_s`, 120 s
+    unless FRUTEBOX_DUPLICATE_CHECK_S says otherwise):
+
+    - **What is looked for.** Each ambiguous answer (a 5xx, no answer, an unreadable 201) may
+      have made one object that RunPod's listing shows late, in any order relative to later
+      creates. Until that many objects besides a cleanly created kept one are seen, the
+      creates' results are not all accounted for — whatever else lists meanwhile.
+    - **How.** `listing` returns the objects of ours these creates may have made, proven ours
+      by the stack's token (never by a name alone). Each look keeps the kept one and removes
+      every other one as soon as it lists; right after an ambiguous answer the first one
+      listed is adopted instead of creating again (`find_new`).
+    - **When.** From the first ambiguous answer, on `look_offsets`' backoff: the window is
+      waited out (`wait_out`) unless everything is seen sooner; a pod's or seeding pod's
+      looks go on while its step waits for it (`look_if_due`), so the step returns no sooner
+      than the window ends and no look is skipped because the bring-up outlasted it.
+    - **At the end**, with a result still unseen, the step says so (`say_unseen`): if it
+      lists later it bills until the next `pulumi up`, whose sweep removes what the stack's
+      token names and the state does not (`frutebox status` lists it as untracked meanwhile).
     """
 
     def __init__(
         self,
         kind: str,
         name: str,
-        kept_id: str,
         listing: Callable[[], Sequence[_T]],
         remove: Callable[[str], object],
         *,
+        window_s: float,
         log: Log,
         sleep: Sleep = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.kind, self.name, self.kept_id = kind, name, kept_id
-        self.caught_up = False
+        self.kind, self.name = kind, name
+        self.window_s = window_s
+        self.kept_id: str | None = None
+        self.answers = 0
+        """Ambiguous answers so far: each may have made one object."""
+        self.adopted = False
         self.removed: list[str] = []
         self._listing, self._remove = listing, remove
         self._log, self._sleep, self._clock = log, sleep, clock
+        self._start: float | None = None
+        self._offsets: Iterator[float] = iter(())
+        self._next_at = float("inf")
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.answers > 0
+
+    @property
+    def unseen(self) -> int:
+        """Ambiguous answers whose object, if they made one, has not been seen yet."""
+        return max(0, self.answers - len(self.removed) - (1 if self.adopted else 0))
+
+    @property
+    def done(self) -> bool:
+        return self.unseen == 0
+
+    def find_new(self) -> _T | None:
+        """After an ambiguous answer: what it (or an earlier one) made, to adopt rather than
+        create again; any other one listed is removed. A failing listing raises."""
+        self.answers += 1
+        if self._start is None:
+            self._start = self._clock()
+            self._offsets = look_offsets(self.window_s)
+            self._next_at = self._start + next(self._offsets)
+        found = [r for r in self._listing() if _id(r) not in self.removed]
+        if not found:
+            return None
+        self.kept_id, self.adopted = _id(found[0]), True
+        self._remove_others(found)
+        return found[0]
+
+    def keep(self, kept_id: str, *, adopted: bool) -> None:
+        """The object the create ended with; `adopted` when an ambiguous answer made it."""
+        self.kept_id, self.adopted = kept_id, adopted
 
     def look(self) -> None:
-        """One listing; every extra is removed. A failing listing raises its RunPodError."""
-        listed = [str(getattr(r, "id", "")) for r in self._listing()]
-        self.caught_up = self.caught_up or self.kept_id in listed
-        for extra in listed:
-            if extra == self.kept_id or extra in self.removed:
-                continue
-            self._log(
-                f"{self.kind} {extra} is a duplicate of {self.kept_id} ({self.name}) made by a"
-                " retried create; removing it so that it does not bill"
-            )
-            with contextlib.suppress(NotFoundError):
-                self._remove(extra)
-            self.removed.append(extra)
+        """One listing; every object but the kept one is removed. A failing listing raises."""
+        self._remove_others([r for r in self._listing() if _id(r) not in self.removed])
 
-    def catch_up(self, bound_s: float) -> None:
-        """Look with backoff until the listing shows the kept resource, or `bound_s` passed."""
-        self._log(
-            f"{self.kind} {self.kept_id}: an earlier create answer was ambiguous; looking for a"
-            f" duplicate until the listing shows {self.kept_id} (at most {bound_s:g}s)"
-        )
-        deadline = self._clock() + bound_s
-        wait = bound_s * FIRST_LOOK_SHARE
-        while True:
-            self._sleep(max(0.0, min(wait, deadline - self._clock())))
-            self._must_look()
-            if self.caught_up:
-                return
-            if self._clock() >= deadline:
-                self._log(
-                    f"{self.kind} {self.kept_id}: the listing did not show it within"
-                    f" {bound_s:g}s; looking again later"
-                )
-                return
-            wait *= 2
-
-    def keep_looking(self) -> None:
-        """A look in passing: a listing that does not answer now is only logged."""
+    def look_if_due(self) -> None:
+        """A look in passing, when the backoff says one is due and something is unseen; a
+        listing that does not answer now is only logged."""
+        if self.done or self._clock() < self._next_at:
+            return
+        self._advance()
         try:
             self.look()
         except TRANSIENT as exc:
             self._log(f"{self.kind} {self.kept_id}: looking for a duplicate failed ({exc})")
 
-    def final(self) -> None:
-        """The last look before the step returns; a failing listing may leave one billing."""
-        self._must_look()
+    def due_in(self) -> float:
+        """Seconds until the next look is due; infinity once everything is seen."""
+        return float("inf") if self.done else max(0.0, self._next_at - self._clock())
+
+    def wait_out(self) -> None:
+        """Look on the backoff until everything is seen or the window has ended; a failing
+        listing raises MayStillBillError, since one of ours may then bill unseen."""
+        end = (self._start or self._clock()) + self.window_s
+        if not self.done and self._next_at <= end:
+            self._log(
+                f"{self.kind} {self.kept_id} ({self.name}): an ambiguous create answer may have"
+                f" made another {self.kind} the listing shows late; looking for it until it is"
+                f" seen, at most until {self.window_s:g}s after the first such answer"
+            )
+        while not self.done and self._next_at <= end:
+            self._sleep(max(0.0, self._next_at - self._clock()))
+            self._advance()
+            self._must_look()
+
+    def finish(self) -> None:
+        """Before the step returns: the window waited out, then any unseen result said."""
+        self.wait_out()
+        self.say_unseen()
+
+    def give_up(self) -> None:
+        """The step fails: one more look in passing, no waiting, then any unseen result said."""
+        if not self.done:
+            self._next_at = min(self._next_at, self._clock())
+            self.look_if_due()
+        self.say_unseen()
+
+    def say_unseen(self) -> None:
+        if self.done:
+            return
+        self._log(
+            f"{self.kind} {self.name}: {self.unseen} ambiguous create answer(s) may have made a"
+            f" {self.kind} that was not seen within {self.window_s:g}s of the first one. If one"
+            " lists later it bills until the next `pulumi up`, which removes what this stack's"
+            " token names and its state does not; `frutebox status` lists it as untracked"
+            " meanwhile (`--terminate-untracked` removes it at once)."
+        )
+
+    def _advance(self) -> None:
+        """The next look time after now, on the backoff."""
+        now = self._clock()
+        start = self._start if self._start is not None else now
+        self._next_at = float("inf")
+        for offset in self._offsets:
+            if start + offset > now:
+                self._next_at = start + offset
+                break
+
+    def _remove_others(self, listed: Sequence[_T]) -> None:
+        for extra in (_id(r) for r in listed):
+            if extra == self.kept_id or extra in self.removed:
+                continue
+            self._log(
+                f"{self.kind} {extra} is a duplicate of {self.kept_id} ({self.name}) made by an"
+                " ambiguous create; removing it so that it does not bill"
+            )
+            with contextlib.suppress(NotFoundError):
+                self._remove(extra)
+            self.removed.append(extra)
 
     def _must_look(self) -> None:
         try:
@@ -234,3 +339,7 @@ class DuplicateSweep(Generic[_T]):
                 kind=self.kind,
                 name=self.name,
             ) from exc
+
+
+def _id(resource: object) -> str:
+    return str(getattr(resource, "id", ""))

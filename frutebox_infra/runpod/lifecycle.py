@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frutebox_infra.runpod import ollama
-from frutebox_infra.runpod.adopting import DuplicateSweep, ensure_gone
+from frutebox_infra.runpod.adopting import AmbiguousCreates, ensure_gone
 from frutebox_infra.runpod.errors import (
     Cancelled,
     MayStillBillError,
@@ -79,11 +79,11 @@ class Provisioner(Waits):
         ollama_tags: Sequence[str],
         timeouts: Timeouts,
         watch: RestartWatch | None = None,
-        sweep: DuplicateSweep[Pod] | None = None,
+        sweep: AmbiguousCreates[Pod] | None = None,
     ) -> Pod:
         """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is. `watch`
-        fails a crash loop early; `sweep` goes on looking for a duplicate at each API check."""
-        pod = self.wait_running(pod_id, timeouts, watch=watch)
+        fails a crash loop early; `sweep` goes on looking for what an ambiguous create made."""
+        pod = self.wait_running(pod_id, timeouts, watch=watch, looker=sweep)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
         for tag in self._unlisted_tags(pod_id, health, ollama_tags):
@@ -140,7 +140,7 @@ class Provisioner(Waits):
         health: Health,
         ollama_tags: Sequence[str],
         timeouts: Timeouts,
-        sweep: DuplicateSweep[Pod] | None = None,
+        sweep: AmbiguousCreates[Pod] | None = None,
     ) -> Pod:
         """`serve` a pod this run created; any failure (or cancellation) terminates it."""
         try:

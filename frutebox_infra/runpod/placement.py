@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from frutebox_infra.deploy.contract import OWNER_ENV
+from frutebox_infra.deploy.contract import owns_pod
 from frutebox_infra.runpod.access import KeyUse
-from frutebox_infra.runpod.adopting import DuplicateSweep, Log, Sleep, create_adopting
+from frutebox_infra.runpod.adopting import AmbiguousCreates, Log, Sleep, create_adopting
 from frutebox_infra.runpod.client import RunPodClient
 from frutebox_infra.runpod.errors import (
     ApiError,
@@ -39,13 +39,14 @@ CAPACITY_MARK = "no longer any instances available"
 @dataclass(frozen=True)
 class Placement:
     """The pod a create produced, which candidate it came from, and what each candidate said;
-    after an ambiguous create, the sweep that keeps looking for a duplicate."""
+    after an ambiguous create, the look for what it made, which goes on while the pod comes
+    up (`AmbiguousCreates`)."""
 
     pod: Pod
     candidate_index: int
     attempts: tuple[Attempt, ...]
-    ambiguous: bool = False
-    sweep: DuplicateSweep[Pod] | None = None
+    adopted: bool = False
+    sweep: AmbiguousCreates[Pod] | None = None
 
 
 def gpu_of(body: Mapping[str, Any]) -> tuple[str, int]:
@@ -75,7 +76,7 @@ class Ownership:
     volume_id: str
 
     def owns(self, pod: Pod) -> bool:
-        return pod.env.get(OWNER_ENV) == self.token and pod.volume_id == self.volume_id
+        return owns_pod(pod.env, pod.volume_id, owner=self.token, volume_id=self.volume_id)
 
 
 def place(
@@ -94,9 +95,9 @@ def place(
     We only create when the stack records no pod, so a pod of ours already named `name` is an
     orphan of an earlier run that failed before Pulumi recorded it: it is terminated first.
     Pods that merely share the name are someone else's and are left alone. A cancellation
-    mid-create terminates whatever the create made; after an ambiguous create, a sweep looks
-    again until the listing has caught up and terminates any extra pod of ours, and goes on
-    looking while the pod comes up (`Placement.sweep`).
+    mid-create terminates whatever the create made; after an ambiguous create, what it made
+    is looked for (and any extra pod of ours terminated) for the whole window, the first
+    looks here and the rest while the pod comes up (`Placement.sweep`).
     """
     before = _clear_orphans(api, name, owner, log)
 
@@ -108,26 +109,26 @@ def place(
             if p.name == name and owner.owns(p) and p.id not in before and p.status != "TERMINATED"
         ]
 
-    def find_new() -> Pod | None:
-        found = fresh()
-        for extra in found[1:]:
-            log(f"terminating duplicate pod {extra.id} named {name}")
-            with contextlib.suppress(NotFoundError):
-                api.delete_pod(extra.id)
-        return found[0] if found else None
-
+    look = AmbiguousCreates(
+        "pod",
+        name,
+        fresh,
+        api.delete_pod,
+        window_s=duplicate_check_s,
+        log=log,
+        sleep=sleep,
+        clock=clock,
+    )
     try:
-        placement = _walk(api, name, candidates, find_new, sleep=sleep, log=log)
+        placement = _walk(api, name, candidates, look.find_new, sleep=sleep, log=log)
     except (Cancelled, KeyboardInterrupt):
         _terminate_made(api, fresh, log)
         raise
-    if not placement.ambiguous:
+    if not look.ambiguous:
         return placement
-    sweep = DuplicateSweep(
-        "pod", name, placement.pod.id, fresh, api.delete_pod, log=log, sleep=sleep, clock=clock
-    )
+    look.keep(placement.pod.id, adopted=placement.adopted)
     try:
-        sweep.catch_up(duplicate_check_s)
+        look.look_if_due()
     except BaseException:
         # The step fails, so Pulumi will not record the pod: it must not bill either.
         with contextlib.suppress(RunPodError):
@@ -135,7 +136,7 @@ def place(
             log(f"pod {placement.pod.id} terminated: this run fails before recording it")
         _terminate_made(api, fresh, log)
         raise
-    return replace(placement, sweep=sweep)
+    return replace(placement, sweep=look)
 
 
 def _clear_orphans(api: RunPodClient, name: str, owner: Ownership, log: Log) -> set[str]:
@@ -198,7 +199,6 @@ def _walk(
 ) -> Placement:
     attempts: list[Attempt] = []
     last_detail = ""
-    ambiguous = False
     for index, body in enumerate(candidates):
         gpu_id, count = hardware_of(body)
         size = f"{count} vCPUs" if "cpu" in body else f"{count}x"
@@ -225,10 +225,14 @@ def _walk(
         except ApiError as exc:
             attempts.append(Attempt(gpu_id, count, outcome_of(exc)))
             raise _stopped(exc) from exc
-        ambiguous = ambiguous or made.ambiguous
         attempts.append(Attempt(gpu_id, count, made.outcome))
         log(f"pod {made.resource.id} {made.outcome} on {label}")
-        return Placement(made.resource, index, tuple(attempts), ambiguous)
+        return Placement(
+            pod=made.resource,
+            candidate_index=index,
+            attempts=tuple(attempts),
+            adopted=made.outcome == "adopted",
+        )
     raise _exhausted(name, attempts, last_detail, api.key_use)
 
 

@@ -155,10 +155,10 @@ def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
         )
     except BaseException:
         if sweep is not None:
-            sweep.keep_looking()  # the failure is what this run reports
+            sweep.give_up()  # the failure is what this run reports
         raise
     if sweep is not None:
-        sweep.final()
+        sweep.finish()
     index = placement.candidate_index
     return _pod_result(session, request, pod, index, placement.attempts, bodies[index])
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.deploy.contract import OWNER_ENV, wire_data
 from frutebox_infra.plumbing.validation import validate
-from frutebox_infra.runpod.adopting import DuplicateSweep
+from frutebox_infra.runpod.adopting import AmbiguousCreates
 from frutebox_infra.runpod.command_io import PreviousSeed, SeedRequest, Session
 from frutebox_infra.runpod.errors import (
     ConfigurationError,
@@ -32,6 +32,7 @@ from frutebox_infra.runpod.errors import (
 from frutebox_infra.runpod.lifecycle import DEAD, Timeouts
 from frutebox_infra.runpod.placement import Ownership, Placement
 from frutebox_infra.runpod.restarts import RestartWatch
+from frutebox_infra.runpod.waits import until_look
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.seeding.delivery import pod_args, pod_env
 from frutebox_infra.seeding.protocol import JobState, JobStatus, SeedPlan, SeedState, SeedStatus
@@ -95,7 +96,7 @@ def seed_create(session: Session, request: SeedRequest) -> dict[str, Any]:
     finally:
         _terminate(session, pod_id, failure)
         if sweep is not None:
-            sweep.final() if failure is None else sweep.keep_looking()
+            sweep.finish() if failure is None else sweep.give_up()
     return _outcome(session, request, placement, status, prov.clock() - started)
 
 
@@ -128,14 +129,14 @@ def _follow(
     request: SeedRequest,
     timeouts: Timeouts,
     deadline: float,
-    sweep: DuplicateSweep[Pod] | None,
+    sweep: AmbiguousCreates[Pod] | None,
 ) -> SeedStatus:
     """Read the status until every job ended. The seeder never exits, so a container RunPod
     restarts has crashed: restarts that bring no new byte in place are a crash loop (the
     GPU pods' own watch), while a restart after progress starts the count again."""
     prov = session.prov
     watch = RestartWatch()
-    prov.wait_running(pod_id, timeouts, watch=watch)
+    prov.wait_running(pod_id, timeouts, watch=watch, looker=sweep)
     url = session.proxy.url(pod_id, request.status.port) + request.status.path
     best = -1
     next_check = prov.clock() + timeouts.api_check_s
@@ -162,11 +163,11 @@ def _follow(
                     pod_id=pod_id,
                     last_status=pod.status,
                 )
-            if sweep is not None:
-                sweep.keep_looking()
+        if sweep is not None:
+            sweep.look_if_due()
         if now >= deadline:
             raise _timed_out(request, pod_id, status, _budget(session, request))
-        prov.pause(deadline, timeouts.poll_interval_s)
+        prov.pause(deadline, until_look(timeouts.poll_interval_s, sweep))
 
 
 def _checked(

@@ -23,11 +23,13 @@ class Timeouts:
     crash_window_s: float = 180.0
     """After the first restart, how long the pod may take to serve before it counts as a
     crash loop even with fewer restarts (a slow loop: a long load, then a crash)."""
-    duplicate_check_s: float = 30.0
-    """After an ambiguous create, how long to keep looking for a second pod or volume the
-    first request may have made: looks with backoff (the first after 1/64 of this) until
-    the listing shows the one kept, then at each API check of the bring-up and once more
-    before the step returns."""
+    duplicate_check_s: float = 120.0
+    """The window after an ambiguous create answer during which what it made is looked for
+    itself (FRUTEBOX_DUPLICATE_CHECK_S); its backoff and what happens at its end are
+    adopting.AmbiguousCreates' rule. Two minutes: a volume listed 30 s after the retried
+    create's went unseen and billed $70 a month (issue 38), so the window covers four times
+    that lag; a volume's step waits it out only after an ambiguous answer, and a pod's
+    bring-up outlasts it anyway."""
     delete_s: float = 300.0
     pull_s: float = 3600.0
 

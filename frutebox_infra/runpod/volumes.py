@@ -2,8 +2,9 @@
 
 `Volumes` holds the rules over the API client; `volume_create|update|grow|delete` are the
 command's actions and the result each prints. Volumes take no idempotency key, so a create
-answered ambiguously may have made a volume the listing shows late: the create sweeps for it,
-and a delete removes every volume named with the stack's token, so none of ours is left.
+answered ambiguously may have made a volume the listing shows late: the create looks for it
+for the whole window (adopting.py), and a delete removes every volume named with the stack's
+token, so none of ours is left.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from frutebox_infra.runpod.adopting import (
-    DuplicateSweep,
+    AmbiguousCreates,
     Log,
     Sleep,
     create_adopting,
@@ -72,54 +73,48 @@ class Volumes:
 
         RunPod names are not unique, so a volume is never adopted by a name anyone could
         have chosen; the token (minted here unless the stack already has one) makes ours.
-        After an ambiguous answer the listing is swept until it shows the volume kept, and
-        every other volume with our name is deleted: an extra bills for ever.
+        After an ambiguous answer, what it made is looked for for the whole window and
+        deleted as soon as it lists (`AmbiguousCreates`): an extra volume bills for ever.
         """
         owner = owner or new_owner_token()
         name = f"{base_name}-{owner}"
-
-        def find_new() -> NetworkVolume | None:
-            return next(iter(self.named(name, data_center)), None)
-
+        look = AmbiguousCreates(
+            "volume",
+            name,
+            lambda: self.named(name, data_center),
+            self.api.delete_volume,
+            window_s=self._duplicate_check_s,
+            log=self._log,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
         body = {"name": name, "size": size, "dataCenter": data_center, "type": tier}
         made = create_adopting(
             "volume",
             name,
             lambda: self.api.create_volume_once(body),
-            find_new,
+            look.find_new,
             retry=self.api.retry,
             sleep=self._sleep,
             log=self._log,
         )
-        if made.ambiguous:
-            self._sweep(made.resource, name, data_center)
+        if look.ambiguous:
+            look.keep(made.resource.id, adopted=made.outcome == "adopted")
+            self._wait_out(look, made.resource)
         return made.resource, made.outcome, owner
 
-    def _sweep(self, kept: NetworkVolume, name: str, data_center: str) -> None:
-        sweep = DuplicateSweep(
-            "volume",
-            name,
-            kept.id,
-            lambda: self.named(name, data_center),
-            self.api.delete_volume,
-            log=self._log,
-            sleep=self._sleep,
-            clock=self._clock,
-        )
+    def _wait_out(self, look: AmbiguousCreates[NetworkVolume], kept: NetworkVolume) -> None:
         try:
-            sweep.catch_up(self._duplicate_check_s)
+            look.wait_out()
         except BaseException:
             # This run fails, so Pulumi will not record the volume: it must not bill either.
             try:
                 self.api.delete_volume(kept.id)
             except RunPodError as exc:
-                self._log(f"volume {kept.id}: deleting it after the failed sweep failed ({exc})")
+                self._log(f"volume {kept.id}: deleting it after the failed look failed ({exc})")
+            look.say_unseen()
             raise
-        if not sweep.caught_up:
-            self._log(
-                f"volume {kept.id}: a duplicate listed later still would bill; `frutebox status`"
-                " lists any volume named with this stack's token that the state does not record"
-            )
+        look.say_unseen()
 
     def grow(self, volume: NetworkVolume, size: int) -> NetworkVolume:
         """Grow to `size` GB; a smaller size keeps the current one (volumes never shrink)."""

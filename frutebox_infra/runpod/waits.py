@@ -53,10 +53,19 @@ class Health:
 
 
 class Looker(Protocol):
-    """Something to do at each API check of a wait (the duplicate sweep's next look)."""
+    """Something to do as a wait goes on (the look for what an ambiguous create made): a wait
+    looks when one is due, and sleeps no longer than until the next one."""
 
-    def keep_looking(self) -> None:
-        """One look; a failure is logged, never raised."""
+    def look_if_due(self) -> None:
+        """A look when one is due; a transient failure is logged, never raised."""
+
+    def due_in(self) -> float:
+        """Seconds until the next look is due; infinity when none is."""
+
+
+def until_look(interval: float, looker: Looker | None) -> float:
+    """`interval`, shortened so that a wait wakes when `looker`'s next look is due."""
+    return interval if looker is None else min(interval, looker.due_in())
 
 
 class Waits:
@@ -165,11 +174,18 @@ class Waits:
             )
 
     def wait_running(
-        self, pod_id: str, timeouts: Timeouts, *, watch: RestartWatch | None = None
+        self,
+        pod_id: str,
+        timeouts: Timeouts,
+        *,
+        watch: RestartWatch | None = None,
+        looker: Looker | None = None,
     ) -> Pod:
         deadline = self._clock() + timeouts.running_s
         status = "unknown"
         while True:
+            if looker is not None:
+                looker.look_if_due()
             try:
                 pod, failure = self._watched_read(pod_id, "waiting for RUNNING", watch, timeouts)
             except NotFoundError as exc:
@@ -198,7 +214,7 @@ class Waits:
                     pod_id=pod_id,
                     last_status=status,
                 )
-            self._pause(deadline, timeouts.poll_interval_s, failure)
+            self._pause(deadline, until_look(timeouts.poll_interval_s, looker), failure)
 
     def wait_healthy(
         self,
@@ -210,7 +226,7 @@ class Waits:
         looker: Looker | None = None,
     ) -> None:
         """Probe the health URL through the proxy; ask the API only every `api_check_s`
-        (every `restart_check_s` once `watch` saw a restart), and let `looker` look then."""
+        (every `restart_check_s` once `watch` saw a restart); `looker` looks when due."""
         url = self.proxy.url(pod_id, health.port) + health.path
         deadline = self._clock() + timeouts.healthy_s
         last: int | None = None
@@ -237,8 +253,8 @@ class Waits:
                         pod_id=pod_id,
                         last_status=status,
                     )
-                if looker is not None:
-                    looker.keep_looking()
+            if looker is not None:
+                looker.look_if_due()
             if self._clock() >= deadline:
                 answer = f"HTTP {last}" if last is not None else "no answer"
                 if missing:
@@ -251,9 +267,8 @@ class Waits:
                     last_status=status,
                 )
             # The probe costs no API quota, so it keeps its own pace; only a 429 slows it.
-            self._sleep(
-                max(0.001, min(timeouts.poll_interval_s, max(0.0, deadline - self._clock())))
-            )
+            interval = until_look(timeouts.poll_interval_s, looker)
+            self._sleep(max(0.001, min(interval, max(0.0, deadline - self._clock()))))
             if failure is not None and retry_after_s(failure):
                 self._pause(deadline, 0.0, failure)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 
-from frutebox_infra.deploy.contract import OWNER_ENV
+from frutebox_infra.deploy.contract import owns_pod, volume_owned
 from frutebox_infra.deploy.requests import pod_name, volume_name
 from frutebox_infra.planner import FleetPlan, ModelPlan
 from frutebox_infra.stack.settings import PROJECT
@@ -72,17 +72,9 @@ def pod_urn(stack: str, model_id: str) -> str:
 
 
 def is_ours(pod: LivePod, owner: str | None, volume_id: str | None) -> bool:
-    """Proof that a pod belongs to this stack; the one place that decides.
-
-    Names are not unique on RunPod, so a name never proves it. Where the stack has an
-    ownership token (`owner`), the pod must carry it in `OWNER_ENV`; where the stack's volume
-    is known, the pod must mount it; with neither known, nothing is provably ours.
-    """
-    if owner is None and volume_id is None:
-        return False
-    token_ok = owner is None or pod.env.get(OWNER_ENV) == owner
-    volume_ok = volume_id is None or pod.volume_id == volume_id
-    return token_ok and volume_ok
+    """Proof that a pod belongs to this stack: the contract's `owns_pod`, which the deploy
+    step's sweep at the end of each `up` applies too."""
+    return owns_pod(pod.env, pod.volume_id, owner=owner, volume_id=volume_id)
 
 
 def _env_changes(
@@ -220,13 +212,13 @@ def other_volumes(
     one named `<base>` or `<base>-<another token>` is someone else's.
     """
     base = volume_name(stack)
-    ours = f"{base}-{recorded.owner}" if recorded.owner else None
     untracked: list[LiveVolume] = []
     foreign: list[LiveVolume] = []
     for v in volumes:
-        if v.id == recorded.volume_id or not (v.name == base or v.name.startswith(f"{base}-")):
+        owned = volume_owned(v.name, base=base, owner=recorded.owner)
+        if v.id == recorded.volume_id or owned is None:
             continue
-        (untracked if v.name == ours else foreign).append(v)
+        (untracked if owned else foreign).append(v)
     return tuple(untracked), tuple(foreign)
 
 

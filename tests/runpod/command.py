@@ -21,10 +21,10 @@ from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
 
 POD_NAME = "frutebox-dev-qwen3-8b"
 DUPLICATE_CHECK_S = "0.01"
-"""The bound of the looks for a duplicate after an ambiguous create: the fast account's listing
-never lags, so Timeouts' default (the real listing's catch-up) would only idle the test."""
-SECOND_LOOK = "looking for a duplicate until the listing shows"
-"""What the step logs when it starts those looks."""
+"""The window of the looks for what an ambiguous create made: the fast account's listing never
+lags, so Timeouts' default (sized for the real listing's lag) would only idle the test."""
+UNSEEN = "was not seen within"
+"""What the step logs when the window ends with an ambiguous answer's result unseen."""
 
 
 @dataclass

@@ -4,12 +4,19 @@ ambiguous answer, and a 404 believed only when the listing agrees."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from frutebox_infra.runpod import errors
-from frutebox_infra.runpod.adopting import Created, DuplicateSweep, create_adopting, ensure_gone
+from frutebox_infra.runpod.adopting import (
+    AmbiguousCreates,
+    Created,
+    create_adopting,
+    ensure_gone,
+    look_offsets,
+)
 from frutebox_infra.runpod.retrying import RetryPolicy
 
 
@@ -178,52 +185,116 @@ def test_a_404_the_listing_contradicts_may_still_bill(
 
 @dataclass
 class Listing:
-    """What the listing answers, look after look (the last repeats), and what was removed."""
+    """What the listing shows as time passes: each object from its own time on (RunPod's
+    listing is eventually consistent per object); what was removed, and every look."""
 
-    answers: list[list[Thing] | Exception]
-    removed: list[str]
+    shows: dict[str, float]
+    """Object id -> when the listing starts to show it."""
     now: float = 0.0
-    slept: list[float] | None = None
+    removed: list[str] = field(default_factory=list)
+    looks: list[float] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
 
     def __call__(self) -> list[Thing]:
-        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        if isinstance(answer, Exception):
-            raise answer
-        return [t for t in answer if t.id not in self.removed]
+        self.looks.append(self.now)
+        if self.failures:
+            raise self.failures.pop(0)
+        return [Thing(i) for i, at in self.shows.items() if at <= self.now
+                and i not in self.removed]  # fmt: skip
 
     def sleep(self, seconds: float) -> None:
-        (self.slept if self.slept is not None else []).append(seconds)
         self.now += seconds
 
-    def sweep(self, said: list[str]) -> DuplicateSweep[Thing]:
-        remove = self.removed.append
-        return DuplicateSweep(
-            "thing", "t-1", "kept", self, remove, log=said.append, sleep=self.sleep,
-            clock=lambda: self.now,
+    def look(self, said: list[str], window_s: float = 120.0) -> AmbiguousCreates[Thing]:
+        return AmbiguousCreates(
+            "thing", "t-1", self, self.removed.append, window_s=window_s, log=said.append,
+            sleep=self.sleep, clock=lambda: self.now,
         )  # fmt: skip
 
 
-KEPT, EXTRA = Thing("kept"), Thing("extra")
+def ambiguous_then_created(listing: Listing, said: list[str], answers: int = 1) -> Any:
+    """`answers` ambiguous answers whose look found nothing yet, then a clean create of "kept"."""
+    look = listing.look(said)
+    for _ in range(answers):
+        assert look.find_new() is None
+    look.keep("kept", adopted=False)
+    return look
 
 
-def test_the_sweep_removes_a_duplicate_as_soon_as_it_lists_and_stops_once_caught_up() -> None:
-    listing = Listing([[], [EXTRA], [EXTRA, KEPT]], [], slept=[])
-    said: list[str] = []
-    sweep = listing.sweep(said)
-    sweep.catch_up(32.0)
-    assert listing.removed == ["extra"] and sweep.caught_up
-    assert listing.slept == [0.5, 1.0, 2.0]  # a look after 0.5 s, 1.5 s, 3.5 s: then done
-    assert any("duplicate of kept" in line for line in said)
+def test_the_window_s_looks_back_off_and_one_falls_on_its_end() -> None:
+    offsets = look_offsets(120.0)
+    first = [next(offsets) for _ in range(9)]
+    assert first == pytest.approx([1.875, 5.625, 13.125, 28.125, 58.125, 118.125, 120.0,
+                                   238.125, 478.125])  # fmt: skip
+    assert list(look_offsets(0.0)) == [0.0]  # no window: one look, at once
 
 
-def test_the_sweep_gives_up_catching_up_at_its_bound_and_keeps_looking_later() -> None:
-    listing = Listing([[]], [], slept=[])
-    sweep = listing.sweep([])
-    sweep.catch_up(32.0)
-    assert not sweep.caught_up and listing.now == pytest.approx(32.0)
-    listing.answers = [[EXTRA, KEPT]]
-    sweep.keep_looking()  # at the bring-up's next API check
-    assert listing.removed == ["extra"] and sweep.caught_up
+def test_the_ambiguous_result_is_looked_for_itself_after_the_kept_one_lists() -> None:
+    # The kept volume lists at once; what the 503'd create made lists 30 s after it. A look
+    # that stopped once the kept one listed would leave it billing.
+    listing, said = Listing({"kept": 5.0, "late": 35.0}), []
+    look = ambiguous_then_created(listing, said)
+    look.finish()
+    assert listing.removed == ["late"] and look.done
+    assert listing.now == pytest.approx(58.125)  # stopped once it was seen, not at the end
+    assert any("thing late is a duplicate of kept" in line for line in said)
+    assert not any("not seen" in line for line in said)
+
+
+def test_a_result_never_seen_is_looked_for_the_whole_window_then_said() -> None:
+    listing, said = Listing({"kept": 5.0}), []
+    look = ambiguous_then_created(listing, said)
+    look.finish()
+    assert listing.removed == [] and listing.now == pytest.approx(120.0)
+    assert listing.looks[1:] == pytest.approx([1.875, 5.625, 13.125, 28.125, 58.125,
+                                               118.125, 120.0])  # fmt: skip
+    [line] = [line for line in said if "was not seen" in line]
+    assert "1 ambiguous create answer(s)" in line and "within 120s" in line
+    assert "next `pulumi up`" in line and "frutebox status" in line
+
+
+def test_an_adopted_result_of_one_ambiguous_answer_needs_no_more_looking() -> None:
+    listing, said = Listing({"made": 0.0}), []
+    look = listing.look(said)
+    assert look.find_new() == Thing("made")
+    look.keep("made", adopted=True)
+    look.finish()
+    assert look.done and listing.looks == [0.0] and listing.now == 0.0
+
+
+def test_two_ambiguous_answers_one_adopted_keep_the_look_on_for_the_other() -> None:
+    listing, said = Listing({"first": 3.0, "second": 50.0}), []
+    look = listing.look(said)
+    assert look.find_new() is None  # the first answer's object is not listed yet
+    listing.now = 4.0
+    assert look.find_new() == Thing("first")  # after the second answer, adopted
+    look.keep("first", adopted=True)
+    assert look.unseen == 1
+    look.finish()
+    assert listing.removed == ["second"] and look.done
+
+
+def test_several_listed_at_once_after_an_answer_one_is_adopted_the_rest_removed() -> None:
+    listing, said = Listing({"a": 1.0, "b": 1.0}), []
+    look = listing.look(said)
+    assert look.find_new() is None
+    listing.now = 2.0
+    assert look.find_new() == Thing("a")
+    assert listing.removed == ["b"] and look.done
+
+
+def test_looks_in_passing_follow_the_backoff_and_go_on_past_the_window() -> None:
+    # A pod's bring-up polls every 5 s: the look happens only when one is due.
+    listing, said = Listing({"kept": 5.0, "late": 200.0}), []
+    look = ambiguous_then_created(listing, said)
+    while listing.now < 240:
+        look.look_if_due()
+        listing.sleep(5.0)
+    assert listing.looks[1:] == [5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 240.0][:-1]
+    look.look_if_due()
+    assert listing.removed == ["late"]  # a bring-up that outlasts the window still sees it
+    look.finish()
+    assert not any("not seen" in line for line in said)
 
 
 @pytest.mark.parametrize(
@@ -234,18 +305,41 @@ def test_the_sweep_gives_up_catching_up_at_its_bound_and_keeps_looking_later() -
     ],
 )
 def test_a_look_in_passing_only_logs_what_may_pass(failure: Exception, raises: bool) -> None:
-    said: list[str] = []
-    sweep = Listing([failure], []).sweep(said)
+    listing, said = Listing({"kept": 5.0}), []
+    look = ambiguous_then_created(listing, said)
+    listing.failures.append(failure)
+    listing.now = 10.0
     if raises:
         with pytest.raises(errors.AuthenticationError):
-            sweep.keep_looking()
+            look.look_if_due()
     else:
-        sweep.keep_looking()
+        look.look_if_due()
         assert any("looking for a duplicate failed" in line for line in said)
 
 
-def test_a_final_look_that_fails_may_leave_one_billing() -> None:
-    sweep = Listing([problem(503)], []).sweep([])
+def test_a_failing_look_while_waiting_out_the_window_may_leave_one_billing() -> None:
+    listing, said = Listing({"kept": 5.0}), []
+    look = ambiguous_then_created(listing, said)
+    listing.failures.append(problem(503))
     with pytest.raises(errors.MayStillBillError, match="delete any but kept") as caught:
-        sweep.final()
+        look.finish()
     assert (caught.value.kind, caught.value.name) == ("thing", "t-1")
+
+
+def test_giving_up_looks_once_without_waiting_and_says_what_was_not_seen() -> None:
+    listing, said = Listing({"kept": 5.0}), []
+    look = ambiguous_then_created(listing, said, answers=2)
+    look.give_up()
+    assert listing.now == 0.0 and len(listing.looks) == 3
+    assert any("2 ambiguous create answer(s)" in line and "was not seen" in line
+               for line in said)  # fmt: skip
+
+
+def test_a_look_is_due_on_the_backoff_until_everything_is_seen() -> None:
+    listing, said = Listing({"kept": 5.0, "late": 6.0}), []
+    look = ambiguous_then_created(listing, said)
+    assert look.due_in() == pytest.approx(1.875)
+    listing.now = 7.0
+    assert look.due_in() == 0.0
+    look.look_if_due()
+    assert look.done and look.due_in() == float("inf")

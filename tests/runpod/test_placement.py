@@ -234,8 +234,9 @@ def test_a_5xx_that_created_the_pod_is_adopted_not_created_twice(
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("ghost", "adopted")
     assert len(fake.calls("POST")) == 1
-    # ...and looks once more, after the listing has had time to catch up, for a duplicate.
-    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "GET /v2/pods"]
+    # ...and what the one ambiguous answer made is accounted for: nothing more to look for.
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods"]
+    assert placement.sweep is not None and placement.sweep.done
 
 
 def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
@@ -245,12 +246,10 @@ def test_after_a_5xx_with_no_pod_the_same_candidate_is_retried_with_backoff(
     fake.on("POST", "/v2/pods", problem(500, "oops"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert placement.attempts[0].outcome == "created"
-    assert fake.trail() == [
-        "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
-    ]  # fmt: skip
-    # the backoff, then the sweep's first look, which shows the pod kept: caught up
-    assert clock.sleeps == [0.5, FIRST_LOOK_S]
-    assert placement.sweep is not None and placement.sweep.caught_up
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
+    # the backoff only: what the 500 may have made is looked for while the pod comes up
+    assert clock.sleeps == [0.5]
+    assert placement.sweep is not None and placement.sweep.unseen == 1
 
 
 def test_a_pod_left_with_our_name_is_terminated_first_and_never_adopted(
@@ -297,9 +296,7 @@ def test_a_201_with_an_unreadable_body_and_no_pod_is_retried(
     fake.on("POST", "/v2/pods", httpx.Response(201, json={"no": "id"}), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
     assert (placement.pod.id, placement.attempts[0].outcome) == ("new1", "created")
-    assert fake.trail() == [
-        "GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods", "GET /v2/pods"
-    ]  # fmt: skip
+    assert fake.trail() == ["GET /v2/pods", "POST /v2/pods", "GET /v2/pods", "POST /v2/pods"]
     assert any("unreadable answer" in line for line in logs)
 
 
@@ -369,15 +366,18 @@ def test_when_the_lookup_after_a_5xx_fails_the_error_warns_of_a_billing_pod(
 def test_when_the_second_look_for_a_duplicate_fails_the_error_warns_of_a_billing_pod(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
+    # Two 503s; the second one's look adopts a pod, so one answer's result is still unseen.
     made = pod("made", name=NAME, gpu="NVIDIA RTX A4000")
-    listings(fake, [], [made])
+    listings(fake, [], [], [made])
     fake.on("GET", "/v2/pods", problem(403, "no list permission"))
-    fake.on("POST", "/v2/pods", problem(503, "down"))
+    fake.on("POST", "/v2/pods", problem(503, "down"), problem(503, "down"))
+    placement = run(client, clock, logs)
+    assert placement.pod.id == "made" and placement.sweep is not None
     with pytest.raises(errors.MayStillBillError, match="checking for a duplicate") as caught:
-        run(client, clock, logs)
+        placement.sweep.finish()
     assert (caught.value.kind, caught.value.name) == ("pod", NAME)
     assert f"pods named {NAME} in the RunPod console" in str(caught.value)
-    assert clock.sleeps == [FIRST_LOOK_S]  # the look came after the wait
+    assert clock.now == pytest.approx(FIRST_LOOK_S)  # the look came after the wait
 
 
 @pytest.mark.parametrize(
@@ -435,25 +435,26 @@ def test_a_late_duplicate_from_an_ambiguous_create_is_terminated_as_soon_as_it_l
     fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
     fake.on("DELETE", "/v2/pods/late", ok(204))
     placement = run(client, clock, logs)
-    # ... so the retry creates a second; the sweep looks with backoff until the listing shows
-    # the one kept, and removes the first as soon as it is listed (the second look).
-    assert placement.pod.id == "new1"
+    # ... so the retry creates a second; the look goes on with backoff (here: at the step's
+    # end, with no bring-up in between) and removes the first as soon as it is listed.
+    assert placement.pod.id == "new1" and placement.sweep is not None
+    placement.sweep.finish()
     assert [r.url.path for r in fake.calls("DELETE")] == ["/v2/pods/late"]
-    sweep_sleeps = clock.sleeps[1:]
-    assert sweep_sleeps == [FIRST_LOOK_S, 2 * FIRST_LOOK_S, 4 * FIRST_LOOK_S]
-    assert placement.sweep is not None and placement.sweep.caught_up
+    assert clock.now == pytest.approx(3 * FIRST_LOOK_S)  # the second look, then done
+    assert placement.sweep.done and not any("not seen" in line for line in logs)
 
 
-def test_a_sweep_whose_listing_never_shows_the_kept_pod_stops_at_its_bound(
+def test_a_result_the_listing_never_shows_is_looked_for_the_whole_window_then_said(
     client: RunPodClient, fake: FakeApi, clock: Clock, logs: list[str]
 ) -> None:
     fake.on("POST", "/v2/pods", problem(503, "down"), created("NVIDIA RTX A4000"))
     placement = run(client, clock, logs)
-    assert placement.sweep is not None and not placement.sweep.caught_up
-    # looks with doubling waits fill the bound, then the bring-up's checks take over
-    assert clock.sleeps[1:4] == [FIRST_LOOK_S, 2 * FIRST_LOOK_S, 4 * FIRST_LOOK_S]
-    assert sum(clock.sleeps[1:]) == pytest.approx(Timeouts.duplicate_check_s, abs=0.01)
-    assert any("did not show it within 30s" in line for line in logs)
+    assert placement.sweep is not None
+    placement.sweep.finish()
+    # looks with doubling waits fill the window, whatever the listing shows of the kept pod
+    assert clock.sleeps[1:3] == [FIRST_LOOK_S - 0.5, 2 * FIRST_LOOK_S]
+    assert clock.now == pytest.approx(Timeouts.duplicate_check_s, abs=0.01)
+    assert any("was not seen within 120s" in line for line in logs)
 
 
 def test_a_422_without_field_errors_points_at_the_detail_and_the_image_registry(

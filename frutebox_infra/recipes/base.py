@@ -58,6 +58,9 @@ class PodSpec:
     health_path: str
     secret_env: tuple[str, ...] = ()
     """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
+    serving_key_env: tuple[str, ...] = ()
+    """Pod env vars the deploy step fills with the stack's serving key (the gateway's), never
+    stored here; empty: the pod runs no gateway."""
     ollama_pulls: tuple[str, ...] = ()
     """Ollama tags the deploy step pulls through the server (several on a shared pod)."""
     notes: tuple[str, ...] = ()

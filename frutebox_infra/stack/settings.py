@@ -18,7 +18,7 @@ from frutebox_infra.plumbing.validation import ALIAS, Check
 from frutebox_infra.seeding.bringup import DOWNLOAD_MB_PER_S
 
 PROJECT = "frutebox-infra"
-SECRET_KEYS = ("runpodApiKey", "hfToken")
+SECRET_KEYS = ("runpodApiKey", "hfToken", "servingKey")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists.
 Not declared in Pulumi.yaml: Pulumi makes a declared secret key required."""
 

@@ -61,6 +61,10 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
         repo, _, quant = _after(words, "-hf").partition(":")
         return _snapshot(Runtime.LLAMACPP, repo, "main", cache, hub, volume, offline=offline,
                          token=token, quant=quant)  # fmt: skip
+    if words[:2] == ["bash", "-c"] and len(words) > 2:
+        # A launch script (the gateway first): the engine is what its last line execs.
+        execs = [ln[5:] for ln in words[2].splitlines() if ln.startswith("exec ")]
+        words = shlex.split(execs[-1]) if execs else words
     if "sglang.launch_server" in words:
         runtime, repo = Runtime.SGLANG, _after(words, "--model-path")
     elif "vllm" in str(body.get("image", "")) and words and not words[0].startswith("-"):

@@ -234,11 +234,7 @@ class Session:
             transport=self._transport,
             key_use=KeyUse(self.endpoint.key_source, DEPLOY, Need.WRITE),
         )
-        proxy = ProxyClient(
-            template=self.endpoint.proxy_template,
-            transport=self._transport,
-            serving_key=self.settings.serving_key,
-        )
+        proxy = ProxyClient(template=self.endpoint.proxy_template, transport=self._transport)
         return api, proxy
 
     @property
@@ -248,6 +244,12 @@ class Session:
     @property
     def proxy(self) -> ProxyClient:
         return self._clients[1]
+
+    def keyed_for(self, request: PodRequest) -> None:
+        """Send the stack's serving key to the pod's ports when its gateway asks for it; a pod
+        without a gateway never gets it."""
+        if request.servingKeyEnv:
+            self.proxy.send_key(self.settings.serving_key)
 
     @cached_property
     def prov(self) -> Provisioner:

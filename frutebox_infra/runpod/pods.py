@@ -172,6 +172,7 @@ def _pod_result(
 def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
     """Place on the first candidate that takes, then serve; a failure terminates the pod."""
     bodies = prepare_candidates(request, PodSecrets.of(session))
+    session.keyed_for(request)
     timeouts = session.timeouts(request)
     owner = Ownership(request.owner, request.volumeId)
     placement = session.prov.place(request.name, bodies, owner, timeouts)
@@ -219,6 +220,7 @@ def pod_update(
         prov.terminate(current.id)
         return pod_create(session, request)
     bodies = prepare_candidates(request, PodSecrets.of(session))
+    session.keyed_for(request)
     index = matching_candidate(bodies, current)
     if index is None:
         gpu = f"{current.gpu.count}x {current.gpu.id}" if current.gpu else "no GPU"

@@ -42,6 +42,10 @@ class ProxyClient:
             timeout=timeout_s, transport=transport, verify=tls_context(), headers=headers
         )
 
+    def send_key(self, serving_key: str) -> None:
+        """Send the stack's serving key from now on (a gateway pod's every route asks it)."""
+        self._http.headers["Authorization"] = f"Bearer {serving_key}"
+
     def close(self) -> None:
         self._http.close()
 

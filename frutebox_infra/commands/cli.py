@@ -94,7 +94,12 @@ def _health_window(text: str) -> float:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.commands.status import collect, read_recorded, stack_endpoint
+    from frutebox_infra.commands.status import (
+        collect,
+        read_recorded,
+        stack_endpoint,
+        stack_serving_key,
+    )
     from frutebox_infra.commands.status import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)
@@ -106,8 +111,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     # No key anywhere is a usage error before the stack's outputs are read.
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
     recorded = read_recorded(args.stack, project_dir, os.environ)
-    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked,
-                   health_window_s=args.health_window)  # fmt: skip
+    gateways = any(p.placement and p.placement.pod.serving_key_env for p in plan.models)
+    probe = not args.terminate_untracked
+    key = stack_serving_key(args.stack, project_dir, os.environ) if probe and gateways else ""
+    view = collect(plan, recorded, endpoint, probe=probe, health_window_s=args.health_window,
+                   serving_key=key)  # fmt: skip
     if args.terminate_untracked:
         volumes = {v.id for v in view.untracked_volumes}
         for removed in terminate(view, endpoint):

@@ -53,10 +53,12 @@ class ProxyClient:
         # str.replace rather than format: a template is data, not code.
         return self.template.replace("{podId}", pod_id).replace("{port}", str(port))
 
-    def probe(self, url: str) -> int | None:
-        """Status code of GET url, or None while nothing answers at all."""
+    def probe(self, url: str, *, serving_key: str = "") -> int | None:
+        """Status code of GET url, or None while nothing answers at all; `serving_key`: sent
+        to this URL (a gateway's) only."""
+        headers = {"Authorization": f"Bearer {serving_key}"} if serving_key else None
         try:
-            return self._http.get(url).status_code
+            return self._http.get(url, headers=headers).status_code
         except HTTPX_FAILURES:
             return None
 

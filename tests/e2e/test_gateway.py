@@ -15,6 +15,7 @@ import pytest
 from frutebox_infra.catalog.engine_routes import RouteUse
 from frutebox_infra.catalog.schema import Runtime
 from tests.e2e.deployment import SEEDED, Deployment
+from tests.e2e.test_status import status
 from tests.factories import real_registry
 
 pytestmark = pytest.mark.engine
@@ -93,14 +94,21 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
         assert ask(url, "GET", path, key).status_code == 401  # the old key, refused
         assert ask(url, "GET", path, NEW_KEY).status_code == 200
 
-    # The key is nowhere in plain text: state, the outputs of up and preview, the pods' logs.
+    # `frutebox status` probes each gateway's health path with the (rotated) key: in sync.
+    code, data, status_err = status(project, "--health-window", "0", stack="small")
+    assert code == 0, (data, status_err)
+    assert {m["model"]: m["drift"] for m in data["models"]} == {SGLANG: None, COMFY: None}
+    status_text = json.dumps(data) + status_err
+
+    # The key is nowhere in plain text: state, the outputs of up, preview and status, the
+    # pods' logs.
     again = project.preview("small")
     exported = project.pulumi("stack", "export", "--stack", "small").stdout
     plain_outputs = project.pulumi("stack", "output", "--stack", "small", "--json").stdout
     logs = json.dumps([p.get("logs") for p in deployment.state()["pods"]])
     seen = "\n".join([up.stdout, up.stderr, rotated.stdout, rotated.stderr, preview.diagnostics,
                       preview.stderr, again.diagnostics, again.stderr, exported, plain_outputs,
-                      project.state_text(), logs])  # fmt: skip
+                      project.state_text(), logs, status_text])  # fmt: skip
     for secret in (key, NEW_KEY):
         assert secret not in seen
     assert re.search(r'"servingKey":\s*"\[secret\]"', plain_outputs)

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from _common import Results
+from _deploy import BENCH_SERVING_KEY
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.deploy.requests import (
@@ -61,6 +62,7 @@ def step_env(emulator: RunningEmulator, scale: float) -> dict[str, str]:
         "RUNPOD_API_URL": emulator.url,
         "RUNPOD_API_KEY": "bench-key",
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        "FRUTEBOX_STACK_SERVING_KEY": BENCH_SERVING_KEY,
         **scaled_waits(scale),
         "FRUTEBOX_RUNNING_TIMEOUT_S": str(900 / scale),
         "FRUTEBOX_HEALTH_TIMEOUT_S": hours,

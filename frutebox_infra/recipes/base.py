@@ -271,7 +271,7 @@ class Recipe(ABC):
 
     def open_reason(self, image: Image) -> str:
         """Why this engine's pods serve without the gateway (anyone with the URL)."""
-        return f"{image.reference} has a fixed ENTRYPOINT ({image.entrypoint_detail})"
+        return f"{image.reference} has a fixed ENTRYPOINT, so its launch cannot start one"
 
     def behind_gateway(
         self,

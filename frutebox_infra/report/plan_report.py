@@ -3,6 +3,7 @@ with stable camelCase keys (`--format json`, the stack's `plan` output)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,6 +139,10 @@ def plan_table(view: PlanView) -> str:
     return "\n".join(lines)
 
 
+REACH_WIDTH = 100
+"""The reach lines are wrapped to this many characters, as the tables are."""
+
+
 def reach_lines(plan: FleetPlan) -> list[str]:
     """Per placed model, who can reach its URL: the stack's key, or anyone and why."""
     placed = [(m.model_id, e) for m in plan.models if m.placement and (e := m.resolution.exposure)]
@@ -146,9 +151,22 @@ def reach_lines(plan: FleetPlan) -> list[str]:
     width = max(len(model_id) for model_id, _ in placed)
     return [
         "",
-        "reach   who can use each model's URL (the stack's key:"
-        " `pulumi stack output servingKey --show-secrets`)",
-        *(f"  {model_id:<{width}}  {e.text}" for model_id, e in placed),
+        "reach   who can use each model's URL (the key: `pulumi stack output servingKey"
+        " --show-secrets`)",
+        *(
+            textwrap.fill(
+                f"  {model_id:<{width}}  {e.text}",
+                width=REACH_WIDTH,
+                subsequent_indent=" " * (width + 4),
+            )
+            for model_id, e in placed
+        ),
+        *(
+            ["  a gateway pod checks the pinned gateway at every start; the first one on the",
+             "  volume fetches it (a few seconds of GPU time)"]
+            if any(e.keyed for _, e in placed)
+            else []
+        ),
     ]
 
 

@@ -38,13 +38,16 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     # The stack's token: minted with the volume, in its name and in every pod's env.
     owner = volume["name"].removeprefix("frutebox-dev-weights-")
     assert len(owner) == 16
+    outputs = project.outputs("dev")
     for model in plan.models:
         assert model.placement is not None
         expected = pod_body(
             model, model.placement, settings, stack="dev", volume_id=volume["id"], owner=owner
         )
+        # A gateway pod's key, filled in by the deploy step at the last moment.
+        for name in model.placement.pod.serving_key_env:
+            expected["env"][name] = outputs["servingKey"]
         assert bodies[expected["name"]] == expected
-    outputs = project.outputs("dev")
     live = {p["name"]: p for p in deployment.live_pods()}
     for model_id, out in outputs["pods"].items():
         assert out["name"].endswith(model_id)

@@ -26,10 +26,18 @@ import pytest
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes.gateway import KEY_ENV, GatewaySetup, gateway_env, gateway_start
 from tests.factories import real_registry
-from tests.recipes.gateway_process import free_port, gateway_binary
+from tests.recipes.gateway_process import free_port as any_free_port
+from tests.recipes.gateway_process import gateway_binary
 
 KEY = "launch-" + "k" * 40
 ENGINE_LINE = "exec echo the-engine-starts"
+
+
+def free_port() -> int:
+    """A free port whose engine port (+10000, recipes/gateway.py) is a port too."""
+    while (port := any_free_port()) + 10_000 > 65_535:
+        pass
+    return port
 
 
 @contextmanager

@@ -31,6 +31,9 @@ from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.runpod.timeouts import Timeouts
 
+BENCH_SERVING_KEY = "bench-serving-key-" + "0" * 24
+"""A serving key for the benches' gateway pods (the emulator's; obviously not a real one)."""
+
 
 def step_env(emulator: RunningEmulator, scale: float, **bounds_s: float) -> dict[str, str]:
     """The step's environment with its default waits on the emulator's clock; `bounds_s`
@@ -47,6 +50,8 @@ def step_env(emulator: RunningEmulator, scale: float, **bounds_s: float) -> dict
         "RUNPOD_API_URL": emulator.url,
         "RUNPOD_API_KEY": "bench-key",
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
+        # The stack's serving key, which gateway pods (SGLang, ComfyUI) ask every probe for.
+        "FRUTEBOX_STACK_SERVING_KEY": BENCH_SERVING_KEY,
         **scaled_waits(scale),
         **{names[k]: str(v / scale) for k, v in bounds.items()},
     }

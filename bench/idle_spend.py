@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from _common import Results
-from _deploy import command, in_parallel, run_step, step_env
+from _deploy import BENCH_SERVING_KEY, command, in_parallel, run_step, step_env
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.status import collect
@@ -172,7 +172,8 @@ def dead_host(model_id: str = DEAD_HOST_MODEL) -> dict[str, Any]:
 
         def drift(probe: bool) -> DriftKind | None:
             view = collect(prod.plan, recorded, endpoint, probe=probe,
-                           health_window_s=HEALTH_WINDOW_S / SCALE)  # fmt: skip
+                           health_window_s=HEALTH_WINDOW_S / SCALE,
+                           serving_key=BENCH_SERVING_KEY)  # fmt: skip
             return next(m.drift for m in view.models if m.model_id == model_id)
 
         before = drift(probe=False)  # what status decided without the health window

@@ -35,15 +35,17 @@ from pathlib import Path
 
 import httpx
 from _common import Results
+from _deploy import BENCH_SERVING_KEY
 
 from frutebox_infra.catalog.files import load_registry
-from frutebox_infra.commands.usage import collect_usage
+from frutebox_infra.commands.usage import collect_usage, keyed_for_gateways
 from frutebox_infra.deploy.requests import pod_body
 from frutebox_infra.emulator.catalog import full_stock
 from frutebox_infra.emulator.clock import SteppedClock
 from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.plumbing.paths import STACKS_DIR
+from frutebox_infra.recipes.gateway import KEY_ENV
 from frutebox_infra.runpod.tls import tls_context
 from frutebox_infra.stack.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.stack.stack_file import load_settings, stack_file
@@ -118,6 +120,8 @@ class Week:
             volume_id=self.volume_id,
             owner=OWNER,
         )
+        if model.placement.pod.serving_key_env:  # filled in as the deploy step fills it
+            body["env"] = {**body["env"], KEY_ENV: BENCH_SERVING_KEY}
         answer = self.api.post("/v2/pods", json=body)
         if answer.status_code == 429:
             self.clock.advance(60)
@@ -151,6 +155,7 @@ class Week:
         body = {
             "requests": PROMPTS_PER_HOUR if comfy else REQUESTS_PER_HOUR,
             "outputTokens": OUTPUT_TOKENS,
+            "key": BENCH_SERVING_KEY,  # a client of a gateway pod holds the stack's key
         }
         answer = self.api.post(f"/_emulator/pods/{pod_id}/traffic", json=body).json()
         assert answer.get("served") == body["requests"], (model_id, answer)
@@ -175,6 +180,7 @@ class Week:
             ledger=self.ledger,
             now=self.clock.utc(),
             record_only=True,
+            auth_headers=keyed_for_gateways(self.plan, BENCH_SERVING_KEY),
         )
 
     def usage(self, hours: int) -> UsageView:

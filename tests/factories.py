@@ -276,9 +276,20 @@ def words(args: str) -> list[str]:
     return shlex.split(args)
 
 
+def server_words(args: str) -> list[str]:
+    """The words of the server a launch runs: a launch script's last `exec` line (a gateway
+    first), else the args themselves."""
+    split = words(args)
+    if split[:2] == ["bash", "-c"] and len(split) == 3:
+        execs = [ln[5:] for ln in split[2].splitlines() if ln.startswith("exec ")]
+        if execs:
+            return shlex.split(execs[-1])
+    return split
+
+
 def flag(args: str | list[str], name: str) -> str:
     """The value following `name` in an args string (exactly one occurrence)."""
-    split = words(args) if isinstance(args, str) else args
+    split = server_words(args) if isinstance(args, str) else args
     assert split.count(name) == 1, f"{name} occurs {split.count(name)} times in {split}"
     return split[split.index(name) + 1]
 

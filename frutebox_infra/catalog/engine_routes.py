@@ -16,10 +16,13 @@ HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
 class RouteUse(StrEnum):
-    """Who calls a route: our gateway forwards CLIENT and HEALTH with the key, never REFUSED."""
+    """Who calls a route: our gateway forwards CLIENT, HEALTH and METRICS (the counters
+    `frutebox usage` reads: they reveal the traffic, so never without the key) with the key,
+    never REFUSED."""
 
     CLIENT = "client"
     HEALTH = "health"
+    METRICS = "metrics"
     REFUSED = "refused"
 
 

@@ -96,7 +96,12 @@ def _health_window(text: str) -> float:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from frutebox_infra.commands.status import collect, read_recorded, stack_endpoint
+    from frutebox_infra.commands.status import (
+        collect,
+        read_recorded,
+        stack_endpoint,
+        stack_serving_key,
+    )
     from frutebox_infra.commands.status import terminate_untracked as terminate
 
     project_dir = Path(args.project_dir)
@@ -108,8 +113,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     # No key anywhere is a usage error before the stack's outputs are read.
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
     recorded = read_recorded(args.stack, project_dir, os.environ)
-    view = collect(plan, recorded, endpoint, probe=not args.terminate_untracked,
-                   health_window_s=args.health_window)  # fmt: skip
+    gateways = any(p.placement and p.placement.pod.serving_key_env for p in plan.models)
+    probe = not args.terminate_untracked
+    key = stack_serving_key(args.stack, project_dir, os.environ) if probe and gateways else ""
+    view = collect(plan, recorded, endpoint, probe=probe, health_window_s=args.health_window,
+                   serving_key=key)  # fmt: skip
     if args.terminate_untracked:
         volumes = {v.id for v in view.untracked_volumes}
         for removed in terminate(view, endpoint):
@@ -121,14 +129,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    from frutebox_infra.commands.status import read_recorded, stack_endpoint
-    from frutebox_infra.commands.usage import collect_usage, ledger_path, usage_now
+    from frutebox_infra.commands.status import read_recorded, stack_endpoint, stack_serving_key
+    from frutebox_infra.commands.usage import (
+        collect_usage,
+        keyed_for_gateways,
+        ledger_path,
+        usage_now,
+    )
 
     project_dir = Path(args.project_dir)
     plan = load_plan(args.stack, project_dir / "stacks")
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
     recorded = read_recorded(args.stack, project_dir, os.environ)
     ledger = Path(args.ledger) if args.ledger else ledger_path(args.stack, project_dir)
+    gateways = any(p.placement and p.placement.pod.serving_key_env for p in plan.models)
+    key = stack_serving_key(args.stack, project_dir, os.environ) if gateways else ""
     result = collect_usage(
         plan,
         recorded,
@@ -138,6 +153,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
         now=usage_now(args.now),
         take_sample=not args.no_sample,
         record_only=args.record,
+        auth_headers=keyed_for_gateways(plan, key),
     )
     if isinstance(result, int):
         print(f"recorded {result} counter sample(s) in {ledger}", file=sys.stderr)

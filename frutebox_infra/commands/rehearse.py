@@ -16,6 +16,7 @@ from frutebox_infra.emulator.server import RunningEmulator, realistic_for, start
 from frutebox_infra.plumbing.paths import REPO_ROOT
 from frutebox_infra.runpod.command_io import scaled_waits
 from frutebox_infra.stack.endpoints import API_KEY_ENV, API_URL_ENV, PROXY_TEMPLATE_ENV
+from frutebox_infra.stack.serving_key import OUTPUT_NAME
 
 REHEARSAL_KEY = "rehearsal-key"
 """The emulator accepts any bearer token; this one is obviously not a real key."""
@@ -77,11 +78,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"(and {len(foreign)} of someone else's, some named like ours, left alone)")
         ours = [v for v in account.get("volumes", []) if not v["foreign"]]
         print(json.dumps({"volumes": ours}))
+        print_reach(args.stack, env)
         if not args.keep:
             pulumi("destroy", "--stack", args.stack, "--yes", "--exclude-protected")
         return 0
     finally:
         emulator.stop()
+
+
+def print_reach(stack: str, env: dict[str, str]) -> None:
+    """Ask each model's URL (its health path) with the stack's serving key and without, as a
+    client would; the key itself is read from the secret output and never printed."""
+    from frutebox_infra.runpod.proxy import ProxyClient
+
+    def output(*words: str) -> str:
+        done = subprocess.run(["pulumi", "stack", "output", *words, "--stack", stack,
+                               "--non-interactive"], cwd=REPO_ROOT, env=env,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    key = output(OUTPUT_NAME, "--show-secrets")
+    pods = json.loads(output("pods", "--json") or "{}")
+    plan = json.loads(output("plan", "--json") or "{}")
+    models = plan.get("models", [])
+    health = {m["id"]: (m.get("launch") or {}).get("healthPath", "/") for m in models}
+    print("\nWho can reach each model (its health path, with the stack's key and without):")
+    proxy = ProxyClient(template=env[PROXY_TEMPLATE_ENV])
+    try:
+        for model_id, pod in pods.items():
+            url = str(pod.get("url", "")) + health.get(model_id, "/")
+            keyed, bare = proxy.probe(url, serving_key=key), proxy.probe(url)
+            print(f"  {model_id}: with the key {keyed}, without it {bare}")
+    finally:
+        proxy.close()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from frutebox_infra.commands.toolchain import hermetic_env
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
+from frutebox_infra.stack.serving_key import OUTPUT_NAME
 from frutebox_infra.stack.settings import PROJECT
 from frutebox_infra.stack.stack_file import read_stack_config, stack_file
 from frutebox_infra.views.drift import HEALTH_PROBES, HEALTH_WINDOW_S, compute_status, with_health
@@ -80,6 +81,17 @@ def read_recorded(stack: str, project_dir: Path, env: Mapping[str, str]) -> Reco
     """The stack's `pods` and `volume` outputs, read with the pulumi CLI in the project's env."""
     text = _pulumi(["stack", "output", "--stack", stack, "--json"], project_dir, env)
     return recorded_from_outputs(json.loads(text or "{}"))
+
+
+def stack_serving_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str:
+    """The stack's serving key (its secret output), which its gateway pods' health paths ask
+    for; "" when it cannot be read (those pods then answer the probe 401). Never printed."""
+    try:
+        text = _pulumi(["stack", "output", OUTPUT_NAME, "--show-secrets", "--stack", stack],
+                       project_dir, env)  # fmt: skip
+    except StatusError:
+        return ""
+    return text.strip()
 
 
 def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str | None:
@@ -201,6 +213,7 @@ def collect(
     *,
     probe: bool = True,
     health_window_s: float = HEALTH_WINDOW_S,
+    serving_key: str = "",
 ) -> StatusView:
     """Read RunPod (pods, volumes, billing), compare, then probe each running pod's health."""
     from frutebox_infra.runpod.errors import RunPodError
@@ -220,7 +233,8 @@ def collect(
     view = compute_status(plan, recorded, pods, volumes, now=datetime.now(UTC), billed_usd=billed)
     if not probe:
         return view
-    return with_health(view, probe_health(view, endpoint, window_s=health_window_s))
+    probes = probe_health(view, endpoint, window_s=health_window_s, serving_key=serving_key)
+    return with_health(view, probes)
 
 
 def _listed_late(client: RunPodClient, recorded: Recorded, listed: set[str]) -> list[LivePod]:
@@ -244,9 +258,11 @@ def probe_health(
     window_s: float = HEALTH_WINDOW_S,
     probes: int = HEALTH_PROBES,
     sleep: Callable[[float], None] = time.sleep,
+    serving_key: str = "",
 ) -> dict[str, Probe]:
     """Each RUNNING pod's health path through the RunPod proxy (never with the API key), up to
-    `probes` times over `window_s` until one answers 2xx; the pods in parallel."""
+    `probes` times over `window_s` until one answers 2xx; the pods in parallel. A gateway
+    pod's probe carries the stack's `serving_key`; an open pod's never does."""
     from frutebox_infra.runpod.proxy import ProxyClient
 
     targets = [m for m in view.models if m.live is not None and m.live.status == "RUNNING"
@@ -256,7 +272,9 @@ def probe_health(
     proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=PROBE_TIMEOUT_S)
     try:
         with ThreadPoolExecutor(max_workers=min(MAX_PROBING_PODS, len(targets))) as pool:
-            found = pool.map(lambda m: _probe(proxy, m, window_s, probes, sleep), targets)
+            found = pool.map(
+                lambda m: _probe(proxy, m, window_s, probes, sleep, serving_key), targets
+            )
             return {m.model_id: result for m, result in zip(targets, found, strict=True)}
     finally:
         proxy.close()
@@ -268,16 +286,18 @@ def _probe(
     window_s: float,
     probes: int,
     sleep: Callable[[float], None],
+    serving_key: str = "",
 ) -> Probe:
     assert model.live is not None and model.planned is not None
     spec = model.planned.pod
+    key = serving_key if spec.serving_key_env else ""
     url = proxy.url(model.live.id, spec.port) + spec.health_path
     pause = window_s / (probes - 1) if probes > 1 else 0.0
     last: int | None = None
     for attempt in range(probes):
         if attempt:
             sleep(pause)
-        last = proxy.probe(url)
+        last = proxy.probe(url, serving_key=key)
         if last is not None and 200 <= last < 300:
             return Probe(True, attempt + 1, window_s, last, spec.health_path)
     return Probe(False, probes, window_s, last, spec.health_path)

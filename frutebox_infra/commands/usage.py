@@ -58,6 +58,23 @@ def no_auth(model_id: str) -> Mapping[str, str]:
     return {}
 
 
+def keyed_for_gateways(plan: FleetPlan, serving_key: str) -> AuthHeaders:
+    """The stack's `serving_key` for a model whose pod runs the gateway (its counters are
+    forwarded only with the key); none for an open pod, which must never be sent it."""
+    gated = {
+        m.model_id
+        for m in plan.models
+        if m.placement is not None and m.placement.pod.serving_key_env
+    }
+
+    def headers(model_id: str) -> Mapping[str, str]:
+        if serving_key and model_id in gated:
+            return {"Authorization": f"Bearer {serving_key}"}
+        return {}
+
+    return headers
+
+
 def ledger_path(stack: str, project_dir: Path) -> Path:
     return project_dir / ".frutebox" / f"usage-{stack}.jsonl"
 

@@ -53,6 +53,11 @@ VolumeGb = Annotated[int, Check(ge=10, le=4096)]
 VolumeType = Annotated[str, Check(pattern=r"^(STANDARD|HIGH_PERFORMANCE)$")]
 
 
+OMIT_EMPTY = "omit_empty"
+"""Field metadata: the field is left out of the wire while empty, so a request that does not
+use it reads as it did before the field existed (no diff on every pod)."""
+
+
 def wire_data(record: Any) -> Any:
     """A record as the JSON document it stands for: fields in order, None kept, enums as their
     values, and a float field's whole number written as a float (`120.0`), as a validated
@@ -63,6 +68,7 @@ def wire_data(record: Any) -> Any:
             f.name: _as_float(v) if f.name in floats else wire_data(v)
             for f in fields(record)
             for v in (getattr(record, f.name),)
+            if v or not f.metadata.get(OMIT_EMPTY)
         }
     if isinstance(record, list | tuple):
         return [wire_data(item) for item in record]
@@ -137,6 +143,9 @@ class PodRequest(_Request):
     """Every Ollama tag the pod serves (several on a shared pod); each is pulled, and the
     pod is healthy only when its server lists them all."""
     hfTokenEnv: list[str] = field(default_factory=list)
+    servingKeyEnv: list[str] = field(default_factory=list, metadata={OMIT_EMPTY: True})
+    """Env names the step fills with the stack's serving key; it refuses to start a pod that
+    lists one without a key."""
     timeouts: TimeoutSpec = field(default_factory=TimeoutSpec)
     meta: Any = None
 

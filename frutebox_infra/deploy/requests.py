@@ -124,6 +124,11 @@ def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]
     return pod_specs(plan.candidates, [m.candidates for m in members])
 
 
+def pod_request_needs_key(plan: ModelPlan, members: Sequence[ModelPlan] = ()) -> bool:
+    """Whether the pod's gateway needs the stack's serving key (in any candidate)."""
+    return any(spec.serving_key_env for spec in shared_specs(plan, members))
+
+
 def pod_request(
     plan: ModelPlan,
     settings: StackSettings,
@@ -155,6 +160,7 @@ def pod_request(
         ),
         ollamaPull=list(pod.ollama_pulls),
         hfTokenEnv=list(pod.secret_env),
+        servingKeyEnv=list(pod.serving_key_env),
         timeouts=TimeoutSpec(
             healthySeconds=health_deadline_s(plan, settings, members, seeded=seeded)
         ),

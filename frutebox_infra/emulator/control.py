@@ -28,8 +28,9 @@ def _require(body: Any, key: str) -> Any:
 
 
 def drive(account: Account, pod_id: str, body: Any) -> dict[str, Any]:
-    """The traffic driver: `{requests, outputTokens, model?}` served one by one through the
-    pod's first HTTP port as clients would send them; answers how many were served."""
+    """The traffic driver: `{requests, outputTokens, model?, key?}` served one by one through
+    the pod's first HTTP port as clients would send them, with the stack's serving `key` as a
+    client of a gateway pod holds it; answers how many were served."""
     requests, tokens = _require(body, "requests"), body.get("outputTokens", 16)
     if not (isinstance(requests, int) and isinstance(tokens, int) and requests >= 0 < tokens):
         raise ApiProblem(400, "traffic needs requests >= 0 and outputTokens >= 1 (integers)")
@@ -42,9 +43,11 @@ def drive(account: Account, pod_id: str, body: Any) -> dict[str, Any]:
     path, request = counters.request_of(engine, tokens)
     if engine == "ollama":
         request["model"] = body.get("model") or (pod.pulled[0] if pod.pulled else "")
+    key = body.get("key")
+    headers = {"authorization": f"Bearer {key}"} if isinstance(key, str) and key else None
     served, last = 0, 0
     for _ in range(requests):
-        last, _answer = account.proxy(pod_id, port, "POST", path, request)
+        last, _answer = account.proxy(pod_id, port, "POST", path, request, headers)
         served += last == 200
     return {"served": served, "lastStatus": last}
 

@@ -17,11 +17,11 @@ what tests compare `frutebox usage` against (the account's truth, not the engine
 
 from __future__ import annotations
 
-import shlex
 import uuid
 from typing import Any
 
 from frutebox_infra.emulator.engines import served
+from frutebox_infra.emulator.gateway import engine_words
 from frutebox_infra.emulator.records import PodRecord, RawBody
 
 DECODE_TOK_S = 40.0
@@ -54,11 +54,7 @@ def engine_of(pod: PodRecord) -> str | None:
 def metrics_on(pod: PodRecord) -> bool:
     """Whether the launch turned the engine's `/metrics` on."""
     engine = engine_of(pod)
-    args = str(pod.body.get("args") or "")
-    try:
-        words = shlex.split(args)
-    except ValueError:
-        words = args.split()
+    words = engine_words(pod.body)
     if engine == "sglang":
         return "--enable-metrics" in words
     if engine == "llamacpp":

@@ -12,6 +12,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from frutebox_infra.emulator.gateway import start_failure
+from frutebox_infra.recipes.gateway import starts_gateway
+
 CRASH_FAULT_LINE = "RuntimeError: the server exited during start-up"
 """What the `crash-loop` fault's engine prints before it exits."""
 
@@ -30,4 +33,6 @@ def launch_failure(entrypoints: Mapping[str, str], body: Mapping[str, Any]) -> s
         return f"{image} has no ENTRYPOINT and no command, and args is empty: nothing to run"
     if words[0].startswith("-"):
         return f'exec: "{words[0]}": executable file not found in $PATH'
+    if starts_gateway(words):
+        return start_failure(body)
     return None

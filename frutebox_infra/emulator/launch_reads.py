@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, volume_files
+from frutebox_infra.emulator.gateway import engine_words
 from frutebox_infra.emulator.hub import COMMIT, Hub
 from frutebox_infra.emulator.records import VolumeRecord
 from frutebox_infra.emulator.volume_files import Piece
@@ -61,6 +62,7 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
         repo, _, quant = _after(words, "-hf").partition(":")
         return _snapshot(Runtime.LLAMACPP, repo, "main", cache, hub, volume, offline=offline,
                          token=token, quant=quant)  # fmt: skip
+    words = engine_words(body)
     if "sglang.launch_server" in words:
         runtime, repo = Runtime.SGLANG, _after(words, "--model-path")
     elif "vllm" in str(body.get("image", "")) and words and not words[0].startswith("-"):

@@ -15,12 +15,13 @@ from frutebox_infra.planner.floor import BelowFloor, SpeedChoice
 from frutebox_infra.planner.placement_speed import Speed
 from frutebox_infra.planner.plan import HOURS_PER_MONTH, FleetPlan, ModelPlan, VolumePlan
 from frutebox_infra.planner.ranking import PlacementOption
-from frutebox_infra.planner.resolver import PlanProblem, Resolution
+from frutebox_infra.planner.resolver import Exposure, PlanProblem, Resolution
 from frutebox_infra.planner.seeding_decisions import ModelSeeding, Seeding
 
 __all__ = [
     "HOURS_PER_MONTH",
     "BelowFloor",
+    "Exposure",
     "FleetPlan",
     "GroupPlacement",
     "ModelPlan",

@@ -285,6 +285,12 @@ def plan_fleet(
             )
         )
     warnings += [f"{m.model_id}: {w}" for m in models if m.warnings for w in m.warnings]
+    warnings += [
+        f"{m.model_id}: anyone who has its URL can use it, on the stack's GPU time (no"
+        f" gateway yet: {e.reason})"
+        for m in models
+        if m.placement is not None and (e := m.resolution.exposure) and not e.keyed
+    ]
     return replace(fleet, problems=tuple(problems), warnings=tuple(warnings))
 
 

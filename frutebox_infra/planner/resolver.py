@@ -13,6 +13,7 @@ from frutebox_infra.catalog.schema import Cloud, Image, Model, Registry, Runtime
 from frutebox_infra.planner.ranking import Candidate, PlacementOption, Ranking, rank
 from frutebox_infra.recipes import ENGINE_PREFERENCE, RECIPES, SERVABLE_RUNTIMES, Recipe
 from frutebox_infra.recipes.base import ServeOptions, Serving
+from frutebox_infra.recipes.gateway import GatewaySetup
 
 DEFAULT_OPTIONS = ServeOptions()
 
@@ -71,8 +72,58 @@ class Resolution:
         return self.problem is None and self.ranking is not None and bool(self.ranking.ranked)
 
     @property
+    def exposure(self) -> Exposure | None:
+        """Who can reach its pods; None where it has no engine to serve it."""
+        if self.recipe is None or self.image is None or self.serving is None:
+            return None
+        return exposure_of(self.recipe, self.image, self.serving)
+
+    @property
     def engine(self) -> str | None:
         return str(self.recipe.runtime) if self.recipe else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exposure:
+    """Who can reach a model's published URL: only clients with the stack's key (its pod
+    starts the gateway, the engine on loopback), or anyone, and why."""
+
+    keyed: bool
+    reason: str
+
+    @property
+    def who(self) -> str:
+        return "key (gateway)" if self.keyed else "anyone"
+
+    @property
+    def text(self) -> str:
+        return self.who if self.keyed else f"anyone — no gateway yet: {self.reason}"
+
+
+def exposure_of(recipe: Recipe, image: Image, serving: Serving) -> Exposure:
+    """Who can reach the pods `recipe` renders with `serving`, and why."""
+    if serving.gateway is not None:
+        return Exposure(
+            keyed=True,
+            reason="its gateway asks every request for the stack's key and forwards only the"
+            " routes clients use to the engine on loopback",
+        )
+    if recipe.starts_gateway:
+        return Exposure(
+            keyed=False,
+            reason=f"the registry has no gateway release (registry/images.yaml `gateway`) or"
+            f" no {recipe.runtime} routes (registry/routes.yaml)",
+        )
+    return Exposure(keyed=False, reason=recipe.open_reason(image))
+
+
+def gateway_setup(registry: Registry, recipe: Recipe) -> GatewaySetup | None:
+    """The gateway `recipe`'s pods start in front of the engine, or None: its image cannot
+    start one, or the registry has no gateway release or no routes for the engine."""
+    routes = registry.engine_routes.get(recipe.runtime)
+    if not recipe.starts_gateway or registry.gateway is None or routes is None:
+        return None
+    return GatewaySetup(release=registry.gateway, routes=routes)
 
 
 def resolve(
@@ -124,6 +175,9 @@ def resolve(
             model_id=model_id, model=model, recipe=recipe, image=image, problem=_gated(model)
         )
     serving = recipe.serving(model, options)
+    gateway = gateway_setup(registry, recipe)
+    if gateway is not None:
+        serving = replace(serving, gateway=gateway)
     if options.prompt_tokens is not None and serving.token_context:
         serving = replace(
             serving, prompt_tokens=options.prompt_tokens, output_tokens=options.output_tokens

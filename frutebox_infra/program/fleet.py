@@ -20,6 +20,7 @@ from frutebox_infra.deploy.contract import VolumeRequest
 from frutebox_infra.deploy.requests import (
     pod_name,
     pod_request,
+    pod_request_needs_key,
     seed_fingerprint,
     seed_request,
     seeded_ids,
@@ -29,6 +30,13 @@ from frutebox_infra.deploy.requests import (
 from frutebox_infra.planner.plan import FleetPlan, ModelPlan
 from frutebox_infra.report.plan_report import plan_data
 from frutebox_infra.stack.endpoints import STACK_API_KEY, step_environment
+from frutebox_infra.stack.serving_key import (
+    MINT_COMMAND,
+    OUTPUT_NAME,
+    STACK_SERVING_KEY,
+    STEP_SERVING_KEY_ENV,
+    key_problem,
+)
 from frutebox_infra.stack.settings import PROJECT, STACK_KEYS, StackSettings
 from frutebox_infra.views.plan import PlanView
 
@@ -46,6 +54,8 @@ class Credentials:
     hf_token: pulumi.Input[str] | None = None
     runpod_api_url: str | None = None
     """The stack's `runpodApiUrl`; likewise second to an exported RUNPOD_API_URL."""
+    serving_key: pulumi.Input[str] | None = None
+    """The stack secret `servingKey`; None: the key minted on the first `up` (`mint_key`)."""
 
     def environment(self) -> dict[str, pulumi.Input[str]]:
         key = None if self.runpod_api_key is None else pulumi.Output.secret(self.runpod_api_key)
@@ -188,6 +198,8 @@ class ModelServerArgs:
     dormant: bool = False
     """Every model of the pod is outside its armed window: no pod, its seeds (and so the
     weights on the volume) kept as they are."""
+    serving_key: pulumi.Input[str] | None = None
+    """The stack's serving key (secret), for a pod whose gateway asks for it."""
 
 
 class ModelServer(pulumi.ComponentResource):
@@ -225,6 +237,10 @@ class ModelServer(pulumi.ComponentResource):
             self.url = pulumi.Output.from_input("")
             self.register_outputs({"podId": self.pod_id, "gpuId": self.gpu_id, "url": self.url})
             return
+        environment = args.credentials.environment()
+        if pod_request_needs_key(plan, args.members):
+            assert args.serving_key is not None, "a gateway pod needs the stack's serving key"
+            environment[STEP_SERVING_KEY_ENV] = pulumi.Output.secret(args.serving_key)
         stdin = pulumi.Output.all(args.volume_id, args.owner).apply(
             lambda ids: pod_request(
                 plan,
@@ -251,7 +267,7 @@ class ModelServer(pulumi.ComponentResource):
             f"{name}-pod",
             "pod",
             stdin=stdin,
-            environment=args.credentials.environment(),
+            environment=environment,
             triggers=triggers,
             opts=_options(parent=self, delete_before_replace=True, depends_on=seeds),
         )
@@ -295,8 +311,30 @@ class Fleet:
     """What the sweep at the end of an `up` said (`sweep_leftovers`); None in a preview."""
 
 
+def mint_key() -> pulumi.Output[str]:
+    """The stack's own serving key, minted once by the first `up` and kept in state as a
+    secret: the command's output is never echoed (logging off) and stored encrypted. Nothing
+    re-runs it: it has no update, so the key lasts until the stack secret replaces it."""
+    minted = local.Command(
+        "serving-key",
+        create=MINT_COMMAND,
+        logging=local.Logging.NONE,
+        opts=pulumi.ResourceOptions(additional_secret_outputs=["stdout", "stderr"]),
+    )
+    return pulumi.Output.secret(minted.stdout.apply(lambda text: (text or "").strip()))
+
+
+def serving_key(credentials: Credentials) -> pulumi.Output[str]:
+    """The stack secret `servingKey` when set (a rotation is setting or changing it), else the
+    minted key."""
+    if credentials.serving_key is not None:
+        return pulumi.Output.secret(credentials.serving_key)
+    return mint_key()
+
+
 def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
     """Declare every resource of a plan that has no problems, and export the outputs."""
+    key = serving_key(credentials)
     request = volume_request(plan)
     volume = WeightsVolume("weights", WeightsVolumeArgs(request=request, credentials=credentials))
     servers: dict[str, ModelServer] = {}
@@ -317,6 +355,7 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
                 members=members,
                 fleet=plan,
                 dormant=plan.pod_dormant(pod),
+                serving_key=key,
             ),
             opts=pulumi.ResourceOptions(depends_on=[volume]),
         )
@@ -326,6 +365,8 @@ def declare_fleet(plan: FleetPlan, credentials: Credentials) -> Fleet:
         "volume", {"id": volume.volume_id, "sizeGb": volume.size_gb, "owner": volume.owner}
     )
     pulumi.export("pods", {m.model_id: _model_pod(plan, m, servers) for m in plan.models})
+    # Beside each model's URL: `pulumi stack output --show-secrets` gives a client both.
+    pulumi.export(OUTPUT_NAME, key)
     swept = sweep_leftovers(plan, volume, servers, credentials)
     return Fleet(volume=volume, servers=servers, swept=swept)
 
@@ -417,6 +458,9 @@ def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> 
     environment with the one precedence of `endpoints.py`. The HF token: secret config first,
     else the environment's."""
     config = pulumi.Config(PROJECT)
+    given_key = config.get(STACK_SERVING_KEY)
+    if given_key is not None and (bad := key_problem(given_key)):
+        raise pulumi.RunError(f"Pulumi.{pulumi.get_stack()}.yaml: {bad}.")
     hf_token = config.get_secret("hfToken")
     if hf_token is None and env.get("HF_TOKEN"):
         hf_token = pulumi.Output.secret(env["HF_TOKEN"])
@@ -424,4 +468,5 @@ def credentials_from_config(settings: StackSettings, env: Mapping[str, str]) -> 
         runpod_api_key=config.get_secret(STACK_API_KEY),
         hf_token=hf_token,
         runpod_api_url=settings.runpod_api_url or None,
+        serving_key=None if given_key is None else pulumi.Output.secret(given_key),
     )

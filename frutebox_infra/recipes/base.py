@@ -5,13 +5,21 @@ from __future__ import annotations
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property, lru_cache
 from typing import ClassVar
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
+from frutebox_infra.recipes.gateway import (
+    LOOPBACK,
+    POD_KEY_ENV,
+    GatewaySetup,
+    engine_port,
+    gateway_env,
+    gateway_start,
+)
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
@@ -60,6 +68,9 @@ class PodSpec:
     health_path: str
     secret_env: tuple[str, ...] = ()
     """Pod env vars the deploy step fills with the Hugging Face token, never stored here."""
+    serving_key_env: tuple[str, ...] = ()
+    """Pod env vars the deploy step fills with the stack's serving key (the gateway's), never
+    stored here; empty: the pod runs no gateway."""
     ollama_pulls: tuple[str, ...] = ()
     """Ollama tags the deploy step pulls through the server (several on a shared pod)."""
     notes: tuple[str, ...] = ()
@@ -95,6 +106,9 @@ class Serving:
     """The request lengths the stack states for its speed estimate (both or neither)."""
     metrics: bool = False
     """The engine's token counters are switched on at launch (where a flag does that)."""
+    gateway: GatewaySetup | None = None
+    """The gateway its pods start in front of the engine (None: the pod serves the engine
+    itself, open; `Recipe.open_reason` says why)."""
 
     @property
     def token_context(self) -> bool:
@@ -143,6 +157,10 @@ class Recipe(ABC):
     loads_weights_at_start: ClassVar[bool] = True
     """The server reads every weight before it answers its health check; an engine that
     loads a model on its first request (Ollama, ComfyUI) bills no read before serving."""
+    starts_gateway: ClassVar[bool] = False
+    """Its launch can start the gateway before the engine (an image without an ENTRYPOINT,
+    whose args are a whole shell command); else RunPod, which takes no entrypoint override,
+    can only pass the image's fixed program its flags."""
     offline_env: ClassVar[Mapping[str, str]] = {}
     """What makes the engine load only what is already on the volume once a CPU pod seeded
     it, so a GPU never bills a download; variables the pinned image reads (the launch check
@@ -255,6 +273,33 @@ class Recipe(ABC):
             words=tuple(words),
         )
 
+    def open_reason(self, image: Image) -> str:
+        """Why this engine's pods serve without the gateway (anyone with the URL)."""
+        return f"{image.reference} has a fixed ENTRYPOINT, so its launch cannot start one"
+
+    def behind_gateway(
+        self,
+        spec: PodSpec,
+        gateway: GatewaySetup,
+        script: str,
+        *,
+        python: str,
+    ) -> PodSpec:
+        """`spec` with its command made `script` preceded by the gateway's start: the gateway
+        on the published port, the key filled by the deploy step, the release checked on
+        every start and fetched by the pod when the volume does not hold it yet (the first
+        gateway pod of a volume bills those few seconds)."""
+        lines = gateway_start(gateway, python=python, fetch=True)
+        whole = "\n".join(["set -eo pipefail", *lines, script])
+        words = ("bash", "-c", whole)
+        return replace(
+            spec,
+            args=shlex.join(words),
+            env={**spec.env, **gateway_env(gateway, spec.port)},
+            serving_key_env=(POD_KEY_ENV,),
+            words=words,
+        )
+
     def pod_notes(self, model: Model) -> tuple[str, ...]:
         """The `notes` of every pod of `model`, known without rendering one: the planner warns
         with the taken pod's notes before (and whether or not) it renders that pod."""
@@ -295,6 +340,14 @@ class Recipe(ABC):
         """One pod serving every member, from the members' own pods on the shared GPU (the
         anchor first); only engines with a `sharing` rule have one."""
         raise NotImplementedError(f"{self.runtime} serves one model per pod")
+
+
+def engine_address(port: int, gateway: GatewaySetup | None) -> tuple[str, int]:
+    """Where the engine listens: on loopback behind its gateway, which takes the published
+    `port`; on every interface at `port` when it serves open."""
+    if gateway is None:
+        return "0.0.0.0", port
+    return LOOPBACK, engine_port(port)
 
 
 def env_with_cache(image: Image, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -19,6 +19,7 @@ from frutebox_infra.recipes.base import (
     Sharing,
     version_tuple,
 )
+from frutebox_infra.recipes.gateway import LOOPBACK, engine_port
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
 """ComfyUI's --base-directory: models, input, output and user data live on the volume."""
@@ -65,6 +66,7 @@ _STREAM_PY = (
 class ComfyUI(Recipe):
     runtime = Runtime.COMFYUI
     entrypoint = "none"
+    starts_gateway = True
     default_concurrency = 1
     # One server lists every checkpoint on the volume but loads them on demand, freeing what
     # is loaded when the next one needs the room: members take turns in VRAM, never add up.
@@ -160,8 +162,8 @@ class ComfyUI(Recipe):
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
-        script, args = launch(image, model.id)
-        return self.pod_spec(
+        script, args = launch(image, model.id, gateway=serving.gateway is not None)
+        spec = self.pod_spec(
             model,
             image,
             ("bash", "-c", script),
@@ -170,6 +172,10 @@ class ComfyUI(Recipe):
             env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
+        if serving.gateway is None:
+            return spec
+        # The gateway starts first: a pod that cannot start it never installs or fetches.
+        return self.behind_gateway(spec, serving.gateway, script, python="python")
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # One server (the anchor's launch, its output folder) fetches every member's files
@@ -192,7 +198,7 @@ class ComfyLaunch(NamedTuple):
     args: str
 
 
-def launch(image: Image, model_id: str) -> ComfyLaunch:
+def launch(image: Image, model_id: str, *, gateway: bool = False) -> ComfyLaunch:
     """Install the pinned ComfyUI release, fetch the weights, exec the server.
 
     The release is unpacked and its requirements installed into a venv inside a fresh
@@ -208,13 +214,14 @@ def launch(image: Image, model_id: str) -> ComfyLaunch:
     by several servers, would lock or corrupt).
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    script = f"{_install_script(image.engine_version)}\n{_exec_server(image.port, model_id)}"
+    host, port = (LOOPBACK, engine_port(image.port)) if gateway else ("0.0.0.0", image.port)
+    script = f"{_install_script(image.engine_version)}\n{_exec_server(host, port, model_id)}"
     return ComfyLaunch(script, shlex.join(["bash", "-c", script]))
 
 
-def _exec_server(port: int, model_id: str) -> str:
+def _exec_server(host: str, port: int, model_id: str) -> str:
     server = [
-        *("main.py", "--listen", "0.0.0.0", "--port", str(port)),
+        *("main.py", "--listen", host, "--port", str(port)),
         *("--base-directory", COMFY_BASE),
         *("--output-directory", f"{COMFY_BASE}/output/{model_id}"),
         *("--temp-directory", "/tmp/comfyui"),

@@ -3,17 +3,23 @@ engine's routes in registry/routes.yaml.
 
 Deny by default: a request without the stack's key (`Authorization: Bearer KEY` or
 `X-Api-Key: KEY`) is answered 401 whatever it asks for; with the key, only the engine's
-`client` and `health` routes reach the engine, on loopback, and everything else is answered
-403. The key never appears in the configuration: Caddy reads it from the pod's environment
+`client`, `health` and `metrics` routes reach the engine, on loopback, and everything else is
+answered 403. The key never appears in the configuration: Caddy reads it from the pod's environment
 (`{$FRUTEBOX_SERVING_KEY}`) when it loads the file, and strips it from what it forwards.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from frutebox_infra.catalog.engine_routes import EngineRoutes
+from frutebox_infra.catalog.schema import GatewayRelease
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
+POD_KEY_ENV = KEY_ENV
 
 ENGINE_PORT_OFFSET = 10_000
 """The engine listens on loopback at its image's port plus this; the gateway takes the
@@ -34,7 +40,7 @@ def engine_port(port: int) -> int:
 
 def caddyfile(routes: EngineRoutes, *, port: int, upstream_port: int) -> str:
     """The gateway's whole configuration for one engine: listen on `port` on every interface,
-    forward the engine's client and health routes to 127.0.0.1:`upstream_port`."""
+    forward the engine's client, health and metrics routes to 127.0.0.1:`upstream_port`."""
     key = "{$" + KEY_ENV + "}"
     lines = [
         f"# The frutebox gateway for {routes.image}: written from registry/routes.yaml by",
@@ -101,3 +107,92 @@ def caddyfile(routes: EngineRoutes, *, port: int, upstream_port: int) -> str:
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+CONFIG_ENV = "FRUTEBOX_GATEWAY_CONFIG"
+"""The pod variable holding the gateway's configuration (the Caddyfile above; no key in it)."""
+
+GATEWAY_DIR = "/workspace/frutebox/gateway"
+"""Where the checked release archive lives on the stack's volume, one file per version."""
+
+RUN_DIR = "/tmp/frutebox-gateway"
+"""On the container disk: the program unpacked from the checked archive, and its config."""
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewaySetup:
+    """What a pod's gateway is made of: the pinned release and the engine's routes."""
+
+    release: GatewayRelease
+    routes: EngineRoutes
+    volume_dir: str = GATEWAY_DIR
+    run_dir: str = RUN_DIR
+
+    @property
+    def archive(self) -> str:
+        """The archive's path on the volume."""
+        return f"{self.volume_dir}/{self.release.name}-{self.release.version}.tar.gz"
+
+
+# Check the archive on the volume against the pinned SHA-512 on every start (never trust a
+# file because it is there); when missing or wrong and fetching is allowed, download it to a
+# private temporary name, check that, and only then rename it into place. The program is
+# unpacked onto the container disk. Any failure exits 1: the pod's command stops before the
+# engine starts, and the container restarts — a crash loop, never an engine served open.
+_GATEWAY_PY = """import hashlib, os, shutil, sys, tarfile, urllib.request as u
+tgz, url, want, member, dest, fetch = sys.argv[1:7]
+def ok(path):
+    h = hashlib.sha512()
+    try:
+        with open(path, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""): h.update(b)
+    except OSError: return False
+    return h.hexdigest() == want
+if not ok(tgz):
+    if fetch != "1": sys.exit("gateway: " + tgz + " is missing or fails its SHA-512 check")
+    os.makedirs(os.path.dirname(tgz), exist_ok=True)
+    part = tgz + ".part" + str(os.getpid())
+    with u.urlopen(url, timeout=60) as src, open(part, "wb") as dst: shutil.copyfileobj(src, dst)
+    if not ok(part):
+        os.remove(part)
+        sys.exit("gateway: " + url + " does not match its pinned SHA-512")
+    os.replace(part, tgz)
+os.makedirs(os.path.dirname(dest), exist_ok=True)
+with tarfile.open(tgz) as t, open(dest, "wb") as out:
+    src = t.extractfile(member)
+    if src is None: sys.exit("gateway: " + member + " is not in " + tgz)
+    shutil.copyfileobj(src, out)
+os.chmod(dest, 0o755)"""
+
+
+def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]:
+    """Shell lines that start the gateway before the engine, or exit 1: the key must be set,
+    the release checked (fetched first when `fetch`: no CPU pod put it on the volume), and
+    `caddy start` returns only once the gateway serves, non-zero when it cannot."""
+    release = setup.release
+    program = f"{setup.run_dir}/{release.name}"
+    config = f"{setup.run_dir}/Caddyfile"
+    check = [python, "-c", _GATEWAY_PY, setup.archive, release.url, release.sha512,
+             release.member, program, "1" if fetch else "0"]  # fmt: skip
+    return [
+        f'if [ "${{#{KEY_ENV}}}" -lt {MIN_KEY_LENGTH} ]; then'
+        f' echo "gateway: {KEY_ENV} is not set: refusing to serve" >&2; exit 1; fi',
+        f"{shlex.join(check)} || exit 1",
+        f"printf '%s' \"${CONFIG_ENV}\" > {config}",
+        f"{program} start --config {config} --adapter caddyfile || exit 1",
+    ]
+
+
+def gateway_env(setup: GatewaySetup, port: int) -> dict[str, str]:
+    """The pod variables the gateway reads (its key is filled by the deploy step)."""
+    return {CONFIG_ENV: caddyfile(setup.routes, port=port, upstream_port=engine_port(port))}
+
+
+def starts_gateway(words: Sequence[str]) -> bool:
+    """Whether a launch (the pod's command words) starts the gateway before its engine."""
+    return any(
+        " start --config " in word and "/Caddyfile --adapter caddyfile || exit 1" in word
+        for word in words
+    )

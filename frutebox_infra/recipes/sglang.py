@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.base import PodSpec, Serving, engine_address
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 
 
 class SGLang(TensorParallelRecipe):
     runtime = Runtime.SGLANG
     entrypoint = "none"
+    starts_gateway = True
     memory_model = MemoryModel.SGLANG
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
@@ -26,12 +28,14 @@ class SGLang(TensorParallelRecipe):
         self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
-        # The image has no ENTRYPOINT and no server CMD: args is the whole command line.
+        # The image has no ENTRYPOINT and no server CMD: args is the whole command line, so
+        # it can start the gateway first and exec the server on loopback behind it.
+        host, port = engine_address(image.port, serving.gateway)
         words = ["python3", "-m", "sglang.launch_server", "--model-path", model.source.hf_repo]
         if model.source.revision:
             words += ["--revision", model.source.revision]
         words += [
-            "--host", "0.0.0.0", "--port", str(image.port),
+            "--host", host, "--port", str(port),
             "--tp-size", str(count),
         ]  # fmt: skip
         if self.expert_parallel(model, count):
@@ -50,4 +54,9 @@ class SGLang(TensorParallelRecipe):
         words += serving.spec_flags
         if serving.metrics:
             words.append("--enable-metrics")  # sglang:generation_tokens_total on /metrics
-        return self.pod_spec(model, image, words, seeded=seeded)
+        spec = self.pod_spec(model, image, words, seeded=seeded)
+        if serving.gateway is None:
+            return spec
+        return self.behind_gateway(
+            spec, serving.gateway, f"exec {shlex.join(words)}", python="python3"
+        )

@@ -3,12 +3,14 @@ with stable camelCase keys (`--format json`, the stack's `plan` output)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from frutebox_infra.planner import (
     HOURS_PER_MONTH,
+    Exposure,
     FleetPlan,
     ModelPlan,
     ModelWindow,
@@ -128,6 +130,7 @@ def plan_table(view: PlanView) -> str:
         "      full-context sequences held / configured; coarse-fit = architecture unknown,",
         "      so only weights per GPU x 1.15 is checked against the engine's memory cap.",
     ]
+    lines += reach_lines(plan)
     lines += speed_lines(plan)
     lines += window_lines(plan)
     lines += shared_pod_lines(view)
@@ -171,6 +174,37 @@ def window_lines(plan: FleetPlan) -> list[str]:
             f" {w.openings_per_month:.0f} openings at {w.rearm_s / 60:.1f} GPU-min each"
         )
     return lines
+
+
+REACH_WIDTH = 100
+"""The reach lines are wrapped to this many characters, as the tables are."""
+
+
+def reach_lines(plan: FleetPlan) -> list[str]:
+    """Per placed model, who can reach its URL: the stack's key, or anyone and why."""
+    placed = [(m.model_id, e) for m in plan.models if m.placement and (e := m.resolution.exposure)]
+    if not placed:
+        return []
+    width = max(len(model_id) for model_id, _ in placed)
+    return [
+        "",
+        "reach   who can use each model's URL (the key: `pulumi stack output servingKey"
+        " --show-secrets`)",
+        *(
+            textwrap.fill(
+                f"  {model_id:<{width}}  {e.text}",
+                width=REACH_WIDTH,
+                subsequent_indent=" " * (width + 4),
+            )
+            for model_id, e in placed
+        ),
+        *(
+            ["  a gateway pod checks the pinned gateway at every start; the first one on the",
+             "  volume fetches it (a few seconds of GPU time)"]
+            if any(e.keyed for _, e in placed)
+            else []
+        ),
+    ]
 
 
 def speed_lines(plan: FleetPlan) -> list[str]:
@@ -329,11 +363,22 @@ def launch_data(p: PlacementOption) -> dict[str, Any]:
     return {
         "image": pod.image,
         "args": pod.args,
-        "envNames": sorted({*pod.env, *pod.secret_env}),
-        "secretEnvNames": sorted(pod.secret_env),
+        "envNames": sorted({*pod.env, *pod.secret_env, *pod.serving_key_env}),
+        "secretEnvNames": sorted({*pod.secret_env, *pod.serving_key_env}),
         "ports": pod.ports,
         "healthPath": pod.health_path,
         "expectedFiles": list(pod.expected_files),
+    }
+
+
+def exposure_data(exposure: Exposure | None) -> dict[str, Any] | None:
+    """Who can reach the model: `key` (its gateway asks for the stack's key) or `anyone`."""
+    if exposure is None:
+        return None
+    return {
+        "reachableBy": "key" if exposure.keyed else "anyone",
+        "gateway": exposure.keyed,
+        "reason": exposure.reason,
     }
 
 
@@ -355,6 +400,7 @@ def model_plan_data(
         "fallbacks": [placement_data(p) for p in m.fallbacks],
         "fit": fit_data(m.placement) if m.placement else None,
         "launch": launch_data(m.placement) if m.placement else None,
+        "exposure": exposure_data(r.exposure),
         "minDecodeTokensPerSecond": m.min_decode_tok_s,
         "belowFloor": [{**placement_data(b.placement), "text": str(b)} for b in m.below_floor],
         "usdPerHourBest": round(m.usd_per_hour_best, 2),

@@ -27,6 +27,7 @@ from frutebox_infra.runpod.lifecycle import Provisioner, Timeouts
 from frutebox_infra.runpod.proxy import ProxyClient
 from frutebox_infra.runpod.retrying import RetryPolicy
 from frutebox_infra.stack.endpoints import SECRET_ENV, Endpoint, step_endpoint
+from frutebox_infra.stack.serving_key import STEP_SERVING_KEY_ENV
 
 __all__ = [
     "GrowRequest",
@@ -87,7 +88,7 @@ class PreviousVolume(_Result):
 
 
 # HF_TOKEN is read when FRUTEBOX_HF_TOKEN is unset, so its value is masked as well.
-SECRET_VARIABLES = (*SECRET_ENV, "FRUTEBOX_HF_TOKEN", "HF_TOKEN")
+SECRET_VARIABLES = (*SECRET_ENV, "FRUTEBOX_HF_TOKEN", "HF_TOKEN", STEP_SERVING_KEY_ENV)
 
 
 def redactor(env: Mapping[str, str]) -> Callable[[str], str]:
@@ -132,6 +133,8 @@ class Settings(BaseModel):
     # Face tools use) serves when the command runs without it.
     frutebox_hf_token: str = Field(default="", alias="FRUTEBOX_HF_TOKEN", repr=False)
     plain_hf_token: str = Field(default="", alias="HF_TOKEN", repr=False)
+    # The stack's serving key, for the pods whose gateway asks for it (servingKeyEnv).
+    serving_key: str = Field(default="", alias="FRUTEBOX_STACK_SERVING_KEY", repr=False)
     running_timeout_s: PositiveFloat | None = Field(
         default=None, alias="FRUTEBOX_RUNNING_TIMEOUT_S"
     )
@@ -241,6 +244,12 @@ class Session:
     @property
     def proxy(self) -> ProxyClient:
         return self._clients[1]
+
+    def keyed_for(self, request: PodRequest) -> None:
+        """Send the stack's serving key to the pod's ports when its gateway asks for it; a pod
+        without a gateway never gets it."""
+        if request.servingKeyEnv:
+            self.proxy.send_key(self.settings.serving_key)
 
     @cached_property
     def prov(self) -> Provisioner:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from frutebox_infra.deploy.contract import OWNER_ENV
@@ -21,13 +22,50 @@ from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundEr
 from frutebox_infra.runpod.lifecycle import LIVE, Health
 from frutebox_infra.runpod.placement import Ownership, gpu_of
 from frutebox_infra.runpod.wire import Pod
+from frutebox_infra.stack.serving_key import POD_KEY_ENV, key_problem
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
 
 
-def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any]]:
-    """Candidate bodies as sent: our name on each, the HF token filled in only here."""
+@dataclass(frozen=True, kw_only=True)
+class PodSecrets:
+    """The values the step fills into a pod's env at the last moment, never in a request,
+    a result or a log: the Hugging Face token and the stack's serving key."""
+
+    hf_token: str = field(default="", repr=False)
+    serving_key: str = field(default="", repr=False)
+
+    @classmethod
+    def of(cls, session: Session) -> PodSecrets:
+        return cls(hf_token=session.settings.hf_token, serving_key=session.settings.serving_key)
+
+    def value(self, name: str) -> str:
+        """What fills the env variable `name`: the serving key for the gateway's, else the
+        token."""
+        return self.serving_key if name == POD_KEY_ENV else self.hf_token
+
+    def fill(self, env: dict[str, Any], names: Sequence[str]) -> None:
+        for name in names:
+            if value := self.value(name):
+                env[name] = value
+            else:
+                env.pop(name, None)
+
+
+def _serving_key_checked(request: PodRequest, secrets: PodSecrets) -> None:
+    """A pod whose gateway asks for the key is never started without a usable one: its
+    gateway would refuse everything, and the pod must not serve open either."""
+    if not request.servingKeyEnv:
+        return
+    if bad := key_problem(secrets.serving_key):
+        raise ConfigurationError(f"{request.name} runs a gateway, but {bad}.")
+
+
+def prepare_candidates(request: PodRequest, secrets: PodSecrets) -> list[dict[str, Any]]:
+    """Candidate bodies as sent: our name on each, the HF token and the serving key filled in
+    only here."""
+    _serving_key_checked(request, secrets)
     bodies = []
     for index, raw in enumerate(request.candidates):
         body = copy.deepcopy(raw)
@@ -57,11 +95,7 @@ def prepare_candidates(request: PodRequest, hf_token: str) -> list[dict[str, Any
                 f"{where} does not mount the stack's volume {request.volumeId}; a pod is"
                 " recognised as ours by that mount, so every candidate must carry it."
             )
-        for var in request.hfTokenEnv:
-            if hf_token:
-                env[var] = hf_token
-            else:
-                env.pop(var, None)
+        secrets.fill(env, [*request.hfTokenEnv, *request.servingKeyEnv])
         body["env"] = env
         bodies.append(body)
     return bodies
@@ -90,22 +124,19 @@ def rollback_patch(
     patch: Mapping[str, Any],
     previous: PreviousPod,
     current: Pod,
-    hf_token: str,
+    secrets: PodSecrets,
 ) -> dict[str, Any] | None:
     """The PATCH that undoes `patch`: the settings the result recorded last time, else (a
     result from before results recorded them) the live pod's as read before the PATCH."""
     if previous.applied:
-        source, secrets = previous.applied, list(previous.applied.get("secretEnv") or [])
+        source, names = previous.applied, list(previous.applied.get("secretEnv") or [])
     else:
-        source, secrets = {k: getattr(current, k) for k in IN_PLACE_FIELDS}, []
+        source, names = {k: getattr(current, k) for k in IN_PLACE_FIELDS}, []
     undo = {k: copy.deepcopy(source[k]) for k in patch if source.get(k) is not None}
     env = undo.get("env")
-    if isinstance(env, dict) and secrets:
-        for var in secrets:
-            if hf_token:
-                env[var] = hf_token
-            else:
-                env.pop(var, None)
+    if isinstance(env, dict) and names:
+        # The key in force now, not the one rolled back from: the old one is not kept.
+        secrets.fill(env, names)
     return undo or None
 
 
@@ -133,14 +164,15 @@ def _pod_result(
         "status": pod.status,
         "volumeId": pod.volume_id,
         "ollamaModels": list(request.ollamaPull),
-        "applied": applied_of(body, request.hfTokenEnv),
+        "applied": applied_of(body, [*request.hfTokenEnv, *request.servingKeyEnv]),
         "meta": request.meta,
     }
 
 
 def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
     """Place on the first candidate that takes, then serve; a failure terminates the pod."""
-    bodies = prepare_candidates(request, session.settings.hf_token)
+    bodies = prepare_candidates(request, PodSecrets.of(session))
+    session.keyed_for(request)
     timeouts = session.timeouts(request)
     owner = Ownership(request.owner, request.volumeId)
     placement = session.prov.place(request.name, bodies, owner, timeouts)
@@ -187,7 +219,8 @@ def pod_update(
         session.log(f"pod {current.id} is {current.status}; replacing it with a new one")
         prov.terminate(current.id)
         return pod_create(session, request)
-    bodies = prepare_candidates(request, session.settings.hf_token)
+    bodies = prepare_candidates(request, PodSecrets.of(session))
+    session.keyed_for(request)
     index = matching_candidate(bodies, current)
     if index is None:
         gpu = f"{current.gpu.count}x {current.gpu.id}" if current.gpu else "no GPU"
@@ -230,7 +263,7 @@ def pod_update(
         timeouts=timeouts,
         patched_at=patched_at,
         logged_before=logged,
-        rollback=rollback_patch(patch, previous, current, session.settings.hf_token),
+        rollback=rollback_patch(patch, previous, current, PodSecrets.of(session)),
         rollback_tags=previous.ollamaModels,
     )
     prov.forget(pod, health=health, tags=gone)

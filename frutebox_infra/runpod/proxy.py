@@ -1,4 +1,5 @@
-"""A client for a pod's HTTP ports as the RunPod proxy serves them; it never sends the API key.
+"""A client for a pod's HTTP ports as the RunPod proxy serves them; it never sends the API key,
+and sends the stack's serving key when given one (a pod's gateway asks for it on every route).
 
 The proxy sits behind Cloudflare, which cuts an answer that stays silent for 100 s (error
 524). Long operations are therefore read as a stream (`stream_post`), never as one body
@@ -27,6 +28,7 @@ class ProxyClient:
         template: str = DEFAULT_PROXY_URL_TEMPLATE,
         timeout_s: float = 10.0,
         transport: httpx.BaseTransport | None = None,
+        serving_key: str = "",
     ) -> None:
         if "{podId}" not in template or "{port}" not in template:
             raise ConfigurationError(
@@ -35,7 +37,14 @@ class ProxyClient:
             )
         self.template = template.rstrip("/")
         self._connect_timeout_s = timeout_s
-        self._http = httpx.Client(timeout=timeout_s, transport=transport, verify=tls_context())
+        headers = {"Authorization": f"Bearer {serving_key}"} if serving_key else None
+        self._http = httpx.Client(
+            timeout=timeout_s, transport=transport, verify=tls_context(), headers=headers
+        )
+
+    def send_key(self, serving_key: str) -> None:
+        """Send the stack's serving key from now on (a gateway pod's every route asks it)."""
+        self._http.headers["Authorization"] = f"Bearer {serving_key}"
 
     def close(self) -> None:
         self._http.close()
@@ -44,10 +53,12 @@ class ProxyClient:
         # str.replace rather than format: a template is data, not code.
         return self.template.replace("{podId}", pod_id).replace("{port}", str(port))
 
-    def probe(self, url: str) -> int | None:
-        """Status code of GET url, or None while nothing answers at all."""
+    def probe(self, url: str, *, serving_key: str = "") -> int | None:
+        """Status code of GET url, or None while nothing answers at all; `serving_key`: sent
+        to this URL (a gateway's) only."""
+        headers = {"Authorization": f"Bearer {serving_key}"} if serving_key else None
         try:
-            return self._http.get(url).status_code
+            return self._http.get(url, headers=headers).status_code
         except HTTPX_FAILURES:
             return None
 

@@ -21,7 +21,7 @@ from frutebox_infra.stack.windows import FIX as WINDOW_FIX
 from frutebox_infra.stack.windows import checked_window
 
 PROJECT = "frutebox-infra"
-SECRET_KEYS = ("runpodApiKey", "hfToken")
+SECRET_KEYS = ("runpodApiKey", "hfToken", "servingKey")
 """Secret config: never parsed here, only noticed as present so the plan knows a token exists.
 Not declared in Pulumi.yaml: Pulumi makes a declared secret key required."""
 

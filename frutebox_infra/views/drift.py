@@ -101,7 +101,7 @@ def changes(model: ModelPlan, pod: LivePod, data_center: str) -> tuple[str, ...]
         found.append(f"image {pod.image!r} != planned {spec.image!r}")
     if pod.args != spec.args:
         found.append("args differ from the plan")
-    env = _env_changes(spec.env, pod.env, spec.secret_env)
+    env = _env_changes(spec.env, pod.env, (*spec.secret_env, *spec.serving_key_env))
     if env:
         found.append(f"env {', '.join(env)} differ from the plan")
     if pod.data_center_id is not None and pod.data_center_id != data_center:

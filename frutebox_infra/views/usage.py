@@ -10,6 +10,7 @@ An hour a pod billed in which its counters did not move is idle.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -243,7 +244,8 @@ def unmeasured_reason(plan: ModelPlan) -> str | None:
             " caller sees"
         )
     flag = COUNTING_FLAGS.get(engine)
-    if flag and flag not in placement.pod.args.split():
+    # A word of the launch, or of the engine's line in a launch script (the gateway first).
+    if flag and not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", placement.pod.args):
         return f"{engine} is launched without {flag}: set frutebox-infra:measureUsage: true"
     return None
 

@@ -40,7 +40,6 @@ def test_the_health_route_is_the_images_health_path_and_is_forwarded() -> None:
         pytest.param(Runtime.VLLM, "POST", "/update_weights", id="vllm-update-weights"),
         pytest.param(Runtime.VLLM, "POST", "/pause", id="vllm-pause"),
         pytest.param(Runtime.SGLANG, "POST", "/flush_cache", id="sglang-flush"),
-        pytest.param(Runtime.SGLANG, "GET", "/metrics", id="sglang-metrics"),
         pytest.param(Runtime.LLAMACPP, "POST", "/slots/0", id="llamacpp-slot-save"),
         pytest.param(Runtime.COMFYUI, "POST", "/customnode/install", id="comfyui-node-install"),
         pytest.param(Runtime.COMFYUI, "POST", "/free", id="comfyui-free"),
@@ -53,6 +52,16 @@ def test_the_routes_the_issue_names_are_listed_and_never_forwarded(
     route = routes.route(method, path)
     assert route is not None and route.use is RouteUse.REFUSED and route.why
     assert not routes.forwards(method, path)
+
+
+@pytest.mark.parametrize("runtime", [Runtime.SGLANG, Runtime.VLLM, Runtime.LLAMACPP], ids=str)
+def test_the_counters_are_forwarded_with_the_key_for_usage_to_read(runtime: Runtime) -> None:
+    """They reveal the traffic, so the engines' own keys leaving them open is not enough: the
+    gateway forwards them only with the stack's key, which `frutebox usage` holds."""
+    routes = real_registry().engine_routes[runtime]
+    route = routes.route("GET", "/metrics")
+    assert route is not None and route.use is RouteUse.METRICS
+    assert routes.forwards("GET", "/metrics")
 
 
 def test_deny_by_default_a_path_nobody_listed_is_not_forwarded() -> None:

@@ -255,3 +255,34 @@ def test_a_runpod_hiccup_is_retried_as_the_deploy_step_retries(
     with pytest.raises(StatusError, match="503"):
         view_of(emulator, {"volume": None, "pods": {}})
     assert [r["status"] for r in requests(emulator, "pods.list")] == [503] * attempts
+
+
+def test_the_serving_key_goes_to_a_gateway_pod_s_probe_only(emulator: RunningEmulator) -> None:
+    key = "status-" + "s" * 40
+    both = plan_fleet(real_registry(), settings(models=["qwen3-8b", "sdxl-1.0"]), stack=STACK)
+    api = httpx.Client(
+        base_url=emulator.url, headers={"Authorization": "Bearer k"}, verify=tls_context()
+    )
+    volume = api.post(
+        "/v2/network-volumes", json={"name": "v", "size": 40, "dataCenter": "EU-RO-1"}
+    ).json()
+    pods = {}
+    for model in both.models:
+        assert model.placement is not None
+        body = pod_body(model, model.placement, both.settings, stack=STACK,
+                        volume_id=volume["id"], owner=OWNER)  # fmt: skip
+        for name in model.placement.pod.serving_key_env:
+            body["env"][name] = key  # as the deploy step fills it
+        pod = api.post("/v2/pods", json=body).json()
+        for _ in range(3):
+            api.get(f"/v2/pods/{pod['id']}")
+        pods[model.model_id] = {"name": body["name"], "podId": pod["id"], "gpuId": "g"}
+    outputs = {"volume": {"id": volume["id"], "sizeGb": 40, "owner": OWNER}, "pods": pods}
+    view = collect(both, recorded_from_outputs(outputs), endpoints(emulator), probe=False)
+    keyed = probe_health(view, endpoints(emulator), window_s=0.0, serving_key=key)
+    assert keyed["sdxl-1.0"].ok and keyed["qwen3-8b"].ok
+    sent = {r["pod"]: r["authorization"] for r in requests(emulator, "proxy")}
+    assert sent == {pods["sdxl-1.0"]["podId"]: True, pods["qwen3-8b"]["podId"]: False}
+    # Without the key, the gateway answers its health path 401: the pod reads unhealthy.
+    bare = probe_health(view, endpoints(emulator), window_s=0.0, probes=1)
+    assert not bare["sdxl-1.0"].ok and bare["sdxl-1.0"].last == 401

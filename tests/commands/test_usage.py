@@ -16,6 +16,7 @@ import pytest
 from frutebox_infra.commands.status import recorded_from_outputs
 from frutebox_infra.commands.usage import (
     collect_usage,
+    keyed_for_gateways,
     prometheus_value,
     read_ledger,
     usage_now,
@@ -26,6 +27,7 @@ from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.server import RunningEmulator, start
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.plumbing.errors import UsageError
+from frutebox_infra.recipes.gateway import KEY_ENV
 from frutebox_infra.report import Format
 from frutebox_infra.report.render import render
 from frutebox_infra.runpod.tls import tls_context
@@ -35,6 +37,8 @@ from tests.factories import emulator_parts, real_registry, settings
 
 STACK = "u"
 OWNER = "tok-usage-1234"
+KEY = "usage-serving-key-" + "0" * 24
+"""The stack's serving key: SGLang's pod runs the gateway, which counts nothing without it."""
 MODELS = ["pixtral", "qwen-3.6-27b"]
 START = datetime(2026, 12, 1, 0, 0, 30, tzinfo=UTC)
 
@@ -74,6 +78,8 @@ def deploy(emu: RunningEmulator) -> dict[str, Any]:
         assert model.placement is not None
         body = pod_body(model, model.placement, p.settings, stack=STACK, volume_id=volume["id"],
                         owner=OWNER)  # fmt: skip
+        if model.placement.pod.serving_key_env:  # filled in as the deploy step fills it
+            body["env"] = {**body["env"], KEY_ENV: KEY}
         pod = client.post("/v2/pods", json=body).json()
         assert "id" in pod, pod
         for _ in range(3):
@@ -89,14 +95,16 @@ def endpoint(emu: RunningEmulator) -> Endpoint:
 
 def drive(emu: RunningEmulator, pod_id: str, requests: int, tokens: int) -> None:
     answer = api(emu).post(f"/_emulator/pods/{pod_id}/traffic",
-                           json={"requests": requests, "outputTokens": tokens}).json()  # fmt: skip
+                           json={"requests": requests, "outputTokens": tokens,
+                                 "key": KEY}).json()  # fmt: skip
     assert answer["served"] == requests, answer
 
 
 def usage(emu: RunningEmulator, outputs: dict[str, Any], ledger: Path, clock: ManualClock,
           **kw: Any) -> UsageView | int:  # fmt: skip
     return collect_usage(plan(), recorded_from_outputs(outputs), endpoint(emu), hours=24,
-                         ledger=ledger, now=clock.utc(), **kw)  # fmt: skip
+                         ledger=ledger, now=clock.utc(),
+                         auth_headers=keyed_for_gateways(plan(), KEY), **kw)  # fmt: skip
 
 
 def test_a_day_of_traffic_through_a_restart_is_reported_exactly(

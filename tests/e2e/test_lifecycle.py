@@ -38,13 +38,16 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     # The stack's token: minted with the volume, in its name and in every pod's env.
     owner = volume["name"].removeprefix("frutebox-dev-weights-")
     assert len(owner) == 16
+    outputs = project.outputs("dev")
     for model in plan.models:
         assert model.placement is not None
         expected = pod_body(
             model, model.placement, settings, stack="dev", volume_id=volume["id"], owner=owner
         )
+        # A gateway pod's key, filled in by the deploy step at the last moment.
+        for name in model.placement.pod.serving_key_env:
+            expected["env"][name] = outputs["servingKey"]
         assert bodies[expected["name"]] == expected
-    outputs = project.outputs("dev")
     live = {p["name"]: p for p in deployment.live_pods()}
     for model_id, out in outputs["pods"].items():
         assert out["name"].endswith(model_id)
@@ -213,6 +216,9 @@ def test_secrets_never_reach_state_logs_or_outputs(deployment: Deployment, where
     # output is encrypted, the result JSON the outputs come from stays readable.
     commands = [r for r in json.loads(exported)["deployment"]["resources"]
                 if r["type"] == "command:local:Command"]  # fmt: skip
+    [minted] = [r for r in commands if r["urn"].endswith("::serving-key")]
+    assert minted["outputs"]["stdout"].get(SECRET_SIG) == SECRET_SIG_VALUE  # the key itself
+    commands.remove(minted)
     assert len(commands) == 3
     for command in commands:
         assert command["outputs"]["stderr"].get(SECRET_SIG) == SECRET_SIG_VALUE

@@ -62,9 +62,11 @@ def usage(project: PulumiProject, clock: SteppedClock, *extra: str) -> tuple[int
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int) -> None:
+def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int, key: str) -> None:
+    """`requests` as a client holding the stack's serving `key` sends them."""
     answer = api(deployment).post(f"/_emulator/pods/{pod_id}/traffic",
-                                  json={"requests": requests, "outputTokens": tokens})  # fmt: skip
+                                  json={"requests": requests, "outputTokens": tokens,
+                                        "key": key})  # fmt: skip
     assert answer.json()["served"] == requests, answer.text
 
 
@@ -72,6 +74,7 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
     deployed: Deployment, project: PulumiProject, clock: SteppedClock
 ) -> None:
     outputs = project.outputs(STACK)
+    key = str(outputs["servingKey"])  # the clients of a gateway pod hold it
     pix, qwen = (outputs["pods"][m]["podId"] for m in MODELS)
     # Start the day at the top of an hour, so the day is 24 whole billing buckets after it.
     clock.advance(3600 - clock.utc().minute * 60 - clock.utc().second + 30)
@@ -82,9 +85,9 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
             clock.advance(60)
             api(deployed).get(f"/v2/pods/{pix}")  # the new container: its counters from zero
         clock.advance(600)
-        drive(deployed, pix, 3, 100)
+        drive(deployed, pix, 3, 100, key)
         if hour < 12:
-            drive(deployed, qwen, 2, 50)  # idle from noon
+            drive(deployed, qwen, 2, 50, key)  # idle from noon
         clock.advance(2400 if hour != 9 else 2340)
         code, _, err = usage(project, clock, "--record")
         assert code == 0 and "recorded 2 counter sample(s)" in err, err

@@ -642,6 +642,16 @@ def test_environment_refusals_come_in_the_order_the_launch_sets_its_variables() 
     )  # the same names, another value: the value is read again
 
 
+def engine_line(args: str) -> list[str]:
+    """The engine's words of a launch: its args, or the line a launch script (the gateway
+    first) execs."""
+    words = shlex.split(args)
+    if words[:2] == ["bash", "-c"]:
+        execs = [ln for ln in words[2].splitlines() if ln.startswith("exec ")]
+        return shlex.split(execs[-1].removeprefix("exec "))
+    return words
+
+
 @pytest.mark.parametrize(
     ("model_id", "engine", "flag"),
     [
@@ -664,7 +674,7 @@ def test_measure_usage_turns_the_engines_counters_on_and_the_check_accepts_it(
     )
     args_on = on.models[0].candidates[0].pod.args
     args_off = off.models[0].candidates[0].pod.args
-    assert flag in shlex.split(args_on) and flag not in shlex.split(args_off)
+    assert flag in engine_line(args_on) and flag not in engine_line(args_off)
     assert [p for p in on.problems if p.rule == "launch-rejected"] == []
     # The flag is checked like any other: a misspelt one would be refused by the same facts.
     (refusal,) = check(engine, args_on.replace(flag, flag + "-typo"))

@@ -21,6 +21,8 @@ from frutebox_infra.stack.stack_file import parse_settings
 from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 OWNER = "0123456789abcdef"
+MINTED = "m" * 43
+"""What the mocked mint command prints."""
 
 
 class Recorder(pulumi.runtime.Mocks):
@@ -33,7 +35,9 @@ class Recorder(pulumi.runtime.Mocks):
         self.resources[args.name] = args
         state = dict(args.inputs)
         if args.typ == "command:local:Command":
-            if args.name.endswith(("-volume", "-size")):
+            if args.name == "serving-key":
+                state["stdout"] = MINTED
+            elif args.name.endswith(("-volume", "-size")):
                 state["stdout"] = json.dumps({"volumeId": "vol-123", "size": 17, "owner": OWNER})
             elif args.name.endswith("-seed"):
                 state["stdout"] = json.dumps(
@@ -90,9 +94,9 @@ def test_plan_declares_a_protected_volume_and_one_server_per_model(recorder: Rec
             "size": plan.volume.size_gb,
         }
         assert size.inputs["update"].endswith("frutebox_infra.runpod volume grow")
-        assert set(res) == {"weights", "weights-volume", "weights-size", "qwen3-8b",
-                            "qwen3-8b-pod", "qwen3-8b-seed", "sdxl-1.0", "sdxl-1.0-pod",
-                            "sdxl-1.0-seed"}  # fmt: skip
+        assert set(res) == {"serving-key", "weights", "weights-volume", "weights-size",
+                            "qwen3-8b", "qwen3-8b-pod", "qwen3-8b-seed", "sdxl-1.0",
+                            "sdxl-1.0-pod", "sdxl-1.0-seed"}  # fmt: skip
 
     return pulumi.Output.all(*(s.pod_id for s in fleet.servers.values())).apply(check)
 
@@ -228,3 +232,51 @@ def test_read_config_is_the_project_s_keys_as_the_engine_passes_them(
         "dataCenter": "EU-RO-1",
         "runpodApiKey": "rk-secret",
     }
+
+
+@pulumi.runtime.test
+def test_the_serving_key_is_minted_once_never_echoed_and_kept_secret(recorder: Recorder) -> Any:
+    from frutebox_infra.program.fleet import Credentials, serving_key
+
+    key = serving_key(Credentials())
+
+    def check(pair: list[Any]) -> None:
+        assert pair == [MINTED, True]
+        mint = recorder.resources["serving-key"]
+        assert mint.typ == "command:local:Command"
+        # Created once: no update or delete to run it again, so every later `up` keeps it.
+        assert "secrets.token_urlsafe(32)" in mint.inputs["create"]
+        assert not mint.inputs.get("update") and not mint.inputs.get("delete")
+        assert mint.inputs["logging"] == "none"  # the engine never shows its stdout
+
+    return pulumi.Output.all(key, pulumi.Output.from_input(key.is_secret())).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_stack_key_replaces_the_minted_one_and_is_exported_as_a_secret(
+    recorder: Recorder,
+) -> Any:
+    from frutebox_infra.program.fleet import Credentials, serving_key
+
+    given = "k" * 40
+    key = serving_key(Credentials(serving_key=given))
+    assert "serving-key" not in recorder.resources  # nothing minted beside a stack key
+
+    def check(pair: list[Any]) -> None:
+        value, secret = pair
+        assert value == given
+        assert secret
+
+    return pulumi.Output.all(key, pulumi.Output.from_input(key.is_secret())).apply(check)
+
+
+def test_a_stack_key_unfit_for_the_gateway_is_refused_naming_the_key_and_fix() -> None:
+    from frutebox_infra.stack.serving_key import key_problem
+
+    assert key_problem("A" * 43) is None
+    assert key_problem("Zx-_09" * 6) is None
+    for bad in ("short", "x" * 31, "has space " * 4, 'quote"' * 6, "brace}" * 6):
+        problem = key_problem(bad)
+        assert problem is not None
+        assert "frutebox-infra:servingKey" in problem and "Fix:" in problem
+        assert bad not in problem  # never the value itself

@@ -11,7 +11,7 @@ from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.recipes.speculative import eagle3_env_name, speculation
 from frutebox_infra.stack.environment import Environment
-from tests.factories import real_registry, settings, sglang_model, words
+from tests.factories import real_registry, server_words, settings, sglang_model, words
 from tests.recipes.conftest import BuildPod
 
 HEAD = "org/eagle3-head"
@@ -168,7 +168,7 @@ def coder_args(env: dict[str, str], **config: object) -> tuple[str, tuple[str, .
 
 def test_an_env_head_switches_eagle3_on_for_that_model() -> None:
     args, _ = coder_args({"FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER": HEAD})
-    assert "--speculative-algorithm" in words(args)
+    assert "--speculative-algorithm" in server_words(args)
     args, warnings = coder_args({})
     assert "--speculative-algorithm" not in words(args)
     assert any("FRUTEBOX_EAGLE3_HEAD_QWEN3_CODER" in w for w in warnings)

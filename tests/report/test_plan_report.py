@@ -252,6 +252,7 @@ MODEL_KEYS = ISSUE_MODEL | {
     "usdPerHourBest",
     "usdPerHourWorst",
     "launch",
+    "exposure",
     "minDecodeTokensPerSecond",
     "belowFloor",
     "bringup",
@@ -380,7 +381,7 @@ def test_launch_says_what_will_run_with_env_names_but_never_values() -> None:
         launch = data["models"][models.index(m.model_id)]["launch"]
         assert launch["image"] == pod.image and launch["args"] == pod.args
         assert launch["ports"] == pod.ports and launch["healthPath"] == pod.health_path
-        assert launch["envNames"] == sorted({*pod.env, *pod.secret_env})
+        assert launch["envNames"] == sorted({*pod.env, *pod.secret_env, *pod.serving_key_env})
         for name, value in pod.env.items():
             if len(value) > 40:  # scripts and paths: named, never printed
                 assert value not in text, name

@@ -17,7 +17,7 @@ from frutebox_infra.deploy.contract import HealthSpec, PodRequest, TimeoutSpec
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.runpod.__main__ import main
 from frutebox_infra.runpod.lifecycle import Health, Timeouts
-from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER
+from tests.runpod.conftest import API_KEY, HF_TOKEN, OWNER, SERVING_KEY
 
 POD_NAME = "frutebox-dev-qwen3-8b"
 DUPLICATE_CHECK_S = "0.01"
@@ -44,6 +44,7 @@ def env_for(emulator: RunningEmulator, **extra: str) -> dict[str, str]:
         "RUNPOD_API_KEY": API_KEY,
         "RUNPOD_PROXY_URL_TEMPLATE": emulator.app.proxy_url_template,
         "FRUTEBOX_HF_TOKEN": HF_TOKEN,
+        "FRUTEBOX_STACK_SERVING_KEY": SERVING_KEY,
         "FRUTEBOX_POLL_INTERVAL_S": "0.002",
         "FRUTEBOX_DUPLICATE_CHECK_S": DUPLICATE_CHECK_S,
         "FRUTEBOX_RETRY_BACKOFF_S": "0",
@@ -70,8 +71,8 @@ def run(
     out, err = io.StringIO(), io.StringIO()
     code = main(args.split(), stdin=stdin, stdout=out, stderr=err, env=env, transport=transport)
     done = Run(code, out.getvalue(), err.getvalue())
-    for secret in (API_KEY, HF_TOKEN):
-        assert secret not in done.out + done.err
+    for secret in (API_KEY, HF_TOKEN, SERVING_KEY, env.get("FRUTEBOX_STACK_SERVING_KEY", "")):
+        assert not secret or secret not in done.out + done.err
     return done
 
 

@@ -22,6 +22,8 @@ API = "https://api.test"
 PROXY = "https://{podId}-{port}.proxy.test"
 API_KEY = "rpa_TESTKEY_0123456789abcdef"
 HF_TOKEN = "hf_TESTTOKEN_abcdef0123456789"
+SERVING_KEY = "sk_TESTSERVINGKEY_0123456789abcdefghij"
+"""The stack's serving key the step is given (a gateway pod is never started without one)."""
 OWNER = "feedc0de12345678"
 VOLUME_ID = "vol1"
 

@@ -4,6 +4,7 @@ candidate names)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,14 @@ from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.runpod import errors
 from frutebox_infra.runpod.command_io import PreviousPod
 from frutebox_infra.runpod.pods import (
+    PodSecrets,
     applied_of,
     matching_candidate,
     prepare_candidates,
     rollback_patch,
 )
 from frutebox_infra.runpod.wire import Pod
+from frutebox_infra.stack.serving_key import POD_KEY_ENV
 from tests.emulator_client import fault, live_pods, requests
 from tests.runpod.command import env_for, pod_request, run, volume
 from tests.runpod.conftest import HF_TOKEN, OWNER, pod
@@ -35,7 +38,7 @@ def request_of(**overrides: Any) -> PodRequest:
 
 def test_candidates_carry_our_name_token_and_the_hf_token_only_as_sent() -> None:
     request = request_of()
-    bodies = prepare_candidates(request, HF_TOKEN)
+    bodies = prepare_candidates(request, PodSecrets(hf_token=HF_TOKEN))
     ours = {"A": "1", "FRUTEBOX_OWNER": OWNER, "HF_TOKEN": HF_TOKEN}
     assert [b["env"] for b in bodies] == [ours, ours]
     assert {b["name"] for b in bodies} == {request.name}
@@ -45,7 +48,7 @@ def test_candidates_carry_our_name_token_and_the_hf_token_only_as_sent() -> None
 def test_without_an_hf_token_its_variable_is_dropped() -> None:
     request = request_of()
     request.candidates[0]["env"]["HF_TOKEN"] = "placeholder"
-    assert "HF_TOKEN" not in prepare_candidates(request, "")[0]["env"]
+    assert "HF_TOKEN" not in prepare_candidates(request, PodSecrets(hf_token=""))[0]["env"]
 
 
 @pytest.mark.parametrize(
@@ -71,7 +74,7 @@ def test_a_candidate_that_could_not_be_recognised_as_ours_is_refused(
     request = request_of()
     spoil(request.candidates[1])
     with pytest.raises(errors.ConfigurationError, match=expected) as caught:
-        prepare_candidates(request, HF_TOKEN)
+        prepare_candidates(request, PodSecrets(hf_token=HF_TOKEN))
     assert "candidates[1]" in str(caught.value)
 
 
@@ -85,7 +88,7 @@ def test_a_candidate_that_could_not_be_recognised_as_ours_is_refused(
     ],
 )
 def test_the_running_gpu_picks_its_candidate(gpu: str, count: int, expected: int | None) -> None:
-    bodies = prepare_candidates(request_of(), HF_TOKEN)
+    bodies = prepare_candidates(request_of(), PodSecrets(hf_token=HF_TOKEN))
     assert matching_candidate(bodies, Pod.model_validate(pod(gpu=gpu, count=count))) == expected
 
 
@@ -273,10 +276,58 @@ def test_a_rollback_undoes_exactly_what_the_patch_changed(
     applied: dict[str, Any] | None, token: str, expected: dict[str, Any]
 ) -> None:
     previous = PreviousPod(podId="pod1", applied=applied)
-    assert rollback_patch({"env": {"A": "2"}}, previous, LIVE_POD, token) == expected
+    secrets = PodSecrets(hf_token=token)
+    assert rollback_patch({"env": {"A": "2"}}, previous, LIVE_POD, secrets) == expected
 
 
 def test_a_patch_nothing_recorded_can_undo_has_no_rollback() -> None:
     previous = PreviousPod(podId="pod1", applied={"args": "x", "secretEnv": []})
     assert rollback_patch({"image": "img:2"}, previous, LIVE_POD.model_copy(
-        update={"image": None}), "") is None  # fmt: skip
+        update={"image": None}), PodSecrets()) is None  # fmt: skip
+
+
+def test_the_serving_key_fills_the_gateway_s_variable_and_never_the_record() -> None:
+    key = "s" * 43
+    request = request_of(servingKeyEnv=[POD_KEY_ENV])
+    bodies = prepare_candidates(request, PodSecrets(hf_token=HF_TOKEN, serving_key=key))
+    assert {b["env"][POD_KEY_ENV] for b in bodies} == {key}
+    assert bodies[0]["env"]["HF_TOKEN"] == HF_TOKEN  # each variable its own secret
+    applied = applied_of(bodies[0], [*request.hfTokenEnv, *request.servingKeyEnv])
+    assert POD_KEY_ENV not in applied["env"] and key not in json.dumps(applied)
+    assert POD_KEY_ENV in applied["secretEnv"]  # a rollback fills it again
+
+
+@pytest.mark.parametrize("key", ["", "short", "x" * 40 + " y"])
+def test_a_gateway_pod_is_never_started_without_a_usable_key(key: str) -> None:
+    request = request_of(servingKeyEnv=[POD_KEY_ENV])
+    with pytest.raises(errors.ConfigurationError, match="runs a gateway") as caught:
+        prepare_candidates(request, PodSecrets(serving_key=key))
+    assert "frutebox-infra:servingKey" in str(caught.value)
+    assert not key or key not in str(caught.value)
+
+
+def test_a_rollback_refills_the_serving_key_in_force() -> None:
+    previous = PreviousPod(
+        podId="pod1", applied={"env": {"A": "1"}, "secretEnv": ["HF_TOKEN", POD_KEY_ENV]}
+    )
+    secrets = PodSecrets(hf_token=HF_TOKEN, serving_key="n" * 43)
+    undo = rollback_patch({"env": {"A": "2"}}, previous, LIVE_POD, secrets)
+    assert undo == {"env": {"A": "1", "HF_TOKEN": HF_TOKEN, POD_KEY_ENV: "n" * 43}}
+
+
+def test_rotating_the_key_patches_only_the_gateway_s_variable_and_prints_no_key(
+    emulator: RunningEmulator,
+) -> None:
+    old, new = "o" * 43, "n" * 43
+    request = pod_request(volume(emulator), servingKeyEnv=[POD_KEY_ENV])
+    first = run("pod create", request, env=env_for(emulator, FRUTEBOX_STACK_SERVING_KEY=old))
+    assert first.code == 0, first.err
+    done = run("pod update", request, env=env_for(emulator, FRUTEBOX_STACK_SERVING_KEY=new),
+               previous=first.result)  # fmt: skip
+    assert done.code == 0, done.err
+    assert done.result["podId"] == first.result["podId"]  # in place, not a new pod
+    patches = [r["body"] for r in requests(emulator, "pods.update")]
+    assert [sorted(p) for p in patches] == [["env"]]
+    assert patches[0]["env"][POD_KEY_ENV] == new
+    for printed in (first.out, first.err, done.out, done.err):
+        assert old not in printed and new not in printed

@@ -1,0 +1,120 @@
+"""A pod's gateway as the emulated proxy meets it: the rules of the Caddyfile a launch starts
+(recipes/gateway.py) in front of the engine's stand-in, so a test sees what a client of a
+real pod would. The real program, with the same configuration, is proven against the same
+route table by tests/recipes/test_gateway_caddy.py."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from frutebox_infra.emulator.records import RawBody
+from frutebox_infra.recipes.gateway import (
+    CONFIG_ENV,
+    KEY_ENV,
+    MIN_KEY_LENGTH,
+    NO_KEY_STATUS,
+    REFUSED_STATUS,
+    UNKEYED_STATUS,
+    starts_gateway,
+)
+
+_ODD = re.compile(r"(\.\.|//|%|\\)")
+"""The paths the gateway refuses before anything else (its `@odd` matcher)."""
+
+
+def launch_words(body: Mapping[str, Any]) -> list[str]:
+    try:
+        return shlex.split(str(body.get("args") or ""))
+    except ValueError:
+        return []
+
+
+def engine_words(body: Mapping[str, Any]) -> list[str]:
+    """The engine's command: the launch's words, or, for a launch script (the gateway first),
+    the words its last line execs."""
+    words = launch_words(body)
+    if words[:2] == ["bash", "-c"] and len(words) > 2:
+        execs = [ln[5:] for ln in words[2].splitlines() if ln.startswith("exec ")]
+        if execs:
+            try:
+                return shlex.split(execs[-1])
+            except ValueError:
+                return []
+    return words
+
+
+def runs_gateway(body: Mapping[str, Any]) -> bool:
+    """Whether the pod's launch starts the gateway in front of its engine."""
+    return starts_gateway(launch_words(body))
+
+
+def pod_key(body: Mapping[str, Any]) -> str:
+    env = body.get("env") or {}
+    value = env.get(KEY_ENV) if isinstance(env, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def start_failure(body: Mapping[str, Any]) -> str | None:
+    """The line a gateway launch prints before it exits, or None when its gateway starts."""
+    env = body.get("env") or {}
+    if len(pod_key(body)) < MIN_KEY_LENGTH:
+        return f"gateway: {KEY_ENV} is not set: refusing to serve"
+    if not isinstance(env, Mapping) or not env.get(CONFIG_ENV):
+        return f"Error: adapting config using caddyfile: {CONFIG_ENV} is empty"
+    return None
+
+
+_ROUTE = re.compile(r"\t@route\d+ \{\n\t\tmethod ([^\n]+)\n\t\tpath ([^\n]+)\n\t\}")
+
+
+def configured_routes(body: Mapping[str, Any]) -> list[tuple[frozenset[str], str]]:
+    """The routes the pod's own gateway configuration forwards (its `@routeN` matchers):
+    what a gateway forwards is its configuration's business, not the emulator's."""
+    env = body.get("env") or {}
+    config = env.get(CONFIG_ENV) if isinstance(env, Mapping) else None
+    if not isinstance(config, str):
+        return []
+    return [(frozenset(m.group(1).split()), m.group(2)) for m in _ROUTE.finditer(config)]
+
+
+def _forwards(routes: list[tuple[frozenset[str], str]], method: str, path: str) -> bool:
+    for methods, pattern in routes:
+        if method not in methods:
+            continue
+        if (pattern.endswith("*") and path.startswith(pattern[:-1])) or path == pattern:
+            return True
+    return False
+
+
+def gateway_answer(
+    body: Mapping[str, Any],
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+) -> tuple[int, Any] | None:
+    """The gateway's own answer (refusals), or None: it forwards the request to the engine."""
+    key = pod_key(body)
+    bare = path.split("?", 1)[0]
+    if len(key) < MIN_KEY_LENGTH:
+        return _text(NO_KEY_STATUS, "the gateway has no serving key")
+    if _ODD.search(bare):
+        return _text(REFUSED_STATUS, "refused: not a route this model's clients use")
+    bearer = headers.get("authorization", "")
+    if bearer != f"Bearer {key}" and headers.get("x-api-key", "") != key:
+        return _text(UNKEYED_STATUS, "the stack's serving key is required:"
+                     " Authorization: Bearer KEY, or X-Api-Key: KEY")  # fmt: skip
+    if not _forwards(configured_routes(body), method, bare):
+        return _text(REFUSED_STATUS, "refused: not a route this model's clients use")
+    return None
+
+
+def _text(status: int, text: str) -> tuple[int, RawBody]:
+    return status, RawBody("text/plain; charset=utf-8", text.encode())
+
+
+def forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """What reaches the engine: the key headers stripped, as the gateway strips them."""
+    return {k: v for k, v in headers.items() if k not in ("authorization", "x-api-key")}

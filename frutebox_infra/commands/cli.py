@@ -98,9 +98,9 @@ def _health_window(text: str) -> float:
 def cmd_status(args: argparse.Namespace) -> int:
     from frutebox_infra.commands.status import (
         collect,
+        gateway_serving_key,
         read_recorded,
         stack_endpoint,
-        stack_serving_key,
     )
     from frutebox_infra.commands.status import terminate_untracked as terminate
 
@@ -113,9 +113,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     # No key anywhere is a usage error before the stack's outputs are read.
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
     recorded = read_recorded(args.stack, project_dir, os.environ)
-    gateways = any(p.placement and p.placement.pod.serving_key_env for p in plan.models)
     probe = not args.terminate_untracked
-    key = stack_serving_key(args.stack, project_dir, os.environ) if probe and gateways else ""
+    key = gateway_serving_key(plan, project_dir, os.environ) if probe else ""
     view = collect(plan, recorded, endpoint, probe=probe, health_window_s=args.health_window,
                    serving_key=key)  # fmt: skip
     if args.terminate_untracked:
@@ -129,7 +128,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    from frutebox_infra.commands.status import read_recorded, stack_endpoint, stack_serving_key
+    from frutebox_infra.commands.status import (
+        gateway_serving_key,
+        read_recorded,
+        stack_endpoint,
+    )
     from frutebox_infra.commands.usage import (
         collect_usage,
         keyed_for_gateways,
@@ -142,8 +145,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
     endpoint = stack_endpoint(args.stack, project_dir, os.environ, plan.settings.runpod_api_url)
     recorded = read_recorded(args.stack, project_dir, os.environ)
     ledger = Path(args.ledger) if args.ledger else ledger_path(args.stack, project_dir)
-    gateways = any(p.placement and p.placement.pod.serving_key_env for p in plan.models)
-    key = stack_serving_key(args.stack, project_dir, os.environ) if gateways else ""
+    key = gateway_serving_key(plan, project_dir, os.environ)
     result = collect_usage(
         plan,
         recorded,

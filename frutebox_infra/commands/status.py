@@ -94,6 +94,14 @@ def stack_serving_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> 
     return text.strip()
 
 
+def gateway_serving_key(plan: FleetPlan, project_dir: Path, env: Mapping[str, str]) -> str:
+    """The stack's serving key where a pod of `plan` runs the gateway, else "" without asking
+    Pulumi: an open pod is never sent it."""
+    if not any(m.placement and m.placement.pod.serving_key_env for m in plan.models):
+        return ""
+    return stack_serving_key(plan.stack, project_dir, env)
+
+
 def stack_api_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> str | None:
     """The stack's secret `runpodApiKey`, when set: the key `up` deploys with. A stack the
     backend does not have is a UsageError."""

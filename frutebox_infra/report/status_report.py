@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from frutebox_infra.report import Renderers
-from frutebox_infra.report.text import table, usd
+from frutebox_infra.report.text import markdown_rows, table, usd
 from frutebox_infra.views.status_view import LivePod, LiveVolume, ModelStatus, StatusView
 
 STATUS_VERSION = 1
@@ -132,15 +132,8 @@ def status_table(view: StatusView) -> str:
 
 def status_markdown(view: StatusView) -> str:
     mark = "❌ drift" if view.drifted else "✅ in sync"
-    lines = [
-        f"### frutebox status: `{view.stack}` — {mark}",
-        "",
-        "| " + " | ".join(h.lower() for h in STATUS_HEADERS) + " |",
-        "|" + "---|" * len(STATUS_HEADERS),
-    ]
-    for m in view.models:
-        model, *rest = model_row(m)
-        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
+    lines = [f"### frutebox status: `{view.stack}` — {mark}", ""]
+    lines += markdown_rows(STATUS_HEADERS, [model_row(m) for m in view.models])
     lines += ["", f"- **Volume:** {_volume_line(view)}"]
     lines += [f"- **Spend:** {line}" for line in _spend_lines(view)]
     notes = _notes(view)

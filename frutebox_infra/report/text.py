@@ -24,6 +24,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int =
     return "\n".join(lines)
 
 
+def markdown_rows(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines, each row's first cell (the model) set as code."""
+    lines = ["| " + " | ".join(h.lower() for h in headers) + " |", "|" + "---|" * len(headers)]
+    for first, *rest in rows:
+        lines.append("| " + " | ".join([f"`{first}`", *rest]) + " |")
+    return lines
+
+
 def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     out = []
     for cell, w in zip(cells, widths, strict=True):

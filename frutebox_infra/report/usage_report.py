@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from frutebox_infra.report import Renderers
-from frutebox_infra.report.text import table, usd
+from frutebox_infra.report.text import markdown_rows, table, usd
 from frutebox_infra.views.usage import Advice, ModelUsage, UsageView
 
 USAGE_VERSION = 1
@@ -133,15 +133,8 @@ def usage_table(view: UsageView) -> str:
 
 
 def usage_markdown(view: UsageView) -> str:
-    lines = [
-        f"### frutebox usage: `{view.stack}`",
-        "",
-        "| " + " | ".join(h.lower() for h in USAGE_HEADERS) + " |",
-        "|" + "---|" * len(USAGE_HEADERS),
-    ]
-    for m in view.models:
-        model, *rest = usage_row(m)
-        lines.append("| " + " | ".join([f"`{model}`", *rest]) + " |")
+    lines = [f"### frutebox usage: `{view.stack}`", ""]
+    lines += markdown_rows(USAGE_HEADERS, [usage_row(m) for m in view.models])
     lines += ["", f"- {_stack_line(view)}", f"- {MEANING}"]
     lines += [f"- {n}" for n in _notes(view)]
     if view.advice:

@@ -5,7 +5,7 @@ Pulumi runs them in parallel) deploys against the realistic emulator with its cl
 `SCALE` times; the step's own waits are shortened by the same factor, so every figure below is
 in emulated time: what the same `up` would send to RunPod. Three deploys:
 
-- the prod stack's `up` as a real one runs (`_deploy.up`): its volume; per pod, the CPU pod
+- the prod stack's `up` as a real one runs (`support.deploy.up`): its volume; per pod, the CPU pod
   seeding each of its models (the stack seeds, the default) and then the GPU pod, which finds
   its weights on the volume, with the default waits (poll 5 s, API check every 60 s while the
   proxy probe waits for health); then the sweep that ends every `up`;
@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from _common import Results
-from _deploy import Step, command, in_parallel, run_step, step_env, up
+from support.common import Results
+from support.deploy import Step, command, in_parallel, run_step, step_env, up
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.deploy.contract import SweepRequest

@@ -4,8 +4,8 @@ The prod stack is deployed twice on a fresh realistic emulator (its clock sped u
 times; the deploy step's waits shrink alike): once with seeding off, so each GPU pod downloads
 its own weights, and once with seeding on, each model's weights first put on the volume by a
 CPU pod. The deploy step (`python -m frutebox_infra.runpod`) runs in-process as a real `up`
-runs it (`_deploy.up`): the volume, then per pod its models' seeds side by side, then the pod,
-then the sweep that ends every `up`. Every figure
+runs it (`support.deploy.up`): the volume, then per pod its models' seeds side by side, then
+the pod, then the sweep that ends every `up`. Every figure
 comes from the emulator's billing records (what `GET /v2/billing/pods` sums), in emulated time:
 a GPU pod from its create until its server answers, a seeding pod from its create until it
 was terminated. Next to them, the plan's own figures (`frutebox plan`'s bring-up section),
@@ -26,8 +26,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from _common import Results
-from _deploy import step_env, up
+from support.common import Results
+from support.deploy import step_env, up
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.deploy.requests import pod_name
@@ -51,8 +51,9 @@ def usd(value: float) -> str:
 
 
 def deploy(plan: FleetPlan, emulator: RunningEmulator, scale: float) -> None:
-    """The stack's first `up`, as a real one runs (`_deploy.up`): volume; per pod, its models'
-    seeds, then the pod; then the sweep. Generous bounds: a bring-up is measured, not cut."""
+    """The stack's first `up`, as a real one runs (`support.deploy.up`): volume; per pod, its
+    models' seeds, then the pod; then the sweep. Generous bounds: a bring-up is measured, not
+    cut."""
     hours = 6 * 3600.0
     done = up(plan, step_env(emulator, scale, healthy_s=hours, seed_s=hours))
     if done.failed or done.sweep is None or done.sweep.code != 0:

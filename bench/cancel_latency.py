@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 import yaml
-from _common import Results, real_project, require_toolchain
+from support.common import Results, real_project, require_toolchain
 
 from frutebox_infra.emulator.server import start
 

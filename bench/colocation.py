@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
-from _common import Results, timed
+from support.common import Results, timed
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Registry

@@ -20,7 +20,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from _common import Results, Verdict, judge, price, synthetic_registry
+from support.common import Results, Verdict, judge, price, synthetic_registry
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Gpu, Registry

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from _common import Results
+from support.common import Results
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Runtime

@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from _common import Results
-from _deploy import BENCH_SERVING_KEY, command, in_parallel, run_step, step_env
+from support.common import Results
+from support.deploy import BENCH_SERVING_KEY, command, in_parallel, run_step, step_env
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.status import collect

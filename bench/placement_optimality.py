@@ -26,7 +26,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from _common import Results, Verdict, heading, judge, price, print_table
+from support.common import Results, Verdict, heading, judge, price, print_table
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Gpu, Registry

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from _common import PYTHON, ROOT, Results
+from support.common import PYTHON, ROOT, Results
 
 RUNS = 9
 BUDGET_S = 0.5

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 
-from _common import Results, synthetic_registry, timed
+from support.common import Results, synthetic_registry, timed
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Model, Registry

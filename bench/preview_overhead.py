@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import Project, Results, bare_project, real_project, require_toolchain
+from support.common import Project, Results, bare_project, real_project, require_toolchain
 
 RUNS = 5
 BUDGET = 1.2

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from _common import Results, heading, print_table
 from pydantic import BaseModel, ConfigDict, Field
+from support.common import Results, heading, print_table
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.catalog.schema import Model, Registry, Runtime, SpecDecode, WeightFormat

@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from _common import Results
+from support.common import Results
 
 from frutebox_infra.commands.toolchain import hermetic_env
 from frutebox_infra.plumbing.paths import REPO_ROOT

@@ -34,8 +34,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
-from _common import Results
-from _deploy import BENCH_SERVING_KEY
+from support.common import Results
+from support.deploy import BENCH_SERVING_KEY
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.usage import collect_usage, keyed_for_gateways

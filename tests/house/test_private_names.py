@@ -14,7 +14,7 @@ import pytest
 
 from tests.factories import ROOT
 
-OURS = ("frutebox_infra", "tests", "_common", "_deploy", "bench", "conftest")
+OURS = ("frutebox_infra", "tests", "support", "bench", "conftest")
 DOCUMENTED = {"os._exit"}
 """Underscored, yet documented and public: the process exit that skips clean-up handlers."""
 SOURCES = [
@@ -102,7 +102,7 @@ def test_the_check_sees_every_shape_of_reaching_in() -> None:
     source = (
         "import dataclasses, pulumi.runtime\nfrom pydantic._internal import core\n"
         "from _pytest.assertion import rewrite\nfrom dataclasses import _FIELD\n"
-        "from frutebox_infra.plumbing import _ours\nfrom _common import heading\n"
+        "from frutebox_infra.plumbing import _ours\nfrom support.common import heading\n"
         "a = vars(dataclasses)['_FIELD']\nb = getattr(dataclasses, '_MISSING_TYPE')\n"
         "c = pulumi.runtime._sync_monitor\nd = dataclasses.__name__\ne = self._mine\n"
     )

@@ -10,8 +10,6 @@ from typing import Annotated, Any, Literal
 
 from frutebox_infra.plumbing.validation import Check
 
-ROUTES_FILE = "registry/routes.yaml"
-
 HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 

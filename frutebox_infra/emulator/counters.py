@@ -98,19 +98,12 @@ def _metrics_text(pod: PodRecord) -> bytes:
     engine, c = engine_of(pod), pod.counters or dict.fromkeys(COUNTERS, 0.0)
     label = '{model_name="served"}'
     lines: list[str]
-    if engine == "sglang":
+    if engine in ("sglang", "vllm"):  # the same two counters, each under its engine's prefix
         lines = [
-            "# TYPE sglang:generation_tokens_total counter",
-            f"sglang:generation_tokens_total{label} {c['tokens']:.1f}",
-            "# TYPE sglang:prompt_tokens_total counter",
-            f"sglang:prompt_tokens_total{label} {c['prompt_tokens']:.1f}",
-        ]
-    elif engine == "vllm":
-        lines = [
-            "# TYPE vllm:generation_tokens_total counter",
-            f"vllm:generation_tokens_total{label} {c['tokens']:.1f}",
-            "# TYPE vllm:prompt_tokens_total counter",
-            f"vllm:prompt_tokens_total{label} {c['prompt_tokens']:.1f}",
+            f"# TYPE {engine}:generation_tokens_total counter",
+            f"{engine}:generation_tokens_total{label} {c['tokens']:.1f}",
+            f"# TYPE {engine}:prompt_tokens_total counter",
+            f"{engine}:prompt_tokens_total{label} {c['prompt_tokens']:.1f}",
         ]
     else:
         lines = [

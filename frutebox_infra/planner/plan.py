@@ -107,9 +107,13 @@ class FleetPlan:
         return not self.problems
 
     def window_of(self, model_id: str) -> ModelWindow | None:
-        return next((w for w in self.windows if w.model_id == model_id), None)
+        return self._window_by_model.get(model_id)
 
-    @property
+    @cached_property
+    def _window_by_model(self) -> dict[str, ModelWindow]:
+        return {w.model_id: w for w in self.windows}
+
+    @cached_property
     def dormant(self) -> frozenset[str]:
         """Models outside their window at the run's time: no pod, their weights kept."""
         return frozenset(w.model_id for w in self.windows if w.armed_now is False)

@@ -13,8 +13,8 @@ from typing import ClassVar
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.gateway import (
+    KEY_ENV,
     LOOPBACK,
-    POD_KEY_ENV,
     GatewaySetup,
     engine_port,
     gateway_env,
@@ -296,7 +296,7 @@ class Recipe(ABC):
             spec,
             args=shlex.join(words),
             env={**spec.env, **gateway_env(gateway, spec.port)},
-            serving_key_env=(POD_KEY_ENV,),
+            serving_key_env=(KEY_ENV,),
             words=words,
         )
 

@@ -17,9 +17,10 @@ from frutebox_infra.recipes.base import (
     ServeOptions,
     Serving,
     Sharing,
+    engine_address,
     version_tuple,
 )
-from frutebox_infra.recipes.gateway import LOOPBACK, engine_port
+from frutebox_infra.recipes.gateway import GatewaySetup
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
 """ComfyUI's --base-directory: models, input, output and user data live on the volume."""
@@ -162,7 +163,7 @@ class ComfyUI(Recipe):
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
-        script, args = launch(image, model.id, gateway=serving.gateway is not None)
+        script, args = launch(image, model.id, gateway=serving.gateway)
         spec = self.pod_spec(
             model,
             image,
@@ -198,7 +199,7 @@ class ComfyLaunch(NamedTuple):
     args: str
 
 
-def launch(image: Image, model_id: str, *, gateway: bool = False) -> ComfyLaunch:
+def launch(image: Image, model_id: str, *, gateway: GatewaySetup | None = None) -> ComfyLaunch:
     """Install the pinned ComfyUI release, fetch the weights, exec the server.
 
     The release is unpacked and its requirements installed into a venv inside a fresh
@@ -214,7 +215,7 @@ def launch(image: Image, model_id: str, *, gateway: bool = False) -> ComfyLaunch
     by several servers, would lock or corrupt).
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
-    host, port = (LOOPBACK, engine_port(image.port)) if gateway else ("0.0.0.0", image.port)
+    host, port = engine_address(image.port, gateway)
     script = f"{_install_script(image.engine_version)}\n{_exec_server(host, port, model_id)}"
     return ComfyLaunch(script, shlex.join(["bash", "-c", script]))
 

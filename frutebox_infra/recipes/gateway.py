@@ -19,7 +19,6 @@ from frutebox_infra.catalog.schema import GatewayRelease
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
-POD_KEY_ENV = KEY_ENV
 
 ENGINE_PORT_OFFSET = 10_000
 """The engine listens on loopback at its image's port plus this; the gateway takes the

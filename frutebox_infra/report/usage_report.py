@@ -98,7 +98,7 @@ def _notes(view: UsageView) -> list[str]:
         notes.append(
             f"{usd(view.foreign_usd)} billed to pods of the account that are not this stack's"
         )
-    return notes + list(view.notes)
+    return notes
 
 
 def advice_line(a: Advice) -> str:

@@ -28,7 +28,6 @@ class ProxyClient:
         template: str = DEFAULT_PROXY_URL_TEMPLATE,
         timeout_s: float = 10.0,
         transport: httpx.BaseTransport | None = None,
-        serving_key: str = "",
     ) -> None:
         if "{podId}" not in template or "{port}" not in template:
             raise ConfigurationError(
@@ -37,10 +36,7 @@ class ProxyClient:
             )
         self.template = template.rstrip("/")
         self._connect_timeout_s = timeout_s
-        headers = {"Authorization": f"Bearer {serving_key}"} if serving_key else None
-        self._http = httpx.Client(
-            timeout=timeout_s, transport=transport, verify=tls_context(), headers=headers
-        )
+        self._http = httpx.Client(timeout=timeout_s, transport=transport, verify=tls_context())
 
     def send_key(self, serving_key: str) -> None:
         """Send the stack's serving key from now on (a gateway pod's every route asks it)."""

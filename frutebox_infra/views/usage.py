@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
@@ -111,7 +111,6 @@ class UsageView:
     models: tuple[ModelUsage, ...]
     foreign_usd: float = 0.0
     """Billed to pods of the account that are not this stack's (not counted above)."""
-    notes: tuple[str, ...] = field(default=())
     advice: tuple[Advice, ...] = ()
 
     @property

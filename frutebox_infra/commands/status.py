@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.commands.toolchain import hermetic_env
+from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
@@ -97,7 +98,7 @@ def stack_serving_key(stack: str, project_dir: Path, env: Mapping[str, str]) -> 
 def gateway_serving_key(plan: FleetPlan, project_dir: Path, env: Mapping[str, str]) -> str:
     """The stack's serving key where a pod of `plan` runs the gateway, else "" without asking
     Pulumi: an open pod is never sent it."""
-    if not any(m.placement and m.placement.pod.serving_key_env for m in plan.models):
+    if not gated_models(plan):
         return ""
     return stack_serving_key(plan.stack, project_dir, env)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from frutebox_infra.commands.status import StatusError, live_pod, runpod_client
 from frutebox_infra.deploy.contract import OWNER_ENV
+from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.stack.endpoints import Endpoint
@@ -61,11 +62,7 @@ def no_auth(model_id: str) -> Mapping[str, str]:
 def keyed_for_gateways(plan: FleetPlan, serving_key: str) -> AuthHeaders:
     """The stack's `serving_key` for a model whose pod runs the gateway (its counters are
     forwarded only with the key); none for an open pod, which must never be sent it."""
-    gated = {
-        m.model_id
-        for m in plan.models
-        if m.placement is not None and m.placement.pod.serving_key_env
-    }
+    gated = gated_models(plan)
 
     def headers(model_id: str) -> Mapping[str, str]:
         if serving_key and model_id in gated:

@@ -129,6 +129,17 @@ def pod_request_needs_key(plan: ModelPlan, members: Sequence[ModelPlan] = ()) ->
     return any(spec.serving_key_env for spec in shared_specs(plan, members))
 
 
+def gated_models(plan: FleetPlan) -> frozenset[str]:
+    """The models whose pod runs the gateway, as the deploy step renders that pod: reached with
+    the stack's serving key, and the only ones ever sent it."""
+    gated: set[str] = set()
+    for pod in plan.pods:
+        anchor, members = plan.members(pod)
+        if pod_request_needs_key(anchor, members):
+            gated.update(pod.model_ids)
+    return frozenset(gated)
+
+
 def pod_request(
     plan: ModelPlan,
     settings: StackSettings,

@@ -42,6 +42,19 @@ class ModelWindow:
     """GPU seconds billed per opening before the model serves again."""
 
 
+def placement_rearm_s(placement: PlacementOption | None, volume_type: str) -> float:
+    """Seconds one opening of a window bills the GPU: its start and, for an engine that loads
+    at start, the weights read off the volume (they stay seeded between windows)."""
+    if placement is None:
+        return rearm_seconds(0.0, volume_type, loads_at_start=True)
+    serving = placement.serving
+    return rearm_seconds(
+        serving.weights_disk_gb or serving.weights_vram_gb,
+        volume_type,
+        loads_at_start=placement.recipe.loads_weights_at_start,
+    )
+
+
 def plan_windows(
     settings: StackSettings, models: Sequence[Planned], now: datetime | None
 ) -> tuple[ModelWindow, ...]:
@@ -53,13 +66,6 @@ def plan_windows(
         if not text:
             continue
         window = parse_window(text)
-        placement = m.placement
-        weights = (
-            (placement.serving.weights_disk_gb or placement.serving.weights_vram_gb)
-            if placement
-            else 0.0
-        )
-        loads = placement.recipe.loads_weights_at_start if placement else True
         scale = HOURS_PER_MONTH / WEEK_HOURS
         found.append(
             ModelWindow(
@@ -69,7 +75,7 @@ def plan_windows(
                 until=window.next_edge(now) if now else None,
                 hours_per_month=window.hours_per_week * scale,
                 openings_per_month=window.openings_per_week * scale,
-                rearm_s=rearm_seconds(weights, settings.volume_type, loads_at_start=loads),
+                rearm_s=placement_rearm_s(m.placement, settings.volume_type),
             )
         )
     return tuple(found)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
-from frutebox_infra.seeding.bringup import rearm_seconds
+from frutebox_infra.planner.armed import placement_rearm_s
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -269,9 +269,7 @@ def rearm_usd(plan: ModelPlan, volume_type: str) -> float:
     placement = plan.placement
     if placement is None:
         return 0.0
-    weights = placement.serving.weights_disk_gb or placement.serving.weights_vram_gb
-    loads = placement.recipe.loads_weights_at_start
-    return rearm_seconds(weights, volume_type, loads_at_start=loads) / 3600 * placement.usd_per_hour
+    return placement_rearm_s(placement, volume_type) / 3600 * placement.usd_per_hour
 
 
 def _window_text(days: str, first: int, last: int) -> str:

@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 ROOT = REPO_ROOT
 PYTHON = ROOT / ".venv" / "bin" / "python"
-RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
+RESULTS_FILE = Path(__file__).parent.parent / "RESULTS.md"
 
 
 def timed(fn: Callable[[], T]) -> tuple[float, T]:

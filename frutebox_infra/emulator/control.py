@@ -1,7 +1,9 @@
 """The `/_emulator/` routes of out-of-band changes, parsed into the account's own methods.
 
 `POST /_emulator/pods/{id}/terminate|stop|kill-host`, `PATCH /_emulator/pods/{id}` (a hand
-edit), `POST /_emulator/prices {gpuId, secure}`, `POST /_emulator/stock {gpuId, available,
+edit), `POST /_emulator/volumes/{id}/texts {path, text}` or `{path, remove: true}` (a small file
+of ours written on or deleted from a volume, e.g. a gateway's start hook),
+`POST /_emulator/prices {gpuId, secure}`, `POST /_emulator/stock {gpuId, available,
 dataCenterId?}`, `POST /_emulator/volume-types {dataCenterId, types}`, `POST /_emulator/keys
 {key, scope}` (a key created, restricted or revoked in the console) and `POST /_emulator/hub
 {repo, remove?, removeFile?, gated?}` or `{ollamaTag}` (a model's source gone or gated on the
@@ -17,6 +19,8 @@ from typing import Any
 from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.state import Account
+
+VOLUME_TEXT = re.compile(r"^/_emulator/volumes/(?P<id>[^/]+)/texts$")
 
 POD = re.compile(r"^/_emulator/pods/(?P<id>[^/]+)(?:/(?P<verb>terminate|stop|kill-host|traffic))?$")
 
@@ -69,6 +73,11 @@ def out_of_band(account: Account, method: str, path: str, body: Any) -> tuple[in
             patch = body if isinstance(body, dict) else {}
             return 200, account.edit_by_hand(pod_id, patch).view(account.clock.now())
         return None
+    if method == "POST" and (match := VOLUME_TEXT.match(path)):
+        where = str(_require(body, "path"))
+        text = None if body.get("remove") else str(_require(body, "text"))
+        account.write_text(match["id"], where, text)
+        return 200, {"path": where, "removed": text is None}
     if (method, path) == ("POST", "/_emulator/prices"):
         gpu_id = account.known_gpu(str(_require(body, "gpuId")))
         secure = account.reprice(gpu_id, _require(body, "secure"))

@@ -10,14 +10,18 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from frutebox_infra.emulator.records import RawBody
+from frutebox_infra.emulator import layout
+from frutebox_infra.emulator.records import RawBody, VolumeRecord
 from frutebox_infra.recipes.gateway import (
     CONFIG_ENV,
+    HOOK_MODULE,
     KEY_ENV,
+    LOOPBACK,
     MIN_KEY_LENGTH,
     NO_KEY_STATUS,
     REFUSED_STATUS,
     UNKEYED_STATUS,
+    hook_directory,
     starts_gateway,
 )
 
@@ -65,6 +69,40 @@ def start_failure(body: Mapping[str, Any]) -> str | None:
     if not isinstance(env, Mapping) or not env.get(CONFIG_ENV):
         return f"Error: adapting config using caddyfile: {CONFIG_ENV} is empty"
     return None
+
+
+def hook_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> tuple[bool, str | None]:
+    """For a pod whose env points its image's Python at a start hook (PYTHONPATH below the
+    hook root): whether the hook is on the volume and runs, and the line its container prints
+    before it exits (None: it starts). A hook on the volume starts the gateway as a launch
+    script does, or ends the process (`start_failure`); without it nothing writes the config
+    file the engine's launch names, and the engine exits reading its arguments."""
+    env = body.get("env") or {}
+    directory = hook_directory(env) if isinstance(env, Mapping) else None
+    if directory is None:
+        return False, None
+    below = layout.below_mount(directory)
+    present = volume is not None and below is not None and f"{below}/{HOOK_MODULE}" in volume.refs
+    if present:
+        return True, start_failure(body)
+    words = engine_words(body)
+    config = words[words.index("--config") + 1] if "--config" in words[:-1] else "its config"
+    return False, (
+        f"ERROR Unable to read the config file at {config}. Check path correctness"
+        f" (FileNotFoundError: No such file or directory: '{config}')"
+    )
+
+
+def engine_on_loopback(body: Mapping[str, Any]) -> bool:
+    """Whether the engine listens on loopback only (`--host`/`--listen 127.0.0.1`, Ollama's
+    OLLAMA_HOST): the proxy then finds nothing on the published port without a gateway."""
+    words = engine_words(body)
+    for flag in ("--host", "--listen"):
+        if flag in words[:-1] and words[words.index(flag) + 1] == LOOPBACK:
+            return True
+    env = body.get("env") or {}
+    host = env.get("OLLAMA_HOST", "") if isinstance(env, Mapping) else ""
+    return isinstance(host, str) and host.startswith(LOOPBACK + ":")
 
 
 _ROUTE = re.compile(r"\t@route\d+ \{\n\t\tmethod ([^\n]+)\n\t\tpath ([^\n]+)\n\t\}")

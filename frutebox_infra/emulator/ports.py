@@ -12,7 +12,12 @@ from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.engines import refusal, served
-from frutebox_infra.emulator.gateway import forwarded_headers, gateway_answer, runs_gateway
+from frutebox_infra.emulator.gateway import (
+    engine_on_loopback,
+    forwarded_headers,
+    gateway_answer,
+    runs_gateway,
+)
 from frutebox_infra.emulator.records import PodRecord, RawBody
 
 
@@ -42,12 +47,15 @@ def serve_port(
     if pod.status != "RUNNING" or pod.fault == "never-healthy" or loading:
         return 502, {"error": "the pod's server is not answering"}
     headers = headers or {}
-    if runs_gateway(pod.body):
+    if runs_gateway(pod.body) or pod.hooked:
         # The published port is the gateway's; the engine behind it sees only what it forwards.
         gated = gateway_answer(pod.body, method, path, headers)
         if gated is not None:
             return gated
         headers = forwarded_headers(headers)
+    elif engine_on_loopback(pod.body):
+        # An engine on loopback with no gateway in front: nothing listens on the port.
+        return 502, {"error": "the pod's server is not answering"}
     if engine is not None:
         refused = refusal(engine, pod.body, method, path, headers)
         if refused is not None:

@@ -81,6 +81,9 @@ class PodRecord:
     """What the pod moves onto its volume after it starts (volume_files.py), as JSON."""
     seeding: dict[str, Any] | None = None
     """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
+    hooked: bool = False
+    """Its image's Python found the gateway's start hook on the volume and ran it (gateway.py
+    `hook_failure`): the published port is the gateway's."""
     counters: dict[str, float] = field(default_factory=dict)
     """The engine's counters since its container started (counters.py): zeroed at each start."""
     history: list[str] = field(default_factory=list)

@@ -176,6 +176,8 @@ def _files_of(
             for e in chosen
         ]
         refs = [[layout.ref_file(job.cacheDir, job.repo, ref), commit] for ref in job.refs]
+        # Its small files of ours (a start hook) are written whole, kept as small texts are.
+        refs += [[placed.path, placed.text] for placed in job.texts]
         return commit, pieces, refs
     if isinstance(job, FilesJob):
         pieces = []

@@ -18,6 +18,7 @@ from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.containers import log_progress, settle, step
 from frutebox_infra.emulator.errors import ApiProblem
+from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
 from frutebox_infra.emulator.ports import serve_port
@@ -241,8 +242,10 @@ class Account:
             pod.body[key] = copy.deepcopy(value)
         pod.name = pod.body["name"]
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
-            # The new container runs the new settings: whether it can start is decided anew.
-            pod.crash = launch_failure(self.realism.entrypoints, pod.body)
+            # The new container runs the new settings: whether it can start is decided anew
+            # (a start hook's too, from what the volume holds now).
+            pod.hooked, hook_crash = hook_failure(pod.body, self._volume_of(pod))
+            pod.crash = launch_failure(self.realism.entrypoints, pod.body) or hook_crash
             pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:
@@ -378,6 +381,15 @@ class Account:
         pod = self.pod(pod_id)
         self.pod_action(pod_id, "stop")
         return pod
+
+    def write_text(self, volume_id: str, path: str, text: str | None) -> None:
+        """A small file written on (or, `text` None, removed from) a volume by hand, below its
+        mount: what a later pod's start finds there."""
+        volume = self.volume(volume_id)
+        if text is None:
+            volume.refs.pop(path, None)
+        else:
+            volume.refs[path] = text
 
     def kill_host(self, pod_id: str) -> PodRecord:
         """The machine under the pod dies: RunPod still shows it RUNNING (and bills it), with

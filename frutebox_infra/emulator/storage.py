@@ -16,6 +16,7 @@ from typing import Any
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, seeder_pod, volume_files
+from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.hub import Hub, full_tag
 from frutebox_infra.emulator.launch_reads import Reads, reads_of
 from frutebox_infra.emulator.realism import Realism
@@ -52,6 +53,10 @@ class Storage:
             if seeder_pod.is_seeder(pod):
                 pod.load_s = realism.real_s(speeds.cpu_start_s)
                 seeder_pod.start(pod, volume, self.hub, after_s=pod.load_s, bytes_per_s=rate)
+            return
+        pod.hooked, hook_crash = hook_failure(pod.body, volume)
+        if hook_crash is not None:
+            self._broken(pod, hook_crash, realism.real_s(speeds.gpu_start_s))
             return
         reads = reads_of(pod.body, self.hub, volume) if volume is not None else None
         if reads is None or volume is None:

@@ -47,6 +47,13 @@ class Launch:
     """Variables the deploy step fills in at create time (the Hugging Face token)."""
     words: tuple[str, ...] = ()
     """The words `args` joins, where known (empty: `args` is split into them)."""
+    hook_source: str = ""
+    """The start hook the image's Python runs at every start (recipes/gateway.py), or ""."""
+
+
+HOOK_PATH_ENV = "PYTHONPATH"
+"""Read by the image's Python interpreter itself (CPython's `site` then imports the start hook
+from it): a variable of the image's, not the engine's, accepted where a hook is delivered."""
 
 
 class LaunchFields(Protocol):
@@ -62,6 +69,8 @@ class LaunchFields(Protocol):
     def secret_env(self) -> tuple[str, ...]: ...
     @property
     def words(self) -> tuple[str, ...]: ...
+    @property
+    def hook_source(self) -> str: ...
 
 
 def check_launch(
@@ -91,7 +100,7 @@ def check_launch(
         refusals = list(_subcommand(words, facts))
     else:
         refusals = list(_arguments(words, facts))
-    env = _environment(launch, facts, script)
+    env = _environment(launch, facts, script + launch.hook_source)
     if env:
         refusals += env
     if launch.health_path != facts.health_path:
@@ -406,7 +415,10 @@ def _environment(launch: LaunchFields, facts: EngineOptions, script: str) -> lis
     refusals: list[Refusal] = []
     # In the order the launch sets them: its env, then its secret variables. A variable the
     # engine does not read, its launch's script must; a value must be of the kind it reads.
+    hooked = bool(launch.hook_source)
     for name in (*env, *launch.secret_env):
+        if hooked and name == HOOK_PATH_ENV:
+            continue
         if name not in facts.env and not _script_reads(script, name):
             close = difflib.get_close_matches(name, list(facts.env), n=3)
             refusals.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -246,6 +247,7 @@ def plan_fleet(
     models, seeding = _seeding(registry, settings, models, pods)
     launch_refused, launch_warnings = launch_problems(registry, _launches(models, pods))
     problems.extend(seeding.problems)
+    problems.extend(_unhooked(models, seeding))
     warnings.extend(seeding.warnings)
     problems += [problem for plan in models if plan.problems for problem in plan.problems]
     problems.extend(launch_refused)
@@ -359,6 +361,34 @@ def _seeding(
     return tuple(
         _reading_seeded(m, seeded[m.model_id]) if m.model_id in seeded else m for m in models
     ), seeding
+
+
+def _unhooked(models: Sequence[ModelPlan], seeding: Seeding) -> list[PlanProblem]:
+    """A model whose gateway starts from a hook the seeding CPU pod puts on the volume (an
+    image whose ENTRYPOINT is the engine) cannot be planned unseeded: its pod would start no
+    gateway, and its engine, which needs the hook's config file, would exit at every start."""
+    problems = []
+    for m in models:
+        recipe, image, serving = m.resolution.recipe, m.resolution.image, m.resolution.serving
+        if m.placement is None or recipe is None or image is None or serving is None:
+            continue
+        if not recipe.gateway_needs_seeding or serving.gateway is None:
+            continue
+        if seeding.seeds(m.model_id):
+            continue
+        decision = seeding.of(m.model_id)
+        why = decision.why_not if decision is not None and decision.why_not else "not seeded"
+        problems.append(
+            PlanProblem(
+                rule="gateway-needs-seeding",
+                message=f"{m.model_id}: {image.reference} has a fixed ENTRYPOINT, so its gateway"
+                " starts from a hook that only the seeding CPU pod can put on the volume, and"
+                f" this model is not seeded ({why})",
+                fix="set frutebox-infra:seeding to true in a data centre where a CPU flavor of"
+                " registry/gpus.yaml is offered (or serve the model with another engine)",
+            )
+        )
+    return problems
 
 
 def _reading_seeded(plan: ModelPlan, placement: PlacementOption) -> ModelPlan:

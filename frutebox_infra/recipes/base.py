@@ -16,9 +16,11 @@ from frutebox_infra.recipes.gateway import (
     KEY_ENV,
     LOOPBACK,
     GatewaySetup,
+    StartHook,
     engine_port,
     gateway_env,
     gateway_start,
+    hook_env,
 )
 
 VOLUME_PATH = "/workspace"
@@ -80,10 +82,19 @@ class PodSpec:
     words: tuple[str, ...] = field(default=(), compare=False, repr=False)
     """The words `args` joins, as the recipe gave them (empty: not known): the launch check
     reads these rather than splitting `args` again, which would give them back."""
+    start_hook: StartHook | None = None
+    """The gateway's start hook the image's Python runs (an image whose ENTRYPOINT is the
+    engine); the seeding CPU pod puts it on the volume before the pod starts. None: the pod's
+    args start the gateway themselves, or it runs none."""
 
     @property
     def ports(self) -> list[str]:
         return [f"{self.port}/http"]
+
+    @property
+    def hook_source(self) -> str:
+        """The start hook's source, which reads some of the pod's variables ("": none)."""
+        return self.start_hook.text if self.start_hook is not None else ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,8 +170,12 @@ class Recipe(ABC):
     loads a model on its first request (Ollama, ComfyUI) bills no read before serving."""
     starts_gateway: ClassVar[bool] = False
     """Its launch can start the gateway before the engine (an image without an ENTRYPOINT,
-    whose args are a whole shell command); else RunPod, which takes no entrypoint override,
-    can only pass the image's fixed program its flags."""
+    whose args are a whole shell command, or a Python ENTRYPOINT that runs our start hook);
+    else RunPod, which takes no entrypoint override, can only pass the image's fixed program
+    its flags."""
+    gateway_needs_seeding: ClassVar[bool] = False
+    """Its gateway starts from a hook the seeding CPU pod puts on the volume (nothing of the
+    pod's own can put it there): an unseeded pod of it cannot be planned."""
     offline_env: ClassVar[Mapping[str, str]] = {}
     """What makes the engine load only what is already on the volume once a CPU pod seeded
     it, so a GPU never bills a download; variables the pinned image reads (the launch check
@@ -298,6 +313,17 @@ class Recipe(ABC):
             env={**spec.env, **gateway_env(gateway, spec.port)},
             serving_key_env=(KEY_ENV,),
             words=words,
+        )
+
+    def behind_hook(self, spec: PodSpec, gateway: GatewaySetup, hook: StartHook) -> PodSpec:
+        """`spec` (the engine's own flags, bound to loopback, naming `hook.engine_config`)
+        with the gateway started by `hook` in the image's Python: the hook's directory on
+        PYTHONPATH, the gateway's configuration, the key filled by the deploy step."""
+        return replace(
+            spec,
+            env={**spec.env, **gateway_env(gateway, spec.port), **hook_env(hook)},
+            serving_key_env=(KEY_ENV,),
+            start_hook=hook,
         )
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:

@@ -10,8 +10,10 @@ answered 403. The key never appears in the configuration: Caddy reads it from th
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
@@ -195,3 +197,136 @@ def starts_gateway(words: Sequence[str]) -> bool:
         " start --config " in word and "/Caddyfile --adapter caddyfile || exit 1" in word
         for word in words
     )
+
+
+# --- The start hook: the gateway in an image whose ENTRYPOINT is a Python program -----------
+#
+# RunPod takes no entrypoint override, so an image whose ENTRYPOINT is its engine (vLLM's
+# `vllm serve`) runs no launch script of ours. Its Python does read PYTHONPATH, and CPython's
+# `site` imports the first `sitecustomize` on sys.path at every interpreter start, before the
+# program's own code (Python docs, `site` module). The hook below is that module: a file the
+# seeding CPU pod puts on the volume (seeding/manifest.py), named by its own digest, which
+# starts the gateway exactly as a launch script does (`gateway_start`'s check, fetch, unpack and
+# `caddy start`), and only then writes the engine's config file, which the engine's launch
+# names (`--config`): an engine whose hook did not run, or failed, exits at argument parsing,
+# before any weight is read — a crash loop, never an engine served open. Any failure ends the
+# process with os._exit (`site` would print an exception raised here and carry on).
+# The first interpreter marks the environment, so the interpreters the engine spawns (its
+# workers, compile jobs) inherit the mark and start nothing.
+
+HOOK_ROOT = "/workspace/frutebox/hook"
+"""Where start hooks live on the volume, one directory per hook text (its digest)."""
+
+HOOK_MODULE = "sitecustomize.py"
+HOOK_MARK_ENV = "FRUTEBOX_GATEWAY_HOOKED"
+"""Set by the first interpreter that runs the hook; its children inherit it and skip it."""
+
+ENGINE_CONFIG_DIR = "/dev/shm/frutebox-gateway"
+"""On a tmpfs the container gets afresh at every start: a config file the hook wrote at an
+earlier start is never there at the next one, so only a hook that ran now can let the engine
+start."""
+
+_HOOK_PY = '''"""The frutebox start hook (frutebox_infra/recipes/gateway.py): starts the gateway in
+front of the engine before the engine's own code runs, or ends the process."""
+import os as _os
+
+
+def _frutebox_gateway():
+    import json, subprocess, sys
+    p = json.loads(%(params)r)
+    def fail(why):
+        print("gateway: " + why + ": refusing to serve", file=sys.stderr, flush=True)
+        _os._exit(1)
+    try:
+        _os.remove(p["engine_config"])
+    except OSError:
+        pass
+    if len(_os.environ.get(p["key_env"], "")) < p["min_key"]:
+        fail(p["key_env"] + " is not set")
+    check = [sys.executable, "-c", p["check"], p["archive"], p["url"], p["sha512"], p["member"],
+             p["program"], "1"]
+    if subprocess.run(check).returncode != 0:
+        fail("the release " + p["archive"] + " could not be checked")
+    config = p["run_dir"] + "/Caddyfile"
+    with open(config, "w") as f:
+        f.write(_os.environ.get(p["config_env"], ""))
+    start = [p["program"], "start", "--config", config, "--adapter", "caddyfile"]
+    if subprocess.run(start).returncode != 0:
+        fail("the gateway did not start")
+    _os.makedirs(_os.path.dirname(p["engine_config"]), exist_ok=True)
+    part = p["engine_config"] + ".part"
+    with open(part, "w") as f:
+        f.write(p["engine_config_text"])
+    _os.replace(part, p["engine_config"])
+
+
+if _os.environ.get(%(config_env)r) and not _os.environ.get(%(mark)r):
+    _os.environ[%(mark)r] = str(_os.getpid())
+    try:
+        _frutebox_gateway()
+    except BaseException as _e:
+        import sys as _sys
+        print("gateway: the start hook failed: " + repr(_e), file=_sys.stderr, flush=True)
+        _os._exit(1)
+'''
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartHook:
+    """A `sitecustomize` module that starts the gateway in an image whose ENTRYPOINT is a
+    Python program, and the engine config file only it writes."""
+
+    text: str
+    """The module's source (no key in it)."""
+    engine_config: str
+    """The file the hook writes last, once the gateway serves; the engine's launch names it."""
+
+    @property
+    def directory(self) -> str:
+        """Its directory on the volume (PYTHONPATH), named by the text's digest: a changed hook
+        is a new file, never an edit of one a running pod reads."""
+        digest = hashlib.sha256(self.text.encode()).hexdigest()[:16]
+        return f"{HOOK_ROOT}/{digest}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.directory}/{HOOK_MODULE}"
+
+
+def start_hook(setup: GatewaySetup, *, engine_config: str, engine_config_text: str) -> StartHook:
+    """The hook for `setup`: the same check, fetch and `caddy start` as `gateway_start`, then
+    `engine_config_text` written to `engine_config`."""
+    release = setup.release
+    params = {
+        "key_env": KEY_ENV,
+        "min_key": MIN_KEY_LENGTH,
+        "config_env": CONFIG_ENV,
+        "check": _GATEWAY_PY,
+        "archive": setup.archive,
+        "url": release.url,
+        "sha512": release.sha512,
+        "member": release.member,
+        "program": f"{setup.run_dir}/{release.name}",
+        "run_dir": setup.run_dir,
+        "engine_config": engine_config,
+        "engine_config_text": engine_config_text,
+    }
+    text = _HOOK_PY % {
+        "params": json.dumps(params, sort_keys=True),
+        "config_env": CONFIG_ENV,
+        "mark": HOOK_MARK_ENV,
+    }
+    return StartHook(text=text, engine_config=engine_config)
+
+
+def hook_env(hook: StartHook) -> dict[str, str]:
+    """The pod variables that make the image's Python run `hook` (the key is the deploy
+    step's to fill)."""
+    return {"PYTHONPATH": hook.directory}
+
+
+def hook_directory(env: Mapping[str, str]) -> str | None:
+    """The start hook's directory a pod's env names (PYTHONPATH below HOOK_ROOT), or None."""
+    path = env.get("PYTHONPATH", "")
+    first = path.split(":", 1)[0]
+    return first if first.startswith(HOOK_ROOT + "/") and env.get(CONFIG_ENV) else None

@@ -6,13 +6,26 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Serving
+from frutebox_infra.recipes.base import PodSpec, Serving, engine_address
+from frutebox_infra.recipes.gateway import ENGINE_CONFIG_DIR, start_hook
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
+
+ENGINE_CONFIG = f"{ENGINE_CONFIG_DIR}/vllm.yaml"
+"""The config file (`vllm serve --config`) only the start hook writes, once the gateway serves:
+vLLM reads it while parsing its arguments and exits there when it is missing (its
+FlexibleArgumentParser.load_config_file re-raises the open error), before any weight is read."""
+
+ENGINE_CONFIG_TEXT = "disable-fastapi-docs: true\n"
+"""What the file says: a flag of the pinned vLLM (registry/engine_options/vllm.json) that also
+takes the unguarded /docs and /openapi.json off the engine behind the gateway."""
 
 
 class VLLM(TensorParallelRecipe):
     runtime = Runtime.VLLM
     entrypoint = "fixed-binary"
+    # The ENTRYPOINT is vLLM's Python program, which runs the start hook on the volume.
+    starts_gateway = True
+    gateway_needs_seeding = True
     memory_model = MemoryModel.VLLM
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:
@@ -28,11 +41,17 @@ class VLLM(TensorParallelRecipe):
     ) -> PodSpec:
         assert model.source is not None and model.source.hf_repo is not None
         # The image's ENTRYPOINT is `vllm serve`, which takes the model as its first argument.
+        # Behind the gateway it listens on loopback, and names the config file only the start
+        # hook writes once the gateway serves.
+        gateway = serving.gateway
+        host, port = engine_address(image.port, gateway)
         words = [model.source.hf_repo]
         if model.source.revision:
             words += ["--revision", model.source.revision]
+        if gateway is not None:
+            words += ["--config", ENGINE_CONFIG]
         words += [
-            "--host", "0.0.0.0", "--port", str(image.port),
+            "--host", host, "--port", str(port),
             "--tensor-parallel-size", str(count),
         ]  # fmt: skip
         if self.expert_parallel(model, count):
@@ -50,4 +69,16 @@ class VLLM(TensorParallelRecipe):
             words += ["--reasoning-parser", parser]
         words += model.engine_args.get(self.runtime, ())
         words += serving.spec_flags
-        return self.pod_spec(model, image, words, seeded=seeded)
+        spec = self.pod_spec(model, image, words, seeded=seeded)
+        if gateway is None:
+            return spec
+        hook = start_hook(
+            gateway, engine_config=ENGINE_CONFIG, engine_config_text=ENGINE_CONFIG_TEXT
+        )
+        return self.behind_hook(spec, gateway, hook)
+
+    def open_reason(self, image: Image) -> str:
+        return (
+            f"{image.reference} has a fixed ENTRYPOINT and its gateway starts from a hook the"
+            " seeding CPU pod puts on the volume"
+        )

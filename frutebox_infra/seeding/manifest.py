@@ -17,6 +17,7 @@ from frutebox_infra.seeding.protocol import (
     FileSpec,
     HfSnapshotJob,
     OllamaJob,
+    PlacedText,
     SeedJob,
     SeedPlan,
 )
@@ -67,7 +68,7 @@ def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedab
         if model.source is None:
             raise _NotSeedable("the registry records no source for it")
         if runtime in (Runtime.SGLANG, Runtime.VLLM):
-            return _hf_engine_job(model, runtime, pod.env)
+            return _hf_engine_job(model, runtime, pod)
         if runtime is Runtime.LLAMACPP:
             return _gguf_job(model, pod.env)
         if runtime is Runtime.OLLAMA:
@@ -94,11 +95,11 @@ def seed_plan(jobs: Sequence[SeedJob], **overrides: Any) -> SeedPlan:
     return SeedPlan(jobs=tuple(jobs), volumePath=VOLUME_PATH, **overrides)
 
 
-def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> SeedJob:
+def _hf_engine_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob:
     assert model.source is not None
     if model.source.hf_repo is None:
         raise _NotSeedable("the registry records no hf_repo for it")
-    cache = _hub_cache(env)
+    cache = _hub_cache(pod.env)
     revision = model.source.revision or "main"
     beside = beside_safetensors(model.engine_args.get(runtime, ()))
     return HfSnapshotJob(
@@ -110,7 +111,16 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
         # huggingface_hub records a branch or tag under refs/; a commit needs none.
         refs=() if COMMIT.match(revision) else (revision,),
         ignoreBesideSafetensors=beside,
+        texts=_hook_texts(pod),
     )
+
+
+def _hook_texts(pod: PodSpec) -> tuple[PlacedText, ...]:
+    """The pod's gateway start hook, which its image's Python reads off the volume."""
+    hook = pod.start_hook
+    if hook is None:
+        return ()
+    return (PlacedText(path=_on_volume("its gateway's start hook", hook.path), text=hook.text),)
 
 
 def _gguf_job(model: Model, env: Mapping[str, str]) -> SeedJob:

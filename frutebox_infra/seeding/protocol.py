@@ -51,6 +51,15 @@ OllamaTag = Annotated[
 
 
 @dataclass(frozen=True, kw_only=True)
+class PlacedText:
+    """A small file of ours the GPU pod needs on the volume before it starts (the gateway's
+    start hook, recipes/gateway.py), written whole: to a temporary name, then renamed."""
+
+    path: RelativePath
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class HfSnapshotJob:
     """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
     `models--org--name/blobs/<etag>`, `snapshots/<commit>/<path>` (relative symlinks to the
@@ -73,6 +82,9 @@ class HfSnapshotJob:
     quant: str | None = None
     """For llama.cpp: seed only the GGUF files `-hf REPO:QUANT` loads (the quant's first
     shard and its siblings), chosen by llama.cpp's own rule."""
+    texts: tuple[PlacedText, ...] = ()
+    """Files of ours the model's GPU pod reads at start (its gateway's start hook), written
+    before the weights: a job is done only with them in place."""
 
 
 @dataclass(frozen=True, kw_only=True)

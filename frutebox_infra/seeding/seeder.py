@@ -291,6 +291,7 @@ class Seeder:
         with self.lock:
             job.state = "running"
         try:
+            self.place_texts(spec)
             {"hf-snapshot": self.seed_snapshot, "files": self.seed_files,
              "ollama": self.seed_ollama}[spec["kind"]](spec, job)  # fmt: skip
             state, reason, fix = "done", None, None
@@ -304,6 +305,18 @@ class Seeder:
             f"{job.model_id}: {state}"
             + (f": {reason}" + (f" Fix: {fix}" if fix else "") if reason else "")
         )
+
+    def place_texts(self, spec: dict[str, Any]) -> None:
+        """Files of ours the GPU pod reads at start (its gateway's start hook), each written
+        whole before any weight: a job is done only with them in place."""
+        for placed in spec.get("texts", ()):
+            path = placed["path"]
+            if not safe_relative(path):
+                raise Failed(f"the seed plan names an unsafe path {path!r}", "report it")
+            try:
+                write_atomic(os.path.join(self.root, path), placed["text"].encode())
+            except OSError as exc:
+                raise Failed(f"{path} could not be written on the volume: {exc}") from None
 
     # --- Hugging Face -------------------------------------------------------------------
 

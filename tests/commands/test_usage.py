@@ -80,6 +80,10 @@ def deploy(emu: RunningEmulator) -> dict[str, Any]:
                         owner=OWNER)  # fmt: skip
         if model.placement.pod.serving_key_env:  # filled in as the deploy step fills it
             body["env"] = {**body["env"], KEY_ENV: KEY}
+        hook = model.placement.pod.start_hook
+        if hook is not None:  # vLLM's gateway hook, where a seeding pod would have put it
+            where = {"path": hook.path.removeprefix("/workspace/"), "text": hook.text}
+            client.post(f"/_emulator/volumes/{volume['id']}/texts", json=where)
         pod = client.post("/v2/pods", json=body).json()
         assert "id" in pod, pod
         for _ in range(3):

@@ -1,6 +1,8 @@
 """Who can reach each model: every launch of every catalog model, on every placement and
 fallback, co-located or not, seeded or not, either starts the gateway in front of its engine
-on loopback, or is planned open with the reason, and the plan warns about it."""
+on loopback (from its launch script, or from the start hook the seeding pod puts on the volume,
+and then an unseeded one refuses to plan, naming why), or is planned open with the reason, and
+the plan warns about it."""
 
 from __future__ import annotations
 
@@ -14,16 +16,18 @@ from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.gateway import (
     CONFIG_ENV,
+    HOOK_ROOT,
     KEY_ENV,
     LOOPBACK,
     caddyfile,
     engine_port,
     starts_gateway,
 )
+from frutebox_infra.recipes.vllm import ENGINE_CONFIG
 from frutebox_infra.stack.environment import Environment
 from tests.factories import real_registry, server_words, settings, words
 
-HOST_FLAG = {Runtime.SGLANG: "--host", Runtime.COMFYUI: "--listen"}
+HOST_FLAG = {Runtime.SGLANG: "--host", Runtime.COMFYUI: "--listen", Runtime.VLLM: "--host"}
 """The flag that binds each gateway engine's server (checked against its engine_options)."""
 
 
@@ -44,6 +48,8 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
     plan = catalog_plan(colocate=colocate, seeding=seeding)
     registry = real_registry()
     checked = {True: 0, False: 0}
+    hooked: set[str] = set()
+    open_engines: set[Runtime] = set()
     for pod in plan.pods:
         anchor, members = plan.members(pod)
         exposure = anchor.resolution.exposure
@@ -55,14 +61,31 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             launch = words(spec.args)
             checked[exposure.keyed] += 1
             assert spec.port == image.port  # the published port: the gateway's, or the engine's
+            runtime = anchor.resolution.recipe.runtime if anchor.resolution.recipe else None
             if not exposure.keyed:
                 assert not starts_gateway(launch) and not spec.serving_key_env
+                assert spec.start_hook is None and "PYTHONPATH" not in spec.env
                 assert exposure.reason
+                assert runtime is not None
+                open_engines.add(runtime)
                 continue
-            runtime = anchor.resolution.recipe.runtime if anchor.resolution.recipe else None
             assert runtime in HOST_FLAG, runtime
-            assert starts_gateway(launch)
             server = server_words(spec.args)
+            if spec.start_hook is not None:
+                # An ENTRYPOINT that is the engine: the image's Python runs the hook the seeding
+                # pod put on the volume, and the engine names the file only the hook writes.
+                hook = spec.start_hook
+                hooked.add(anchor.model_id)
+                assert not starts_gateway(launch) and launch == server
+                assert hook.directory.startswith(HOOK_ROOT + "/")
+                assert spec.env["PYTHONPATH"] == hook.directory
+                assert server[server.index("--config") + 1] == ENGINE_CONFIG
+                assert hook.engine_config == ENGINE_CONFIG
+                assert " start --config " not in hook.text  # the words are a list there
+                assert '"start", "--config", config, "--adapter", "caddyfile"' in hook.text
+                assert hook.text.index("caddyfile") < hook.text.index('engine_config_text"])')
+            else:
+                assert starts_gateway(launch)
             host = HOST_FLAG[runtime]
             assert server[server.index(host) + 1] == LOOPBACK
             assert server[server.index("--port") + 1] == str(engine_port(image.port))
@@ -71,12 +94,20 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             assert spec.env[CONFIG_ENV] == caddyfile(
                 routes, port=image.port, upstream_port=engine_port(image.port)
             )
+            if spec.start_hook is not None:
+                continue
             script = launch[2]
             # The gateway starts (or the script exits) before the engine's exec.
             assert script.index(" start --config ") < script.rindex("\nexec ")
             assert "|| exit 1" in script.split(" start --config ")[1].splitlines()[0]
-    # Both kinds are in the catalog, so neither branch is vacuous.
+    # Both kinds are in the catalog, so neither branch is vacuous; vLLM's models are behind
+    # the gateway now, and only the engines not yet moved are open.
     assert checked[True] and checked[False], checked
+    assert hooked, "no vLLM model in the catalog"
+    assert open_engines == {Runtime.LLAMACPP, Runtime.OLLAMA}, open_engines
+    # A hooked model that is not seeded refuses to plan, naming why; a seeded one does not.
+    refused = {p.message.split(":")[0] for p in plan.problems if p.rule == "gateway-needs-seeding"}
+    assert refused == (set() if seeding else hooked), refused
     # Every open model is named in a warning with its reason; no keyed one is.
     for m in plan.models:
         exposure = m.resolution.exposure
@@ -88,7 +119,7 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             assert exposure.reason in named[0]
 
 
-@pytest.mark.parametrize("runtime", [Runtime.VLLM, Runtime.LLAMACPP, Runtime.OLLAMA], ids=str)
+@pytest.mark.parametrize("runtime", [Runtime.LLAMACPP, Runtime.OLLAMA], ids=str)
 def test_a_fixed_entrypoint_engine_is_open_and_says_why(runtime: Runtime) -> None:
     recipe, image = RECIPES[runtime], real_registry().images[runtime]
     assert not recipe.starts_gateway

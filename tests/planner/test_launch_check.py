@@ -465,8 +465,9 @@ def refusals_of(reg: Registry, model_id: str, options: ServeOptions) -> tuple[in
         pod = placement.pod
         engine = placement.recipe.runtime
         launch = Launch(
-            args=pod.args, env=pod.env, health_path=pod.health_path, secret_env=pod.secret_env
-        )
+            args=pod.args, env=pod.env, health_path=pod.health_path, secret_env=pod.secret_env,
+            hook_source=pod.hook_source,
+        )  # fmt: skip
         found += [
             f"{placement.label}: {r.what}"
             for r in check_launch(

@@ -1,15 +1,22 @@
-"""vLLM: the model as `vllm serve`'s first argument, TP per placement, Mistral's formats."""
+"""vLLM: the model as `vllm serve`'s first argument, TP per placement, Mistral's formats, and
+behind the gateway its start hook, which the seeding pod puts on the volume."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict
 
 import pytest
+import yaml
 
-from frutebox_infra.catalog.schema import Runtime
-from frutebox_infra.recipes import ServeOptions
-from frutebox_infra.recipes.vllm import VLLM
-from tests.factories import flag, gqa, model, words
+from frutebox_infra.catalog.schema import Registry, Runtime
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.recipes import PodSpec, ServeOptions
+from frutebox_infra.recipes.gateway import CONFIG_ENV, HOOK_ROOT, KEY_ENV, caddyfile
+from frutebox_infra.recipes.vllm import ENGINE_CONFIG, ENGINE_CONFIG_TEXT, VLLM
+from frutebox_infra.seeding.protocol import HfSnapshotJob, PlacedText
+from frutebox_infra.stack.environment import Environment
+from tests.factories import flag, gqa, model, settings, words
 from tests.recipes.conftest import BuildPod
 
 MISTRAL_FORMAT = [
@@ -37,8 +44,69 @@ def test_model_is_the_first_argument(build_pod: BuildPod) -> None:
     pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1)
     assert words(pod.args)[0] == "mistralai/Pixtral-12B-2409"
     assert pod.image.startswith("vllm/vllm-openai:")
+    # Without a gateway (a registry with no gateway release) it serves the port itself.
     assert flag(pod.args, "--port") == str(pod.port)
     assert flag(pod.args, "--host") == "0.0.0.0"
+    assert pod.start_hook is None and "--config" not in words(pod.args)
+
+
+def gateway_pod(catalog: Registry, *, seeded: bool = True) -> PodSpec:
+    plan = plan_fleet(catalog, settings(models=["pixtral"], budgetUsdPerHour=1000,
+                                        seeding=seeded), stack="s",
+                      environment=Environment(hf_token=True))  # fmt: skip
+    m = plan.model("pixtral")
+    assert m is not None and m.placement is not None
+    return m.placement.pod
+
+
+def test_behind_the_gateway_it_listens_on_loopback_and_names_the_file_only_the_hook_writes(
+    catalog: Registry,
+) -> None:
+    pod = gateway_pod(catalog)
+    assert (flag(pod.args, "--host"), flag(pod.args, "--port")) == ("127.0.0.1", "18000")
+    assert pod.port == 8000  # the published port is the gateway's
+    assert flag(pod.args, "--config") == ENGINE_CONFIG
+    hook = pod.start_hook
+    assert hook is not None and hook.engine_config == ENGINE_CONFIG
+    assert pod.env["PYTHONPATH"] == hook.directory and hook.path.endswith("/sitecustomize.py")
+    assert hook.directory == f"{HOOK_ROOT}/{hashlib.sha256(hook.text.encode()).hexdigest()[:16]}"
+    assert pod.serving_key_env == (KEY_ENV,) and KEY_ENV not in pod.env
+    assert pod.env[CONFIG_ENV] == caddyfile(
+        catalog.engine_routes[Runtime.VLLM], port=8000, upstream_port=18000
+    )
+    # The key is never in the hook (it reads it from the pod's env at start).
+    assert "Bearer" not in hook.text and KEY_ENV in hook.text
+
+
+def test_what_the_hook_writes_is_flags_the_pinned_vllm_takes(catalog: Registry) -> None:
+    facts = catalog.engine_options[Runtime.VLLM]
+    config = yaml.safe_load(ENGINE_CONFIG_TEXT)
+    assert isinstance(config, dict) and config
+    for key, value in config.items():
+        found = facts.flag_index.get(f"--{key}")
+        assert found is not None, key
+        assert found.type == "flag" and value is True
+    assert facts.flag_index["--config"].type == "str"
+
+
+def test_unseeded_it_refuses_to_plan_naming_why(catalog: Registry) -> None:
+    plan = plan_fleet(catalog, settings(models=["pixtral"], budgetUsdPerHour=1000, seeding=False),
+                      stack="s", environment=Environment(hf_token=True))  # fmt: skip
+    (problem,) = [p for p in plan.problems if p.rule == "gateway-needs-seeding"]
+    assert problem.message.startswith("pixtral: vllm/vllm-openai:")
+    assert "seeding is off" in problem.message and "seeding to true" in problem.fix
+
+
+def test_the_seed_job_puts_the_hook_on_the_volume(catalog: Registry) -> None:
+    plan = plan_fleet(catalog, settings(models=["pixtral"], budgetUsdPerHour=1000), stack="s",
+                      environment=Environment(hf_token=True))  # fmt: skip
+    m, decision = plan.model("pixtral"), plan.seeding.of("pixtral") if plan.seeding else None
+    assert m is not None and m.placement is not None and decision is not None
+    job = decision.job
+    assert isinstance(job, HfSnapshotJob)
+    hook = m.placement.pod.start_hook
+    assert hook is not None
+    assert job.texts == (PlacedText(path=hook.path.removeprefix("/workspace/"), text=hook.text),)
 
 
 @pytest.mark.parametrize("count", [1, 2, 4, 8])

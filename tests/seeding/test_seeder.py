@@ -26,6 +26,7 @@ from frutebox_infra.seeding.protocol import (
     HfSnapshotJob,
     JobState,
     OllamaJob,
+    PlacedText,
     SeedJob,
     SeedPlan,
     SeedState,
@@ -177,6 +178,32 @@ def test_a_snapshot_is_what_huggingface_hub_reads_offline(
     pointer = cache / "models--org--qwen" / "snapshots" / COMMIT / SEEDED[2]
     assert os.readlink(pointer) == f"../../blobs/{sha256(SHARD_1)}"
     assert (cache / "models--org--qwen" / "refs" / "main").read_text() == COMMIT
+
+
+def test_a_start_hook_is_written_whole_with_the_weights(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    hook = PlacedText(path="frutebox/hook/abc/sitecustomize.py", text="print('hooked')\n")
+    status = start(hub, [snapshot_job(texts=(hook,))]).wait()
+    job = status.job("qwen")
+    assert job is not None and job.state is JobState.DONE
+    written = tmp_path / "volume" / hook.path
+    assert written.read_text() == hook.text
+    assert [p.name for p in written.parent.iterdir()] == ["sitecustomize.py"]  # no leftovers
+
+
+def test_a_start_hook_that_cannot_be_written_fails_the_model(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    (tmp_path / "volume" / "frutebox").mkdir(parents=True)
+    (tmp_path / "volume" / "frutebox" / "hook").write_text("a file where a folder must go")
+    hook = PlacedText(path="frutebox/hook/abc/sitecustomize.py", text="x = 1\n")
+    job = start(hub, [snapshot_job(texts=(hook,))]).wait().job("qwen")
+    assert job is not None and job.state is JobState.FAILED
+    assert job.reason is not None and "sitecustomize.py could not be written" in job.reason
+    assert not hub.requests_to("cdn")  # no weight moved for a pod that could not start
 
 
 def test_the_offline_read_fails_without_the_seed(tmp_path: Path) -> None:

@@ -1,0 +1,105 @@
+"""A vLLM pod's gateway as the emulator runs it: the seeding pod writes the start hook onto the
+volume; a GPU pod whose image's Python finds it starts the gateway (or crash-loops without its
+key); one that does not find it crash-loops, as vLLM exits reading the config file only the
+hook writes; an engine on loopback with no gateway answers nothing on the published port."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frutebox_infra.emulator.clock import ManualClock
+from frutebox_infra.emulator.gateway import hook_failure
+from frutebox_infra.emulator.records import PodRecord
+from frutebox_infra.emulator.state import Account
+from frutebox_infra.recipes.gateway import HOOK_ROOT, KEY_ENV
+from tests.emulator.test_seeder_pod import running, seeding_body
+from tests.emulator.test_storage import account, gpu_body
+
+PIXTRAL = "pixtral"
+KEY = "emulated-" + "k" * 40
+
+
+def seeded_account(clock: ManualClock) -> Account:
+    acct = account(clock, time_scale=1000.0)
+    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    seed = running(acct, seeding_body(acct, vol, PIXTRAL))
+    clock.advance(100)
+    acct.storage.answer(seed, vol, 8080, "GET", "/status", clock.now())  # its jobs settle
+    acct.terminate_pod(seed.id)
+    return acct
+
+
+def keyed(body: dict[str, Any], key: str = KEY) -> dict[str, Any]:
+    return {**body, "env": {**body["env"], KEY_ENV: key}}
+
+
+def serving(acct: Account, clock: ManualClock, body: dict[str, Any]) -> PodRecord:
+    pod = running(acct, body)
+    clock.advance(100)
+    acct.read_pod(pod.id)
+    return pod
+
+
+def hook_path(acct: Account) -> str:
+    vol = next(iter(acct.volumes.values()))
+    (path,) = [p for p in vol.refs if p.startswith(HOOK_ROOT.removeprefix("/workspace/"))]
+    return path
+
+
+def test_the_seeding_pod_writes_the_hook_and_the_pod_then_serves_behind_its_gateway(
+    clock: ManualClock,
+) -> None:
+    acct = seeded_account(clock)
+    path = hook_path(acct)
+    body = keyed(gpu_body(acct, PIXTRAL, seeding=True))
+    assert body["env"]["PYTHONPATH"] == f"/workspace/{path.rsplit('/', 1)[0]}"
+    pod = serving(acct, clock, body)
+    assert pod.hooked and pod.crash is None, pod.lines()
+    bearer = {"authorization": f"Bearer {KEY}"}
+    assert acct.proxy(pod.id, 8000, "GET", "/v1/models", None)[0] == 401
+    assert acct.proxy(pod.id, 8000, "GET", "/health", None)[0] == 401
+    assert acct.proxy(pod.id, 8000, "POST", "/invocations", {}, bearer)[0] == 403
+    assert acct.proxy(pod.id, 8000, "GET", "/v1/models", None, bearer)[0] == 200
+    # vLLM's own port is on loopback: the proxy publishes only the gateway's.
+    assert "18000/http" not in body["ports"]
+
+
+def test_without_its_key_the_hook_ends_the_process_at_every_start(clock: ManualClock) -> None:
+    acct = seeded_account(clock)
+    pod = serving(acct, clock, gpu_body(acct, PIXTRAL, seeding=True))
+    assert pod.crash is not None and "FRUTEBOX_SERVING_KEY is not set" in pod.crash
+    assert acct.proxy(pod.id, 8000, "GET", "/health", None)[0] == 502
+
+
+def test_without_the_hook_on_the_volume_vllm_exits_reading_its_config(clock: ManualClock) -> None:
+    acct = seeded_account(clock)
+    vol = next(iter(acct.volumes.values()))
+    acct.write_text(vol.id, hook_path(acct), None)  # deleted by hand
+    pod = serving(acct, clock, keyed(gpu_body(acct, PIXTRAL, seeding=True)))
+    assert not pod.hooked
+    assert pod.crash is not None and "Unable to read the config file" in pod.crash
+    assert acct.proxy(pod.id, 8000, "GET", "/v1/models", None)[0] == 502
+
+
+def test_a_rotated_key_restarts_the_pod_through_its_hook(clock: ManualClock) -> None:
+    acct = seeded_account(clock)
+    pod = serving(acct, clock, keyed(gpu_body(acct, PIXTRAL, seeding=True)))
+    acct.update_pod(pod.id, {"env": {**pod.body["env"], KEY_ENV: ""}})
+    assert pod.hooked and pod.crash is not None and "is not set" in pod.crash
+    acct.update_pod(pod.id, {"env": {**pod.body["env"], KEY_ENV: "new-" + "n" * 40}})
+    assert pod.hooked and pod.crash is None
+
+
+def test_an_engine_on_loopback_without_a_gateway_answers_nothing(clock: ManualClock) -> None:
+    acct = seeded_account(clock)
+    body = gpu_body(acct, PIXTRAL, seeding=True)
+    env = {k: v for k, v in body["env"].items() if k != "PYTHONPATH"}
+    words = body["args"].replace("--config /dev/shm/frutebox-gateway/vllm.yaml ", "")
+    pod = serving(acct, clock, {**body, "env": env, "args": words})
+    assert not pod.hooked and pod.crash is None
+    assert acct.proxy(pod.id, 8000, "GET", "/v1/models", None)[0] == 502
+
+
+def test_a_pod_without_a_hook_in_its_env_is_none_of_this(clock: ManualClock) -> None:
+    assert hook_failure({"env": {"PYTHONPATH": "/opt/lib"}}, None) == (False, None)
+    assert hook_failure({"env": {}}, None) == (False, None)

@@ -1,0 +1,214 @@
+"""The gateway's start hook as a vLLM pod's image runs it, run here by a real Python with the
+real gateway: the hook on PYTHONPATH (as `sitecustomize`, which CPython's `site` imports at
+every interpreter start) checks and fetches the pinned release, starts the gateway, and only
+then writes the config file the engine's launch names; the interpreters the engine spawns do
+not start it again; and every failure ends the process before the engine's own code runs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.recipes.gateway import (
+    HOOK_MARK_ENV,
+    HOOK_MODULE,
+    KEY_ENV,
+    GatewaySetup,
+    StartHook,
+    engine_port,
+    gateway_env,
+    hook_env,
+    start_hook,
+)
+from frutebox_infra.recipes.vllm import ENGINE_CONFIG_TEXT
+from tests.factories import real_registry
+from tests.recipes.gateway_process import Seen, _Engine
+from tests.recipes.test_gateway_launch import (
+    archive,  # noqa: F401  (the fixture)
+    free_port,
+    release_server,
+    status,
+    stopped_after,
+)
+from tests.recipes.test_gateway_launch import setup_for as launch_setup
+
+KEY = "hook-" + "k" * 40
+
+# The engine's stand-in: what `vllm serve` does first with our launch, read its `--config`
+# file (FlexibleArgumentParser.load_config_file re-raises a missing file's error), then serve
+# on loopback; and spawn a worker interpreter, as vLLM's multiprocessing does.
+ENGINE = """
+import os, subprocess, sys
+config = sys.argv[1]
+try:
+    open(config).read()
+except OSError as exc:
+    print("ERROR Unable to read the config file at " + config, file=sys.stderr)
+    sys.exit(2)
+print("the-engine-starts", flush=True)
+worker = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get(MARK))"],
+                        capture_output=True, text=True)
+print("worker-exit", worker.returncode, "mark", worker.stdout.strip(), flush=True)
+""".replace("MARK", repr(HOOK_MARK_ENV))
+
+
+def setup_for(release: Path, url: str, tmp: Path, *, sha512: str | None = None) -> GatewaySetup:
+    """The launch test's release stand-in, with vLLM's routes."""
+    setup = launch_setup(release, url, tmp, sha512=sha512)
+    return replace(setup, routes=real_registry().engine_routes[Runtime.VLLM])
+
+
+def hook_for(setup: GatewaySetup, tmp: Path) -> tuple[StartHook, Path]:
+    """The hook for `setup` with its engine config under `tmp`, and its file written where
+    the seeding pod writes it (here below `tmp`)."""
+    hook = start_hook(setup, engine_config=str(tmp / "shm" / "vllm.yaml"),
+                      engine_config_text=ENGINE_CONFIG_TEXT)  # fmt: skip
+    directory = tmp / "hook"
+    directory.mkdir(exist_ok=True)
+    (directory / HOOK_MODULE).write_text(hook.text)
+    return hook, directory
+
+
+def run_engine(
+    setup: GatewaySetup, hook: StartHook, directory: Path, port: int, *, key: str = KEY
+) -> subprocess.CompletedProcess[str]:
+    """The image's Python running the engine's stand-in with the pod's env: PYTHONPATH naming
+    the hook's directory, the gateway's configuration, the key."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(directory.parent),
+        **gateway_env(setup, port),
+        **hook_env(hook),
+        "PYTHONPATH": str(directory),  # the hook's directory, here rather than on a volume
+        KEY_ENV: key,
+    }
+    out, err = directory.parent / "out", directory.parent / "err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        code = subprocess.run([sys.executable, "-c", ENGINE, hook.engine_config], env=env,
+                              stdout=stdout, stderr=stderr, timeout=60,
+                              check=False).returncode  # fmt: skip
+    return subprocess.CompletedProcess([], code, out.read_text(), err.read_text())
+
+
+@contextmanager
+def engine_on(port: int) -> Iterator[Seen]:
+    """An echoing stand-in engine on 127.0.0.1:`port` (where the gateway forwards)."""
+    seen = Seen()
+    handler = type("Engine", (_Engine,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_hook_starts_the_gateway_before_the_engine_and_once_per_container(
+    archive: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    with release_server(archive.parent) as url:
+        setup = setup_for(archive, url, tmp_path)
+        hook, directory = hook_for(setup, tmp_path)
+        done = run_engine(setup, hook, directory, port)
+    with stopped_after(done), engine_on(engine_port(port)) as seen:
+        assert done.returncode == 0, done.stderr
+        assert "the-engine-starts" in done.stdout
+        # The worker interpreter inherited the mark and started nothing (a second start
+        # would find the port taken and end it with exit 1).
+        assert re.search(r"worker-exit 0 mark \d+\n", done.stdout), done.stdout
+        assert Path(hook.engine_config).read_text() == ENGINE_CONFIG_TEXT
+        assert hashlib.sha512(Path(setup.archive).read_bytes()).hexdigest() == (
+            setup.release.sha512
+        )
+        # The real gateway with the pod's configuration: vLLM's route table.
+        keyed = {"Authorization": f"Bearer {KEY}"}
+        assert status(port, "/v1/models") == 401
+        assert status(port, "/health") == 401
+        assert status(port, "/v1/models", keyed) == 200
+        assert status(port, "/version", keyed) == 403
+        assert status(port, "/docs", keyed) == 403
+        assert [(m, p) for m, p, _ in seen.requests] == [("GET", "/v1/models")]
+        assert "authorization" not in seen.requests[0][2]  # the key stops at the gateway
+        assert KEY not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "spoil", ["no-key", "short-key", "wrong-checksum", "tampered-no-release", "port-taken",
+              "no-hook"]
+)  # fmt: skip
+def test_a_gateway_that_cannot_start_ends_the_process_before_the_engine(
+    spoil: str,
+    archive: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    key, sha512 = KEY, None
+    if spoil == "no-key":
+        key = ""
+    elif spoil == "short-key":
+        key = "k" * 31
+    elif spoil == "wrong-checksum":
+        sha512 = hashlib.sha512(b"another release").hexdigest()
+    with release_server(archive.parent) as url:
+        setup = setup_for(archive, url, tmp_path, sha512=sha512)
+        hook, directory = hook_for(setup, tmp_path)
+        # A config file left by an earlier start never lets the engine through.
+        Path(hook.engine_config).parent.mkdir(parents=True)
+        Path(hook.engine_config).write_text(ENGINE_CONFIG_TEXT)
+        if spoil == "no-hook":
+            (directory / HOOK_MODULE).unlink()
+            Path(hook.engine_config).unlink()  # the tmpfs is new at each container start
+        if spoil == "tampered-no-release":
+            # A tampered archive on the volume, and its release no longer answering.
+            Path(setup.volume_dir).mkdir(parents=True)
+            Path(setup.archive).write_bytes(archive.read_bytes() + b"x")
+            setup = replace(setup, release=replace(setup.release, url=f"{url}/gone.tar.gz"))
+            hook, directory = hook_for(setup, tmp_path)
+        with socket.socket() as taken:
+            if spoil == "port-taken":
+                taken.bind(("0.0.0.0", port))
+                taken.listen()
+            done = run_engine(setup, hook, directory, port, key=key)
+    with stopped_after(done):
+        assert "the-engine-starts" not in done.stdout, (done.stdout, done.stderr)
+        assert not Path(hook.engine_config).exists()
+        assert KEY not in done.stdout + done.stderr
+        if spoil == "no-hook":
+            # Nothing started a gateway; the engine exits reading its arguments.
+            assert done.returncode == 2 and "Unable to read the config file" in done.stderr
+            return
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "gateway: " in done.stderr and "refusing to serve" in done.stderr
+    if spoil == "tampered-no-release":
+        assert not Path(setup.run_dir, "caddy").exists()  # nothing unpacked from it
+    if spoil == "wrong-checksum":
+        assert not Path(setup.archive).exists()  # a file that fails its check is never kept
+
+
+def test_the_hook_does_nothing_in_a_process_without_the_gateway_config(tmp_path: Path) -> None:
+    """An interpreter of the image run without the pod's gateway env (a tool, a test) is left
+    alone: the hook acts only where the pod's env asks for a gateway."""
+    setup = setup_for(Path("caddy.tar.gz"), "http://127.0.0.1:9", tmp_path, sha512="0" * 128)
+    _, directory = hook_for(setup, tmp_path)
+    env: dict[str, Any] = {"PATH": os.environ["PATH"], "PYTHONPATH": str(directory)}
+    done = subprocess.run([sys.executable, "-c", "print('ran')"], env=env, capture_output=True,
+                          text=True, timeout=30, check=False)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    assert not Path(setup.run_dir).exists()

@@ -1,7 +1,8 @@
-"""Who can reach a served model, on a real `pulumi up` against the emulator: an SGLang and a
-ComfyUI pod behind their gateways ask for the stack's key on every route, forward only the
-routes their clients use, and take a rotated key in place; the key is never in the state's
-plain text, the outputs of up, preview and status, or the pods' logs."""
+"""Who can reach a served model, on a real `pulumi up` against the emulator: an SGLang, a vLLM
+and a ComfyUI pod behind their gateways (the vLLM one started by the hook its seeding pod put
+on the volume) ask for the stack's key on every route, forward only the routes their clients
+use, and take a rotated key in place; the key is never in the state's plain text, the outputs
+of up, preview and status, or the pods' logs."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from tests.factories import real_registry
 
 pytestmark = pytest.mark.engine
 
-SGLANG, COMFY = "qwen-3.6-27b", "sdxl-1.0"
-STACK = {**SEEDED, "models": [SGLANG, COMFY], "budgetUsdPerHour": 40}
-ENGINE_OF = {SGLANG: Runtime.SGLANG, COMFY: Runtime.COMFYUI}
+SGLANG, COMFY, VLLM = "qwen-3.6-27b", "sdxl-1.0", "pixtral"
+STACK = {**SEEDED, "models": [SGLANG, COMFY, VLLM], "budgetUsdPerHour": 40}
+ENGINE_OF = {SGLANG: Runtime.SGLANG, COMFY: Runtime.COMFYUI, VLLM: Runtime.VLLM}
 NEW_KEY = "rotated-" + "r" * 40
 
 
@@ -64,17 +65,26 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     outputs = project.outputs("small")
     key = outputs["servingKey"]
     assert isinstance(key, str) and len(key) >= 43
-    urls = {model: outputs["pods"][model]["url"] for model in (SGLANG, COMFY)}
+    urls = {model: outputs["pods"][model]["url"] for model in ENGINE_OF}
     for model, url in urls.items():
         assert_guarded(url, ENGINE_OF[model], key)
-    chat = ask(urls[SGLANG], "POST", "/v1/chat/completions", key,
-               {"model": SGLANG, "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
-    assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"]
+    for model in (SGLANG, VLLM):
+        chat = ask(urls[model], "POST", "/v1/chat/completions", key,
+                   {"model": model, "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+        assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"]
+    # vLLM's own key would leave /invocations open: the gateway refuses it, key or not.
+    assert ask(urls[VLLM], "POST", "/invocations", None, {"prompt": "hi"}).status_code == 401
+    assert ask(urls[VLLM], "POST", "/invocations", key, {"prompt": "hi"}).status_code == 403
     prompt = ask(urls[COMFY], "POST", "/prompt", key, {"prompt": {"1": {"class_type": "x"}}})
     assert prompt.status_code == 200 and prompt.json()["prompt_id"]
-    # The engines listen on loopback behind the gateway, which holds the published port.
+    # The engines listen on loopback behind the gateway, which holds the published port; the
+    # vLLM pod's gateway starts from the hook its seeding pod wrote on the volume.
     for body in deployment.created_bodies():
         assert "127.0.0.1" in body["args"] and "FRUTEBOX_SERVING_KEY" in body["env"]
+    vllm_body = next(b for b in deployment.created_bodies() if b["image"].startswith("vllm/"))
+    volumes = [v for v in deployment.state()["volumes"] if not v["deleted"] and not v["foreign"]]
+    hook_dir = vllm_body["env"]["PYTHONPATH"].removeprefix("/workspace/")
+    assert [f"{hook_dir}/sitecustomize.py" in v["refs"] for v in volumes] == [True]
 
     # Rotating: the stack secret set, then `up`: the same pods, patched in place.
     created = len(deployment.created_bodies())
@@ -90,14 +100,14 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     patches = [r["body"] for r in deployment.requests("pods.update")]
     assert patches and all(set(p) == {"env"} for p in patches)
     for model, url in urls.items():
-        path = "/v1/models" if model == SGLANG else "/queue"
+        path = "/queue" if model == COMFY else "/v1/models"
         assert ask(url, "GET", path, key).status_code == 401  # the old key, refused
         assert ask(url, "GET", path, NEW_KEY).status_code == 200
 
     # `frutebox status` probes each gateway's health path with the (rotated) key: in sync.
     code, data, status_err = status(project, "--health-window", "0", stack="small")
     assert code == 0, (data, status_err)
-    assert {m["model"]: m["drift"] for m in data["models"]} == {SGLANG: None, COMFY: None}
+    assert {m["model"]: m["drift"] for m in data["models"]} == dict.fromkeys(ENGINE_OF)
     status_text = json.dumps(data) + status_err
 
     # The key is nowhere in plain text: state, the outputs of up, preview and status, the

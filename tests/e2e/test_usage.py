@@ -16,14 +16,15 @@ import pytest
 
 from frutebox_infra.emulator.clock import SteppedClock
 from frutebox_infra.runpod.tls import tls_context
-from tests.e2e.deployment import API_KEY, SMALL, Deployment
+from tests.e2e.deployment import API_KEY, SEEDED, Deployment
 from tests.e2e.project import PulumiProject
 
 pytestmark = pytest.mark.engine
 
 STACK = "small"
 MODELS = ["pixtral", "qwen-3.6-27b"]
-CONFIG = {**SMALL, "budgetUsdPerHour": 20, "models": MODELS, "measureUsage": True}
+# Seeded: a vLLM model's gateway starts from the hook its seeding pod puts on the volume.
+CONFIG = {**SEEDED, "budgetUsdPerHour": 20, "models": MODELS, "measureUsage": True}
 
 
 @pytest.fixture

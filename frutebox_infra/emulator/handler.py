@@ -46,9 +46,10 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        self.wfile.write(payload)
+        if self.command != "HEAD":  # a HEAD answer has the headers of the GET, no body
+            self.wfile.write(payload)
 
-    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = do_HEAD = _serve
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read the request log from /_emulator/state instead."""

@@ -95,6 +95,21 @@ def _sm_names(archs: tuple[str, ...], _: object) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EngineArchive:
+    """An engine's published release archive that its pod installs from the volume (an image
+    that ships no engine of its own): pinned by the checksum a public source gives."""
+
+    url: Annotated[str, Check(pattern=r"^https://")]
+    sha256: Annotated[str, Check(pattern=r"^[0-9a-f]{64}$")]
+    source: str
+    """Where the URL and checksum were read."""
+
+    @property
+    def file_name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Image:
     """A serving engine's container image and how RunPod's `args` reaches its process."""
 
@@ -119,6 +134,9 @@ class Image:
     volume_install_gb: Annotated[float, Check(ge=0.0, le=1000.0)] = 0.0
     """Disk (GB) the engine itself installs onto the weights volume, once per stack (e.g. a
     ComfyUI release and its venv): the volume is sized for it like for the weights."""
+    engine_archive: EngineArchive | None = None
+    """The engine's release archive the pod checks (and fetches once per volume) and unpacks
+    at every start, where the image ships none (Ollama's)."""
 
     def drives(self, gpu: Gpu) -> bool:
         """Can this image's kernels run on `gpu`? Unknown on either side is not a refusal."""

@@ -39,6 +39,8 @@ def engine_of(pod: PodRecord) -> str | None:
     env = pod.body.get("env") or {}
     if isinstance(env, dict) and "FRUTEBOX_PROVISION" in env:
         return "comfyui"  # comfy.py: a pod with a provisioning script runs ComfyUI
+    if isinstance(env, dict) and "OLLAMA_MODELS" in env:
+        return "ollama"  # Ollama's release run from a shell-capable image, or its own image
     for name, marker in (
         ("sglang", "sglang"),
         ("vllm", "vllm"),

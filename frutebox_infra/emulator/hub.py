@@ -72,12 +72,19 @@ class Hub:
         self.url = url
         self.repos: dict[str, HubRepo] = {}
         self.tags: dict[str, OllamaTag] = {}
+        self.releases: dict[str, int] = {}
+        """Engine release archives a pod may fetch (registry/images.yaml engine_archive): URL
+        -> size in bytes (the image's volume_install_gb)."""
 
     @classmethod
     def from_registry(cls, registry: Registry) -> Hub:
         hub = cls()
         for model in registry.models:
             hub.add_model(model)
+        for image in registry.images.values():
+            if image.engine_archive is not None:
+                size = int(max(image.volume_install_gb, 0.1) * 1e9)
+                hub.releases[image.engine_archive.url] = size
         return hub
 
     # --- content -------------------------------------------------------------------------
@@ -130,13 +137,16 @@ class Hub:
             self.tags.setdefault(tag, OllamaTag(tag, (config, layer)))
 
     def change(self, body: Any) -> dict[str, Any]:
-        """An out-of-band change (`POST /_emulator/hub`): a repo, file or tag removed, or a
-        repo gated: what tests use to make a model's source go missing."""
+        """An out-of-band change (`POST /_emulator/hub`): a repo, file, tag or engine release
+        removed, or a repo gated: what tests use to make a model's source go missing."""
         if not isinstance(body, dict):
             raise ApiProblem(400, "control body must be an object")
         if "ollamaTag" in body:
             self.tags.pop(full_tag(str(body["ollamaTag"])), None)
             return {"ollamaTag": body["ollamaTag"], "removed": True}
+        if "releaseUrl" in body:
+            self.releases.pop(str(body["releaseUrl"]), None)
+            return {"releaseUrl": body["releaseUrl"], "removed": True}
         repo_id = body.get("repo")
         if not isinstance(repo_id, str) or repo_id not in self.repos:
             raise ApiProblem(400, f"no emulated repo {repo_id!r}")

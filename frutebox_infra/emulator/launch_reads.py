@@ -19,6 +19,8 @@ from frutebox_infra.emulator.hub import COMMIT, Hub
 from frutebox_infra.emulator.records import VolumeRecord
 from frutebox_infra.emulator.volume_files import Piece
 from frutebox_infra.recipes import RECIPES
+from frutebox_infra.recipes.archives import ARCHIVE_MARKER, installs_archive
+from frutebox_infra.recipes.ollama import PULLS_ENV
 from frutebox_infra.seeding import seeder
 from frutebox_infra.seeding.manifest import HUB_SUBDIR, OTHER_WEIGHT_FORMATS, beside_safetensors
 
@@ -82,6 +84,34 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
     beside = beside_safetensors(words) if runtime is Runtime.VLLM else OTHER_WEIGHT_FORMATS
     return _snapshot(runtime, repo, revision, cache, hub, volume, offline=offline, token=token,
                      beside=beside)  # fmt: skip
+
+
+def engine_archive(body: Mapping[str, object]) -> tuple[str, str] | None:
+    """The engine release archive a launch script checks and unpacks (recipes/archives.py):
+    (its path below the volume's mount, its URL), or None."""
+    try:
+        words = shlex.split(str(body.get("args") or ""))
+    except ValueError:
+        return None
+    if words[:2] != ["bash", "-c"] or len(words) < 3 or not installs_archive(words[2]):
+        return None
+    script = words[2]
+    # The install is one shell command whose program text spans lines: read its words from
+    # the start of its line, as the shell would.
+    start = script.rfind("\n", 0, script.index(ARCHIVE_MARKER)) + 1
+    lexer = shlex.shlex(script[start:], posix=True)
+    lexer.whitespace_split = True
+    try:
+        parts = [lexer.get_token() for _ in range(5)]
+    except ValueError:
+        return None
+    kept = layout.below_mount(str(parts[3])) if parts[3] else None
+    return (kept, str(parts[4])) if kept is not None and parts[4] else None
+
+
+def launch_pulls(env: Mapping[str, object]) -> list[str]:
+    """The Ollama tags a launch pulls itself before its server answers (recipes/ollama.py)."""
+    return str(env.get(PULLS_ENV, "")).split()
 
 
 def _after(words: list[str], flag: str) -> str:

@@ -246,6 +246,7 @@ class Account:
             # (a start hook's too, from what the volume holds now).
             pod.hooked, hook_crash = hook_failure(pod.body, self._volume_of(pod))
             pod.crash = launch_failure(self.realism.entrypoints, pod.body) or hook_crash
+            self.storage.on_restart(pod, self._volume_of(pod))
             pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:

@@ -18,9 +18,10 @@ from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, seeder_pod, volume_files
 from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.hub import Hub, full_tag
-from frutebox_infra.emulator.launch_reads import Reads, reads_of
+from frutebox_infra.emulator.launch_reads import Reads, engine_archive, launch_pulls, reads_of
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord
+from frutebox_infra.recipes.ollama import PULLS_ENV
 
 
 class Storage:
@@ -63,10 +64,15 @@ class Storage:
             return
         started = realism.real_s(speeds.gpu_start_s)
         if reads.store is not None:
-            # Ollama lists what its store holds (seeded, or pulled by an earlier pod).
+            # Ollama lists what its store holds (seeded, or pulled by an earlier pod); a launch
+            # that installs Ollama's release and pulls what the store lacks does so first.
             found = layout.ollama_tags(volume_files.listed(volume, reads.store), reads.store)
             pod.pulled = sorted({*pod.pulled, *found})
-            pod.load_s = started
+            fetched = self._launch_fetches(pod, volume, reads.store, found)
+            if fetched is None:
+                pod.load_s = started
+                return
+            pod.load_s = realism.real_s(speeds.gpu_start_s + speeds.download_s(fetched))
             return
         if reads.failure is not None:
             self._broken(pod, reads.failure, started)
@@ -143,6 +149,63 @@ class Storage:
             path_ = layout.ollama_blob(store, digest)
             volume_files.write(volume, path_, size, size)
         volume_files.write(volume, manifest, seeder_pod.MANIFEST_BYTES, seeder_pod.MANIFEST_BYTES)
+
+    def on_restart(self, pod: PodRecord, volume: VolumeRecord | None) -> None:
+        """A GPU pod's container started anew with new settings (a PATCH): an Ollama launch
+        that pulls and prunes its own store does so again, and its server lists the store."""
+        env = pod.body.get("env") or {}
+        if volume is None or not isinstance(env, dict) or PULLS_ENV not in env:
+            return
+        reads = reads_of(pod.body, self.hub, volume)
+        if reads is None or reads.store is None:
+            return
+        found = layout.ollama_tags(volume_files.listed(volume, reads.store), reads.store)
+        pod.pulled = list(found)
+        self._launch_fetches(pod, volume, reads.store, found)
+
+    def _launch_fetches(
+        self, pod: PodRecord, volume: VolumeRecord, store: str, found: list[str]
+    ) -> int | None:
+        """What an Ollama launch script fetches before its server answers: the release
+        archive when the volume lacks it, then every tag of its pulls the store lacks (each
+        written to the volume). The bytes fetched; None when the launch exits at start (the
+        release or a tag cannot be fetched), which is then the pod's crash."""
+        fetched = 0
+        archive = engine_archive(pod.body)
+        if archive is not None:
+            kept, url = archive
+            size = volume.files.get(kept, [0, 0])
+            if not (size[0] and volume_files.complete(volume, kept, size[0])):
+                release = self.hub.releases.get(url)
+                if release is None:
+                    pod.crash = pod.crash or f"engine: {url} could not be fetched: HTTP Error 404"
+                    return None
+                volume_files.write(volume, kept, release, release)
+                fetched += release
+        env = pod.body.get("env") or {}
+        pulls = launch_pulls(env if isinstance(env, dict) else {})
+        have = {full_tag(t) for t in found}
+        wanted = {full_tag(t) for t in pulls}
+        for tag in found if PULLS_ENV in env else ():
+            if full_tag(tag) not in wanted:  # the launch removes what the pod no longer serves
+                volume_files.remove(volume, layout.ollama_manifest(store, tag))
+                pod.pulled = [t for t in pod.pulled if full_tag(t) != full_tag(tag)]
+        for tag in pulls:
+            if full_tag(tag) in have:
+                continue
+            known = self.hub.tags.get(full_tag(tag))
+            if known is None:
+                pod.crash = pod.crash or f"Error: pull model manifest: file does not exist ({tag})"
+                return None
+            for digest, size_ in known.blobs:
+                volume_files.write(volume, layout.ollama_blob(store, digest), size_, size_)
+                fetched += size_
+            manifest = layout.ollama_manifest(store, tag)
+            volume_files.write(
+                volume, manifest, seeder_pod.MANIFEST_BYTES, seeder_pod.MANIFEST_BYTES
+            )
+            pod.pulled = sorted({*pod.pulled, tag if ":" in tag else f"{tag}:latest"})
+        return fetched
 
     @staticmethod
     def _broken(pod: PodRecord, why: str, started: float) -> None:

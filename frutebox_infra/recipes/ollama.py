@@ -1,18 +1,22 @@
-"""Ollama: simple single-file models pulled by their pinned library tag."""
+"""Ollama: simple single-file models pulled by their pinned library tag, run from Ollama's
+release archive in an image whose command we control, behind the gateway."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
+from frutebox_infra.recipes.archives import ArchiveInstall
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
     ServeOptions,
     Serving,
     Sharing,
+    engine_address,
     slots_problem,
     static_slots,
 )
@@ -20,10 +24,46 @@ from frutebox_infra.recipes.base import (
 DEFAULT_OLLAMA_CONTEXT = 4096
 """Ollama's own default context, used only when the registry records none."""
 
+OLLAMA_HOME = "/tmp/frutebox-ollama"
+"""Where the release archive is unpacked at every start (the container disk): bin/ollama and
+the runners it finds beside it in lib/ollama."""
+PROGRAM = f"{OLLAMA_HOME}/bin/ollama"
+
+PULLS_ENV = "FRUTEBOX_OLLAMA_PULLS"
+"""The tags the pod's launch makes sure its store holds before its server answers: the
+gateway refuses /api/pull, so no client of ours can pull through it."""
+
+
+def launch_script(install: ArchiveInstall) -> str:
+    """Unpack the checked release, then, through a first server on the pod's own address
+    (loopback behind the gateway), pull what the store lacks and remove what the pod no longer
+    serves (a disarmed member of a shared pod: the store is the pod's own), stop it, and exec
+    the server. A tag already in the store (seeded, or pulled by an earlier pod) is not fetched
+    again; a pull that fails exits 1 before the server answers."""
+    program = shlex.quote(f"{install.home}/bin/ollama")
+    return "\n".join(
+        [
+            install.line(python="python3"),
+            f"{program} serve & first=$!",
+            f"until {program} list >/dev/null 2>&1; do"
+            ' kill -0 "$first" 2>/dev/null || exit 1; sleep 1; done',
+            'keep=" "',
+            f"for tag in ${PULLS_ENV}; do"
+            f' {program} show "$tag" >/dev/null 2>&1 || {program} pull "$tag"'
+            ' || { kill "$first"; exit 1; }',
+            '  case "$tag" in *:*) keep="$keep$tag " ;; *) keep="$keep$tag:latest " ;; esac; done',
+            f"for tag in $({program} list | tail -n +2 | cut -d' ' -f1); do"
+            f' case "$keep" in *" $tag "*) ;; *) {program} rm "$tag" || true ;; esac; done',
+            'kill "$first"; wait "$first" || true',
+            f"exec {program} serve",
+        ]
+    )
+
 
 class Ollama(Recipe):
     runtime = Runtime.OLLAMA
-    entrypoint = "fixed-binary"
+    entrypoint = "none"
+    starts_gateway = True
     default_concurrency = 4
     # Each loaded model keeps its own runner (weights + KV for OLLAMA_NUM_PARALLEL slots);
     # with OLLAMA_MAX_LOADED_MODELS >= members and OLLAMA_KEEP_ALIVE=-1 they stay resident.
@@ -59,6 +99,17 @@ class Ollama(Recipe):
     def gated_pull(self, model: Model) -> bool:
         return False  # the Ollama library serves its own copy; no Hugging Face token involved
 
+    def image_problem(self, model: Model, image: Image) -> str | None:
+        wrong_entrypoint = super().image_problem(model, image)
+        if wrong_entrypoint is not None:
+            return wrong_entrypoint
+        if image.engine_archive is None or image.engine_version is None:
+            return (
+                f"needs Ollama's release archive to install, but {image.reference} has no"
+                " engine_archive and engine_version in registry/images.yaml"
+            )
+        return None
+
     def launch_variant(self, gpu: Gpu, count: int) -> Hashable:
         # The pod is the same on every GPU type and count.
         return ()
@@ -67,10 +118,18 @@ class Ollama(Recipe):
         self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         assert model.source is not None and model.source.ollama_tag is not None
-        # ENTRYPOINT is /bin/ollama, so args can only name a sub-command: the server. The
-        # model is pulled through the server's /api/pull once it answers (the deploy step).
+        assert image.engine_archive is not None and image.engine_version is not None
+        # No ENTRYPOINT: args is the whole command. It unpacks the checked Ollama release,
+        # pulls what the store lacks on the pod itself, then execs the server: on loopback
+        # behind the gateway, which refuses /api/pull to everyone.
+        host, port = engine_address(image.port, serving.gateway)
+        install = ArchiveInstall(
+            archive=image.engine_archive, version=f"ollama-{image.engine_version}",
+            home=OLLAMA_HOME,
+        )  # fmt: skip
+        script = launch_script(install)
         env = {
-            "OLLAMA_HOST": f"0.0.0.0:{image.port}",
+            "OLLAMA_HOST": f"{host}:{port}",
             "OLLAMA_CONTEXT_LENGTH": str(serving.context_tokens),
             "OLLAMA_NUM_PARALLEL": str(serving.concurrency),
             "OLLAMA_KEEP_ALIVE": "-1",
@@ -83,12 +142,18 @@ class Ollama(Recipe):
         if store is not None:
             env["OLLAMA_MODELS"] = f"{store.rstrip('/')}/{model.id}"
         pulls = (model.source.ollama_tag,)
-        return self.pod_spec(model, image, ("serve",), seeded=seeded, env=env, ollama_pulls=pulls)
+        env[PULLS_ENV] = " ".join(pulls)
+        words = ("bash", "-c", f"set -eo pipefail\n{script}")
+        spec = self.pod_spec(model, image, words, seeded=seeded, env=env, ollama_pulls=pulls)
+        if serving.gateway is None:
+            return spec
+        return self.behind_gateway(spec, serving.gateway, script, python="python3")
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # Members agree on context and slots (the planner groups only those), so the anchor's
-        # server settings hold for all; every member stays loaded, none is evicted.
+        # server settings hold for all; every member stays loaded, none is evicted. The launch
+        # makes sure the store holds every member's tag before the server answers.
         anchor = pods[0]
-        env = {**anchor.env, "OLLAMA_MAX_LOADED_MODELS": str(len(pods))}
         tags = tuple(tag for pod in pods for tag in pod.ollama_pulls)
+        env = {**anchor.env, "OLLAMA_MAX_LOADED_MODELS": str(len(pods)), PULLS_ENV: " ".join(tags)}
         return replace(anchor, env=env, ollama_pulls=tags)

@@ -86,8 +86,9 @@ class Provisioner(Waits):
         pod = self.wait_running(pod_id, timeouts, watch=watch, looker=sweep)
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
-        for tag in self._unlisted_tags(pod_id, health, ollama_tags):
-            self.pull(pod_id, health, tag, timeouts)
+        if not health.pulls_on_pod:  # else the launch pulled them before its server answered
+            for tag in self._unlisted_tags(pod_id, health, ollama_tags):
+                self.pull(pod_id, health, tag, timeouts)
         self.check_listed(pod_id, health, ollama_tags)
         self._log(f"pod {pod_id} is serving")
         return pod
@@ -124,6 +125,13 @@ class Provisioner(Waits):
     def forget(self, pod: Pod, *, health: Health, tags: Sequence[str]) -> None:
         """Delete models a shared pod no longer serves (a disarmed member); a failure is
         logged, not fatal: the remaining members serve, the model only takes disk."""
+        if health.pulls_on_pod and tags:
+            # The gateway refuses /api/delete to everyone: the model stays in the store.
+            self._log(
+                f"pod {pod.id}: no longer serves {', '.join(tags)}; it stays in its store on"
+                " the volume (the gateway refuses deletes)"
+            )
+            return
         url = self.proxy.url(pod.id, health.port)
         for tag in tags:
             why = ollama.delete(self.proxy, url, tag)
@@ -269,7 +277,7 @@ class Provisioner(Waits):
             self._log(f"pod {pod.id} is {pod.status}; not pulling {', '.join(tags)} now")
             return
         try:
-            for tag in tags:
+            for tag in () if health.pulls_on_pod else tags:  # its launch pulls them itself
                 self.pull(pod.id, health, tag, timeouts)
             self.check_listed(pod.id, health, tags)
         except RunPodError as exc:

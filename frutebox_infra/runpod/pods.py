@@ -106,6 +106,7 @@ def _health(request: PodRequest) -> Health:
         port=request.health.port,
         path=request.health.path,
         expected_files=tuple(request.health.expectedFiles),
+        pulls_on_pod=bool(request.ollamaPull and request.servingKeyEnv),
     )
 
 

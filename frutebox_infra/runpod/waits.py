@@ -50,6 +50,10 @@ class Health:
     path: str
     expected_files: tuple[str, ...] = ()
     """Files the server must list (ComfyUI /models/<kind>) before it counts as healthy."""
+    pulls_on_pod: bool = False
+    """The pod's own launch pulls its Ollama tags before its server answers (a gateway in
+    front refuses /api/pull and /api/delete to everyone): the deploy step only checks that
+    they are listed."""
 
 
 class Looker(Protocol):

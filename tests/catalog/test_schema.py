@@ -333,7 +333,13 @@ def test_images_are_the_spec_repositories_and_pinned() -> None:
     images = real_registry().images
     assert images[Runtime.SGLANG].repository == "lmsysorg/sglang"
     assert images[Runtime.LLAMACPP].repository == "ghcr.io/ggml-org/llama.cpp"
-    assert images[Runtime.OLLAMA].repository == "ollama/ollama"
+    # Ollama runs from its pinned release archive in the official slim Python image (no
+    # ENTRYPOINT), so that its launch can start the gateway (issue 36): not ollama/ollama,
+    # whose ENTRYPOINT is /bin/ollama.
+    ollama = images[Runtime.OLLAMA]
+    assert ollama.repository == "python" and ollama.entrypoint == "none"
+    assert ollama.engine_archive is not None and ollama.engine_version == "0.35.1"
+    assert f"/v{ollama.engine_version}/" in ollama.engine_archive.url
     # ComfyUI runs on the official PyTorch image; the recipe installs ComfyUI itself.
     assert images[Runtime.COMFYUI].repository == "pytorch/pytorch"
     assert (images[Runtime.SGLANG].port, images[Runtime.LLAMACPP].port) == (8080, 8080)

@@ -12,6 +12,7 @@ import httpx
 import pytest
 import yaml
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.commands.status import (
     StatusError,
     collect,
@@ -33,6 +34,8 @@ from tests.factories import real_registry, settings
 
 STACK = "s"
 OWNER = "tok-status-1234"
+KEY = "status-key-" + "k" * 36
+"""The stack's serving key, as the deploy step fills a gateway pod's and status reads it."""
 
 
 def plan() -> FleetPlan:
@@ -53,6 +56,8 @@ def deploy(emulator: RunningEmulator) -> dict[str, Any]:
     body = pod_body(
         model, model.placement, p.settings, stack=STACK, volume_id=volume["id"], owner=OWNER
     )
+    for name in model.placement.pod.serving_key_env:
+        body["env"][name] = KEY  # as the deploy step fills it
     pod = api.post("/v2/pods", json=body).json()
     for _ in range(3):
         api.get(f"/v2/pods/{pod['id']}")  # PROVISIONING -> STARTING -> RUNNING
@@ -72,7 +77,7 @@ def endpoints(emulator: RunningEmulator) -> Endpoint:
 
 
 def view_of(emulator: RunningEmulator, outputs: dict[str, Any]) -> StatusView:
-    return collect(plan(), recorded_from_outputs(outputs), endpoints(emulator))
+    return collect(plan(), recorded_from_outputs(outputs), endpoints(emulator), serving_key=KEY)
 
 
 def test_in_sync_with_health_uptime_and_spend(emulator: RunningEmulator) -> None:
@@ -162,13 +167,16 @@ def test_a_pod_whose_host_died_is_unhealthy_after_every_probe_of_the_window(
     view = collect(plan(), recorded_from_outputs(outputs), endpoints(emulator), probe=False)
     api_calls = len(emulator.app.account.requests)
     paused: list[float] = []
-    probes = probe_health(view, endpoints(emulator), window_s=8.0, sleep=paused.append)
+    probes = probe_health(
+        view, endpoints(emulator), window_s=8.0, sleep=paused.append, serving_key=KEY
+    )
     assert probes == {"qwen3-8b": Probe(False, HEALTH_PROBES, 8.0, 502, "/api/version")}
     assert paused == [4.0, 4.0]  # three probes spread over the window
     unhealthy = with_health(view, probes)
     assert unhealthy.models[0].drift is DriftKind.UNHEALTHY and unhealthy.heal is not None
     health = requests(emulator, "proxy")
-    assert len(health) == HEALTH_PROBES and not any(r["authorization"] for r in health)
+    # Each probe carries the serving key (an Ollama pod runs the gateway).
+    assert len(health) == HEALTH_PROBES and all(r["authorization"] for r in health)
     # The probes are the proxy's, never the API's quota.
     assert len(emulator.app.account.requests) == api_calls + HEALTH_PROBES
 
@@ -177,7 +185,7 @@ def test_a_healthy_pod_answers_the_first_probe(emulator: RunningEmulator) -> Non
     outputs = deploy(emulator)
     view = collect(plan(), recorded_from_outputs(outputs), endpoints(emulator), probe=False)
     paused: list[float] = []
-    probes = probe_health(view, endpoints(emulator), sleep=paused.append)
+    probes = probe_health(view, endpoints(emulator), sleep=paused.append, serving_key=KEY)
     assert probes["qwen3-8b"].ok and probes["qwen3-8b"].probes == 1 and paused == []
 
 
@@ -195,7 +203,9 @@ def test_pods_are_probed_in_parallel(emulator: RunningEmulator) -> None:
     # Each probe's pause waits for the other pod's: probed one after the other, it would
     # break the barrier instead.
     barrier = threading.Barrier(2, timeout=10)
-    probes = probe_health(both, endpoints(emulator), window_s=1.0, sleep=lambda s: barrier.wait())
+    probes = probe_health(
+        both, endpoints(emulator), window_s=1.0, sleep=lambda s: barrier.wait(), serving_key=KEY
+    )
     assert {m: p.ok for m, p in probes.items()} == {"qwen3-8b": False, "twin": False}
 
 
@@ -259,7 +269,11 @@ def test_a_runpod_hiccup_is_retried_as_the_deploy_step_retries(
 
 def test_the_serving_key_goes_to_a_gateway_pod_s_probe_only(emulator: RunningEmulator) -> None:
     key = "status-" + "s" * 40
-    both = plan_fleet(real_registry(), settings(models=["qwen3-8b", "sdxl-1.0"]), stack=STACK)
+    # Ollama open here (a registry without its routes, so it runs no gateway), ComfyUI keyed.
+    real = real_registry()
+    routes = {k: v for k, v in real.engine_routes.items() if k is not Runtime.OLLAMA}
+    registry = replace(real, engine_routes=routes)
+    both = plan_fleet(registry, settings(models=["qwen3-8b", "sdxl-1.0"]), stack=STACK)
     api = httpx.Client(
         base_url=emulator.url, headers={"Authorization": "Bearer k"}, verify=tls_context()
     )

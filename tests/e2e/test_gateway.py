@@ -1,8 +1,9 @@
-"""Who can reach a served model, on a real `pulumi up` against the emulator: an SGLang, a vLLM
-and a ComfyUI pod behind their gateways (the vLLM one started by the hook its seeding pod put
-on the volume) ask for the stack's key on every route, forward only the routes their clients
-use, and take a rotated key in place; the key is never in the state's plain text, the outputs
-of up, preview and status, or the pods' logs."""
+"""Who can reach a served model, on a real `pulumi up` against the emulator: an SGLang, a vLLM,
+an Ollama and a ComfyUI pod behind their gateways (the vLLM one started by the hook its seeding
+pod put on the volume, the Ollama one run from its pinned release) ask for the stack's key on
+every route, forward only the routes their clients use, and take a rotated key in place; the
+key is never in the state's plain text, the outputs of up, preview and status, or the pods'
+logs."""
 
 from __future__ import annotations
 
@@ -21,9 +22,14 @@ from tests.factories import real_registry
 
 pytestmark = pytest.mark.engine
 
-SGLANG, COMFY, VLLM = "qwen-3.6-27b", "sdxl-1.0", "pixtral"
-STACK = {**SEEDED, "models": [SGLANG, COMFY, VLLM], "budgetUsdPerHour": 40}
-ENGINE_OF = {SGLANG: Runtime.SGLANG, COMFY: Runtime.COMFYUI, VLLM: Runtime.VLLM}
+SGLANG, COMFY, VLLM, OLLAMA = "qwen-3.6-27b", "sdxl-1.0", "pixtral", "qwen3-8b"
+STACK = {**SEEDED, "models": [SGLANG, COMFY, VLLM, OLLAMA], "budgetUsdPerHour": 40}
+ENGINE_OF = {
+    SGLANG: Runtime.SGLANG,
+    COMFY: Runtime.COMFYUI,
+    VLLM: Runtime.VLLM,
+    OLLAMA: Runtime.OLLAMA,
+}
 NEW_KEY = "rotated-" + "r" * 40
 
 
@@ -75,12 +81,20 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     # vLLM's own key would leave /invocations open: the gateway refuses it, key or not.
     assert ask(urls[VLLM], "POST", "/invocations", None, {"prompt": "hi"}).status_code == 401
     assert ask(urls[VLLM], "POST", "/invocations", key, {"prompt": "hi"}).status_code == 403
+    generate = ask(
+        urls[OLLAMA], "POST", "/api/generate", key, {"model": "qwen3:8b", "prompt": "hi"}
+    )
+    assert generate.status_code == 200 and generate.json()["response"]
+    # Nobody pulls or deletes through Ollama's gateway: its launch pulled what it serves.
+    for path, method in (("/api/pull", "POST"), ("/api/delete", "DELETE")):
+        assert ask(urls[OLLAMA], method, path, key, {"model": "qwen3:8b"}).status_code == 403
     prompt = ask(urls[COMFY], "POST", "/prompt", key, {"prompt": {"1": {"class_type": "x"}}})
     assert prompt.status_code == 200 and prompt.json()["prompt_id"]
     # The engines listen on loopback behind the gateway, which holds the published port; the
     # vLLM pod's gateway starts from the hook its seeding pod wrote on the volume.
     for body in deployment.created_bodies():
-        assert "127.0.0.1" in body["args"] and "FRUTEBOX_SERVING_KEY" in body["env"]
+        bind = body["args"] + body["env"].get("OLLAMA_HOST", "")  # Ollama's is a variable
+        assert "127.0.0.1" in bind and "FRUTEBOX_SERVING_KEY" in body["env"]
     vllm_body = next(b for b in deployment.created_bodies() if b["image"].startswith("vllm/"))
     volumes = [v for v in deployment.state()["volumes"] if not v["deleted"] and not v["foreign"]]
     hook_dir = vllm_body["env"]["PYTHONPATH"].removeprefix("/workspace/")
@@ -100,7 +114,7 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     patches = [r["body"] for r in deployment.requests("pods.update")]
     assert patches and all(set(p) == {"env"} for p in patches)
     for model, url in urls.items():
-        path = "/queue" if model == COMFY else "/v1/models"
+        path = {COMFY: "/queue", OLLAMA: "/api/tags"}.get(model, "/v1/models")
         assert ask(url, "GET", path, key).status_code == 401  # the old key, refused
         assert ask(url, "GET", path, NEW_KEY).status_code == 200
 

@@ -58,11 +58,19 @@ def test_up_creates_the_volume_and_exactly_the_pods_the_plan_promised(
     assert outputs["volume"]["id"] == volume["id"]
 
 
-def test_ollama_pods_pull_their_pinned_tag_once_serving(deployment: Deployment) -> None:
+def test_an_ollama_pods_launch_pulls_its_pinned_tag_before_it_serves(
+    deployment: Deployment,
+) -> None:
     deployment.project.write_stack("small", {**SMALL, "models": ["qwen3-8b"]})
     deployment.project.up("small")
-    pulls = [r for r in deployment.requests("proxy") if r["path"].endswith("/api/pull")]
-    assert [p["body"]["model"] for p in pulls] == ["qwen3:8b"]
+    # Behind its gateway no client pulls: the pod's own launch did, and the deploy step only
+    # saw the tag listed.
+    proxied = deployment.requests("proxy")
+    assert not [r for r in proxied if r["path"].endswith("/api/pull")]
+    assert [r for r in proxied if r["path"].endswith("/api/tags")]
+    (pod,) = [p for p in deployment.state()["pods"] if p["name"] == "frutebox-small-qwen3-8b"
+              and not p["emulator"]["foreign"]]  # fmt: skip
+    assert pod["emulator"]["pulled"] == ["qwen3:8b"]
 
 
 def test_cheapest_gpu_out_of_stock_lands_on_the_next_candidate(project: PulumiProject) -> None:

@@ -21,6 +21,10 @@ from tests.emulator.conftest import OPENAPI, network, pod_body
 SCALE = 1000.0  # a minute window lasts 60 ms of the clock, a 20 s restart 20 ms
 
 
+FIXED = "ghcr.io/ggml-org/llama.cpp:server-cuda-b11382"
+"""An image the registry pins whose ENTRYPOINT is its server: args are only its flags."""
+
+
 def app_with(clock: ManualClock, **overrides: Any) -> App:
     options: dict[str, Any] = {"time_scale": SCALE, **overrides}
     realism = realistic_for(load_registry(), **options)
@@ -38,7 +42,7 @@ def our_pod(app: App, **overrides: Any) -> dict[str, Any]:
                   "EU-RO-1", "type": STANDARD}).body  # fmt: skip
     fields: dict[str, Any] = {
         "name": "ours",
-        "image": "ollama/ollama:0.35.1",
+        "image": FIXED,
         "mounts": network(volume["id"]),
     }
     body = pod_body(**{**fields, **overrides})
@@ -137,7 +141,7 @@ def test_host_cuda_versions_are_served_and_a_floor_no_host_meets_is_a_capacity_4
     a40 = next(g for g in gpus if g["id"] == "NVIDIA A40")
     assert [c["version"] for c in a40["cudaVersions"]] == ["12.4", "12.8"]
     refused = send(app, "POST", "/v2/pods", pod_body(
-        image="ollama/ollama:0.35.1", gpu={"id": "NVIDIA A40", "count": 1,
+        image=FIXED, gpu={"id": "NVIDIA A40", "count": 1,
                                            "minCudaVersion": "13.0"}))  # fmt: skip
     assert refused.status == 400 and "no longer any instances" in refused.body["detail"]
     placed = our_pod(app, gpu={"id": "NVIDIA A40", "count": 1, "minCudaVersion": "12.6"})
@@ -151,9 +155,9 @@ def test_an_image_no_registry_holds_is_422_without_field_errors(clock: ManualClo
 
 def test_gpu_count_is_required(clock: ManualClock) -> None:
     app = app_with(clock)
-    body = pod_body(image="ollama/ollama:0.35.1", gpu={"id": "NVIDIA A40"})
+    body = pod_body(image=FIXED, gpu={"id": "NVIDIA A40"})
     assert send(app, "POST", "/v2/pods", body).status == 400
-    assert send(app, "POST", "/v2/pods", pod_body(image="ollama/ollama:0.35.1")).status == 201
+    assert send(app, "POST", "/v2/pods", pod_body(image=FIXED)).status == 201
 
 
 def test_volume_tiers_follow_the_data_centre_and_the_default_is_its_first(
@@ -203,7 +207,7 @@ def test_health_waits_for_a_load_that_grows_with_the_weights_and_logs_say_why(
     assert pod.load_s == app.account.realism.real_s(30 + 2 * 50)
 
     def health() -> int:
-        return app.handle("GET", f"/proxy/{pod_id}-8080/api/version", {}, b"").status
+        return app.handle("GET", f"/proxy/{pod_id}-8080/health", {}, b"").status
 
     def log_lines() -> list[str]:
         logs = send(app, "GET", f"/v2/pods/{pod_id}/logs?tail=2&source=container")
@@ -214,7 +218,7 @@ def test_health_waits_for_a_load_that_grows_with_the_weights_and_logs_say_why(
     clock.advance(pod.load_s * 0.999)
     assert health() == 502
     assert log_lines() == [
-        "pulling image ollama/ollama:0.35.1",
+        f"pulling image {FIXED}",
         "container started; loading weights",
     ]
     clock.advance(pod.load_s * 0.002)
@@ -241,7 +245,7 @@ def test_fast_keeps_the_forgiving_account() -> None:
     assert "RateLimit" not in send(app, "GET", "/v2/pods").headers
 
 
-def proxy_status(app: App, pod_id: str, port: int = 8080, path: str = "/api/version") -> int:
+def proxy_status(app: App, pod_id: str, port: int = 8080, path: str = "/health") -> int:
     """The status of a probe of the pod's health path (the default pod runs Ollama)."""
     return app.handle("GET", f"/proxy/{pod_id}-{port}{path}", {}, b"").status
 

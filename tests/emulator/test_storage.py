@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.deploy.requests import pod_body
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
@@ -19,6 +20,7 @@ from frutebox_infra.emulator.state import Account
 from frutebox_infra.emulator.storage import Storage
 from frutebox_infra.emulator.transfers import Transfers
 from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.recipes.gateway import KEY_ENV
 from frutebox_infra.seeding.bringup import (
     CPU_POD_START_S,
     DOWNLOAD_MB_PER_S,
@@ -29,6 +31,7 @@ from tests.emulator.test_seeder_pod import running, seeding_body
 from tests.factories import real_registry, settings
 
 HUB = Hub.from_registry(real_registry())
+KEY = "storage-" + "k" * 40
 
 
 def account(clock: ManualClock, time_scale: float = 1.0) -> Account:
@@ -100,26 +103,58 @@ def test_offline_without_its_files_the_engine_exits_at_every_start(clock: Manual
     assert "server is listening" not in lines
 
 
-def test_ollama_lists_what_its_store_holds_and_a_pull_fills_the_store(
+def keyed(body: dict[str, Any]) -> dict[str, Any]:
+    """A gateway pod's body with its serving key, as the deploy step fills it."""
+    return {**body, "env": {**body["env"], KEY_ENV: KEY}}
+
+
+def test_ollama_lists_what_its_store_holds_and_its_launch_pulls_what_the_store_lacks(
     clock: ManualClock,
 ) -> None:
+    bearer = {"authorization": f"Bearer {KEY}"}
     acct = seeded(clock, "qwen3-8b")
-    pod = running(acct, gpu_body(acct, "qwen3-8b", seeding=True))
-    clock.advance(GPU_POD_START_S)
-    tags = acct.proxy(pod.id, 11434, "GET", "/api/tags", None)[1]
+    pod = running(acct, keyed(gpu_body(acct, "qwen3-8b", seeding=True)))
+    # Its start fetches the release archive (the first on the volume), then serves.
+    assert pod.load_s == GPU_POD_START_S + (1.6e9 / 1e6) / DOWNLOAD_MB_PER_S
+    clock.advance(pod.load_s)
+    tags = acct.proxy(pod.id, 11434, "GET", "/api/tags", None, bearer)[1]
     assert [m["name"] for m in tags["models"]] == ["qwen3:8b"]
 
     fresh = account(clock)
     fresh.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
-    first = running(fresh, gpu_body(fresh, "qwen3-8b", seeding=False))
-    clock.advance(GPU_POD_START_S)
-    assert fresh.proxy(first.id, 11434, "GET", "/api/tags", None)[1]["models"] == []
-    assert fresh.proxy(first.id, 11434, "POST", "/api/pull", {"model": "qwen3:8b"})[0] == 200
+    first = running(fresh, keyed(gpu_body(fresh, "qwen3-8b", seeding=False)))
+    weights = sum(size for _, size in HUB.tags["library/qwen3:8b"].blobs)
+    assert first.load_s == pytest.approx(
+        GPU_POD_START_S + (1.6e9 + weights) / 1e6 / DOWNLOAD_MB_PER_S
+    )
+    clock.advance(first.load_s)
+    listed = fresh.proxy(first.id, 11434, "GET", "/api/tags", None, bearer)[1]["models"]
+    assert [m["name"] for m in listed] == ["qwen3:8b"]
+    # Behind the gateway no client pulls or deletes, key or not.
+    assert fresh.proxy(first.id, 11434, "POST", "/api/pull", {"model": "x:1b"}, bearer)[0] == 403
+    assert fresh.proxy(first.id, 11434, "DELETE", "/api/delete", {"model": "qwen3:8b"},
+                       bearer)[0] == 403  # fmt: skip
     fresh.terminate_pod(first.id)
-    second = fresh.create_pod(gpu_body(fresh, "qwen3-8b", seeding=False))
-    assert second.pulled == ["qwen3:8b"]
-    status = fresh.proxy(second.id, 11434, "DELETE", "/api/delete", {"model": "qwen3:8b"})[0]
-    assert status == 502  # not running yet: nothing removed
+    second = fresh.create_pod(keyed(gpu_body(fresh, "qwen3-8b", seeding=False)))
+    assert second.pulled == ["qwen3:8b"]  # the store kept what the first pod's launch pulled
+    assert second.load_s == GPU_POD_START_S  # nothing fetched again
+
+
+def test_an_ollama_launch_whose_release_or_tag_cannot_be_fetched_exits_at_every_start(
+    clock: ManualClock,
+) -> None:
+    acct = account(clock)
+    acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    body = keyed(gpu_body(acct, "qwen3-8b", seeding=False))
+    image = real_registry().images[Runtime.OLLAMA]
+    assert image.engine_archive is not None
+    acct.storage.hub.change({"releaseUrl": image.engine_archive.url})
+    gone = acct.create_pod(body)
+    assert gone.crash is not None and "could not be fetched" in gone.crash
+    acct.storage.reset()
+    acct.storage.hub.change({"ollamaTag": "qwen3:8b"})
+    missing = acct.create_pod(body)
+    assert missing.crash is not None and "file does not exist (qwen3:8b)" in missing.crash
 
 
 # ---- the starts and speeds -------------------------------------------------------------------

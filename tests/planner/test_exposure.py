@@ -27,7 +27,12 @@ from frutebox_infra.recipes.vllm import ENGINE_CONFIG
 from frutebox_infra.stack.environment import Environment
 from tests.factories import real_registry, server_words, settings, words
 
-HOST_FLAG = {Runtime.SGLANG: "--host", Runtime.COMFYUI: "--listen", Runtime.VLLM: "--host"}
+HOST_FLAG = {
+    Runtime.SGLANG: "--host",
+    Runtime.COMFYUI: "--listen",
+    Runtime.VLLM: "--host",
+    Runtime.OLLAMA: "OLLAMA_HOST",  # Ollama's server binds where this variable says
+}
 """The flag that binds each gateway engine's server (checked against its engine_options)."""
 
 
@@ -87,8 +92,11 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             else:
                 assert starts_gateway(launch)
             host = HOST_FLAG[runtime]
-            assert server[server.index(host) + 1] == LOOPBACK
-            assert server[server.index("--port") + 1] == str(engine_port(image.port))
+            if host.startswith("--"):
+                assert server[server.index(host) + 1] == LOOPBACK
+                assert server[server.index("--port") + 1] == str(engine_port(image.port))
+            else:
+                assert spec.env[host] == f"{LOOPBACK}:{engine_port(image.port)}"
             assert spec.serving_key_env == (KEY_ENV,) and KEY_ENV not in spec.env
             routes = registry.engine_routes[runtime]
             assert spec.env[CONFIG_ENV] == caddyfile(
@@ -100,11 +108,11 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             # The gateway starts (or the script exits) before the engine's exec.
             assert script.index(" start --config ") < script.rindex("\nexec ")
             assert "|| exit 1" in script.split(" start --config ")[1].splitlines()[0]
-    # Both kinds are in the catalog, so neither branch is vacuous; vLLM's models are behind
-    # the gateway now, and only the engines not yet moved are open.
+    # Both kinds are in the catalog, so neither branch is vacuous; vLLM's and Ollama's models
+    # are behind the gateway now, and only the engine not yet moved is open.
     assert checked[True] and checked[False], checked
     assert hooked, "no vLLM model in the catalog"
-    assert open_engines == {Runtime.LLAMACPP, Runtime.OLLAMA}, open_engines
+    assert open_engines == {Runtime.LLAMACPP}, open_engines
     # A hooked model that is not seeded refuses to plan, naming why; a seeded one does not.
     refused = {p.message.split(":")[0] for p in plan.problems if p.rule == "gateway-needs-seeding"}
     assert refused == (set() if seeding else hooked), refused
@@ -119,7 +127,7 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             assert exposure.reason in named[0]
 
 
-@pytest.mark.parametrize("runtime", [Runtime.LLAMACPP, Runtime.OLLAMA], ids=str)
+@pytest.mark.parametrize("runtime", [Runtime.LLAMACPP], ids=str)
 def test_a_fixed_entrypoint_engine_is_open_and_says_why(runtime: Runtime) -> None:
     recipe, image = RECIPES[runtime], real_registry().images[runtime]
     assert not recipe.starts_gateway

@@ -57,6 +57,11 @@ def spec_config(document: str) -> str:
     return "org/m --speculative-config " + shlex.quote(document)
 
 
+def ollama_script(words: str) -> str:
+    """An Ollama launch as its recipe writes one: the release's program exec'd last."""
+    return shlex.join(["bash", "-c", f"exec /tmp/frutebox-ollama/bin/ollama {words}"])
+
+
 def comfy_script(flags: str, extra: str = "") -> str:
     script = f'{extra}cd "$home"\nexec "$home/venv/bin/python" main.py {flags}'
     return shlex.join(["bash", "-c", script])
@@ -321,42 +326,51 @@ REFUSED = [
     # --- Ollama 0.35.1 ---
     pytest.param(
         "ollama",
-        "serve --verbose",
+        ollama_script("serve --verbose"),
         {},
         "args `serve --verbose`",
         "serve",
-        "serve",
+        ollama_script("serve"),
         {},
         id="ollama-flag",
     ),
-    pytest.param("ollama", "run", {}, "args `run`", "serve", "serve", {}, id="ollama-subcommand"),
     pytest.param(
         "ollama",
+        ollama_script("run"),
+        {},
+        "args `run`",
         "serve",
+        ollama_script("serve"),
+        {},
+        id="ollama-subcommand",
+    ),
+    pytest.param(
+        "ollama",
+        ollama_script("serve"),
         {"OLLAMA_FOO": "1"},
         "environment variable OLLAMA_FOO",
         "remove",
-        "serve",
+        ollama_script("serve"),
         {"OLLAMA_NUM_PARALLEL": "4"},
         id="ollama-env",
     ),
     pytest.param(
         "ollama",
-        "serve",
+        ollama_script("serve"),
         {"OLLAMA_NUM_PARALLEL": "four"},
         "OLLAMA_NUM_PARALLEL=four",
         "uint",
-        "serve",
+        ollama_script("serve"),
         {"OLLAMA_NUM_PARALLEL": "4"},
         id="ollama-env-type",
     ),
     pytest.param(
         "ollama",
-        "serve",
+        ollama_script("serve"),
         {"OLLAMA_KEEP_ALIVE": "forever"},
         "OLLAMA_KEEP_ALIVE=forever",
         "duration",
-        "serve",
+        ollama_script("serve"),
         {"OLLAMA_KEEP_ALIVE": "-1"},
         id="ollama-duration",
     ),
@@ -429,7 +443,7 @@ def test_a_health_path_the_engine_does_not_serve_is_refused(engine: str) -> None
         "sglang": SGLANG,
         "vllm": "org/m",
         "llamacpp": "-hf r:q",
-        "ollama": "serve",
+        "ollama": ollama_script("serve"),
         "comfyui": comfy_script("--port 8188"),
     }[engine]
     (refusal,) = check(engine, args, health="/healthz")
@@ -634,11 +648,12 @@ def test_environment_refusals_come_in_the_order_the_launch_sets_its_variables() 
     # An unread variable and a mistyped one, in both orders: the refusals follow the env
     # (the shape's checks are worked out once, then read per launch in that order).
     env = {"OLLAMA_NUM_PARALLEL": "four", "OLLAMA_NUM_PARALEL": "4", "OLLAMA_HOST": "0.0.0.0"}
-    forward = [r.what for r in check("ollama", "serve", env)]
+    serve = ollama_script("serve")
+    forward = [r.what for r in check("ollama", serve, env)]
     assert forward == ["OLLAMA_NUM_PARALLEL=four", "environment variable OLLAMA_NUM_PARALEL"]
-    backward = [r.what for r in check("ollama", "serve", dict(reversed(env.items())))]
+    backward = [r.what for r in check("ollama", serve, dict(reversed(env.items())))]
     assert backward == forward[::-1]
-    assert check("ollama", "serve", {**env, "OLLAMA_NUM_PARALLEL": "4"})[0].what == (
+    assert check("ollama", serve, {**env, "OLLAMA_NUM_PARALLEL": "4"})[0].what == (
         "environment variable OLLAMA_NUM_PARALEL"
     )  # the same names, another value: the value is read again
 

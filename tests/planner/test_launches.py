@@ -77,7 +77,7 @@ def test_a_shared_pods_launch_is_checked_with_all_its_members() -> None:
     fleet = checked_plan(small, (P100,), images=images, colocate=True)
     assert fleet.pods[0].model_ids == ("bb", "aa")
     (problem,) = [p for p in fleet.problems if p.rule == "launch-rejected"]
-    assert problem.message.startswith("bb, aa: ollama/ollama:0.35.1 would refuse")
+    assert problem.message.startswith(f"bb, aa: {ollama.reference} would refuse")
     assert "OLLAMA_MODELZ" in problem.message and "OLLAMA_MODELS" in problem.message
     assert "launch-rejected" not in rules(checked_plan(small, (P100,), colocate=True))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from frutebox_infra.catalog.schema import Model
+from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.planner.plan import FleetPlan, VolumePlan, plan_fleet
 from frutebox_infra.planner.resolver import PlanProblem
 from frutebox_infra.stack.environment import Environment
@@ -17,7 +17,6 @@ from tests.factories import (
     flag,
     gpu,
     model,
-    ollama_model,
     real_registry,
     registry,
     rules,
@@ -77,7 +76,9 @@ def test_without_fallbacks_worst_is_best() -> None:
 
 
 def weights(model_id: str, disk_gb: float) -> Model:
-    return ollama_model(model_id, vram_gb=1, disk_gb=disk_gb)
+    """A model of `disk_gb` weights whose engine installs nothing onto the volume."""
+    return sglang_model(model_id, vram_gb=1, weights={"format": "bf16", "disk_gb": disk_gb,
+                                                      "vram_gb": 1})  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -348,19 +349,25 @@ def test_the_volume_tier_is_explicit_and_priced(tier: str, usd: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("armed", "installs"),
+    ("armed", "engines"),
     [
-        pytest.param(["qwen3-8b"], 0, id="ollama-installs-nothing"),
-        pytest.param(["sdxl-1.0"], 1, id="one-comfyui-model"),
-        pytest.param(["sdxl-1.0", "ace-step-v1-3.5b"], 1, id="two-comfyui-models-one-install"),
+        pytest.param(["qwen-3.6-27b"], [], id="sglang-installs-nothing"),
+        pytest.param(["qwen3-8b"], ["ollama"], id="ollama-keeps-its-release-archive"),
+        pytest.param(["sdxl-1.0"], ["comfyui"], id="one-comfyui-model"),
+        pytest.param(["sdxl-1.0", "ace-step-v1-3.5b"], ["comfyui"], id="two-comfyui-one-install"),
+        pytest.param(["qwen3-8b", "llama-3.2-1b", "sdxl-1.0"], ["ollama", "comfyui"], id="dev"),
     ],
-)
-def test_an_engine_installed_onto_the_volume_is_sized_once(armed: list[str], installs: int) -> None:
+)  # fmt: skip
+def test_an_engine_installed_onto_the_volume_is_sized_once(
+    armed: list[str], engines: list[str]
+) -> None:
     real = real_registry()
-    fleet = plan_fleet(real, settings(models=armed, budgetUsdPerHour=100), stack="test")
-    comfy_gb = next(i for i in real.images.values() if i.volume_install_gb).volume_install_gb
-    assert fleet.volume.engines_gb == pytest.approx(installs * comfy_gb)
-    assert fleet.volume.size_gb >= math.ceil(fleet.volume.weights_gb + installs * comfy_gb)
+    fleet = plan_fleet(real, settings(models=armed, budgetUsdPerHour=100), stack="test",
+                       environment=Environment(hf_token=True))  # fmt: skip
+    installs = sum(real.images[Runtime(e)].volume_install_gb for e in engines)
+    assert all(real.images[Runtime(e)].volume_install_gb > 0 for e in engines)
+    assert fleet.volume.engines_gb == pytest.approx(installs)
+    assert fleet.volume.size_gb >= math.ceil(fleet.volume.weights_gb + installs)
 
 
 # ---- the stream-rate floor, ranking and pins --------------------------------------------------

@@ -602,7 +602,7 @@ def test_an_unpinned_image_is_warned_about() -> None:
     floating = registry([ollama_model("o")], images=images)
     r = resolve(floating, "o")
     assert r.servable
-    assert any("not pinned" in w and "ollama/ollama:latest" in w for w in r.warnings)
+    assert any("not pinned" in w and "python:latest" in w for w in r.warnings)
     pinned = resolve(registry([ollama_model("o")]), "o")
     assert not any("image" in w and "not pinned" in w for w in pinned.warnings)
     # Each registry's own images, whichever was resolved last.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -24,6 +25,36 @@ def test_bring_up_runs_wait_health_and_pull(provisioner: Provisioner, fake: Fake
     assert got.status == "RUNNING"
     assert len(fake.calls("POST")) == 1
     assert not fake.calls("DELETE")
+
+
+def test_a_pod_whose_launch_pulls_is_only_checked_never_pulled_through(
+    provisioner: Provisioner, fake: FakeApi, logs: list[str]
+) -> None:
+    # Behind a gateway (which refuses /api/pull and /api/delete) the pod's own launch pulls
+    # its tags before its server answers; the deploy step only sees them listed.
+    gated = replace(HEALTH, pulls_on_pod=True)
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("GET", TAGS_URL, ok(200, {"models": [{"name": "qwen3:8b"}]}))
+    got = provisioner.bring_up("pod1", health=gated, ollama_tags=["qwen3:8b"], timeouts=TIMEOUTS)
+    assert got.status == "RUNNING" and not fake.calls("POST")
+    provisioner.refresh_pull(got, health=gated, tags=["qwen3:8b"], timeouts=TIMEOUTS)
+    provisioner.forget(got, health=gated, tags=["llama3.2:1b"])
+    assert not fake.calls("POST") and not fake.calls("DELETE")
+    assert any("stays in its store" in line for line in logs)
+
+
+def test_a_pod_whose_launch_pulls_fails_when_a_tag_is_not_listed(
+    provisioner: Provisioner, fake: FakeApi
+) -> None:
+    gated = replace(HEALTH, pulls_on_pod=True)
+    fake.on("GET", "/v2/pods/pod1", *states("RUNNING"))
+    fake.on("GET", HEALTH_URL, ok(200, {}))
+    fake.on("GET", TAGS_URL, ok(200, {"models": []}))
+    fake.on("DELETE", "/v2/pods/pod1", ok(204))
+    with pytest.raises(errors.PodFailedError, match="does not list qwen3:8b"):
+        provisioner.bring_up("pod1", health=gated, ollama_tags=["qwen3:8b"], timeouts=TIMEOUTS)
+    assert not fake.calls("POST")
 
 
 def test_bring_up_pulls_only_the_tags_the_store_does_not_list(

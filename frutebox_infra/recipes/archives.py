@@ -1,0 +1,77 @@
+"""An engine delivered as its published release archive (where no image we can launch ships
+it): kept on the volume, checked against its pinned SHA-256 at every start (fetched once per
+volume, to a private name that is checked before it is renamed into place), and unpacked onto
+the container disk; any failure exits 1 before the engine starts."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from frutebox_infra.catalog.schema import EngineArchive
+
+ARCHIVE_DIR = "/workspace/frutebox/engines"
+"""Where checked release archives live on the stack's volume, one file per release."""
+
+# tarfile's "r:*" reads what the archive is (gzip, and zstd from Python 3.14 on: PEP 784), and
+# its "data" filter refuses members that would land outside the directory, links out of it and
+# device files. The unpacked tree goes to a fresh temporary directory renamed into place, so a
+# half-unpacked engine is never run.
+_ARCHIVE_PY = """import hashlib, os, shutil, sys, tarfile, tempfile, urllib.request as u
+archive, url, want, dest = sys.argv[1:5]
+def ok(path):
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""): h.update(b)
+    except OSError: return False
+    return h.hexdigest() == want
+if not ok(archive):
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    part = archive + ".part" + str(os.getpid())
+    try:
+        with u.urlopen(url, timeout=60) as src, open(part, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 24)
+    except OSError as e:
+        sys.exit("engine: " + url + " could not be fetched: " + str(e))
+    if not ok(part):
+        os.remove(part)
+        sys.exit("engine: " + url + " does not match its pinned SHA-256")
+    os.replace(part, archive)
+shutil.rmtree(dest, ignore_errors=True)
+os.makedirs(os.path.dirname(dest), exist_ok=True)
+tmp = tempfile.mkdtemp(dir=os.path.dirname(dest))
+with tarfile.open(archive, "r:*") as t:
+    t.extractall(tmp, filter="data")
+os.rename(tmp, dest)"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchiveInstall:
+    """One engine release: its pinned archive, where it is kept and where it is unpacked."""
+
+    archive: EngineArchive
+    version: str
+    home: str
+    """Where the archive is unpacked on the container disk (fresh at every start)."""
+    volume_dir: str = ARCHIVE_DIR
+
+    @property
+    def kept(self) -> str:
+        """The archive's path on the volume."""
+        return f"{self.volume_dir}/{self.version}-{self.archive.file_name}"
+
+    def line(self, *, python: str) -> str:
+        """The launch line that checks (or fetches) and unpacks it, or exits 1."""
+        check = [python, "-c", _ARCHIVE_PY, self.kept, self.archive.url, self.archive.sha256,
+                 self.home]  # fmt: skip
+        return f"{shlex.join(check)} || exit 1"
+
+
+ARCHIVE_MARKER = _ARCHIVE_PY.splitlines()[0]
+"""The first line of the install's program text, which marks it in a launch script."""
+
+
+def installs_archive(script: str) -> bool:
+    """Whether a launch script checks and unpacks an engine archive (`ArchiveInstall.line`)."""
+    return ARCHIVE_MARKER in script

@@ -1,7 +1,10 @@
 """`frutebox usage` on the real engine against the emulator: `pulumi up` of two measured models,
 a simulated day of traffic (the emulator's clock stepped an hour at a time), one model idle from
-noon, a container restart mid-morning, hourly `usage --record`; the report then says exactly
-what the emulator billed and served."""
+noon, hourly `usage --record`, and mid-morning traffic served after a sample and before both
+containers restart: the report then says exactly what the emulator billed and served, to the
+token for the SGLang model (its launch keeps its counters on the volume), and for the vLLM
+model (its counters die with its process) the count less what the restart took, marked as a
+lower bound with the restart and why."""
 
 from __future__ import annotations
 
@@ -81,9 +84,14 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
     for hour in range(24):
         clock.advance(600)
         if hour == 9:
-            api(deployed).post(f"/v2/pods/{pix}/action", json={"action": "restart"})
+            # Served after the last sample; then both containers restart before the next one.
+            drive(deployed, pix, 1, 7, key)
+            drive(deployed, qwen, 1, 9, key)
+            for pod_id in (pix, qwen):
+                api(deployed).post(f"/v2/pods/{pod_id}/action", json={"action": "restart"})
             clock.advance(60)
-            api(deployed).get(f"/v2/pods/{pix}")  # the new container: its counters from zero
+            for pod_id in (pix, qwen):
+                api(deployed).get(f"/v2/pods/{pod_id}")  # the new containers
         clock.advance(600)
         drive(deployed, pix, 3, 100, key)
         if hour < 12:
@@ -103,23 +111,36 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
     truth = {p["id"]: p["emulator"] for p in state["pods"]}
     billing = api(deployed).get("/v2/billing/pods",
                                 params={"bucketSize": "hour", "lastN": 24}).json()  # fmt: skip
+    start = billing["metadata"]["query"]["startTime"]
+    served_in = {p: sum(s[1] for s in truth[p]["served"] if s[0] >= start) for p in (pix, qwen)}
     for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
         row: dict[str, Any] = next(m for m in view["models"] if m["model"] == model_id)
         records = [r for r in billing["records"] if r["podId"] == pod_id]
         served = truth[pod_id]["served"]
-        in_window = [s for s in served if s[0] >= billing["metadata"]["query"]["startTime"]]
         assert row["usdBilled"] == pytest.approx(sum(r["totalAmount"] for r in records), abs=1e-6)
         assert row["hoursBilled"] == len(records)
-        assert row["outputTokens"] == sum(s[1] for s in in_window)
         idle = [r for r in records if r["startTime"][:13] not in {s[0][:13] for s in served}]
         assert row["idleHours"] == len(idle)
         assert row["idleUsd"] == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
     pix_row = next(m for m in view["models"] if m["model"] == "pixtral")
     qwen_row = next(m for m in view["models"] if m["model"] == "qwen-3.6-27b")
-    # The window is the last 24 buckets: the first hour of traffic fell just outside it.
-    assert pix_row["outputTokens"] == 23 * 300  # through the restart, nothing lost
+    # SGLang (qwen) kept its counters on the volume: every token the emulator served in the
+    # window, the 9 served between the sample and the restart included. The window is the last
+    # 24 buckets: the first hour of traffic fell just outside it.
+    assert qwen_row["outputTokens"] == served_in[qwen] == 11 * 100 + 9
+    assert not qwen_row["outputIsLowerBound"] and qwen_row["countersKeptOnVolume"]
+    assert qwen_row["restartsSeen"] == 1 and qwen_row["countsLostAtRestarts"] == 0
     # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
-    assert qwen_row["outputTokens"] == 11 * 100 and qwen_row["idleHours"] == 13
+    assert qwen_row["idleHours"] == 13
+    # vLLM (pixtral) counted in its process: the 7 tokens served between the sample and the
+    # restart are gone, and usage says its figure is a lower bound, and why.
+    assert pix_row["outputTokens"] == served_in[pix] - 7 == 23 * 300
+    assert pix_row["outputIsLowerBound"] and pix_row["countsLostAtRestarts"] == 1
+    assert "vLLM counts in its process's memory" in pix_row["countsLostWhy"]
+    assert any(n.startswith("pixtral: a lower bound") for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
         pix_row["usdBilled"] + qwen_row["usdBilled"], abs=1e-6
     )
+    # On the volume: the SGLang model's counter directory, per model and engine release.
+    (volume,) = [v for v in state["volumes"] if not v.get("foreign")]
+    assert list(volume["counterDirs"]) == ["frutebox/counters/qwen-3.6-27b/sglang-v0.5.21"]

@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from frutebox_infra.catalog.schema import Model, Runtime
-from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_origins, stored_path
 from frutebox_infra.seeding.protocol import (
     FilesJob,
@@ -111,6 +111,9 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
         # huggingface_hub records a branch or tag under refs/; a commit needs none.
         refs=() if COMMIT.match(revision) else (revision,),
         ignoreBesideSafetensors=beside,
+        # The directory the pod's engine keeps its counters in: made here, since vLLM's
+        # fixed-ENTRYPOINT launch cannot make it and the engine fails to start without it.
+        counterDirs=(_env_path(env, COUNTERS_ENV),) if COUNTERS_ENV in env else (),
     )
 
 

@@ -73,6 +73,10 @@ class HfSnapshotJob:
     quant: str | None = None
     """For llama.cpp: seed only the GGUF files `-hf REPO:QUANT` loads (the quant's first
     shard and its siblings), chosen by llama.cpp's own rule."""
+    counterDirs: tuple[RelativePath, ...] = ()
+    """Directories made once the snapshot is in place (left as they are when there): where
+    the pod's engine keeps its counters on the volume (its `PROMETHEUS_MULTIPROC_DIR`), which
+    an engine fails to start without and a fixed-ENTRYPOINT launch (vLLM's) cannot make."""
 
 
 @dataclass(frozen=True, kw_only=True)

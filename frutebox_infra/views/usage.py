@@ -287,8 +287,9 @@ def _hours_touched(inc: Increase) -> set[datetime]:
 IN_MEMORY = {
     "sglang": "SGLang counted in its process's memory: with frutebox-infra:measureUsage: true its"
     " launch keeps the counters in a directory on the volume, and restarts lose nothing",
-    "vllm": "vLLM counts in its process's memory: its image's fixed ENTRYPOINT runs no command"
-    " of ours, so its launch cannot make a directory on the volume to keep them in",
+    "vllm": "vLLM counted in its process's memory: with frutebox-infra:measureUsage: true and"
+    " seeding on, its seeding pod makes a directory on the volume its launch keeps them in (its"
+    " fixed ENTRYPOINT cannot make one), and restarts lose nothing",
     "llamacpp": "llama.cpp's counters live in the server's memory and nothing on the pod keeps"
     " them: sample more often to lose less",
     "comfyui": "ComfyUI keeps /history in the server's memory: sample more often to lose less",

@@ -136,7 +136,7 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
     # restart are gone, and usage says its figure is a lower bound, and why.
     assert pix_row["outputTokens"] == served_in[pix] - 7 == 23 * 300
     assert pix_row["outputIsLowerBound"] and pix_row["countsLostAtRestarts"] == 1
-    assert "vLLM counts in its process's memory" in pix_row["countsLostWhy"]
+    assert "vLLM counted in its process's memory" in pix_row["countsLostWhy"]
     assert any(n.startswith("pixtral: a lower bound") for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
         pix_row["usdBilled"] + qwen_row["usdBilled"], abs=1e-6

@@ -34,7 +34,7 @@ def test_markdown_is_a_table_with_the_notes() -> None:
     assert "| `pixtral` | vllm | 4 | $6.00 | >=550 | <=$10,909.09 |" in text
     assert (
         "pixtral: a lower bound: output tokens served between the last sample and each of"
-        " 1 restart seen are lost (vLLM counts in its process's memory" in text
+        " 1 restart seen are lost (vLLM counted in its process's memory" in text
     )
 
 

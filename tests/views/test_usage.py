@@ -115,7 +115,7 @@ def test_a_kept_directory_found_emptied_or_left_for_another_release_loses_the_ta
 def test_counts_lost_at_restarts_are_counted_and_say_why() -> None:
     pix = next(m for m in view().models if m.model_id == "pixtral")
     assert (pix.restarts_seen, pix.counts_lost, pix.counts_kept) == (1, 1, False)
-    assert "vLLM counts in its process's memory" in (pix.lost_why or "")
+    assert "vLLM counted in its process's memory" in (pix.lost_why or "")
 
 
 def test_billed_dollars_tokens_measured_cost_and_idle_hours() -> None:

@@ -230,6 +230,10 @@ def test_the_counter_directory_a_pod_names_is_made_by_its_seed() -> None:
     assert job.counterDirs == ("frutebox/counters/pixtral/vllm-v0.31.0-cu129",)
     plain = job_for("pixtral")
     assert isinstance(plain, HfSnapshotJob) and plain.counterDirs == ()
+    # Left out when empty: an unmeasured stack's seeds keep their fingerprints (no re-seed).
+    from frutebox_infra.deploy.contract import wire_json
+
+    assert "counterDirs" not in wire_json(plain) and "counterDirs" in wire_json(job)
     # One off the volume cannot be made by a seed: the model is not seeded, and says why.
     off = job_for("pixtral", PROMETHEUS_MULTIPROC_DIR="/tmp/prom")
     assert isinstance(off, Unseedable) and "PROMETHEUS_MULTIPROC_DIR" in off.reason

@@ -102,11 +102,12 @@ def _counting_notes(m: ModelUsage) -> list[str]:
         return []
     if m.counts_lost:
         what = "prompts" if m.prompts is not None else "output tokens"
-        return [
-            f"{m.model_id}: a lower bound: {what} served between the last sample and each of"
-            f" {m.counts_lost} restart{'s' if m.counts_lost != 1 else ''} seen are lost ("
-            f"{m.lost_why}); $/1M is at most the figure shown"
-        ]
+        lost = (
+            f"1 restart lost the {what} served since the sample before it"
+            if m.counts_lost == 1
+            else f"{m.counts_lost} restarts each lost the {what} served since the sample before"
+        )
+        return [f"{m.model_id}: a lower bound: {lost} ({m.lost_why}); its $/1M is an upper bound"]
     if m.restarts_seen and m.counts_kept:
         return [
             f"{m.model_id}: {_restarts(m)} seen, nothing lost: its counters are kept on the volume"

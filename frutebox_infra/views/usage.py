@@ -285,14 +285,14 @@ def _hours_touched(inc: Increase) -> set[datetime]:
 # ---- the plan's side -------------------------------------------------------------------------
 
 IN_MEMORY = {
-    "sglang": "SGLang counted in its process's memory: with frutebox-infra:measureUsage: true its"
-    " launch keeps the counters in a directory on the volume, and restarts lose nothing",
-    "vllm": "vLLM counted in its process's memory: with frutebox-infra:measureUsage: true and"
-    " seeding on, its seeding pod makes a directory on the volume its launch keeps them in (its"
-    " fixed ENTRYPOINT cannot make one), and restarts lose nothing",
-    "llamacpp": "llama.cpp's counters live in the server's memory and nothing on the pod keeps"
-    " them: sample more often to lose less",
-    "comfyui": "ComfyUI keeps /history in the server's memory: sample more often to lose less",
+    "sglang": "SGLang counted in its process's memory; set frutebox-infra:measureUsage: true to"
+    " keep its counters on the volume",
+    "vllm": "vLLM counted in its process's memory; with frutebox-infra:measureUsage: true and"
+    " seeding on, its counters are kept on the volume",
+    "llamacpp": "llama.cpp keeps its counters in the server's memory, and nothing on the pod can"
+    " keep them: sample more often to lose less",
+    "comfyui": "ComfyUI keeps /history in the server's memory, and nothing on the pod can keep"
+    " it: sample more often to lose less",
 }
 """Why a restart loses an engine's counts, per engine whose counters are in its memory."""
 EMPTIED = "its counter directory on the volume was found emptied (or replaced)"

@@ -33,8 +33,8 @@ def test_markdown_is_a_table_with_the_notes() -> None:
     # A restart lost what pixtral served since the sample before it: a lower bound.
     assert "| `pixtral` | vllm | 4 | $6.00 | >=550 | <=$10,909.09 |" in text
     assert (
-        "pixtral: a lower bound: output tokens served between the last sample and each of"
-        " 1 restart seen are lost (vLLM counted in its process's memory" in text
+        "pixtral: a lower bound: 1 restart lost the output tokens served since the sample before"
+        " it (vLLM counted in its process's memory" in text
     )
 
 

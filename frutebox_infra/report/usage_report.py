@@ -103,9 +103,10 @@ def _counting_notes(m: ModelUsage) -> list[str]:
     if m.counts_lost:
         what = "prompts" if m.prompts is not None else "output tokens"
         lost = (
-            f"1 restart lost the {what} served since the sample before it"
+            f"1 restart lost whatever {what} were served since the sample before it"
             if m.counts_lost == 1
-            else f"{m.counts_lost} restarts each lost the {what} served since the sample before"
+            else f"{m.counts_lost} restarts each lost whatever {what} were served since the"
+            " sample before"
         )
         return [f"{m.model_id}: a lower bound: {lost} ({m.lost_why}); its $/1M is an upper bound"]
     if m.restarts_seen and m.counts_kept:

@@ -33,8 +33,8 @@ def test_markdown_is_a_table_with_the_notes() -> None:
     # A restart lost what pixtral served since the sample before it: a lower bound.
     assert "| `pixtral` | vllm | 4 | $6.00 | >=550 | <=$10,909.09 |" in text
     assert (
-        "pixtral: a lower bound: 1 restart lost the output tokens served since the sample before"
-        " it (vLLM counted in its process's memory" in text
+        "pixtral: a lower bound: 1 restart lost whatever output tokens were served since the sample"
+        " before it (vLLM counted in its process's memory" in text
     )
 
 
@@ -65,3 +65,14 @@ def test_advice_is_rendered_with_the_window_to_set_and_the_saving() -> None:
     assert "set overrides.pixtral.armedWindow" in text
     (advice,) = usage_data(v)["advice"]
     assert advice["window"] == "daily 10:00-12:00 UTC" and advice["openings"] == 2
+
+
+def test_several_restarts_that_lost_counts_are_counted_in_the_note() -> None:
+    from tests.views.test_usage import at, compute_usage, hours, plan, tok
+
+    samples = [tok("a", "pixtral", 1, 10, "s1"), tok("a", "pixtral", 2, 5, "s2"),
+               tok("a", "pixtral", 3, 8, "s3")]  # fmt: skip
+    v = compute_usage(plan=plan(), hours=4, end=at(4), billed=hours("a", 3, 1.0),
+                      samples=samples, owners={"a": "pixtral"})  # fmt: skip
+    assert "pixtral: a lower bound: 2 restarts each lost whatever output tokens" in usage_table(v)
+    assert ">=23" in usage_table(v)

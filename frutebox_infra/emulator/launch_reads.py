@@ -20,7 +20,7 @@ from frutebox_infra.emulator.records import VolumeRecord
 from frutebox_infra.emulator.volume_files import Piece
 from frutebox_infra.recipes import RECIPES
 from frutebox_infra.seeding import seeder
-from frutebox_infra.seeding.manifest import HUB_SUBDIR, OTHER_WEIGHT_FORMATS
+from frutebox_infra.seeding.manifest import HUB_SUBDIR, ignored_beside_safetensors
 
 TRUTHY = frozenset({"1", "true", "yes", "on", "enabled"})
 """What huggingface_hub and llama.cpp read as a switch turned on."""
@@ -77,7 +77,11 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
     )
     offline = str(env.get("HF_HUB_OFFLINE", "")).lower() in TRUTHY
     revision = _after(words, "--revision") or "main"
-    return _snapshot(runtime, repo, revision, cache, hub, volume, offline=offline, token=token)
+    # The checkpoint format the launch loads (vLLM's `--load-format mistral` reads Mistral's
+    # consolidated files, not the Hugging Face shards beside them), as the seed job reads it.
+    ignored = ignored_beside_safetensors(words)
+    return _snapshot(runtime, repo, revision, cache, hub, volume, offline=offline, token=token,
+                     ignored=ignored)  # fmt: skip
 
 
 def _after(words: list[str], flag: str) -> str:
@@ -95,6 +99,7 @@ def _snapshot(
     offline: bool,
     token: bool,
     quant: str = "",
+    ignored: tuple[str, ...] = (),
 ) -> Reads:
     if cache is None or not repo:
         return Reads(runtime, failure="no model cache on the volume: the weights cannot be found")
@@ -124,7 +129,7 @@ def _snapshot(
         chosen = (
             seeder.gguf_files(entries, quant)
             if quant
-            else seeder.select(entries, {"ignoreBesideSafetensors": OTHER_WEIGHT_FORMATS})
+            else seeder.select(entries, {"ignoreBesideSafetensors": ignored})
         )
     except seeder.Failed as failed:
         return Reads(runtime, failure=failed.reason)

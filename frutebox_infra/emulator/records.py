@@ -82,7 +82,8 @@ class PodRecord:
     seeding: dict[str, Any] | None = None
     """A seeding pod's jobs as its seeder runs them (seeder_pod.py), as JSON."""
     counters: dict[str, float] = field(default_factory=dict)
-    """The engine's counters since its container started (counters.py): zeroed at each start."""
+    """The engine's counters since its container started (counters.py): zeroed at each start;
+    an engine counting in a multiprocess directory on the volume counts there instead."""
     history: list[str] = field(default_factory=list)
     """ComfyUI's executed prompt ids since its container started."""
     served: list[list[Any]] = field(default_factory=list)
@@ -206,6 +207,9 @@ class VolumeRecord:
     """Path below the mount -> [size, bytes present]: what pods wrote there (volume_files.py)."""
     refs: dict[str, str] = field(default_factory=dict)
     """Small text files (a Hugging Face cache's refs/<branch>) by path."""
+    counter_dirs: dict[str, dict[str, float]] = field(default_factory=dict)
+    """prometheus_client multiprocess directories (path below the mount) and the counters the
+    files in each add up to: made by a launch script, kept across pods (counters.py)."""
 
     def view(self) -> dict[str, Any]:
         return {

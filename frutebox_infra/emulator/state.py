@@ -17,6 +17,7 @@ from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.containers import log_progress, settle, step
+from frutebox_infra.emulator.counters import counters_failure
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.keys import Scope
 from frutebox_infra.emulator.launch import CRASH_FAULT_LINE, launch_failure
@@ -153,6 +154,7 @@ class Account:
         others = list(self.pods.values())
         self.pods[pod.id] = pod
         self.storage.on_create(pod, self._volume_of(pod), self.realism, others, now)
+        pod.crash = pod.crash or counters_failure(pod.body, self._volume_of(pod))
         open_interval(pod, self.clock.utc())
         return pod
 
@@ -242,7 +244,9 @@ class Account:
         pod.name = pod.body["name"]
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
             # The new container runs the new settings: whether it can start is decided anew.
-            pod.crash = launch_failure(self.realism.entrypoints, pod.body)
+            pod.crash = launch_failure(self.realism.entrypoints, pod.body) or counters_failure(
+                pod.body, self._volume_of(pod)
+            )
             pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:
@@ -356,7 +360,7 @@ class Account:
             return answered
         engine = self.realism.engines.get(str(pod.body.get("image")))
         status, payload = serve_port(
-            pod, port, method, path, body, now=now, engine=engine, headers=headers
+            pod, port, method, path, body, now=now, engine=engine, headers=headers, volume=volume
         )
         self.storage.after_proxy(pod, volume, method, path, body, status)
         return status, payload

@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from frutebox_infra.catalog.schema import Model, Runtime
-from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_origins, stored_path
 from frutebox_infra.seeding.protocol import (
     FilesJob,
@@ -100,8 +100,7 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
         raise _NotSeedable("the registry records no hf_repo for it")
     cache = _hub_cache(env)
     revision = model.source.revision or "main"
-    mistral = _mistral_format(model.engine_args.get(runtime, ()))
-    beside = BESIDE_MISTRAL_FORMAT if mistral else BESIDE_HF_FORMAT
+    beside = ignored_beside_safetensors(model.engine_args.get(runtime, ()))
     return HfSnapshotJob(
         modelId=model.id,
         repo=model.source.hf_repo,
@@ -111,6 +110,9 @@ def _hf_engine_job(model: Model, runtime: Runtime, env: Mapping[str, str]) -> Se
         # huggingface_hub records a branch or tag under refs/; a commit needs none.
         refs=() if COMMIT.match(revision) else (revision,),
         ignoreBesideSafetensors=beside,
+        # The directory the pod's engine keeps its counters in: made here, since vLLM's
+        # fixed-ENTRYPOINT launch cannot make it and the engine fails to start without it.
+        counterDirs=(_env_path(env, COUNTERS_ENV),) if COUNTERS_ENV in env else (),
     )
 
 
@@ -186,6 +188,12 @@ def _on_volume(name: str, path: str) -> str:
     if not clean.startswith(_VOLUME_PREFIX) or (".." in clean and ".." in clean.split("/")):
         raise _NotSeedable(f"{name} is {path}, not on the volume mounted at {VOLUME_PATH}")
     return clean[_VOLUME_PREFIX_LEN:]
+
+
+def ignored_beside_safetensors(words: Sequence[str]) -> tuple[str, ...]:
+    """What an engine launched with `words` leaves alone beside `*.safetensors` weights: the
+    other format's shards as well as the other weight formats."""
+    return BESIDE_MISTRAL_FORMAT if _mistral_format(words) else BESIDE_HF_FORMAT
 
 
 def _mistral_format(words: Sequence[str]) -> bool:

@@ -337,7 +337,8 @@ class StackSettings:
         metadata=_key(
             "measureUsage",
             "Launch engines with their token counters on (SGLang --enable-metrics, llama.cpp"
-            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served.",
+            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served;"
+            " SGLang's and, on seeded pods, vLLM's are kept on the volume across restarts.",
             pulumi="boolean",
             example="true",
             fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",

@@ -179,6 +179,21 @@ def test_a_snapshot_is_what_huggingface_hub_reads_offline(
     assert (cache / "models--org--qwen" / "refs" / "main").read_text() == COMMIT
 
 
+def test_a_snapshot_job_makes_the_counter_directories_it_names(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    made = "frutebox/counters/qwen/vllm-v1"
+    (tmp_path / "volume" / "frutebox").mkdir(parents=True)
+    status = start(hub, [snapshot_job(counterDirs=(made,))]).wait()
+    assert status.state is SeedState.DONE
+    assert (tmp_path / "volume" / made).is_dir()
+    # Kept as it is on a second run: what an engine counted there stays.
+    (tmp_path / "volume" / made / "counter_7.db").write_bytes(b"x")
+    assert start(hub, [snapshot_job(counterDirs=(made,))]).wait().state is SeedState.DONE
+    assert (tmp_path / "volume" / made / "counter_7.db").read_bytes() == b"x"
+
+
 def test_the_offline_read_fails_without_the_seed(tmp_path: Path) -> None:
     """The check above can fail: an empty cache is not found offline."""
     with pytest.raises(Exception, match="local"):

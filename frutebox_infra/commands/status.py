@@ -22,6 +22,7 @@ from frutebox_infra.commands.toolchain import hermetic_env
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
+from frutebox_infra.plumbing.times import parse_time
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.stack.serving_key import OUTPUT_NAME
 from frutebox_infra.stack.settings import PROJECT
@@ -166,7 +167,7 @@ def _time(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         return None
 

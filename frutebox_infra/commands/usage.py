@@ -32,6 +32,7 @@ from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
+from frutebox_infra.plumbing.times import parse_time
 from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
@@ -310,10 +311,9 @@ def _bucket_start(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def collect_usage(
@@ -370,13 +370,12 @@ def usage_now(text: str | None) -> datetime:
     if not value:
         return datetime.now(UTC)
     try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value)
     except ValueError:
         raise UsageError(
             f"--now/FRUTEBOX_NOW {value!r} is not a time. Fix: an RFC 3339 time, e.g."
             " 2026-12-03T18:00:00Z"
         ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 # ---- the estimate learns ---------------------------------------------------------------------

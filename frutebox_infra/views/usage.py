@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
 from frutebox_infra.planner.armed import placement_rearm_s
+from frutebox_infra.plumbing.times import parse_time
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -199,7 +200,7 @@ def _since_start(s: CounterSample, first_billed: Mapping[str, datetime]) -> date
     """Where a count from zero began: the container's start, else the pod's first billed hour."""
     if s.started_at:
         try:
-            started = datetime.fromisoformat(s.started_at.replace("Z", "+00:00"))
+            started = parse_time(s.started_at)
         except ValueError:
             started = None
         if started is not None and started.tzinfo is not None and started <= s.at:

@@ -11,6 +11,7 @@ from frutebox_infra.emulator.admission import (
     admit_pod,
     check_data_centers,
     check_image,
+    check_networking,
     take_gpus,
 )
 from frutebox_infra.emulator.billing import close_interval, open_interval
@@ -237,6 +238,8 @@ class Account:
             raise ApiProblem(400, "mount kind is fixed at create")
         if "image" in patch:
             check_image(self.realism, patch["image"])
+        if patch.get("globalNetworking"):
+            check_networking(self.catalog, {**pod.body, **patch}, [pod.data_center_id])
         for key, value in patch.items():
             if key == "mounts" and not value:
                 continue

@@ -57,6 +57,7 @@ def _key(
 
 VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
 RankBy = Literal["usdPerHour", "usdPerMillionTokens"]
+Exposure = Literal["public", "private"]
 MAX_DECODE_FLOOR = 1000
 """tok/s per stream: no GPU decodes a stream much faster, so a larger floor is a typo."""
 ENGINE_NAMES = tuple(str(r) for r in Runtime)
@@ -226,6 +227,21 @@ class StackSettings:
             pulumi="string",
             example="SECURE",
             fix="SECURE (network volumes mount only there) or COMMUNITY",
+        ),
+    )
+    # Public by default: today's behaviour, each model's port published through RunPod's proxy
+    # behind its gateway and the stack's key.
+    exposure: Exposure = field(
+        default="public",
+        metadata=_key(
+            "exposure",
+            "Who can reach the served models: public (a published port on RunPod's proxy,"
+            " behind the stack's key) or private (global networking, no port published:"
+            " only the account's own GPU pods, at <podId>.runpod.internal:<port>).",
+            pulumi="string",
+            example="public",
+            fix="public (RunPod's proxy, behind the stack's key) or private (only the account's"
+            " own pods, through global networking)",
         ),
     )
     container_disk_gb: Annotated[int, Check(ge=1, le=2048)] = field(

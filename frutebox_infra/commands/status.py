@@ -186,6 +186,8 @@ def live_pod(pod: Pod) -> LivePod:
         data_center_id=pod.data_center_id,
         volume_id=pod.volume_id,
         started_at=_time(pod.started_at),
+        ports=tuple(pod.ports),
+        networked=pod.networked,
     )
 
 
@@ -275,8 +277,9 @@ def probe_health(
     pod's probe carries the stack's `serving_key`; an open pod's never does."""
     from frutebox_infra.runpod.proxy import ProxyClient
 
+    # A private pod publishes no port: there is nothing on the proxy to ask.
     targets = [m for m in view.models if m.live is not None and m.live.status == "RUNNING"
-               and m.planned is not None]  # fmt: skip
+               and m.planned is not None and m.private_address is None]  # fmt: skip
     if not targets:
         return {}
     proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=PROBE_TIMEOUT_S)

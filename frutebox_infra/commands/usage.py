@@ -202,7 +202,10 @@ def prometheus_value(text: str, name: str) -> float | None:
 
 
 def targets(plan: FleetPlan, recorded: Recorded, live: Sequence[LivePod]) -> list[Target]:
-    """The stack's recorded pods that are RUNNING and whose engine keeps counters."""
+    """The stack's recorded pods that are RUNNING and whose engine keeps counters; none on a
+    private stack, whose pods publish no port to read them on."""
+    if plan.private:
+        return []
     by_id = {p.id: p for p in live}
     plans = {m.model_id: m for m in plan.models}
     found = []

@@ -154,7 +154,7 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
                 continue
             if pod.status in STOPPED_STATUSES:
                 found = f"pod {pod.id} is {pod.status} (stopped)"
-            elif details := changes(model, pod, dc):
+            elif details := changes(model, pod, dc, private=plan.private):
                 found = f"pod {pod.id} changed: {'; '.join(details)}"
             else:
                 continue

@@ -299,11 +299,18 @@ IN_MEMORY = {
 EMPTIED = "its counter directory on the volume was found emptied (or replaced)"
 
 
-def unmeasured_reason(plan: ModelPlan) -> str | None:
-    """Why this model's served output cannot be counted, or None when it can."""
+def unmeasured_reason(plan: ModelPlan, *, private: bool = False) -> str | None:
+    """Why this model's served output cannot be counted, or None when it can; `private`: the
+    stack's pods publish no port."""
     placement = plan.placement
     if placement is None:
         return "the plan has no placement for it"
+    if private:
+        return (
+            "the stack is private: its pod publishes no port, so its counters cannot be read"
+            " from outside RunPod (only the account's own pods reach"
+            f" <podId>.runpod.internal:{placement.pod.port})"
+        )
     engine = str(placement.recipe.runtime)
     if engine == "ollama":
         return (
@@ -421,7 +428,7 @@ def compute_usage(
             else "?"
         )
         reason = (
-            unmeasured_reason(model_plan)
+            unmeasured_reason(model_plan, private=plan.private)
             if model_plan is not None
             else "no longer in the plan: its engine's launch is not known"
         )

@@ -109,6 +109,8 @@ class GpuOffer(Wire):
 class DataCenterInfo(Wire):
     id: str
     network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
+    global_network: bool | None = Field(default=None, alias="globalNetwork")
+    """Whether the centre offers global networking; None where the answer leaves it out."""
 
 
 class PodBilling(Wire):

@@ -61,6 +61,9 @@ class PodRecord:
     """From when `GET /v2/pods` shows it; None: the account's listing lag after its create."""
     started_wall: float | None = None
     restart_at_wall: float | None = None
+    networked: bool = False
+    """Global networking as of the container's last start: a PATCH of `globalNetworking`
+    "takes effect on the next pod start/restart", not live."""
     cuda: str | None = None
     foreign: bool = False
     load_s: float = 0.0
@@ -130,6 +133,17 @@ class PodRecord:
         """Started, but its server has not finished loading at `now`."""
         return self.started_wall is not None and now - self.started_wall < self.load_s
 
+    def global_networking(self) -> dict[str, Any]:
+        """Schema `PodGlobalNetworking`: the address and name only while it is on."""
+        if not self.networked:
+            return {"enabled": False}
+        octets = sum(map(ord, self.id))
+        return {
+            "enabled": True,
+            "ip": f"10.65.{octets // 256 % 256}.{octets % 256}",
+            "internalDns": f"{self.id}.runpod.internal",
+        }
+
     def view(self, now: float) -> dict[str, Any]:
         """The pod as GET /v2/pods/{id} shows it at `now` (schema `Pod`)."""
         b = self.body
@@ -162,7 +176,7 @@ class PodRecord:
             "template": None,
             "cost": self.cost_per_hour if self.status in HOLDS_GPUS else 0.0,
             "locked": bool(b.get("locked", False)),
-            "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
+            "globalNetworking": self.global_networking(),
             "runtime": {
                 "uptime": self.uptime(now),
                 "ports": [

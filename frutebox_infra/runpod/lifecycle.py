@@ -28,6 +28,9 @@ from frutebox_infra.runpod.wire import Pod
 
 __all__ = ["DEAD", "LIVE", "Health", "Log", "Provisioner", "Timeouts", "left_running"]
 
+NETWORKING = "globalNetworking"
+"""The pod field that changes only at the pod's next start (PATCH /v2/pods/{podId})."""
+
 
 class Provisioner(Waits):
     """Runs a pod's create/wait/teardown rules against one account."""
@@ -50,6 +53,15 @@ class Provisioner(Waits):
             duplicate_check_s=timeouts.duplicate_check_s,
             clock=self._clock,
         )
+
+    def patch(self, pod_id: str, patch: Mapping[str, Any]) -> Pod:
+        """PATCH the pod; a PATCH of only `globalNetworking`, which "takes effect on the next
+        pod start/restart" and restarts nothing itself, is followed by a restart."""
+        patched = self.api.update_pod(pod_id, patch)
+        if set(patch) == {NETWORKING}:
+            self._log(f"pod {pod_id}: restarting it, so that {NETWORKING} takes effect")
+            self.api.restart_pod(pod_id)
+        return patched
 
     def pull(self, pod_id: str, health: Health, tag: str, timeouts: Timeouts) -> None:
         """Ask the pod's Ollama server to pull `tag`; its image cannot do it from args."""
@@ -236,7 +248,7 @@ class Provisioner(Waits):
             # The restart to wait for is the rollback's, not the failed container's own.
             current = self._current(before)
             patched_at = self._clock()
-            patched = self.api.update_pod(pod_id, rollback)
+            patched = self.patch(pod_id, rollback)
             self.wait_restarted(current, patched, timeouts, patched_at=patched_at)
             # No crash watch: these settings served, and the container they replace may
             # still be restarting on its own for a while; the health deadline bounds it.

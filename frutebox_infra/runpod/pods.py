@@ -19,21 +19,20 @@ from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.runpod.adopting import ensure_gone
 from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
-from frutebox_infra.runpod.lifecycle import LIVE, Health
+from frutebox_infra.runpod.lifecycle import LIVE, NETWORKING, Health
 from frutebox_infra.runpod.placement import Ownership, gpu_of
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.stack.serving_key import POD_KEY_ENV, key_problem
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
-NETWORKING = "globalNetworking"
-"""Also PATCHed in place (PATCH /v2/pods/{podId}: it "takes effect on the next pod
-start/restart"): a stack switching between public and private changes it with the ports, and
-the ports' change restarts the pod. Sent only when it differs, so a public pod's body, which
-leaves it out, reads as false."""
 
 
 def networked(body: Mapping[str, Any]) -> bool:
+    """`globalNetworking` as a body asks for it. It is PATCHed in place too (it "takes effect
+    on the next pod start/restart"): a stack switching between public and private changes it
+    with the ports, whose change restarts the pod (alone, `Provisioner.patch` restarts it).
+    Sent only when it differs, so a public pod's body, which leaves it out, reads as false."""
     return bool(body.get(NETWORKING, False))
 
 
@@ -281,7 +280,7 @@ def pod_update(
     # The starts the system log shows before the PATCH: the restarts after it count from here.
     logged = prov.logged_starts(current.id)
     patched_at = prov.clock()
-    patched = prov.api.update_pod(current.id, patch)
+    patched = prov.patch(current.id, patch)
     pod = prov.settle_update(
         current,
         patched,

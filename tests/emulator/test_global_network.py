@@ -62,10 +62,15 @@ def test_without_a_centre_named_it_lands_where_it_is_offered(call: Call) -> None
 
 def test_a_private_pod_is_networked_and_has_nothing_on_the_proxy(call: Call, app: App) -> None:
     pod = call("POST", "/v2/pods", pod_body(ports=[], globalNetworking=True)).body
-    assert pod["globalNetworking"]["enabled"] is True and pod["ports"] == []
+    # Derived from the address the pod is given as it starts: not yet while it provisions.
+    assert pod["globalNetworking"] == {"enabled": False} and pod["ports"] == []
     for _ in range(3):
         call("GET", f"/v2/pods/{pod['id']}")
-    assert call("GET", f"/v2/pods/{pod['id']}").body["status"] == "RUNNING"
+    running = valid("Pod", call("GET", f"/v2/pods/{pod['id']}").body)
+    assert running["status"] == "RUNNING"
+    networking = running["globalNetworking"]
+    assert networking["enabled"] is True and networking["ip"].startswith("10.65.")
+    assert networking["internalDns"] == f"{pod['id']}.runpod.internal"
     # The same answer as for any port the pod does not publish.
     assert call("GET", f"/proxy/{pod['id']}-8080/health", auth=None).status == 404
 
@@ -78,3 +83,17 @@ def test_a_patch_turning_it_on_where_it_is_not_offered_is_refused(call: Call) ->
     on = call("POST", "/v2/pods", pod_body(dataCenterIds=["EU-RO-1"])).body["id"]
     patched = call("PATCH", f"/v2/pods/{on}", {"globalNetworking": True, "ports": []})
     assert patched.status == 200 and patched.body["ports"] == []
+
+
+def test_a_patch_of_global_networking_takes_effect_on_the_next_start(call: Call) -> None:
+    pod_id = call("POST", "/v2/pods", pod_body()).body["id"]
+    for _ in range(3):
+        call("GET", f"/v2/pods/{pod_id}")
+    patched = call("PATCH", f"/v2/pods/{pod_id}", {"globalNetworking": True})
+    assert patched.status == 200 and patched.body["globalNetworking"] == {"enabled": False}
+    assert call("GET", f"/v2/pods/{pod_id}").body["status"] == "RUNNING"  # no restart of its own
+    assert call("GET", f"/v2/pods/{pod_id}").body["globalNetworking"]["enabled"] is False
+    assert call("POST", f"/v2/pods/{pod_id}/action", {"action": "restart"}).status == 200
+    for _ in range(2):
+        call("GET", f"/v2/pods/{pod_id}")
+    assert call("GET", f"/v2/pods/{pod_id}").body["globalNetworking"]["enabled"] is True

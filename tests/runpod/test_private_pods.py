@@ -112,3 +112,22 @@ def test_a_switch_to_private_that_crash_loops_is_rolled_back_to_public(
     assert patches[-1] == {"ports": ["8080/http"], "globalNetworking": False}
     [live] = live_pods(emulator)
     assert live["ports"] == ["8080/http"] and live["globalNetworking"]["enabled"] is False
+
+
+def test_a_private_pod_found_without_global_networking_is_patched_and_restarted(
+    emulator: RunningEmulator,
+) -> None:
+    env = env_for(emulator, **STEADY)
+    request = private(pod_request(volume(emulator)))
+    first = run("pod create", request, env=env).result
+    # Its global networking lost (a hand edit, taking effect at its last restart).
+    account = emulator.app.account
+    account.pods[first["podId"]].networked = False
+    account.pods[first["podId"]].body["globalNetworking"] = False
+    done = run("pod update", request, env=env, previous=first)
+    assert done.code == 0, done.err
+    assert "restarting it, so that globalNetworking takes effect" in done.err
+    assert [r["body"] for r in requests(emulator, "pods.update")] == [{"globalNetworking": True}]
+    assert [r["body"] for r in requests(emulator, "pods.action")] == [{"action": "restart"}]
+    [live] = live_pods(emulator)
+    assert live["id"] == first["podId"] and live["globalNetworking"]["enabled"] is True

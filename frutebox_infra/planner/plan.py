@@ -331,8 +331,8 @@ def exposure_problems(registry: Registry, settings: StackSettings) -> list[PlanP
         PlanProblem(
             rule="private-without-global-network",
             message=f"exposure private needs RunPod's global networking, which {dc} does not"
-            " offer (registry/datacenters.yaml `global_network`), so its pods could publish"
-            " no port and still be reached by nothing",
+            " offer (registry/datacenters.yaml `global_network`): RunPod refuses a pod that"
+            " asks for it there",
             fix=f"set frutebox-infra:dataCenter to {where} (the weights volume is made anew"
             " there), or set frutebox-infra:exposure to public",
         )

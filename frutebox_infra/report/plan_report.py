@@ -379,11 +379,13 @@ def launch_data(p: PlacementOption) -> dict[str, Any]:
 
 
 def exposure_data(exposure: Exposure | None) -> dict[str, Any] | None:
-    """Who can reach the model: `key` (its gateway asks for the stack's key) or `anyone`."""
+    """Who can reach the model: `key` (its gateway asks for the stack's key), `anyone`, or on
+    a private stack without a gateway `ownPods` (the account's own pods, no key)."""
     if exposure is None:
         return None
+    open_to = "ownPods" if exposure.private else "anyone"
     data: dict[str, Any] = {
-        "reachableBy": "key" if exposure.keyed else "anyone",
+        "reachableBy": "key" if exposure.keyed else open_to,
         "gateway": exposure.keyed,
         "reason": exposure.reason,
     }

@@ -143,3 +143,5 @@ def test_an_open_model_on_a_private_stack_is_warned_about_as_such() -> None:
     assert not any(w.startswith(f"{COMFY}: anyone") for w in plan.warnings)
     text = " ".join("\n".join(reach_lines(plan)).split())
     assert "without a key (no gateway yet" in text
+    [model] = plan_data(PlanView(plan=plan))["models"]
+    assert (model["exposure"]["reachableBy"], model["exposure"]["from"]) == ("ownPods", "ownPods")

@@ -145,3 +145,10 @@ def test_an_open_model_on_a_private_stack_is_warned_about_as_such() -> None:
     assert "without a key (no gateway yet" in text
     [model] = plan_data(PlanView(plan=plan))["models"]
     assert (model["exposure"]["reachableBy"], model["exposure"]["from"]) == ("ownPods", "ownPods")
+
+
+def test_every_gpu_a_private_pod_may_land_on_is_nvidia() -> None:
+    # Global networking is for NVIDIA GPU pods only (RunPod docs, pods/networking): a private
+    # plan filters nothing, because no GPU of the registry is anything else. A GPU of
+    # another vendor added to registry/gpus.yaml must be kept out of private placements.
+    assert all(g.id.startswith("NVIDIA ") for g in real_registry().gpus)

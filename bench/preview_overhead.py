@@ -19,13 +19,23 @@ Run: .venv/bin/python bench/preview_overhead.py [--quick | --runs N]
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from support.common import Project, Results, bare_project, real_project, require_toolchain
+from support.common import (
+    PYTHON,
+    ROOT,
+    Project,
+    Results,
+    bare_project,
+    real_project,
+    require_toolchain,
+)
 
 RUNS = 5
 BUDGET = 1.2
@@ -37,6 +47,63 @@ from pulumi_command import local
 
 local.Command("noop", create="true")
 """
+
+
+INSIDE = """
+import ast, dataclasses, json, statistics, sys, time
+from pathlib import Path
+
+import pulumi, pulumi_command  # the floor every program of ours and the references pay
+
+root = Path(sys.argv[1])
+program = ast.parse((root / "__main__.py").read_text())
+ours = [n.module for n in ast.walk(program)
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("frutebox_infra")]
+start = time.perf_counter()
+for name in ours:
+    __import__(name)
+imported = time.perf_counter() - start
+records = [c for m in list(sys.modules.values()) if m and m.__name__.startswith("frutebox_infra")
+           for c in vars(m).values()
+           if isinstance(c, type) and c.__module__ == m.__name__ and dataclasses.is_dataclass(c)]
+width = round(statistics.median(len(dataclasses.fields(c)) for c in records))
+costs = []
+for n in range(60):
+    spec = [(f"f{i}", int, dataclasses.field(default=0)) for i in range(width)]
+    begin = time.perf_counter()
+    dataclasses.make_dataclass(f"R{n}", spec, frozen=True, kw_only=True)
+    costs.append(time.perf_counter() - begin)
+
+from frutebox_infra.catalog.files import load_registry
+from frutebox_infra.planner.plan import plan_fleet
+from frutebox_infra.stack.environment import Environment, system_clock
+from frutebox_infra.stack.stack_file import load_settings, stack_file
+
+start = time.perf_counter()
+settings = load_settings(stack_file("prod", root / "stacks"))
+plan = plan_fleet(load_registry(), settings, stack="prod",
+                  environment=Environment.from_env({}, clock=system_clock))
+planned = time.perf_counter() - start
+print(json.dumps({"import_s": imported, "records": len(records), "width": width,
+                  "record_s": statistics.median(costs), "plan_s": planned}))
+"""
+"""Run in a fresh interpreter of the checkout: where our share of a preview goes, in-process.
+Only public APIs: the program's own imports (read from __main__.py), the stdlib dataclasses
+they define, the cost of defining one such record here, and reading + planning prod."""
+
+
+def inside_split(runs: int) -> dict[str, float]:
+    """Medians over `runs` fresh interpreters (one in quick mode)."""
+    samples: list[dict[str, float]] = []
+    for _ in range(runs):
+        proc = subprocess.run(
+            [str(PYTHON), "-c", INSIDE, str(ROOT)],
+            cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            sys.exit(f"measuring the in-process split failed:\n{proc.stderr[-2000:]}")
+        samples.append(json.loads(proc.stdout))
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
 def preview_seconds(project: Project, stack: str) -> float:
@@ -96,6 +163,17 @@ def main() -> int:
         f"of prod's {prod - base:+.3f} s over empty, {floor - base:+.3f} s is the command"
         f" provider's floor (any program with one Command pays it) and {prod - floor:+.3f} s"
         " is ours (imports, registry, plan, registering its resources)"
+    )
+    split = inside_split(runs)
+    creating = split["records"] * split["record_s"]
+    results.print(
+        f"of ours, in a fresh interpreter: importing the program's modules"
+        f" {1000 * split['import_s']:.0f} ms, of which defining its {split['records']:.0f} frozen"
+        f" dataclasses (median {split['width']:.0f} fields; one costs"
+        f" {1000 * split['record_s']:.2f} ms on this Python) is about {1000 * creating:.0f} ms;"
+        f" reading the stack and registry and planning prod {1000 * split['plan_s']:.0f} ms; the"
+        f" rest ({1000 * (prod - floor - split['import_s'] - split['plan_s']):.0f} ms) is the SDK"
+        " registering our resources, the plan's log lines and the interpreter's exit"
     )
     met = "MET" if prod / base <= BUDGET else "MISSED"
     verdict = "(judged on the full run only)" if args.quick else met

@@ -132,6 +132,7 @@ _SECTIONS = {
     "images": "images.yaml",
     "data_centers": "datacenters.yaml",
     "network_volume": "datacenters.yaml",
+    "global_network": "datacenters.yaml",
     "speed": "speed.yaml",
     "cpu_flavors": "gpus.yaml",
     "seeder_image": "images.yaml",
@@ -142,7 +143,7 @@ _SECTIONS = {
 """Each top-level Registry field and the file that holds it."""
 _KEYS = {"seeder_image": "seeder"}
 """Registry fields spelt otherwise in their file (images.yaml's `seeder:`)."""
-_OPTIONAL = ("cpu_flavors", "seeder_image", "gateway")
+_OPTIONAL = ("cpu_flavors", "seeder_image", "gateway", "global_network")
 _REQUIRED = frozenset(_SECTIONS) - {
     "max_gpus_per_pod",
     "speed",

@@ -558,6 +558,18 @@ class GatewayRelease:
     source: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class GlobalNetworkFacts:
+    """Where RunPod offers global networking (`globalNetworking: true` in a pod create: a
+    private address `<podId>.runpod.internal`, reachable only from the account's own pods),
+    and on which pods: NVIDIA GPU pods only, never CPU pods."""
+
+    data_centers: tuple[str, ...]
+    """The data centres whose catalog entry (`GET /v2/catalog/datacenters`) says
+    `globalNetwork: true`."""
+    source: str
+
+
 def _unique_ids(items: tuple[Model | Gpu | DataCenter | CpuFlavor, ...], _: object) -> Any:
     dupes = sorted(i for i, n in Counter(item.id for item in items).items() if n > 1)
     if dupes:
@@ -577,6 +589,19 @@ def _known_flavors(
     return flavors
 
 
+def _known_networked(
+    facts: GlobalNetworkFacts | None, earlier: Mapping[str, Any]
+) -> GlobalNetworkFacts | None:
+    """Global networking is offered only in data centres datacenters.yaml knows."""
+    if facts is None:
+        return None
+    known = {d.id for d in earlier.get("data_centers", ())}
+    unknown = sorted(dc for dc in facts.data_centers if dc not in known)
+    if unknown:
+        raise ValueError(f"data centre(s) not in datacenters.yaml: {', '.join(unknown)}")
+    return facts
+
+
 @dataclass(frozen=True, kw_only=True)
 class Registry:
     """The whole catalog, indexed by id."""
@@ -586,6 +611,9 @@ class Registry:
     images: dict[Runtime, Image]
     data_centers: Annotated[tuple[DataCenter, ...], Check(after=_unique_ids)]
     network_volume: NetworkVolumeFacts
+    global_network: Annotated[GlobalNetworkFacts | None, Check(after=_known_networked)] = None
+    """datacenters.yaml `global_network`; None where a registry predates it (then no data
+    centre is known to offer it)."""
     max_gpus_per_pod: Annotated[int, Check(ge=1, le=8)]
     speed: SpeedFacts | None = None
     """registry/speed.yaml; None where a registry predates it (a git ref's), and then no
@@ -653,3 +681,8 @@ class Registry:
 
     def data_center(self, dc_id: str) -> DataCenter | None:
         return next((d for d in self.data_centers if d.id == dc_id), None)
+
+    @property
+    def networked_data_centers(self) -> tuple[str, ...]:
+        """The data centres that offer global networking, as datacenters.yaml records them."""
+        return self.global_network.data_centers if self.global_network else ()

@@ -48,12 +48,15 @@ def fetch_catalog(endpoint: Endpoint, timeout_s: float, command: str = LIVE_LOOK
             )
             for g in client.gpu_catalog()
         }
-        volume_types = {d.id: tuple(d.network_volume_types) for d in client.data_centers()}
+        centres = client.data_centers()
+        volume_types = {d.id: tuple(d.network_volume_types) for d in centres}
+        global_network = {d.id: d.global_network for d in centres if d.global_network is not None}
         pods = tuple(live_pod(p) for p in client.list_pods())
         volumes = tuple(live_volume(v) for v in client.list_volumes())
     finally:
         client.close()
-    return LiveCatalog(gpus=gpus, volume_types=volume_types, pods=pods, volumes=volumes)
+    return LiveCatalog(gpus=gpus, volume_types=volume_types, pods=pods, volumes=volumes,
+                       global_network=global_network)  # fmt: skip
 
 
 def live_lines(

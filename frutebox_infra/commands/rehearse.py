@@ -106,6 +106,11 @@ def print_reach(stack: str, env: dict[str, str]) -> None:
     proxy = ProxyClient(template=env[PROXY_TEMPLATE_ENV])
     try:
         for model_id, pod in pods.items():
+            if plan.get("exposure") == "private":
+                # No port published: nothing outside RunPod (this machine included) can ask it.
+                print(f"  {model_id}: private, not asked: only the account's own pods reach"
+                      f" {pod.get('url', '')}")  # fmt: skip
+                continue
             url = str(pod.get("url", "")) + health.get(model_id, "/")
             keyed, bare = proxy.probe(url, serving_key=key), proxy.probe(url)
             print(f"  {model_id}: with the key {keyed}, without it {bare}")

@@ -22,6 +22,7 @@ from frutebox_infra.commands.toolchain import hermetic_env
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
+from frutebox_infra.plumbing.times import parse_time
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.stack.serving_key import OUTPUT_NAME
 from frutebox_infra.stack.settings import PROJECT
@@ -166,7 +167,7 @@ def _time(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         return None
 
@@ -185,6 +186,8 @@ def live_pod(pod: Pod) -> LivePod:
         data_center_id=pod.data_center_id,
         volume_id=pod.volume_id,
         started_at=_time(pod.started_at),
+        ports=tuple(pod.ports),
+        networked=pod.networked,
     )
 
 
@@ -274,8 +277,9 @@ def probe_health(
     pod's probe carries the stack's `serving_key`; an open pod's never does."""
     from frutebox_infra.runpod.proxy import ProxyClient
 
+    # A private pod publishes no port: there is nothing on the proxy to ask.
     targets = [m for m in view.models if m.live is not None and m.live.status == "RUNNING"
-               and m.planned is not None]  # fmt: skip
+               and m.planned is not None and m.private_address is None]  # fmt: skip
     if not targets:
         return {}
     proxy = ProxyClient(template=endpoint.proxy_template, timeout_s=PROBE_TIMEOUT_S)

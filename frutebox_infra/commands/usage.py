@@ -5,11 +5,14 @@ Where the counts come from: each pod's engine counters (`/metrics` of SGLang, vL
 llama.cpp, ComfyUI's `/history`) read through the RunPod proxy, never with the RunPod key,
 with whatever headers `auth_headers` gives (the seam for the stack's serving key: an engine
 behind a key answers its counters only to it). A read is a *sample*, appended to the stack's
-ledger (`.frutebox/usage-<stack>.jsonl`, or `--ledger`); counters reset when a container
-starts, so the view sums each pod's increases between samples. `frutebox usage --record` only
-samples: the `usage.yml` workflow runs it hourly, so a restart loses at most what was served
-since the last sample. Reading is bounded (one pod listing and one billing call on the API
-quota, each pod's counters on the proxy, 5 s each, in parallel) and `status` never waits on it.
+ledger (`.frutebox/usage-<stack>.jsonl`, or `--ledger`), with the directory on the volume the
+engine keeps its counters in when the pod's launch names one (SGLang measured: its
+`PROMETHEUS_MULTIPROC_DIR`): those carry on across restarts and pods. Counters in an engine's
+memory reset when its container starts, so the view sums each pod's increases between samples
+and says how many restarts lost what was served since the sample before. `frutebox usage
+--record` only samples: the `usage.yml` workflow runs it hourly. Reading is bounded (one pod
+listing and one billing call on the API quota, each pod's counters on the proxy, 5 s each, in
+parallel) and `status` never waits on it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
+from frutebox_infra.plumbing.times import parse_time
+from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
 from frutebox_infra.views.usage import BilledHour, CounterSample, UsageView, compute_usage
@@ -85,6 +90,22 @@ class Target:
     engine: str
     port: int
     started_at: str | None
+    counter_dir: str | None = None
+    """The directory on the volume the pod's engine keeps its counters in (None: memory)."""
+
+
+KEEPS_COUNTERS = ("sglang", "vllm")
+"""Engines that count through prometheus_client, which keeps them in `COUNTERS_ENV`'s directory."""
+
+
+def counter_dir(engine: str, env: Mapping[str, str]) -> str | None:
+    """Where the live pod's engine keeps its counters across restarts: the multiprocess
+    directory its environment names, when that lies on the volume (one in the container's own
+    disk is gone with it)."""
+    path = env.get(COUNTERS_ENV)
+    if engine not in KEEPS_COUNTERS or not path:
+        return None
+    return path if path.startswith(VOLUME_PATH.rstrip("/") + "/") else None
 
 
 # ---- the ledger ------------------------------------------------------------------------------
@@ -99,6 +120,7 @@ def _sample_data(s: CounterSample) -> dict[str, Any]:
         "outputTokens": s.output_tokens,
         "decodeSeconds": s.decode_seconds,
         "prompts": s.prompts,
+        "counterDir": s.counter_dir,
     }
 
 
@@ -109,6 +131,15 @@ def _number(row: Mapping[str, Any], key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{key} must be a number")
     return float(value)
+
+
+def _text(row: Mapping[str, Any], key: str) -> str | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string")
+    return value
 
 
 def read_ledger(path: Path) -> list[CounterSample]:
@@ -131,6 +162,7 @@ def read_ledger(path: Path) -> list[CounterSample]:
                     output_tokens=_number(row, "outputTokens"),
                     decode_seconds=_number(row, "decodeSeconds"),
                     prompts=_number(row, "prompts"),
+                    counter_dir=_text(row, "counterDir"),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -170,7 +202,10 @@ def prometheus_value(text: str, name: str) -> float | None:
 
 
 def targets(plan: FleetPlan, recorded: Recorded, live: Sequence[LivePod]) -> list[Target]:
-    """The stack's recorded pods that are RUNNING and whose engine keeps counters."""
+    """The stack's recorded pods that are RUNNING and whose engine keeps counters; none on a
+    private stack, whose pods publish no port to read them on."""
+    if plan.private:
+        return []
     by_id = {p.id: p for p in live}
     plans = {m.model_id: m for m in plan.models}
     found = []
@@ -191,6 +226,7 @@ def targets(plan: FleetPlan, recorded: Recorded, live: Sequence[LivePod]) -> lis
                 engine=engine,
                 port=model_plan.placement.pod.port,
                 started_at=live_pod_.started_at.isoformat() if live_pod_.started_at else None,
+                counter_dir=counter_dir(engine, live_pod_.env),
             )
         )
     return found
@@ -234,6 +270,7 @@ def read_counters(
         started_at=target.started_at,
         output_tokens=output,
         decode_seconds=prometheus_value(text, seconds) if seconds else None,
+        counter_dir=target.counter_dir,
     )
 
 
@@ -277,10 +314,9 @@ def _bucket_start(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def collect_usage(
@@ -337,13 +373,12 @@ def usage_now(text: str | None) -> datetime:
     if not value:
         return datetime.now(UTC)
     try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value)
     except ValueError:
         raise UsageError(
             f"--now/FRUTEBOX_NOW {value!r} is not a time. Fix: an RFC 3339 time, e.g."
             " 2026-12-03T18:00:00Z"
         ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 # ---- the estimate learns ---------------------------------------------------------------------

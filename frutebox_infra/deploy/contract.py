@@ -146,6 +146,11 @@ class PodRequest(_Request):
     servingKeyEnv: list[str] = field(default_factory=list, metadata={OMIT_EMPTY: True})
     """Env names the step fills with the stack's serving key; it refuses to start a pod that
     lists one without a key."""
+    private: bool = field(default=False, metadata={OMIT_EMPTY: True})
+    """Created with global networking and no published port (the stack's `exposure:
+    private`): the step cannot reach `health` from outside, so it waits for a RUNNING pod
+    whose container stays up (a crash loop still fails fast), and patches
+    `globalNetworking` with the ports when a stack switches."""
     timeouts: TimeoutSpec = field(default_factory=TimeoutSpec)
     meta: Any = None
 

@@ -98,12 +98,15 @@ def pod_body(
     """The exact RunPod v2 `POST /v2/pods` body for one placement; `spec` is the shared pod
     when `plan` anchors one (else the model's own pod)."""
     pod = spec or placement.pod
-    return {
+    private = settings.exposure == "private"
+    body: dict[str, Any] = {
         "name": pod_name(stack, plan.model_id),
         "image": pod.image,
         "args": pod.args,
         "env": {**pod.env, OWNER_ENV: owner},
-        "ports": pod.ports,
+        # Private: nothing on RunPod's public proxy; the account's own pods reach the port at
+        # <podId>.runpod.internal over global networking, which the pod is created with.
+        "ports": [] if private else pod.ports,
         "disk": settings.container_disk_gb,
         # The image's CUDA floor: a host with an older driver is a capacity answer, so the
         # walk moves on instead of starting a pod that can never serve.
@@ -116,6 +119,10 @@ def pod_body(
         "dataCenterIds": [settings.data_center],
         "mounts": {"network": [{"volumeId": volume_id, "path": VOLUME_PATH}]},
     }
+    if private:
+        # Only when set: a public stack's bodies read as they did, so no pod sees a diff.
+        body["globalNetworking"] = True
+    return body
 
 
 def shared_specs(plan: ModelPlan, members: Sequence[ModelPlan]) -> list[PodSpec]:
@@ -172,6 +179,7 @@ def pod_request(
         ollamaPull=list(pod.ollama_pulls),
         hfTokenEnv=list(pod.secret_env),
         servingKeyEnv=list(pod.serving_key_env),
+        private=settings.exposure == "private",
         timeouts=TimeoutSpec(
             healthySeconds=health_deadline_s(plan, settings, members, seeded=seeded)
         ),

@@ -92,6 +92,30 @@ def _data_centers(
     return data_centers
 
 
+NETWORKING_CPU_DETAIL = "globalNetworking requires an NVIDIA GPU pod"
+
+
+def check_networking(
+    catalog: Catalog, body: Mapping[str, Any], data_centers: list[str]
+) -> list[str]:
+    """Where a pod asking for global networking may run: the data centres of `data_centers`
+    (any, when empty) whose catalog entry has `globalNetwork`. RunPod enforces both rules
+    upstream (CreatePodRequest `globalNetworking`): an NVIDIA GPU pod, in such a centre."""
+    if not body.get("globalNetworking"):
+        return data_centers
+    gpu = body.get("gpu")
+    if not isinstance(gpu, dict) or not str(gpu.get("id", "")).startswith("NVIDIA"):
+        raise ApiProblem(400, NETWORKING_CPU_DETAIL)
+    offered = [dc for dc in data_centers or list(catalog.data_centers) if dc in catalog.networked]
+    if not offered:
+        raise ApiProblem(
+            400,
+            f"globalNetworking is not supported in data center(s) {', '.join(data_centers)};"
+            f" see GET /v2/catalog/datacenters (globalNetwork) for eligible data centers",
+        )
+    return offered
+
+
 def admit_pod(
     request: Mapping[str, Any],
     *,
@@ -107,7 +131,7 @@ def admit_pod(
         raise ApiProblem(400, "exactly one of gpu or cpu must be set")
     if "templateId" in body:
         raise ApiProblem(404, f"template {body['templateId']} not found")
-    data_centers = _data_centers(body, catalog, volumes)
+    data_centers = check_networking(catalog, body, _data_centers(body, catalog, volumes))
     check_image(realism, body.get("image"))
     load_s = _load_s(body, volumes, realism)
     if "cpu" in body:

@@ -7,11 +7,12 @@ after a start); the account keeps those intervals on each PodRecord (`billed`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.records import PodRecord
+from frutebox_infra.plumbing.times import parse_time
 
 BUCKETS = ("hour", "day", "week", "month", "year")
 
@@ -56,10 +57,9 @@ def _step(at: datetime, bucket: str, n: int = 1) -> datetime:
 
 def _parse_time(name: str, text: str) -> datetime:
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         raise ApiProblem(400, f"{name} must be an RFC 3339 date-time, got {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _one(query: Mapping[str, list[str]], name: str) -> str | None:

@@ -23,6 +23,9 @@ class Catalog:
     data_centers: Mapping[str, str]
     cpus: Mapping[str, CpuFlavor] = field(default_factory=dict)
     """CPU pod flavors (GET /v2/catalog/cpus)."""
+    networked: frozenset[str] = frozenset()
+    """The data centres that offer global networking (their catalog entry's `globalNetwork`),
+    as registry/datacenters.yaml records them."""
 
     @classmethod
     def from_registry(cls, registry: Registry) -> Catalog:
@@ -30,7 +33,8 @@ class Catalog:
         its data centres."""
         gpus = {g.id: g for g in registry.gpus}
         cpus = {f.id: f for f in registry.cpu_flavors}
-        return cls(gpus, {d.id: d.name for d in registry.data_centers}, cpus)
+        names = {d.id: d.name for d in registry.data_centers}
+        return cls(gpus, names, cpus, frozenset(registry.networked_data_centers))
 
     @classmethod
     def builtin(cls) -> Catalog:
@@ -42,7 +46,7 @@ class Catalog:
         gpu = self.gpus[gpu_id]
         price = replace(gpu.price_usd_per_hour, secure=secure)
         gpus = {**self.gpus, gpu_id: replace(gpu, price_usd_per_hour=price)}
-        return Catalog(gpus, self.data_centers, self.cpus)
+        return replace(self, gpus=gpus)
 
     def usd_per_hour(self, gpu_id: str, cloud: str) -> float:
         """The cloud's price; where no community price was recorded, the secure one."""

@@ -29,6 +29,7 @@ def step(pod: PodRecord, now: float) -> None:
         pod.status = "ERROR" if pod.fault == "pod-error" else "RUNNING"
         if pod.status == "RUNNING":
             pod.started_at, pod.started_wall = timestamp(now), now
+            pod.networked = bool(pod.body.get("globalNetworking"))
             pod.log(START_LINE, "system")
             pod.log("container started; loading weights")
             start_loop(pod, pod.crash, now)

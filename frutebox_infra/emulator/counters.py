@@ -10,19 +10,30 @@ start from zero whenever the container starts.
   `eval_duration` (nanoseconds);
 - ComfyUI: `POST /prompt` queues a prompt, `GET /history` lists the executed ones.
 
-A pod's counters live on its record (`counters`) and are zeroed by `containers.start_loop`;
-`served` keeps every request the emulator served, with its time, and is never reset: it is
-what tests compare `frutebox usage` against (the account's truth, not the engines').
+A pod's counters live on its record (`counters`) and are zeroed by `containers.start_loop`,
+as a process's memory is, with one exception the real engines share: SGLang and vLLM count
+through prometheus_client, which, when the environment names a multiprocess directory
+(`PROMETHEUS_MULTIPROC_DIR`), keeps each process's values in files there and sums them when
+`/metrics` is read. Both engines keep a directory set so (neither wipes it), and fail at start
+when it does not exist. A directory on the pod's network volume therefore carries the counters
+on across restarts and pods (the volume's `counter_dirs`); one in the container's own disk is
+gone with the container. `served` keeps every request the emulator served, with its time, and
+is never reset: it is what tests compare `frutebox usage` against (the account's truth, not the
+engines').
 """
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
+from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.engines import served
-from frutebox_infra.emulator.gateway import engine_words
-from frutebox_infra.emulator.records import PodRecord, RawBody
+from frutebox_infra.emulator.gateway import engine_words, launch_words
+from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
+from frutebox_infra.recipes.base import COUNTERS_ENV
 
 DECODE_TOK_S = 40.0
 """The decode rate per stream an emulated engine reports (tokens per second of decoding)."""
@@ -71,16 +82,71 @@ def reset(pod: PodRecord) -> None:
     pod.history = []
 
 
+_MAKES_DIR = re.compile(rf'^mkdir -p "?\$\{{?{COUNTERS_ENV}\}}?"?$', re.MULTILINE)
+"""A launch script's line that makes the directory its environment names."""
+
+
+def multiproc_dir(body: Mapping[str, Any]) -> str | None:
+    """The prometheus_client multiprocess directory the engine counts in, or None when it
+    counts in its own memory (an engine without prometheus_client's multiprocess mode, or no
+    directory named)."""
+    env = body.get("env") or {}
+    path = env.get(COUNTERS_ENV) if isinstance(env, Mapping) else None
+    if not isinstance(path, str) or not path:
+        return None
+    words = engine_words(body)
+    if "sglang.launch_server" in words:
+        # SGLang reads the directory only when its metrics are on (set_prometheus_multiproc_dir).
+        return path if "--enable-metrics" in words else None
+    return path if "vllm" in str(body.get("image", "")) else None
+
+
+def counters_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> str | None:
+    """The line the engine prints as it exits at start for want of its multiprocess directory,
+    or None. A launch script that makes it (`mkdir -p "$PROMETHEUS_MULTIPROC_DIR"`) puts it on
+    the volume when it lies there; else it must be there already (SGLang's TemporaryDirectory
+    inside it and prometheus_client's first file in it both fail without it)."""
+    path = multiproc_dir(body)
+    if path is None:
+        return None
+    below = layout.below_mount(path)
+    words = launch_words(body)
+    script = words[2] if words[:2] == ["bash", "-c"] and len(words) > 2 else ""
+    if _MAKES_DIR.search(script):
+        if below is not None and volume is not None:
+            volume.counter_dirs.setdefault(below, dict.fromkeys(COUNTERS, 0.0))
+        return None
+    if below is not None and volume is not None and below in volume.counter_dirs:
+        return None
+    return f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'"
+
+
+def store(pod: PodRecord, volume: VolumeRecord | None) -> dict[str, float]:
+    """Where the pod's engine keeps its counters: in a multiprocess directory on the volume
+    (they outlive the container), else the container's own (zeroed at each start)."""
+    path = multiproc_dir(pod.body)
+    below = layout.below_mount(path) if path else None
+    if below is not None and volume is not None and below in volume.counter_dirs:
+        return volume.counter_dirs[below]
+    if not pod.counters:
+        pod.counters = dict.fromkeys(COUNTERS, 0.0)
+    return pod.counters
+
+
 def serve(
-    pod: PodRecord, *, output_tokens: int, prompt_tokens: int, now_stamp: str
+    pod: PodRecord,
+    *,
+    output_tokens: int,
+    prompt_tokens: int,
+    now_stamp: str,
+    volume: VolumeRecord | None = None,
 ) -> dict[str, Any]:
     """One request served: the counters advance and the truth records it."""
     decode_s = output_tokens / DECODE_TOK_S
-    counters = pod.counters or dict.fromkeys(COUNTERS, 0.0)
+    counters = store(pod, volume)
     counters["tokens"] += output_tokens
     counters["prompt_tokens"] += prompt_tokens
     counters["decode_s"] += decode_s
-    pod.counters = counters
     pod.served.append([now_stamp, output_tokens, prompt_tokens, 0])
     return {"output": output_tokens, "prompt": prompt_tokens, "decode_s": decode_s}
 
@@ -96,8 +162,8 @@ def serve_prompt(pod: PodRecord, *, now_stamp: str) -> str:
     return prompt_id
 
 
-def _metrics_text(pod: PodRecord) -> bytes:
-    engine, c = engine_of(pod), pod.counters or dict.fromkeys(COUNTERS, 0.0)
+def _metrics_text(pod: PodRecord, volume: VolumeRecord | None) -> bytes:
+    engine, c = engine_of(pod), store(pod, volume)
     label = '{model_name="served"}'
     lines: list[str]
     if engine in ("sglang", "vllm"):  # the same two counters, each under its engine's prefix
@@ -127,7 +193,13 @@ def _int(body: Any, *keys: str) -> int:
 
 
 def answer(
-    pod: PodRecord, method: str, path: str, body: Any, *, now_stamp: str
+    pod: PodRecord,
+    method: str,
+    path: str,
+    body: Any,
+    *,
+    now_stamp: str,
+    volume: VolumeRecord | None = None,
 ) -> tuple[int, Any] | None:
     """The engine's counting routes on a serving pod; None for any other path."""
     engine = engine_of(pod)
@@ -136,10 +208,10 @@ def answer(
             if engine == "llamacpp":
                 return 501, {"error": {"code": 501, "message": "metrics endpoint is disabled"}}
             return 404, {"detail": "Not Found"}
-        return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod))
+        return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod, volume))
     if method == "POST" and path in OPENAI_PATHS and engine in ("sglang", "vllm", "llamacpp"):
         out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
-        serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp)
+        serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)
         usage = {"prompt_tokens": 0, "completion_tokens": out, "total_tokens": out}
         answered = served(method, path, body, pod.id)
         reply = dict(answered[1]) if answered is not None else {"object": "text_completion"}

@@ -1,4 +1,5 @@
-"""`GET /v2/catalog/datacenters`: each data centre's region, volume tiers and GPU stock."""
+"""`GET /v2/catalog/datacenters`: each data centre's region, volume tiers, global networking and
+GPU stock; its `globalNetwork` filter."""
 
 from __future__ import annotations
 
@@ -22,17 +23,21 @@ def data_centers(
     volume_types: Mapping[str, list[str]],
     *,
     gpu_availability: bool,
+    global_network: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Schema `DataCenter`; `volume_types` overrides a data centre's tiers (default: both)."""
+    """Schema `DataCenter`; `volume_types` overrides a data centre's tiers (default: both);
+    `global_network` keeps only the data centres that do (True) or do not (False) offer it."""
     out = []
     for dc, name in catalog.data_centers.items():
+        if global_network is not None and (dc in catalog.networked) != global_network:
+            continue
         item: dict[str, Any] = {
             "id": dc,
             "name": name,
             "region": region(dc),
             "networkVolumeTypes": list(volume_types.get(dc, VOLUME_TYPES)),
             "compliance": [],
-            "globalNetwork": False,
+            "globalNetwork": dc in catalog.networked,
         }
         if gpu_availability:
             item["gpuAvailability"] = [

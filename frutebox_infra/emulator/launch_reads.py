@@ -22,7 +22,7 @@ from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.archives import ARCHIVE_MARKER, installs_archive
 from frutebox_infra.recipes.ollama import PULLS_ENV
 from frutebox_infra.seeding import seeder
-from frutebox_infra.seeding.manifest import HUB_SUBDIR, OTHER_WEIGHT_FORMATS, beside_safetensors
+from frutebox_infra.seeding.manifest import HUB_SUBDIR, ignored_beside_safetensors
 
 TRUTHY = frozenset({"1", "true", "yes", "on", "enabled"})
 """What huggingface_hub and llama.cpp read as a switch turned on."""
@@ -79,11 +79,11 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
     )
     offline = str(env.get("HF_HUB_OFFLINE", "")).lower() in TRUTHY
     revision = _after(words, "--revision") or "main"
-    # What the engine's loader reads of a repo carrying two formats (Mistral's and the
-    # transformers copy) follows its --load-format, as the seed job's selection does.
-    beside = beside_safetensors(words) if runtime is Runtime.VLLM else OTHER_WEIGHT_FORMATS
+    # The checkpoint format the launch loads (vLLM's `--load-format mistral` reads Mistral's
+    # consolidated files, not the Hugging Face shards beside them), as the seed job reads it.
+    ignored = ignored_beside_safetensors(words)
     return _snapshot(runtime, repo, revision, cache, hub, volume, offline=offline, token=token,
-                     beside=beside)  # fmt: skip
+                     ignored=ignored)  # fmt: skip
 
 
 def engine_archive(body: Mapping[str, object]) -> tuple[str, str] | None:
@@ -129,7 +129,7 @@ def _snapshot(
     offline: bool,
     token: bool,
     quant: str = "",
-    beside: tuple[str, ...] = OTHER_WEIGHT_FORMATS,
+    ignored: tuple[str, ...] = (),
 ) -> Reads:
     if cache is None or not repo:
         return Reads(runtime, failure="no model cache on the volume: the weights cannot be found")
@@ -159,7 +159,7 @@ def _snapshot(
         chosen = (
             seeder.gguf_files(entries, quant)
             if quant
-            else seeder.select(entries, {"ignoreBesideSafetensors": beside})
+            else seeder.select(entries, {"ignoreBesideSafetensors": ignored})
         )
     except seeder.Failed as failed:
         return Reads(runtime, failure=failed.reason)

@@ -18,7 +18,7 @@ from frutebox_infra.emulator.gateway import (
     gateway_answer,
     runs_gateway,
 )
-from frutebox_infra.emulator.records import PodRecord, RawBody
+from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
 
 
 def serve_port(
@@ -31,10 +31,12 @@ def serve_port(
     now: float,
     engine: EngineRoutes | None = None,
     headers: Mapping[str, str] | None = None,
+    volume: VolumeRecord | None = None,
 ) -> tuple[int, Any]:
     """The answer of `pod`'s server on `port` at `now`; a server still loading does not answer.
     `engine`: the routes and own auth of the engine the pod's image runs (None: any path
-    answers, as an unknown image's server would be guessed to)."""
+    answers, as an unknown image's server would be guessed to); `volume`: the pod's network
+    volume, where an engine may keep its counters."""
     if f"{port}/http" not in (pod.body.get("ports") or []):
         return 404, {"error": f"pod {pod.id} does not expose {port}/http"}
     if pod.host_dead or pod.crash_looping:
@@ -63,7 +65,7 @@ def serve_port(
     if method == "POST" and path == "/api/pull":
         return _pull(pod, body)
     stamp = datetime.fromtimestamp(now, UTC).isoformat()
-    counted = counters.answer(pod, method, path, body, now_stamp=stamp)
+    counted = counters.answer(pod, method, path, body, now_stamp=stamp, volume=volume)
     if counted is not None:
         return counted
     ollama = _ollama(pod, method, path, body)

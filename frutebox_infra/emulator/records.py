@@ -61,6 +61,9 @@ class PodRecord:
     """From when `GET /v2/pods` shows it; None: the account's listing lag after its create."""
     started_wall: float | None = None
     restart_at_wall: float | None = None
+    networked: bool = False
+    """Global networking as of the container's last start: a PATCH of `globalNetworking`
+    "takes effect on the next pod start/restart", not live."""
     cuda: str | None = None
     foreign: bool = False
     load_s: float = 0.0
@@ -85,7 +88,8 @@ class PodRecord:
     """Its image's Python found the gateway's start hook on the volume and ran it (gateway.py
     `hook_failure`): the published port is the gateway's."""
     counters: dict[str, float] = field(default_factory=dict)
-    """The engine's counters since its container started (counters.py): zeroed at each start."""
+    """The engine's counters since its container started (counters.py): zeroed at each start;
+    an engine counting in a multiprocess directory on the volume counts there instead."""
     history: list[str] = field(default_factory=list)
     """ComfyUI's executed prompt ids since its container started."""
     served: list[list[Any]] = field(default_factory=list)
@@ -132,6 +136,17 @@ class PodRecord:
         """Started, but its server has not finished loading at `now`."""
         return self.started_wall is not None and now - self.started_wall < self.load_s
 
+    def global_networking(self) -> dict[str, Any]:
+        """Schema `PodGlobalNetworking`: the address and name only while it is on."""
+        if not self.networked:
+            return {"enabled": False}
+        octets = sum(map(ord, self.id))
+        return {
+            "enabled": True,
+            "ip": f"10.65.{octets // 256 % 256}.{octets % 256}",
+            "internalDns": f"{self.id}.runpod.internal",
+        }
+
     def view(self, now: float) -> dict[str, Any]:
         """The pod as GET /v2/pods/{id} shows it at `now` (schema `Pod`)."""
         b = self.body
@@ -164,7 +179,7 @@ class PodRecord:
             "template": None,
             "cost": self.cost_per_hour if self.status in HOLDS_GPUS else 0.0,
             "locked": bool(b.get("locked", False)),
-            "globalNetworking": {"enabled": bool(b.get("globalNetworking", False))},
+            "globalNetworking": self.global_networking(),
             "runtime": {
                 "uptime": self.uptime(now),
                 "ports": [
@@ -209,6 +224,9 @@ class VolumeRecord:
     """Path below the mount -> [size, bytes present]: what pods wrote there (volume_files.py)."""
     refs: dict[str, str] = field(default_factory=dict)
     """Small text files (a Hugging Face cache's refs/<branch>) by path."""
+    counter_dirs: dict[str, dict[str, float]] = field(default_factory=dict)
+    """prometheus_client multiprocess directories (path below the mount) and the counters the
+    files in each add up to: made by a launch script, kept across pods (counters.py)."""
 
     def view(self) -> dict[str, Any]:
         return {

@@ -370,8 +370,15 @@ def _list_data_centers(
         account.stock,
         tiers,
         gpu_availability=_includes(query, "GPU_AVAILABILITY"),
+        global_network=_flag(query, "globalNetwork"),
     )
     return Response(200, {"dataCenters": centres})
+
+
+def _flag(query: dict[str, list[str]], name: str) -> bool | None:
+    """A boolean query filter: None when not given (the schema has checked its spelling)."""
+    values = query.get(name)
+    return None if not values else values[-1].lower() == "true"
 
 
 def _list_pod_billing(app: App, params: Params, body: Any, query: dict[str, list[str]]) -> Response:

@@ -5,7 +5,8 @@ volume at the account's download speed, and `GET /status` answered as the seeder
 
 Jobs download one after another over the pod's one link; the real seeder runs them side by
 side, which shares the same link and ends at the same time. Files already complete are
-skipped, a partial one resumes, refs are written once a job's files are all in place.
+skipped, a partial one resumes, refs are written once a job's files are all in place, and
+so are the directories it makes for an engine's counters.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from frutebox_infra.deploy.contract import wire_data
 from frutebox_infra.emulator import layout, volume_files
+from frutebox_infra.emulator.counters import COUNTERS
 from frutebox_infra.emulator.hub import Hub
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord, timestamp
 from frutebox_infra.emulator.volume_files import Piece
@@ -77,6 +79,8 @@ def start(
         else:
             free -= need
             record.update(count=len(wanted), commit=commit, refs=refs)
+            if isinstance(job, HfSnapshotJob):
+                record["counterDirs"] = list(job.counterDirs)
             pieces += wanted
         jobs.append(record)
     pod.seeding = {"jobs": jobs, "port": plan.port}
@@ -141,6 +145,8 @@ def _job(
     finished = sum(1 for (_, size, _), have in zip(mine, got, strict=True) if have >= size)
     done = finished == count
     if done and volume is not None:
+        for folder in record.get("counterDirs", []):
+            volume.counter_dirs.setdefault(folder, dict.fromkeys(COUNTERS, 0.0))
         for path, commit in record.get("refs", []):
             volume.refs[path] = commit  # last: a ref names a complete snapshot
     return JobStatus(

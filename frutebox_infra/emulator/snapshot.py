@@ -37,6 +37,7 @@ def snapshot(account: Account) -> dict[str, Any]:
                 "listedWall": v.listed_wall,
                 "files": v.files,
                 "refs": v.refs,
+                "counterDirs": v.counter_dirs,
             }
             for v in account.volumes.values()
         ],
@@ -76,6 +77,7 @@ def restore(
             foreign=bool(v.get("foreign", False)),
             files={k: list(f) for k, f in (v.get("files") or {}).items()},
             refs=dict(v.get("refs") or {}),
+            counter_dirs={k: dict(c) for k, c in (v.get("counterDirs") or {}).items()},
         )
     account.requests = list(data.get("requests", []))
     account.restore_changes(data.get("outOfBand"))

@@ -11,12 +11,14 @@ from frutebox_infra.emulator.admission import (
     admit_pod,
     check_data_centers,
     check_image,
+    check_networking,
     take_gpus,
 )
 from frutebox_infra.emulator.billing import close_interval, open_interval
 from frutebox_infra.emulator.catalog import Catalog, Stock, full_stock
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.containers import log_progress, settle, step
+from frutebox_infra.emulator.counters import counters_failure
 from frutebox_infra.emulator.errors import ApiProblem
 from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.keys import Scope
@@ -154,6 +156,7 @@ class Account:
         others = list(self.pods.values())
         self.pods[pod.id] = pod
         self.storage.on_create(pod, self._volume_of(pod), self.realism, others, now)
+        pod.crash = pod.crash or counters_failure(pod.body, self._volume_of(pod))
         open_interval(pod, self.clock.utc())
         return pod
 
@@ -236,6 +239,8 @@ class Account:
             raise ApiProblem(400, "mount kind is fixed at create")
         if "image" in patch:
             check_image(self.realism, patch["image"])
+        if patch.get("globalNetworking"):
+            check_networking(self.catalog, {**pod.body, **patch}, [pod.data_center_id])
         for key, value in patch.items():
             if key == "mounts" and not value:
                 continue
@@ -244,9 +249,14 @@ class Account:
         if RESTART_FIELDS.intersection(patch) and pod.status in LIVE:
             # The new container runs the new settings: whether it can start is decided anew
             # (a start hook's too, from what the volume holds now).
-            pod.hooked, hook_crash = hook_failure(pod.body, self._volume_of(pod))
-            pod.crash = launch_failure(self.realism.entrypoints, pod.body) or hook_crash
-            self.storage.on_restart(pod, self._volume_of(pod))
+            volume = self._volume_of(pod)
+            pod.hooked, hook_crash = hook_failure(pod.body, volume)
+            pod.crash = (
+                launch_failure(self.realism.entrypoints, pod.body)
+                or hook_crash
+                or counters_failure(pod.body, volume)
+            )
+            self.storage.on_restart(pod, volume)
             pod.crash_epoch, pod.exits = None, 0
             delay = self.realism.real_s(self.realism.restart_delay_s)
             if delay > 0:
@@ -360,7 +370,7 @@ class Account:
             return answered
         engine = self.realism.engines.get(str(pod.body.get("image")))
         status, payload = serve_port(
-            pod, port, method, path, body, now=now, engine=engine, headers=headers
+            pod, port, method, path, body, now=now, engine=engine, headers=headers, volume=volume
         )
         self.storage.after_proxy(pod, volume, method, path, body, status)
         return status, payload

@@ -14,7 +14,7 @@ from frutebox_infra.planner.colocate import PodGroup, group_pods
 from frutebox_infra.planner.floor import BelowFloor, choose, floor_key, floor_of, floor_problem
 from frutebox_infra.planner.launches import PodLaunches, launch_problems
 from frutebox_infra.planner.ranking import PlacementOption
-from frutebox_infra.planner.resolver import PlanProblem, Resolution, resolve
+from frutebox_infra.planner.resolver import Exposure, PlanProblem, Resolution, resolve
 from frutebox_infra.planner.seeding_decisions import Seeding, plan_seeding, reading_seeded
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.stack.environment import NO_ENVIRONMENT, Environment
@@ -106,6 +106,19 @@ class FleetPlan:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def private(self) -> bool:
+        """No port published: global networking only (the stack's `exposure: private`)."""
+        return self.settings.exposure == "private"
+
+    def exposure_of(self, model: ModelPlan) -> Exposure | None:
+        """Who can reach `model` on this stack: its engine's gateway or none, and, on a private
+        stack, only the account's own pods at its pod's internal address."""
+        exposure = model.resolution.exposure
+        if exposure is None or not self.private or model.placement is None:
+            return exposure
+        return replace(exposure, private_port=model.placement.pod.port)
 
     def window_of(self, model_id: str) -> ModelWindow | None:
         return self._window_by_model.get(model_id)
@@ -226,6 +239,7 @@ def plan_fleet(
                 fix=f"set frutebox-infra:dataCenter to one of {known}",
             )
         )
+    problems += exposure_problems(registry, settings)
     if settings.cloud is Cloud.COMMUNITY:
         problems.append(
             PlanProblem(
@@ -292,12 +306,55 @@ def plan_fleet(
         )
     warnings += [f"{m.model_id}: {w}" for m in models if m.warnings for w in m.warnings]
     warnings += [
-        f"{m.model_id}: anyone who has its URL can use it, on the stack's GPU time (no"
+        f"{m.model_id}: any of the account's own pods can use it without a key (no gateway"
+        f" yet: {e.reason})"
+        if settings.exposure == "private"
+        else f"{m.model_id}: anyone who has its URL can use it, on the stack's GPU time (no"
         f" gateway yet: {e.reason})"
         for m in models
         if m.placement is not None and (e := m.resolution.exposure) and not e.keyed
     ]
+    if settings.exposure == "private":
+        problems += _private_pulls(models)
     return replace(fleet, problems=tuple(problems), warnings=tuple(warnings))
+
+
+def exposure_problems(registry: Registry, settings: StackSettings) -> list[PlanProblem]:
+    """A private stack needs a data centre that offers global networking (datacenters.yaml
+    `global_network`, as the live catalog's `globalNetwork` says)."""
+    dc = settings.data_center
+    if settings.exposure != "private" or registry.data_center(dc) is None:
+        return []  # an unknown data centre is its own problem
+    offered = registry.networked_data_centers
+    if dc in offered:
+        return []
+    where = f"one of {', '.join(offered)}" if offered else "one that offers it"
+    return [
+        PlanProblem(
+            rule="private-without-global-network",
+            message=f"exposure private needs RunPod's global networking, which {dc} does not"
+            " offer (registry/datacenters.yaml `global_network`): RunPod refuses a pod that"
+            " asks for it there",
+            fix=f"set frutebox-infra:dataCenter to {where} (the weights volume is made anew"
+            " there), or set frutebox-infra:exposure to public",
+        )
+    ]
+
+
+def _private_pulls(models: tuple[ModelPlan, ...]) -> list[PlanProblem]:
+    """Ollama's models are pulled and listed through the pod's published port, which a
+    private pod does not have."""
+    return [
+        PlanProblem(
+            rule="private-ollama-pull",
+            message=f"{m.model_id} is served by Ollama, whose model the deploy step pulls and"
+            " checks through the pod's published port; a private pod publishes none",
+            fix="set frutebox-infra:exposure to public, or pin another of the model's engines"
+            f" (overrides.{m.model_id}.engine)",
+        )
+        for m in models
+        if m.placement is not None and m.placement.pod.ollama_pulls
+    ]
 
 
 def _launches(models: tuple[ModelPlan, ...], pods: tuple[PodGroup, ...]) -> list[PodLaunches]:

@@ -90,14 +90,45 @@ class Exposure:
 
     keyed: bool
     reason: str
+    private_port: int | None = None
+    """Set on a private stack's model: the port its pod serves on over global networking
+    (no port published), at `<podId>.runpod.internal:<port>`, from the account's own pods."""
+
+    @property
+    def private(self) -> bool:
+        return self.private_port is not None
 
     @property
     def who(self) -> str:
+        if self.private:
+            return "own pods, key (gateway)" if self.keyed else "own pods"
         return "key (gateway)" if self.keyed else "anyone"
 
     @property
+    def address(self) -> str | None:
+        """Where the account's own pods reach a private model; None on a public stack."""
+        return None if self.private_port is None else internal_address(self.private_port)
+
+    @property
     def text(self) -> str:
+        if self.private:
+            key = "with the key (gateway)" if self.keyed else (
+                f"without a key (no gateway yet: {self.reason})")  # fmt: skip
+            return (
+                f"private: only the account's own GPU pods, {key}, at {self.address}"
+                " (global networking; no port published, nothing on RunPod's proxy)"
+            )
         return self.who if self.keyed else f"anyone — no gateway yet: {self.reason}"
+
+
+INTERNAL_HOST = "<podId>.runpod.internal"
+"""A globally-networked pod's private name (RunPod docs, pods/networking)."""
+
+
+def internal_address(port: int, pod_id: str | None = None) -> str:
+    """`<podId>.runpod.internal:<port>`: a private pod as the account's own pods reach it."""
+    host = INTERNAL_HOST if pod_id is None else f"{pod_id}.runpod.internal"
+    return f"{host}:{port}"
 
 
 def exposure_of(recipe: Recipe, image: Image, serving: Serving) -> Exposure:

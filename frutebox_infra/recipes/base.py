@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
@@ -25,6 +26,23 @@ from frutebox_infra.recipes.gateway import (
 
 VOLUME_PATH = "/workspace"
 """Where every pod mounts the stack's network volume; engine caches live below it."""
+COUNTERS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's multiprocess directory: each process keeps its metric values in
+mmapped `<type>_<pid>.db` files there, summed across files when `/metrics` is read, so
+counters written there outlive the process (prometheus_client `values.py`,
+`multiprocess.py`). SGLang and vLLM keep a directory set here rather than make a temporary
+one of their own (sglang `srt/utils/common.py` set_prometheus_multiproc_dir, vllm
+`v1/metrics/prometheus.py` setup_multiprocess_prometheus)."""
+COUNTERS_ROOT = f"{VOLUME_PATH}/frutebox/counters"
+"""Below it, one directory per model and engine release whose counters outlive restarts."""
+
+
+def counters_dir(model_id: str, runtime: Runtime, image: Image) -> str:
+    """Where a model's engine keeps its counters on the volume: one directory per model, engine
+    and release (a new release starts afresh; a restart, a PATCH or a new pod of the same
+    release carries on the same counters)."""
+    release = re.sub(r"[^A-Za-z0-9._-]", "-", image.tag or "untagged")
+    return f"{COUNTERS_ROOT}/{model_id}/{runtime}-{release}"
 
 
 class Sharing(StrEnum):

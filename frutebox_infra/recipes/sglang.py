@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Hashable
+from dataclasses import replace
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Serving, engine_address
+from frutebox_infra.recipes.base import (
+    COUNTERS_ENV,
+    PodSpec,
+    Serving,
+    counters_dir,
+    engine_address,
+)
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 
 
@@ -52,11 +59,22 @@ class SGLang(TensorParallelRecipe):
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags
-        if serving.metrics:
-            words.append("--enable-metrics")  # sglang:generation_tokens_total on /metrics
-        spec = self.pod_spec(model, image, words, seeded=seeded)
+        if not serving.metrics:
+            spec = self.pod_spec(model, image, words, seeded=seeded)
+            if serving.gateway is None:
+                return spec
+            return self.behind_gateway(
+                spec, serving.gateway, f"exec {shlex.join(words)}", python="python3"
+            )
+        # sglang:generation_tokens_total on /metrics, kept in prometheus_client's multiprocess
+        # files in a directory of the volume, so the count carries on across restarts: SGLang
+        # keeps a directory set in the environment (it only makes a temporary directory inside
+        # it) and fails at start when it is missing, so the launch makes it first.
+        words.append("--enable-metrics")
+        script = f'mkdir -p "${COUNTERS_ENV}"\nexec {shlex.join(words)}'
+        env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)}
+        spec = self.pod_spec(model, image, words, seeded=seeded, env=env)
         if serving.gateway is None:
-            return spec
-        return self.behind_gateway(
-            spec, serving.gateway, f"exec {shlex.join(words)}", python="python3"
-        )
+            whole = ("bash", "-c", f"set -eo pipefail\n{script}")
+            return replace(spec, args=shlex.join(whole), words=whole)
+        return self.behind_gateway(spec, serving.gateway, script, python="python3")

@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
-from frutebox_infra.recipes.base import PodSpec, Serving, engine_address
+from frutebox_infra.recipes.base import COUNTERS_ENV, PodSpec, Serving, counters_dir, engine_address
 from frutebox_infra.recipes.gateway import ENGINE_CONFIG_DIR, start_hook
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 
@@ -69,7 +69,14 @@ class VLLM(TensorParallelRecipe):
             words += ["--reasoning-parser", parser]
         words += model.engine_args.get(self.runtime, ())
         words += serving.spec_flags
-        spec = self.pod_spec(model, image, words, seeded=seeded)
+        # vLLM counts by default, in prometheus_client's multiprocess files where the
+        # environment names a directory: one on the volume keeps the counters across restarts
+        # (vLLM keeps a directory set so and never wipes it, vllm `v1/metrics/prometheus.py`).
+        # It fails at start without it, and its fixed ENTRYPOINT runs no command of ours to
+        # make it, so only a measured pod of seeded weights names it: the seeding pod makes it.
+        env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)}
+        kept = serving.metrics and seeded
+        spec = self.pod_spec(model, image, words, seeded=seeded, env=env if kept else None)
         if gateway is None:
             return spec
         hook = start_hook(

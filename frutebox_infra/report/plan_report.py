@@ -182,14 +182,21 @@ REACH_WIDTH = 100
 
 def reach_lines(plan: FleetPlan) -> list[str]:
     """Per placed model, who can reach its URL: the stack's key, or anyone and why."""
-    placed = [(m.model_id, e) for m in plan.models if m.placement and (e := m.resolution.exposure)]
+    placed = [(m.model_id, e) for m in plan.models if m.placement and (e := plan.exposure_of(m))]
     if not placed:
         return []
     width = max(len(model_id) for model_id, _ in placed)
+    head = (
+        "reach   exposure private: no port is published; each model answers only the"
+        " account's own GPU pods, over global networking (the key: `pulumi stack output"
+        " servingKey --show-secrets`)"
+        if plan.private
+        else "reach   who can use each model's URL (the key: `pulumi stack output servingKey"
+        " --show-secrets`)"
+    )
     return [
         "",
-        "reach   who can use each model's URL (the key: `pulumi stack output servingKey"
-        " --show-secrets`)",
+        *textwrap.wrap(head, width=REACH_WIDTH, subsequent_indent="        "),
         *(
             textwrap.fill(
                 f"  {model_id:<{width}}  {e.text}",
@@ -372,14 +379,19 @@ def launch_data(p: PlacementOption) -> dict[str, Any]:
 
 
 def exposure_data(exposure: Exposure | None) -> dict[str, Any] | None:
-    """Who can reach the model: `key` (its gateway asks for the stack's key) or `anyone`."""
+    """Who can reach the model: `key` (its gateway asks for the stack's key), `anyone`, or on
+    a private stack without a gateway `ownPods` (the account's own pods, no key)."""
     if exposure is None:
         return None
-    return {
-        "reachableBy": "key" if exposure.keyed else "anyone",
+    open_to = "ownPods" if exposure.private else "anyone"
+    data: dict[str, Any] = {
+        "reachableBy": "key" if exposure.keyed else open_to,
         "gateway": exposure.keyed,
         "reason": exposure.reason,
     }
+    if exposure.private:
+        data |= {"network": "private", "address": exposure.address, "from": "ownPods"}
+    return data
 
 
 def model_plan_data(
@@ -400,7 +412,7 @@ def model_plan_data(
         "fallbacks": [placement_data(p) for p in m.fallbacks],
         "fit": fit_data(m.placement) if m.placement else None,
         "launch": launch_data(m.placement) if m.placement else None,
-        "exposure": exposure_data(r.exposure),
+        "exposure": exposure_data(plan.exposure_of(m) if plan is not None else r.exposure),
         "minDecodeTokensPerSecond": m.min_decode_tok_s,
         "belowFloor": [{**placement_data(b.placement), "text": str(b)} for b in m.below_floor],
         "usdPerHourBest": round(m.usd_per_hour_best, 2),
@@ -457,6 +469,7 @@ def plan_data(view: PlanView) -> dict[str, Any]:
         "stack": plan.stack,
         "dataCenter": s.data_center,
         "cloud": str(s.cloud),
+        "exposure": s.exposure,
         "models": [model_plan_data(m, pod_names.get(m.model_id), plan) for m in plan.models],
         **({"windows": [window_data(w) for w in plan.windows]} if plan.windows else {}),
         "pods": [pod_data(p, view.pod_name(p)) for p in plan.pods],

@@ -32,6 +32,8 @@ def _uptime(seconds: float | None) -> str:
 
 
 def _health(m: ModelStatus) -> str:
+    if m.private_address is not None and m.healthy is None:
+        return "not probed"
     return "-" if m.healthy is None else "ok" if m.healthy else "failing"
 
 
@@ -65,6 +67,12 @@ def _volume_of(volume: LiveVolume) -> str:
 
 def _notes(view: StatusView) -> list[str]:
     notes = [f"{m.model_id}: {m.drift}: {'; '.join(m.details)}" for m in view.models if m.drift]
+    notes += [
+        f"{m.model_id}: private, not probed: it publishes no port, so nothing outside"
+        f" RunPod can ask it; only the account's own pods reach it, at {m.private_address}"
+        for m in view.models
+        if m.private_address is not None
+    ]
     notes += [f"untracked (carries this stack's mark): {_pod_line(p)}" for p in view.untracked]
     if view.untracked_volumes:
         notes += [
@@ -182,6 +190,11 @@ def status_data(view: StatusView) -> dict[str, Any]:
                 "live": _pod_data(m.live),
                 "uptimeSeconds": m.uptime_s,
                 "healthy": m.healthy,
+                **(
+                    {"private": {"address": m.private_address, "probed": False}}
+                    if m.private_address is not None
+                    else {}
+                ),
                 "planned": None
                 if m.planned is None
                 else {

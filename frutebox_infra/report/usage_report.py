@@ -45,20 +45,27 @@ def _rate(value: float | None) -> str:
 def _output(m: ModelUsage) -> str:
     if m.unmeasured is not None:
         return "?"
+    at_least = ">=" if m.counts_lost else ""  # counts lost at restarts: a lower bound
     if m.prompts is not None:
-        return f"{_count(m.prompts)} prompts"
-    return _count(m.output_tokens or 0.0)
+        return f"{at_least}{_count(m.prompts)} prompts"
+    return at_least + _count(m.output_tokens or 0.0)
+
+
+def _measured_cost(m: ModelUsage) -> str:
+    if m.unmeasured is not None:
+        return "?"
+    cost = _money(m.usd_per_million_measured)
+    return f"<={cost}" if m.counts_lost and m.usd_per_million_measured is not None else cost
 
 
 def usage_row(m: ModelUsage) -> list[str]:
-    measured = m.unmeasured is None
     return [
         m.model_id,
         m.engine,
         str(m.hours_billed),
         usd(m.usd_billed),
         _output(m),
-        _money(m.usd_per_million_measured) if measured else "?",
+        _measured_cost(m),
         _money(m.usd_per_million_estimate),
         _rate(m.decode_tok_s_measured),
         _rate(m.decode_tok_s_estimate),
@@ -84,8 +91,34 @@ def _stack_line(view: UsageView) -> str:
     )
 
 
+def _restarts(m: ModelUsage) -> str:
+    n = m.restarts_seen
+    return f"{n} restart{'s' if n != 1 else ''} or replacement{'s' if n != 1 else ''}"
+
+
+def _counting_notes(m: ModelUsage) -> list[str]:
+    """What restarts did to the count: lost (a lower bound, and why) or kept."""
+    if m.unmeasured is not None:
+        return []
+    if m.counts_lost:
+        what = "prompts" if m.prompts is not None else "output tokens"
+        lost = (
+            f"1 restart lost whatever {what} were served since the sample before it"
+            if m.counts_lost == 1
+            else f"{m.counts_lost} restarts each lost whatever {what} were served since the"
+            " sample before"
+        )
+        return [f"{m.model_id}: a lower bound: {lost} ({m.lost_why}); its $/1M is an upper bound"]
+    if m.restarts_seen and m.counts_kept:
+        return [
+            f"{m.model_id}: {_restarts(m)} seen, nothing lost: its counters are kept on the volume"
+        ]
+    return []
+
+
 def _notes(view: UsageView) -> list[str]:
     notes = [f"{m.model_id}: not measured: {m.unmeasured}" for m in view.models if m.unmeasured]
+    notes += [n for m in view.models for n in _counting_notes(m)]
     notes += [
         f"{m.model_id}: measured {m.decode_tok_s_measured:.1f} tok/s per stream against the"
         f" estimate's {m.decode_tok_s_estimate:.1f}, beyond its"
@@ -160,6 +193,11 @@ def _model_data(m: ModelUsage) -> dict[str, Any]:
         "idleHours": m.idle_hours,
         "idleUsd": m.idle_usd,
         "unmeasured": m.unmeasured,
+        "restartsSeen": m.restarts_seen,
+        "countsLostAtRestarts": m.counts_lost,
+        "outputIsLowerBound": m.counts_lost > 0,
+        "countersKeptOnVolume": m.counts_kept,
+        "countsLostWhy": m.lost_why,
     }
 
 

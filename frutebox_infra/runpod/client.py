@@ -270,6 +270,10 @@ class RunPodClient:
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> Pod:
         return self._json(Pod, "PATCH", f"/v2/pods/{pod_id}", body)
 
+    def restart_pod(self, pod_id: str) -> None:
+        """POST /v2/pods/{id}/action `restart`; not retried: a second restart is not free."""
+        self._call("POST", f"/v2/pods/{pod_id}/action", {"action": "restart"}, retry=False)
+
     def delete_pod(self, pod_id: str) -> None:
         self._call("DELETE", f"/v2/pods/{pod_id}")
 

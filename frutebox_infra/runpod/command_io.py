@@ -154,6 +154,7 @@ class Settings(BaseModel):
     crash_window_s: PositiveFloat = Field(
         default=Timeouts.crash_window_s, alias="FRUTEBOX_CRASH_WINDOW_S"
     )
+    steady_s: PositiveFloat = Field(default=Timeouts.steady_s, alias="FRUTEBOX_STEADY_S")
     duplicate_check_s: NonNegativeFloat = Field(
         default=Timeouts.duplicate_check_s, alias="FRUTEBOX_DUPLICATE_CHECK_S"
     )
@@ -267,6 +268,7 @@ class Session:
             restart_check_s=s.restart_check_s,
             restart_limit=s.restart_limit,
             crash_window_s=s.crash_window_s,
+            steady_s=s.steady_s,
             duplicate_check_s=s.duplicate_check_s,
             pull_s=s.pull_timeout_s,
         )
@@ -358,6 +360,7 @@ def scaled_waits(time_scale: float) -> dict[str, str]:
         "api_check_s": timeouts.api_check_s,
         "restart_check_s": timeouts.restart_check_s,
         "duplicate_check_s": timeouts.duplicate_check_s,
+        "steady_s": timeouts.steady_s,
         "retry_backoff_s": retry.backoff_s,
     }
     fields = Settings.model_fields

@@ -28,6 +28,9 @@ from frutebox_infra.runpod.wire import Pod
 
 __all__ = ["DEAD", "LIVE", "Health", "Log", "Provisioner", "Timeouts", "left_running"]
 
+NETWORKING = "globalNetworking"
+"""The pod field that changes only at the pod's next start (PATCH /v2/pods/{podId})."""
+
 
 class Provisioner(Waits):
     """Runs a pod's create/wait/teardown rules against one account."""
@@ -50,6 +53,15 @@ class Provisioner(Waits):
             duplicate_check_s=timeouts.duplicate_check_s,
             clock=self._clock,
         )
+
+    def patch(self, pod_id: str, patch: Mapping[str, Any]) -> Pod:
+        """PATCH the pod; a PATCH of only `globalNetworking`, which "takes effect on the next
+        pod start/restart" and restarts nothing itself, is followed by a restart."""
+        patched = self.api.update_pod(pod_id, patch)
+        if set(patch) == {NETWORKING}:
+            self._log(f"pod {pod_id}: restarting it, so that {NETWORKING} takes effect")
+            self.api.restart_pod(pod_id)
+        return patched
 
     def pull(self, pod_id: str, health: Health, tag: str, timeouts: Timeouts) -> None:
         """Ask the pod's Ollama server to pull `tag`; its image cannot do it from args."""
@@ -80,10 +92,25 @@ class Provisioner(Waits):
         timeouts: Timeouts,
         watch: RestartWatch | None = None,
         sweep: AmbiguousCreates[Pod] | None = None,
+        private: bool = False,
     ) -> Pod:
         """RUNNING, healthy and pulled; a failure raises and leaves the pod as it is. `watch`
-        fails a crash loop early; `sweep` goes on looking for what an ambiguous create made."""
+        fails a crash loop early; `sweep` goes on looking for what an ambiguous create made.
+        A `private` pod publishes no port: RUNNING and a container that stays up is all that
+        can be seen of it from here."""
         pod = self.wait_running(pod_id, timeouts, watch=watch, looker=sweep)
+        if private:
+            self._log(
+                f"pod {pod_id} is RUNNING; it is private (no published port), so {health.path}"
+                f" cannot be asked from here: waiting for its container to stay up"
+                f" {timeouts.steady_s:g}s"
+            )
+            pod = self.wait_steady(pod_id, timeouts, watch=watch, looker=sweep)
+            self._log(
+                f"pod {pod_id} is up, reachable only from the account's own pods at"
+                f" {pod_id}.runpod.internal:{health.port}; its server was not probed"
+            )
+            return pod
         self._log(f"pod {pod_id} is RUNNING; waiting for {health.path} on port {health.port}")
         self.wait_healthy(pod_id, health, timeouts, watch=watch, looker=sweep)
         if not health.pulls_on_pod:  # else the launch pulled them before its server answered
@@ -149,6 +176,7 @@ class Provisioner(Waits):
         ollama_tags: Sequence[str],
         timeouts: Timeouts,
         sweep: AmbiguousCreates[Pod] | None = None,
+        private: bool = False,
     ) -> Pod:
         """`serve` a pod this run created; any failure (or cancellation) terminates it."""
         try:
@@ -159,6 +187,7 @@ class Provisioner(Waits):
                 timeouts=timeouts,
                 watch=RestartWatch(logged_before=0),
                 sweep=sweep,
+                private=private,
             )
         except BaseException as exc:
             self._tear_down_after(pod_id, exc)
@@ -176,6 +205,7 @@ class Provisioner(Waits):
         logged_before: int | None = None,
         rollback: Mapping[str, Any] | None = None,
         rollback_tags: Sequence[str] = (),
+        private: bool = False,
     ) -> Pod:
         """Wait for a PATCHed pod to restart and serve.
 
@@ -195,6 +225,7 @@ class Provisioner(Waits):
                 ollama_tags=ollama_tags,
                 timeouts=timeouts,
                 watch=RestartWatch(logged_before=logged_before),
+                private=private,
             )
         except PodFailedError as exc:
             if rollback is None:
@@ -225,11 +256,15 @@ class Provisioner(Waits):
             # The restart to wait for is the rollback's, not the failed container's own.
             current = self._current(before)
             patched_at = self._clock()
-            patched = self.api.update_pod(pod_id, rollback)
+            patched = self.patch(pod_id, rollback)
             self.wait_restarted(current, patched, timeouts, patched_at=patched_at)
             # No crash watch: these settings served, and the container they replace may
             # still be restarting on its own for a while; the health deadline bounds it.
-            self.serve(pod_id, health=health, ollama_tags=tags, timeouts=timeouts)
+            # Private again when the settings rolled back to publish no port of its health.
+            ports = rollback.get("ports", current.ports)
+            private = f"{health.port}/http" not in (ports or [])
+            self.serve(pod_id, health=health, ollama_tags=tags, timeouts=timeouts,
+                       private=private)  # fmt: skip
         except Cancelled as exc:
             return left_running(exc, pod_id, "was being rolled back after a failed update")
         except RunPodError as exc:

@@ -19,13 +19,21 @@ from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.runpod.adopting import ensure_gone
 from frutebox_infra.runpod.command_io import PodRequest, PreviousPod, Session
 from frutebox_infra.runpod.errors import Attempt, ConfigurationError, NotFoundError
-from frutebox_infra.runpod.lifecycle import LIVE, Health
+from frutebox_infra.runpod.lifecycle import LIVE, NETWORKING, Health
 from frutebox_infra.runpod.placement import Ownership, gpu_of
 from frutebox_infra.runpod.wire import Pod
 from frutebox_infra.stack.serving_key import POD_KEY_ENV, key_problem
 
 # What a PATCH may change on a running pod; the GPU, data centre and volume need a new pod.
 IN_PLACE_FIELDS = ("image", "args", "env", "ports", "disk")
+
+
+def networked(body: Mapping[str, Any]) -> bool:
+    """`globalNetworking` as a body asks for it. It is PATCHed in place too (it "takes effect
+    on the next pod start/restart"): a stack switching between public and private changes it
+    with the ports, whose change restarts the pod (alone, `Provisioner.patch` restarts it).
+    Sent only when it differs, so a public pod's body, which leaves it out, reads as false."""
+    return bool(body.get(NETWORKING, False))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +86,14 @@ def prepare_candidates(request: PodRequest, secrets: PodSecrets) -> list[dict[st
         if not gpu_of(body)[0]:
             raise ConfigurationError(f"{where} has no gpu.id; every candidate is one GPU type.")
         ports = body.get("ports")
-        if not isinstance(ports, list) or f"{request.health.port}/http" not in ports:
+        if request.private:
+            if ports != [] or body.get(NETWORKING) is not True:
+                raise ConfigurationError(
+                    f"{where} is for a private pod but publishes {ports!r} or lacks"
+                    f" {NETWORKING}: true; the planner writes both, so this is a"
+                    " frutebox-infra bug."
+                )
+        elif not isinstance(ports, list) or f"{request.health.port}/http" not in ports:
             raise ConfigurationError(
                 f"{where}.ports does not expose {request.health.port}/http, so"
                 f" {request.health.path} could never answer; add it."
@@ -117,6 +132,8 @@ def applied_of(body: Mapping[str, Any], secret_env: Sequence[str]) -> dict[str, 
     env = applied.get("env")
     if isinstance(env, dict):
         applied["env"] = {k: v for k, v in env.items() if k not in secret_env}
+    if networked(body):
+        applied[NETWORKING] = True  # only when on: a public pod's record reads as before
     applied["secretEnv"] = list(secret_env)
     return applied
 
@@ -133,6 +150,9 @@ def rollback_patch(
         source, names = previous.applied, list(previous.applied.get("secretEnv") or [])
     else:
         source, names = {k: getattr(current, k) for k in IN_PLACE_FIELDS}, []
+        source[NETWORKING] = current.networked
+    if NETWORKING in patch and NETWORKING not in source:
+        source = {**source, NETWORKING: not patch[NETWORKING]}  # recorded before it was kept
     undo = {k: copy.deepcopy(source[k]) for k in patch if source.get(k) is not None}
     env = undo.get("env")
     if isinstance(env, dict) and names:
@@ -161,7 +181,10 @@ def _pod_result(
         "dataCenterId": pod.data_center_id,
         "costPerHour": pod.cost,
         "image": pod.image,
-        "url": session.proxy.url(pod.id, request.health.port),
+        # A private pod has no proxy URL: its address is for the account's own pods only.
+        "url": f"http://{pod.id}.runpod.internal:{request.health.port}"
+        if request.private
+        else session.proxy.url(pod.id, request.health.port),
         "status": pod.status,
         "volumeId": pod.volume_id,
         "ollamaModels": list(request.ollamaPull),
@@ -185,6 +208,7 @@ def pod_create(session: Session, request: PodRequest) -> dict[str, Any]:
             ollama_tags=request.ollamaPull,
             timeouts=timeouts,
             sweep=sweep,
+            private=request.private,
         )
     except BaseException:
         if sweep is not None:
@@ -237,6 +261,8 @@ def pod_update(
         for key in IN_PLACE_FIELDS
         if key in body and body[key] != getattr(current, key)
     }
+    if networked(body) != current.networked:
+        patch[NETWORKING] = networked(body)
     tried = tuple(
         Attempt(str(a.get("gpuId", "")), int(a.get("count", 0)), str(a.get("outcome", "")))
         for a in previous.candidatesTried
@@ -247,7 +273,7 @@ def pod_update(
     gone = [t for t in previous.ollamaModels if t not in tags]
     if not patch:
         session.log(f"pod {current.id}: nothing to change in place; left as it is")
-        if tags:
+        if tags and not request.private:
             prov.refresh_pull(current, health=health, tags=tags, timeouts=timeouts)
         prov.forget(current, health=health, tags=gone)
         return _pod_result(session, request, current, index, tried, body)
@@ -255,7 +281,7 @@ def pod_update(
     # The starts the system log shows before the PATCH: the restarts after it count from here.
     logged = prov.logged_starts(current.id)
     patched_at = prov.clock()
-    patched = prov.api.update_pod(current.id, patch)
+    patched = prov.patch(current.id, patch)
     pod = prov.settle_update(
         current,
         patched,
@@ -266,6 +292,7 @@ def pod_update(
         logged_before=logged,
         rollback=rollback_patch(patch, previous, current, PodSecrets.of(session)),
         rollback_tags=previous.ollamaModels,
+        private=request.private,
     )
     prov.forget(pod, health=health, tags=gone)
     return _pod_result(session, request, pod, index, tried, body)

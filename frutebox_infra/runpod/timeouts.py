@@ -23,6 +23,10 @@ class Timeouts:
     crash_window_s: float = 180.0
     """After the first restart, how long the pod may take to serve before it counts as a
     crash loop even with fewer restarts (a slow loop: a long load, then a crash)."""
+    steady_s: float = 180.0
+    """A private pod (no published port) counts as up once its container has run this long
+    since its last start: the crash window, so a launch that dies within it is a crash loop,
+    not a success. What fails later (weights that never load) no probe of ours can see."""
     duplicate_check_s: float = 120.0
     """The window after an ambiguous create answer during which what it made is looked for
     itself (FRUTEBOX_DUPLICATE_CHECK_S); its backoff and what happens at its end are

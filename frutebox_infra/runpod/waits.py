@@ -1,5 +1,5 @@
-"""Waiting for a pod: RUNNING, a restart after a PATCH, health through the proxy, and a crash
-loop seen while it lasts.
+"""Waiting for a pod: RUNNING, a restart after a PATCH, health through the proxy (or, for a
+private pod, a container that stays up), and a crash loop seen while it lasts.
 
 Every wait reads 429, 5xx and no answer as "unknown" and keeps going until its own deadline,
 honouring Retry-After and the quota the API reports. While health is probed through the proxy
@@ -275,6 +275,51 @@ class Waits:
             self._sleep(max(0.001, min(interval, max(0.0, deadline - self._clock()))))
             if failure is not None and retry_after_s(failure):
                 self._pause(deadline, 0.0, failure)
+
+    def wait_steady(
+        self,
+        pod_id: str,
+        timeouts: Timeouts,
+        *,
+        watch: RestartWatch | None = None,
+        looker: Looker | None = None,
+    ) -> Pod:
+        """A private pod (no published port) cannot be asked its health path from outside:
+        return once RunPod shows it RUNNING with its container up for `steady_s` since its
+        last start (`runtime.uptime`). A crash loop still fails as fast as `watch` sees it,
+        a dead status at once; never steady within `healthy_s`, it fails as a health wait
+        does."""
+        deadline = self._clock() + timeouts.healthy_s
+        status, uptime = "RUNNING", None
+        while True:
+            if looker is not None:
+                looker.look_if_due()
+            pod, failure = self._watched_read(pod_id, "waiting for a steady container", watch,
+                                              timeouts)  # fmt: skip
+            if pod is not None:
+                status, uptime = pod.status, pod.uptime_s
+                if status in DEAD:
+                    raise PodFailedError(
+                        f"Pod {pod_id} went to {status} while its container was watched."
+                        " Fix the recipe, then `pulumi up`." + self.log_tail(pod_id),
+                        pod_id=pod_id,
+                        last_status=status,
+                    )
+                if status == "RUNNING" and uptime is not None and uptime >= timeouts.steady_s:
+                    return pod
+            if self._clock() >= deadline:
+                up = "never up" if uptime is None else f"up {uptime:g}s at most"
+                raise PodFailedError(
+                    f"Pod {pod_id} ({status}, {up}) never kept its container up for"
+                    f" {timeouts.steady_s:g}s within {timeouts.healthy_s:g}s. It is private"
+                    " (no published port), so only its container could be watched."
+                    f" {HEALTH_HINT}." + self.log_tail(pod_id),
+                    pod_id=pod_id,
+                    last_status=status,
+                )
+            restarting = watch is not None and watch.restarts > 0
+            pace = timeouts.restart_check_s if restarting else timeouts.poll_interval_s
+            self._pause(deadline, until_look(pace, looker), failure)
 
     def _unlisted(self, pod_id: str, health: Health) -> list[str]:
         if not health.expected_files:

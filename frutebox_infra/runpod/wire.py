@@ -40,6 +40,13 @@ class Pod(Wire):
     runtime: dict[str, Any] | None = None
     cost: float = 0.0
     mounts: dict[str, Any] = Field(default_factory=dict)
+    global_networking: dict[str, Any] | None = Field(default=None, alias="globalNetworking")
+
+    @property
+    def networked(self) -> bool:
+        """Global networking is on (`globalNetworking.enabled`): a PATCH of it shows here only
+        once the pod restarted."""
+        return bool((self.global_networking or {}).get("enabled"))
 
     @property
     def volume_id(self) -> str | None:
@@ -102,6 +109,8 @@ class GpuOffer(Wire):
 class DataCenterInfo(Wire):
     id: str
     network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
+    global_network: bool | None = Field(default=None, alias="globalNetwork")
+    """Whether the centre offers global networking; None where the answer leaves it out."""
 
 
 class PodBilling(Wire):

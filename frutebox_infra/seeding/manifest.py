@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Any
 
 from frutebox_infra.catalog.schema import Model, Runtime
-from frutebox_infra.recipes.base import VOLUME_PATH, PodSpec
+from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH, PodSpec
 from frutebox_infra.recipes.comfyui import file_origins, stored_path
 from frutebox_infra.seeding.protocol import (
     FilesJob,
@@ -99,9 +99,10 @@ def _hf_engine_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob:
     assert model.source is not None
     if model.source.hf_repo is None:
         raise _NotSeedable("the registry records no hf_repo for it")
-    cache = _hub_cache(pod.env)
+    env = pod.env
+    cache = _hub_cache(env)
     revision = model.source.revision or "main"
-    beside = beside_safetensors(model.engine_args.get(runtime, ()))
+    beside = ignored_beside_safetensors(model.engine_args.get(runtime, ()))
     return HfSnapshotJob(
         modelId=model.id,
         repo=model.source.hf_repo,
@@ -112,6 +113,9 @@ def _hf_engine_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob:
         refs=() if COMMIT.match(revision) else (revision,),
         ignoreBesideSafetensors=beside,
         texts=_hook_texts(pod),
+        # The directory the pod's engine keeps its counters in: made here, since vLLM's
+        # fixed-ENTRYPOINT launch cannot make it and the engine fails to start without it.
+        counterDirs=(_env_path(env, COUNTERS_ENV),) if COUNTERS_ENV in env else (),
     )
 
 
@@ -197,9 +201,9 @@ def _on_volume(name: str, path: str) -> str:
     return clean[_VOLUME_PREFIX_LEN:]
 
 
-def beside_safetensors(words: Sequence[str]) -> tuple[str, ...]:
-    """What an engine launched with `words` skips beside the safetensors it loads: Mistral's
-    own format, or the transformers copy, whichever its `--load-format` does not read."""
+def ignored_beside_safetensors(words: Sequence[str]) -> tuple[str, ...]:
+    """What an engine launched with `words` leaves alone beside `*.safetensors` weights: the
+    other format's shards as well as the other weight formats."""
     return BESIDE_MISTRAL_FORMAT if _mistral_format(words) else BESIDE_HF_FORMAT
 
 

@@ -9,11 +9,11 @@ them. Keys are camelCase, as in the deploy contract.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from frutebox_infra.deploy.contract import wire_json
+from frutebox_infra.deploy.contract import OMIT_EMPTY, wire_json
 from frutebox_infra.plumbing.validation import Check
 
 PROTOCOL_VERSION: Literal[1] = 1
@@ -82,9 +82,16 @@ class HfSnapshotJob:
     quant: str | None = None
     """For llama.cpp: seed only the GGUF files `-hf REPO:QUANT` loads (the quant's first
     shard and its siblings), chosen by llama.cpp's own rule."""
-    texts: tuple[PlacedText, ...] = ()
+    texts: tuple[PlacedText, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Files of ours the model's GPU pod reads at start (its gateway's start hook), written
-    before the weights: a job is done only with them in place."""
+    before the weights: a job is done only with them in place. Left out of the job's JSON when
+    empty, as `counterDirs` is."""
+    counterDirs: tuple[RelativePath, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Directories made once the snapshot is in place (left as they are when there): where
+    the pod's engine keeps its counters on the volume (its `PROMETHEUS_MULTIPROC_DIR`), which
+    an engine fails to start without and a fixed-ENTRYPOINT launch (vLLM's) cannot make.
+    Left out of the job's JSON when empty, so a job without one (and its seed's fingerprint)
+    reads as it did before the field."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -387,6 +387,10 @@ class Seeder:
                 job, Where(self.hub.base, repo, commit, path), self.hub, url, blob, part, digest
             )
             link(blob, pointer)
+        for folder in spec.get("counterDirs", ()):  # where the engine keeps its counters
+            if not safe_relative(folder):
+                raise Failed(f"{job.model_id}: counter directory {folder!r} is off the volume")
+            os.makedirs(os.path.join(self.root, folder), exist_ok=True)
         for ref in spec.get("refs", ()):  # last: a ref names a complete snapshot
             write_atomic(os.path.join(storage, "refs", ref), commit.encode())
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from frutebox_infra.plumbing.errors import ConfigError
+from frutebox_infra.plumbing.times import parse_time
 from frutebox_infra.recipes.base import ServeOptions
 from frutebox_infra.recipes.speculative import eagle3_env_name
 
@@ -72,13 +73,12 @@ def _given_now(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         raise ConfigError(
             f"FRUTEBOX_NOW={text!r} is not a time. Fix: an RFC 3339 time such as"
             " 2026-12-07T08:00:00+01:00, or unset it to plan at the clock's time"
         ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def system_clock() -> datetime:

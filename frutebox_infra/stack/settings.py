@@ -57,6 +57,7 @@ def _key(
 
 VolumeTier = Literal["STANDARD", "HIGH_PERFORMANCE"]
 RankBy = Literal["usdPerHour", "usdPerMillionTokens"]
+Exposure = Literal["public", "private"]
 MAX_DECODE_FLOOR = 1000
 """tok/s per stream: no GPU decodes a stream much faster, so a larger floor is a typo."""
 ENGINE_NAMES = tuple(str(r) for r in Runtime)
@@ -228,6 +229,21 @@ class StackSettings:
             fix="SECURE (network volumes mount only there) or COMMUNITY",
         ),
     )
+    # Public by default: today's behaviour, each model's port published through RunPod's proxy
+    # behind its gateway and the stack's key.
+    exposure: Exposure = field(
+        default="public",
+        metadata=_key(
+            "exposure",
+            "Who can reach the served models: public (a published port on RunPod's proxy,"
+            " behind the stack's key) or private (global networking, no port published:"
+            " only the account's own GPU pods, at <podId>.runpod.internal:<port>).",
+            pulumi="string",
+            example="public",
+            fix="public (RunPod's proxy, behind the stack's key) or private (only the account's"
+            " own pods, through global networking)",
+        ),
+    )
     container_disk_gb: Annotated[int, Check(ge=1, le=2048)] = field(
         default=50,
         metadata=_key(
@@ -337,7 +353,8 @@ class StackSettings:
         metadata=_key(
             "measureUsage",
             "Launch engines with their token counters on (SGLang --enable-metrics, llama.cpp"
-            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served.",
+            " --metrics; vLLM counts by default) so `frutebox usage` can measure tokens served;"
+            " SGLang's and, on seeded pods, vLLM's are kept on the volume across restarts.",
             pulumi="boolean",
             example="true",
             fix="true or false, unquoted (YAML's yes/no/on/off are text to Pulumi)",

@@ -13,6 +13,7 @@ from datetime import datetime
 from frutebox_infra.deploy.contract import owns_pod, volume_owned
 from frutebox_infra.deploy.requests import pod_name, volume_name
 from frutebox_infra.planner import FleetPlan, ModelPlan
+from frutebox_infra.planner.resolver import internal_address
 from frutebox_infra.stack.settings import PROJECT
 from frutebox_infra.views.status_view import (
     DriftKind,
@@ -87,7 +88,21 @@ def _env_changes(
     return sorted(k for k in keys if planned.get(k) != live.get(k))
 
 
-def changes(model: ModelPlan, pod: LivePod, data_center: str) -> tuple[str, ...]:
+def exposure_changes(pod: LivePod, *, private: bool) -> list[str]:
+    """A pod exposed otherwise than the stack's `exposure` says (a hand edit, a switch that
+    did not finish)."""
+    if not private:
+        private_now = pod.networked and not pod.ports
+        return ["is private (no port published), but the stack is public"] if private_now else []
+    found = [f"publishes {', '.join(pod.ports)}, but the stack is private"] if pod.ports else []
+    if not pod.networked:
+        found.append("global networking is off, but the stack is private")
+    return found
+
+
+def changes(
+    model: ModelPlan, pod: LivePod, data_center: str, *, private: bool = False
+) -> tuple[str, ...]:
     """What differs between a live pod and the plan's placement for the same GPU."""
     placement = next(
         (p for p in model.candidates if (p.gpu.id, p.count) == (pod.gpu_id, pod.gpu_count)), None
@@ -106,6 +121,7 @@ def changes(model: ModelPlan, pod: LivePod, data_center: str) -> tuple[str, ...]
         found.append(f"env {', '.join(env)} differ from the plan")
     if pod.data_center_id is not None and pod.data_center_id != data_center:
         found.append(f"data centre {pod.data_center_id} != planned {data_center}")
+    found += exposure_changes(pod, private=private)
     return tuple(found)
 
 
@@ -130,11 +146,14 @@ def _model_status(
     elif live.status in STOPPED_STATUSES:
         drift, details = DriftKind.STOPPED, (f"pod {live.id} is {live.status}",)
     else:
-        details = changes(model, live, plan.settings.data_center)
+        details = changes(model, live, plan.settings.data_center, private=plan.private)
         drift = DriftKind.CHANGED if details else None
     uptime = None
     if live is not None and live.status == "RUNNING" and live.started_at is not None:
         uptime = max(0.0, (now - live.started_at).total_seconds())
+    address = None
+    if plan.private and model is not None and model.placement is not None and live is not None:
+        address = internal_address(model.placement.pod.port, live.id)
     return ModelStatus(
         model_id=model_id,
         pod_name=recorded.name if recorded else pod_name(plan.stack, model_id),
@@ -145,6 +164,7 @@ def _model_status(
         details=details,
         urn=pod_urn(plan.stack, model_id),
         uptime_s=uptime,
+        private_address=address,
     )
 
 

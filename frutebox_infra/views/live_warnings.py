@@ -50,6 +50,8 @@ class LiveCatalog:
     """Data centre id -> network volume tiers it hosts (empty when not read)."""
     pods: tuple[LivePod, ...] = ()
     volumes: tuple[LiveVolume, ...] = ()
+    global_network: Mapping[str, bool] = field(default_factory=dict)
+    """Data centre id -> whether it offers global networking now (`globalNetwork`)."""
 
 
 def registry_price_date(registry: Registry) -> str:
@@ -121,6 +123,30 @@ def _volume_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     return [f"volume: {dc} cannot host a {VOLUME_TYPE} network volume now (it offers {hosted})"]
 
 
+def _network_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
+    """A private stack: the live catalog's `globalNetwork` for its data centre against what
+    registry/datacenters.yaml says (the plan refuses a centre the registry does not list)."""
+    dc = plan.settings.data_center
+    offered = live.global_network.get(dc)
+    if not plan.private or offered is None:
+        return []
+    listed = not any(p.rule == "private-without-global-network" for p in plan.problems)
+    if listed and not offered:
+        return [
+            f"global networking: RunPod's catalog says {dc} does not offer it now, though"
+            " registry/datacenters.yaml `global_network` lists it: `pulumi up` would be refused"
+            " for every private pod; remove it there (with the source), or set"
+            " frutebox-infra:exposure to public"
+        ]
+    if offered and not listed:
+        return [
+            f"global networking: RunPod's catalog lists {dc} with it now, which"
+            " registry/datacenters.yaml `global_network` does not: add it there (with the"
+            " source) to deploy this stack private"
+        ]
+    return []
+
+
 def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
     """Stopped or hand-changed pods of this stack, found by name and proven ours; pods that
     only share a name are named as foreign (they are never touched).
@@ -154,7 +180,7 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
                 continue
             if pod.status in STOPPED_STATUSES:
                 found = f"pod {pod.id} is {pod.status} (stopped)"
-            elif details := changes(model, pod, dc):
+            elif details := changes(model, pod, dc, private=plan.private):
                 found = f"pod {pod.id} changed: {'; '.join(details)}"
             else:
                 continue
@@ -172,11 +198,13 @@ def _drift_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
 
 
 def live_warnings(plan: FleetPlan, live: LiveCatalog) -> list[str]:
-    """Price drift, stock, the volume tier, then drift of the stack's pods, in that order."""
+    """Price drift, stock, the volume tier, global networking, then drift of the stack's pods,
+    in that order."""
     return (
         _price_warnings(plan, live)
         + _stock_warnings(plan, live)
         + _volume_warnings(plan, live)
+        + _network_warnings(plan, live)
         + _drift_warnings(plan, live)
     )
 

@@ -64,6 +64,9 @@ class LivePod:
     data_center_id: str | None = None
     volume_id: str | None = None
     started_at: datetime | None = None
+    ports: tuple[str, ...] = ()
+    networked: bool = False
+    """Global networking on (`globalNetworking.enabled`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ class ModelStatus:
     urn: str
     healthy: bool | None = None
     uptime_s: float | None = None
+    private_address: str | None = None
+    """`<podId>.runpod.internal:<port>` when the stack is private: no port is published, so
+    nothing of ours can probe it; only the account's own pods reach it there."""
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,15 @@
 counted, per model and for the stack, against the plan's estimates.
 
 Pure: the shell (`commands/usage.py`) reads RunPod's hourly billing, the stack's outputs and the
-engines' counters and hands plain records in. Counters reset when a container starts, so a
-pod's count is the sum of its increases between samples: a sample whose container start time
-changed, or whose value fell, counts its whole value as the increase since the restart.
-An hour a pod billed in which its counters did not move is idle.
+engines' counters and hands plain records in. Counters an engine keeps in its memory reset when
+its container starts, so a pod's count is the sum of its increases between samples: a sample
+whose container start time changed, or whose value fell, counts its whole value as the
+increase since the restart, and what was served between the sample before and the restart is
+lost (the view counts those restarts and says the figure is a lower bound). Counters kept on
+the volume (SGLang's and vLLM's prometheus_client multiprocess directory, one per model and
+release) carry on across restarts and pods: they are one series per directory, and nothing is
+lost unless the directory itself was emptied. An hour a pod billed in which its counters did
+not move is idle.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
 from frutebox_infra.planner.armed import placement_rearm_s
+from frutebox_infra.plumbing.times import parse_time
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -49,6 +55,10 @@ class CounterSample:
     output_tokens: float | None = None
     decode_seconds: float | None = None
     prompts: float | None = None
+    counter_dir: str | None = None
+    """The directory on the volume the engine keeps these counters in (prometheus_client's
+    multiprocess directory): they carry on across restarts and pods of the model. None: in the
+    engine's memory, gone with its container."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +84,14 @@ class ModelUsage:
     idle_hours: int | None = None
     idle_usd: float | None = None
     unmeasured: str | None = None
+    restarts_seen: int = 0
+    """Container restarts and pod replacements seen between its samples in the period."""
+    counts_lost: int = 0
+    """Of those (and counter directories found emptied), how many lost what was served since
+    the sample before: the output counted is then a lower bound (`lost_why` says why)."""
+    counts_kept: bool = False
+    """Its counters are kept on the volume (they outlived every restart seen)."""
+    lost_why: str | None = None
 
     @property
     def speed_off(self) -> bool:
@@ -147,25 +165,42 @@ class Increase:
     output_tokens: float = 0.0
     decode_seconds: float = 0.0
     prompts: float = 0.0
+    restarted: bool = False
+    """A new container (a restart, or another pod of the model) since the sample before."""
+    lost: bool = False
+    """What was served between the sample before and the restart was not counted: the counters
+    it grew were gone with the container (or their directory emptied)."""
+    kept: bool = False
+    """The counters are kept in a directory on the volume."""
 
     @property
     def served(self) -> bool:
         return self.output_tokens > 0 or self.prompts > 0
 
 
-def _grew(now: float | None, before: float | None, restarted: bool) -> float:
+def _grew(now: float | None, before: float | None) -> float:
     if now is None:
         return 0.0
-    if before is None or restarted or now < before:
-        return now  # counted from zero since the container started
+    if before is None or now < before:
+        return now  # counted from zero since the container (or directory) started
     return now - before
+
+
+def _fell(s: CounterSample, before: CounterSample) -> bool:
+    """A counter lower than it was: the process (or the directory) counting it started over."""
+    pairs = (
+        (s.output_tokens, before.output_tokens),
+        (s.decode_seconds, before.decode_seconds),
+        (s.prompts, before.prompts),
+    )
+    return any(now is not None and was is not None and now < was for now, was in pairs)
 
 
 def _since_start(s: CounterSample, first_billed: Mapping[str, datetime]) -> datetime:
     """Where a count from zero began: the container's start, else the pod's first billed hour."""
     if s.started_at:
         try:
-            started = datetime.fromisoformat(s.started_at.replace("Z", "+00:00"))
+            started = parse_time(s.started_at)
         except ValueError:
             started = None
         if started is not None and started.tzinfo is not None and started <= s.at:
@@ -176,35 +211,55 @@ def _since_start(s: CounterSample, first_billed: Mapping[str, datetime]) -> date
 def increases(
     samples: Iterable[CounterSample], first_billed: Mapping[str, datetime]
 ) -> list[Increase]:
-    """Each pod's samples in time order as increases; a pod's first sample counts from the
-    first hour it billed (its container started after that)."""
-    by_pod: dict[str, list[CounterSample]] = {}
+    """Each model's samples in time order as increases. Counters in an engine's memory are one
+    series per container: a pod's first sample counts from the first hour it billed (its
+    container started after that), a restart's from the container's start. Counters kept on
+    the volume are one series per directory, across restarts and pods. A restart or another
+    pod since the model's sample before loses what was served in between, unless the counters
+    it grew are kept on the volume."""
+    by_model: dict[str, list[CounterSample]] = {}
     for s in samples:
-        by_pod.setdefault(s.pod_id, []).append(s)
+        by_model.setdefault(s.model_id, []).append(s)
     found = []
-    for pod_id, series in by_pod.items():
+    for series in by_model.values():
         series.sort(key=lambda s: s.at)
-        prev: CounterSample | None = None
+        last: dict[tuple[str, str], CounterSample] = {}
+        prev_model: CounterSample | None = None
         for s in series:
-            restarted = prev is not None and s.started_at != prev.started_at
-            after = prev.at if prev and not restarted else _since_start(s, first_billed)
-            if prev is not None and after < prev.at:
-                after = prev.at  # a restart and a fall-back start time: no overlap
+            key = ("dir", s.counter_dir) if s.counter_dir else ("pod", s.pod_id)
+            new_container = prev_model is not None and (
+                prev_model.pod_id != s.pod_id or prev_model.started_at != s.started_at
+            )
+            before = last.get(key)
+            if s.counter_dir is None and new_container:
+                before = None  # the process that counted it is gone: a new series
+            fell = before is not None and _fell(s, before)
+            if before is not None and not fell:
+                after = before.at
+            else:
+                # Counted from zero since the container started (a directory first seen: since
+                # the first container that counted in it, taken as this one).
+                after = _since_start(s, first_billed)
+                if prev_model is not None and after < prev_model.at:
+                    after = prev_model.at  # a restart and a fall-back start time: no overlap
+            base = before if before is not None and not fell else None
             found.append(
                 Increase(
-                    pod_id=pod_id,
+                    pod_id=s.pod_id,
                     after=after,
                     upto=s.at,
-                    output_tokens=_grew(
-                        s.output_tokens, prev.output_tokens if prev else None, restarted
-                    ),
-                    decode_seconds=_grew(
-                        s.decode_seconds, prev.decode_seconds if prev else None, restarted
-                    ),
-                    prompts=_grew(s.prompts, prev.prompts if prev else None, restarted),
+                    output_tokens=_grew(s.output_tokens, base.output_tokens if base else None),
+                    decode_seconds=_grew(s.decode_seconds, base.decode_seconds if base else None),
+                    prompts=_grew(s.prompts, base.prompts if base else None),
+                    restarted=new_container,
+                    # The counters grown since the sample before are gone with their container
+                    # (or directory), unless they carried on in the same directory.
+                    lost=(new_container or fell) and base is None,
+                    kept=s.counter_dir is not None,
                 )
             )
-            prev = s
+            last[key] = s
+            prev_model = s
     return found
 
 
@@ -230,12 +285,32 @@ def _hours_touched(inc: Increase) -> set[datetime]:
 
 # ---- the plan's side -------------------------------------------------------------------------
 
+IN_MEMORY = {
+    "sglang": "SGLang counted in its process's memory; set frutebox-infra:measureUsage: true to"
+    " keep its counters on the volume",
+    "vllm": "vLLM counted in its process's memory; with frutebox-infra:measureUsage: true and"
+    " seeding on, its counters are kept on the volume",
+    "llamacpp": "llama.cpp keeps its counters in the server's memory, and nothing on the pod can"
+    " keep them: sample more often to lose less",
+    "comfyui": "ComfyUI keeps /history in the server's memory, and nothing on the pod can keep"
+    " it: sample more often to lose less",
+}
+"""Why a restart loses an engine's counts, per engine whose counters are in its memory."""
+EMPTIED = "its counter directory on the volume was found emptied (or replaced)"
 
-def unmeasured_reason(plan: ModelPlan) -> str | None:
-    """Why this model's served output cannot be counted, or None when it can."""
+
+def unmeasured_reason(plan: ModelPlan, *, private: bool = False) -> str | None:
+    """Why this model's served output cannot be counted, or None when it can; `private`: the
+    stack's pods publish no port."""
     placement = plan.placement
     if placement is None:
         return "the plan has no placement for it"
+    if private:
+        return (
+            "the stack is private: its pod publishes no port, so its counters cannot be read"
+            " from outside RunPod (only the account's own pods reach"
+            f" <podId>.runpod.internal:{placement.pod.port})"
+        )
     engine = str(placement.recipe.runtime)
     if engine == "ollama":
         return (
@@ -353,7 +428,7 @@ def compute_usage(
             else "?"
         )
         reason = (
-            unmeasured_reason(model_plan)
+            unmeasured_reason(model_plan, private=plan.private)
             if model_plan is not None
             else "no longer in the plan: its engine's launch is not known"
         )
@@ -378,6 +453,8 @@ def compute_usage(
             )
             continue
         mine = [i for i in grown if i.pod_id in pods]
+        lost = [i for i in mine if i.lost]
+        whys = dict.fromkeys(EMPTIED if i.kept else IN_MEMORY.get(engine, "") for i in lost)
         tokens = sum(i.output_tokens for i in mine)
         prompts = sum(i.prompts for i in mine)
         decode_s = sum(i.decode_seconds for i in mine)
@@ -409,6 +486,10 @@ def compute_usage(
                 decode_error=error,
                 idle_hours=len(idle),
                 idle_usd=round(sum(b.usd for b in idle), 6),
+                restarts_seen=sum(i.restarted for i in mine),
+                counts_lost=len(lost),
+                counts_kept=bool(mine) and mine[-1].kept,
+                lost_why="; ".join(w for w in whys if w) or None,
             )
         )
     ours = set(owners)

@@ -1,6 +1,8 @@
 """The usage shell against the emulator on a manual clock: the pods `up` would create, traffic
-driven at two models over a day (one idle half of it), a container restart in the middle,
-hourly `--record` samples; `usage` then reports exactly what the emulator billed and served."""
+driven at two models over a day (one idle half of it), container restarts in the middle with
+traffic served since the last sample, hourly `--record` samples; `usage` then reports exactly
+what the emulator billed and served, to the token for SGLang, whose counters are kept on the
+volume, and as a lower bound that says so for vLLM, whose counters died with its process."""
 
 from __future__ import annotations
 
@@ -120,16 +122,16 @@ def test_a_day_of_traffic_through_a_restart_is_reported_exactly(
     for hour in range(24):
         clock.advance(600)
         if hour == 9:
-            # A restart after the hour's sample: what was served since that sample is counted
-            # again from zero, and the new container's start tells the sampler.
-            api(emu).post(f"/v2/pods/{pix}/action", json={"action": "restart"})
-            api(emu).get(f"/v2/pods/{pix}")  # the container is back, its counters at zero
+            # Served after the last sample, then both containers restart before the next one.
+            drive(emu, pix, 1, 7)
+            drive(emu, qwen, 1, 9)
+            for pod_id in (pix, qwen):
+                api(emu).post(f"/v2/pods/{pod_id}/action", json={"action": "restart"})
+                api(emu).get(f"/v2/pods/{pod_id}")  # the container is back
         clock.advance(1200)
         drive(emu, pix, 3, 100)  # busy all day
         if hour < 12:
             drive(emu, qwen, 2, 50)  # idle the second half of the day
-        if hour == 9:
-            drive(emu, pix, 1, 7)
         clock.advance(1800)
         assert usage(emu, outputs, ledger, clock, record_only=True) == 2  # the hourly sample
     clock.advance(60)
@@ -138,20 +140,25 @@ def test_a_day_of_traffic_through_a_restart_is_reported_exactly(
     state = api(emu).get("/_emulator/state").json()
     truth = {p["id"]: p["emulator"] for p in state["pods"]}
     billing = api(emu).get("/v2/billing/pods", params={"bucketSize": "hour", "lastN": 24}).json()
+    start = billing["metadata"]["query"]["startTime"]
+    served_in = {p: sum(s[1] for s in truth[p]["served"] if s[0] >= start) for p in (pix, qwen)}
     for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
         row = next(m for m in view.models if m.model_id == model_id)
         records = [r for r in billing["records"] if r["podId"] == pod_id]
         assert row.usd_billed == pytest.approx(sum(r["totalAmount"] for r in records), abs=1e-6)
         assert row.hours_billed == len(records)
-        start = billing["metadata"]["query"]["startTime"]
-        served = [s for s in truth[pod_id]["served"] if s[0] >= start]
-        assert row.output_tokens == sum(s[1] for s in served)
     # The window is the last 24 buckets, the current one included: hour 0 fell outside it.
-    assert next(m for m in view.models if m.model_id == "pixtral").output_tokens == 23 * 300 + 7
+    pix_row = next(m for m in view.models if m.model_id == "pixtral")
     qwen_row = next(m for m in view.models if m.model_id == "qwen-3.6-27b")
-    # Served in hours 1-11 of the window; its last bucket is the current hour, which has
-    # billed its first minute and served nothing.
-    assert qwen_row.output_tokens == 11 * 100
+    # SGLang counted in its directory on the volume: the 9 tokens served before the restart
+    # are there, and nothing is lost.
+    assert qwen_row.output_tokens == served_in[qwen] == 11 * 100 + 9
+    assert (qwen_row.restarts_seen, qwen_row.counts_lost, qwen_row.counts_kept) == (1, 0, True)
+    # vLLM counted in its process: the 7 tokens served between the sample and the restart
+    # are gone, and the view says its figure is a lower bound, and why.
+    assert pix_row.output_tokens == served_in[pix] - 7 == 23 * 300
+    assert (pix_row.restarts_seen, pix_row.counts_lost, pix_row.counts_kept) == (1, 1, False)
+    assert "process's memory" in (pix_row.lost_why or "")
     for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
         row = next(m for m in view.models if m.model_id == model_id)
         # Idle: the billed hour buckets in which the emulator served this pod nothing.
@@ -161,11 +168,17 @@ def test_a_day_of_traffic_through_a_restart_is_reported_exactly(
         assert row.idle_hours == len(idle)
         assert row.idle_usd == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
     assert qwen_row.idle_hours == 13  # 12:00 to 24:00, the last bucket the current hour
+    kept = {s.counter_dir for s in read_ledger(ledger) if s.pod_id == qwen}
+    assert kept == {"/workspace/frutebox/counters/qwen-3.6-27b/sglang-v0.5.21"}
+    assert {s.counter_dir for s in read_ledger(ledger) if s.pod_id == pix} == {None}
     data = json.loads(render(view, Format.JSON))
-    assert data["version"] == 1 and data["total"]["outputTokens"] == 23 * 300 + 7 + 1100
-    assert "pixtral" in render(view, Format.TABLE) and "| `pixtral` |" in render(
-        view, Format.MARKDOWN
-    )
+    assert data["version"] == 1 and data["total"]["outputTokens"] == 23 * 300 + 1109
+    pix_data = next(m for m in data["models"] if m["model"] == "pixtral")
+    assert pix_data["outputIsLowerBound"] and pix_data["countsLostAtRestarts"] == 1
+    table = render(view, Format.TABLE)
+    assert ">=6900" in table and "pixtral: a lower bound" in table
+    assert "qwen-3.6-27b: 1 restart or replacement seen, nothing lost" in table
+    assert "| `pixtral` |" in render(view, Format.MARKDOWN)
 
 
 def test_the_ledger_names_a_bad_line_and_its_fix(tmp_path: Path) -> None:

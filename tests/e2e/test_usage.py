@@ -1,7 +1,11 @@
-"""`frutebox usage` on the real engine against the emulator: `pulumi up` of two measured models,
-a simulated day of traffic (the emulator's clock stepped an hour at a time), one model idle from
-noon, a container restart mid-morning, hourly `usage --record`; the report then says exactly
-what the emulator billed and served."""
+"""`frutebox usage` on the real engine against the emulator: `pulumi up` of three measured,
+seeded models, a simulated day of traffic (the emulator's clock stepped an hour at a time), one
+model idle from noon, hourly `usage --record`, and mid-morning traffic served after a sample and
+before every container restarts: the report then says exactly what the emulator billed and
+served, to the token for the vLLM and SGLang models (their counters are kept on the volume, in a
+directory the seed or the launch made), and for the ComfyUI model (its /history dies with its
+process) the count less what the restart took, marked as a lower bound with the restart and
+why."""
 
 from __future__ import annotations
 
@@ -22,9 +26,9 @@ from tests.e2e.project import PulumiProject
 pytestmark = pytest.mark.engine
 
 STACK = "small"
-MODELS = ["pixtral", "qwen-3.6-27b"]
 # Seeded: a vLLM model's gateway starts from the hook its seeding pod puts on the volume.
-CONFIG = {**SEEDED, "budgetUsdPerHour": 20, "models": MODELS, "measureUsage": True}
+MODELS = ["pixtral", "qwen-3.6-27b", "sdxl-1.0"]
+CONFIG = {**SEEDED, "budgetUsdPerHour": 40, "models": MODELS, "measureUsage": True}
 
 
 @pytest.fixture
@@ -35,7 +39,7 @@ def clock() -> SteppedClock:
 @pytest.fixture
 def deployed(project: PulumiProject, clock: SteppedClock) -> Iterator[Deployment]:
     running = Deployment.start(project, clock=clock)
-    # The two download their weights (12 emulated minutes, 7 s at the time scale).
+    # Seeding pods fetch the weights first, then the GPU pods read them off the volume.
     project.extra_env["FRUTEBOX_HEALTH_TIMEOUT_S"] = "60"
     project.write_stack(STACK, CONFIG)
     project.up(STACK)
@@ -71,29 +75,37 @@ def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int, key: 
     assert answer.json()["served"] == requests, answer.text
 
 
-def test_a_day_of_traffic_at_two_models_is_reported_exactly(
+def test_a_day_of_traffic_at_three_models_is_reported_exactly(
     deployed: Deployment, project: PulumiProject, clock: SteppedClock
 ) -> None:
     outputs = project.outputs(STACK)
     key = str(outputs["servingKey"])  # the clients of a gateway pod hold it
-    pix, qwen = (outputs["pods"][m]["podId"] for m in MODELS)
+    pix, qwen, sdxl = (outputs["pods"][m]["podId"] for m in MODELS)
+    pods = (pix, qwen, sdxl)
     # Start the day at the top of an hour, so the day is 24 whole billing buckets after it.
     clock.advance(3600 - clock.utc().minute * 60 - clock.utc().second + 30)
     for hour in range(24):
         clock.advance(600)
         if hour == 9:
-            api(deployed).post(f"/v2/pods/{pix}/action", json={"action": "restart"})
+            # Served after the last sample; then every container restarts before the next one.
+            drive(deployed, pix, 1, 7, key)
+            drive(deployed, qwen, 1, 9, key)
+            drive(deployed, sdxl, 2, 1, key)
+            for pod_id in pods:
+                api(deployed).post(f"/v2/pods/{pod_id}/action", json={"action": "restart"})
             clock.advance(60)
-            api(deployed).get(f"/v2/pods/{pix}")  # the new container: its counters from zero
+            for pod_id in pods:
+                api(deployed).get(f"/v2/pods/{pod_id}")  # the new containers
         clock.advance(600)
         drive(deployed, pix, 3, 100, key)
+        drive(deployed, sdxl, 1, 1, key)
         if hour < 12:
             drive(deployed, qwen, 2, 50, key)  # idle from noon
         clock.advance(2400 if hour != 9 else 2340)
         code, _, err = usage(project, clock, "--record")
-        assert code == 0 and "recorded 2 counter sample(s)" in err, err
+        assert code == 0 and "recorded 3 counter sample(s)" in err, err
     clock.advance(60)
-    for pod_id in (pix, qwen):
+    for pod_id in pods:
         # Terminated (by hand): billing stops moving, so the figures compared are final; a pod
         # gone from RunPod still counts as the stack's.
         api(deployed).post(f"/_emulator/pods/{pod_id}/terminate")
@@ -104,23 +116,43 @@ def test_a_day_of_traffic_at_two_models_is_reported_exactly(
     truth = {p["id"]: p["emulator"] for p in state["pods"]}
     billing = api(deployed).get("/v2/billing/pods",
                                 params={"bucketSize": "hour", "lastN": 24}).json()  # fmt: skip
-    for model_id, pod_id in zip(MODELS, (pix, qwen), strict=True):
+    start = billing["metadata"]["query"]["startTime"]
+    tokens_in = {p: sum(s[1] for s in truth[p]["served"] if s[0] >= start) for p in pods}
+    prompts_in = sum(s[3] for s in truth[sdxl]["served"] if s[0] >= start)
+    for model_id, pod_id in zip(MODELS, pods, strict=True):
         row: dict[str, Any] = next(m for m in view["models"] if m["model"] == model_id)
         records = [r for r in billing["records"] if r["podId"] == pod_id]
         served = truth[pod_id]["served"]
-        in_window = [s for s in served if s[0] >= billing["metadata"]["query"]["startTime"]]
         assert row["usdBilled"] == pytest.approx(sum(r["totalAmount"] for r in records), abs=1e-6)
         assert row["hoursBilled"] == len(records)
-        assert row["outputTokens"] == sum(s[1] for s in in_window)
         idle = [r for r in records if r["startTime"][:13] not in {s[0][:13] for s in served}]
         assert row["idleHours"] == len(idle)
         assert row["idleUsd"] == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
-    pix_row = next(m for m in view["models"] if m["model"] == "pixtral")
-    qwen_row = next(m for m in view["models"] if m["model"] == "qwen-3.6-27b")
+    rows = {m["model"]: m for m in view["models"]}
+    pix_row, qwen_row, sdxl_row = (rows[m] for m in MODELS)
+    # vLLM (pixtral) and SGLang (qwen) kept their counters on the volume: every token the
+    # emulator served in the window, those served between the sample and the restart included.
     # The window is the last 24 buckets: the first hour of traffic fell just outside it.
-    assert pix_row["outputTokens"] == 23 * 300  # through the restart, nothing lost
+    assert pix_row["outputTokens"] == tokens_in[pix] == 23 * 300 + 7
+    assert qwen_row["outputTokens"] == tokens_in[qwen] == 11 * 100 + 9
+    for row in (pix_row, qwen_row):
+        assert not row["outputIsLowerBound"] and row["countersKeptOnVolume"]
+        assert row["restartsSeen"] == 1 and row["countsLostAtRestarts"] == 0
     # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
-    assert qwen_row["outputTokens"] == 11 * 100 and qwen_row["idleHours"] == 13
+    assert qwen_row["idleHours"] == 13
+    # ComfyUI keeps /history in memory: the 2 prompts run between the sample and the restart
+    # are gone, and usage says its figure is a lower bound, and why.
+    assert sdxl_row["prompts"] == prompts_in - 2 == 23
+    assert sdxl_row["outputIsLowerBound"] and sdxl_row["countsLostAtRestarts"] == 1
+    assert "ComfyUI keeps /history in the server's memory" in sdxl_row["countsLostWhy"]
+    assert any(n.startswith("sdxl-1.0: a lower bound") for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
-        pix_row["usdBilled"] + qwen_row["usdBilled"], abs=1e-6
+        sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row)), abs=1e-6
     )
+    # On the volume: a counter directory per counted model and engine release, the vLLM one
+    # made by its seed (its launch cannot), the SGLang one by its launch.
+    (volume,) = [v for v in state["volumes"] if not v.get("foreign")]
+    assert sorted(volume["counterDirs"]) == [
+        "frutebox/counters/pixtral/vllm-v0.31.0-cu129",
+        "frutebox/counters/qwen-3.6-27b/sglang-v0.5.21",
+    ]

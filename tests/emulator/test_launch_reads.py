@@ -106,6 +106,33 @@ def test_sglang_reads_its_pinned_snapshot_in_the_hf_home_hub_cache() -> None:
     assert reads.refs == ()  # a pinned commit needs no ref
 
 
+def test_a_mistral_format_launch_reads_the_files_its_seed_placed_and_no_others() -> None:
+    from frutebox_infra.seeding import seeder
+    from frutebox_infra.seeding.protocol import HfSnapshotJob
+
+    plan = plan_fleet(real_registry(), settings(models=["pixtral"]), stack="t")
+    job = plan.seeding.of("pixtral")
+    assert job is not None and isinstance(job.job, HfSnapshotJob)
+    seeded = HUB.repos["mistralai/Pixtral-12B-2409"]
+    entries = [{"path": path} for path in sorted(seeded.files)]
+    placed = {
+        e["path"]
+        for e in seeder.select(
+            entries, {"ignoreBesideSafetensors": job.job.ignoreBesideSafetensors}
+        )
+    }
+    vol = volume()
+    vol.refs[layout.ref_file("huggingface/hub", seeded.repo_id, "main")] = seeded.commit
+    reads = reads_of(body("pixtral"), HUB, vol)
+    assert reads is not None and reads.failure is None
+    # `--load-format mistral` leaves the Hugging Face shards alone, as its seed does (the
+    # emulated hub's repo holds only those, so here it reads no weights at all).
+    assert {p.path.rsplit("/", 1)[-1] for p in reads.pieces} == {
+        path.rsplit("/", 1)[-1] for path in placed
+    }
+    assert not any("model-0" in p.path for p in reads.pieces)
+
+
 def test_unseeded_launches_may_download_and_an_unpinned_one_records_its_ref() -> None:
     reads = reads_of(body("qwen3-235b-a22b", seeding=False), HUB, volume())
     assert reads is not None and not reads.offline and reads.failure is None

@@ -46,9 +46,11 @@ def volume(acct: Account, size_gb: int = 100) -> VolumeRecord:
     return acct.create_volume({"name": "w", "size": size_gb, "dataCenter": "EU-RO-1"})
 
 
-def seeding_body(acct: Account, vol: VolumeRecord, model_id: str = QWEN) -> dict[str, Any]:
+def seeding_body(
+    acct: Account, vol: VolumeRecord, model_id: str = QWEN, **config: Any
+) -> dict[str, Any]:
     """The body the deploy step sends for `model_id`'s seed, from the real plan."""
-    plan = plan_fleet(real_registry(), settings(models=[model_id]), stack="t")
+    plan = plan_fleet(real_registry(), settings(models=[model_id], **config), stack="t")
     request = seed_request(plan, model_id, volume_id=vol.id, owner=OWNER)
     return prepare_bodies(request, "")[0]
 
@@ -93,6 +95,20 @@ def test_the_status_follows_the_download_at_the_accounts_speed(clock: ManualCloc
         qwen.bytesTotal
     )
     assert status(acct, pod)[0] == 200 and acct.proxy(pod.id, 8080, "GET", "/x", None)[0] == 404
+
+
+def test_a_measured_vllm_seed_makes_its_counter_directory_once_its_files_are_in(
+    clock: ManualClock,
+) -> None:
+    acct = account(clock)
+    vol = volume(acct)
+    pod = running(acct, seeding_body(acct, vol, "pixtral", measureUsage=True))
+    made = "frutebox/counters/pixtral/vllm-v0.31.0-cu129"
+    assert status(acct, pod)[0] == 502 and made not in vol.counter_dirs  # still starting
+    clock.advance(3600)
+    seen, pixtral = job(acct, pod)
+    assert pixtral.filesDone == pixtral.filesTotal
+    assert seen.state is SeedState.DONE and made in vol.counter_dirs
 
 
 def test_files_already_on_the_volume_are_skipped_and_a_partial_one_resumes(

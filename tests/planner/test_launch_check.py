@@ -695,3 +695,18 @@ def test_measure_usage_turns_the_engines_counters_on_and_the_check_accepts_it(
     # The flag is checked like any other: a misspelt one would be refused by the same facts.
     (refusal,) = check(engine, args_on.replace(flag, flag + "-typo"))
     assert flag + "-typo" in refusal.what
+
+
+def test_sglangs_counter_directory_is_a_variable_it_reads_and_made_before_it_starts() -> None:
+    model_id = "qwen-3.6-27b"
+    plan = plan_fleet(real_registry(), settings(models=[model_id], measureUsage=True), stack="t")
+    pod = plan.models[0].candidates[0].pod
+    assert [p for p in plan.problems if p.rule == "launch-rejected"] == []
+    assert pod.env["PROMETHEUS_MULTIPROC_DIR"].startswith("/workspace/frutebox/counters/")
+    script = shlex.split(pod.args)[2].splitlines()
+    # Behind the gateway: the gateway starts, then the directory is made, then the engine.
+    assert script[-2:-1] == ['mkdir -p "$PROMETHEUS_MULTIPROC_DIR"']
+    assert any("caddy" in line for line in script[:-2])
+    misspelt = {**pod.env, "PROMETHEUS_MULTIPROC_DIRS": "/x"}
+    refused = check("sglang", pod.args, misspelt)
+    assert [r.what for r in refused] == ["environment variable PROMETHEUS_MULTIPROC_DIRS"]

@@ -97,6 +97,27 @@ def test_the_image_has_no_server_command_so_args_start_the_server(build_pod: Bui
     assert (pod.port, pod.health_path, pod.ports) == (8080, "/health", ["8080/http"])
 
 
+def test_measured_its_counters_are_kept_on_the_volume_in_a_directory_the_launch_makes(
+    build_pod: BuildPod,
+) -> None:
+    pod = build_pod("qwen-3.6-27b", Runtime.SGLANG, H200, 1, metrics=True)
+    # One directory per model and engine release: a restart or a new pod carries on counting.
+    assert pod.env["PROMETHEUS_MULTIPROC_DIR"] == (
+        "/workspace/frutebox/counters/qwen-3.6-27b/sglang-v0.5.21"
+    )
+    bash, dash_c, script = words(pod.args)
+    assert (bash, dash_c) == ("bash", "-c")
+    lines = script.splitlines()
+    # SGLang fails at start without the directory, so it is made before the engine starts.
+    assert lines[0] == "set -eo pipefail"
+    assert lines.index('mkdir -p "$PROMETHEUS_MULTIPROC_DIR"') == len(lines) - 2
+    assert words(lines[-1])[:4] == ["exec", "python3", "-m", "sglang.launch_server"]
+    assert "--enable-metrics" in words(lines[-1])
+    unmeasured = build_pod("qwen-3.6-27b", Runtime.SGLANG, H200, 1)
+    assert "PROMETHEUS_MULTIPROC_DIR" not in unmeasured.env
+    assert "--enable-metrics" not in words(unmeasured.args)
+
+
 def test_weights_cache_lives_on_the_volume(build_pod: BuildPod) -> None:
     env = build_pod("qwen-3.6-27b", Runtime.SGLANG, H200, 1).env
     assert env["HF_HOME"].startswith("/workspace/")

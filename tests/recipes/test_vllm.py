@@ -180,6 +180,25 @@ def test_fp8_kv_cache_only_where_the_gpu_runs_it(
         assert VLLM().kv_dtype_bytes(catalog.gpu(gpu_id)) == 1
 
 
+@pytest.mark.parametrize(
+    ("metrics", "seeded", "kept"),
+    [
+        pytest.param(True, True, True, id="measured-seeded"),
+        pytest.param(True, False, False, id="measured-downloading"),
+        pytest.param(False, True, False, id="unmeasured"),
+    ],
+)
+def test_a_measured_pod_of_seeded_weights_keeps_its_counters_on_the_volume(
+    build_pod: BuildPod, metrics: bool, seeded: bool, kept: bool
+) -> None:
+    # vLLM fails at start without the directory and its fixed ENTRYPOINT cannot make it: only
+    # a pod whose seeding pod made it names it.
+    pod = build_pod("pixtral", Runtime.VLLM, "NVIDIA H200", 1, seeded=seeded, metrics=metrics)
+    where = pod.env.get("PROMETHEUS_MULTIPROC_DIR")
+    assert where == ("/workspace/frutebox/counters/pixtral/vllm-v0.31.0-cu129" if kept else None)
+    assert words(pod.args)[0] != "bash"  # the image's program, as before
+
+
 def test_weights_cache_lives_on_the_volume(build_pod: BuildPod) -> None:
     assert (
         build_pod("pixtral", Runtime.VLLM, "NVIDIA A40", 1).env["HF_HOME"].startswith("/workspace/")

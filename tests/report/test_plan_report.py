@@ -226,7 +226,7 @@ ISSUE_COST = {"usdPerHourBest", "usdPerHourWorst", "usdPerMonthBest", "usdPerMon
 ISSUE_BUDGET = {"maxUsdPerHour", "withinBudget"}
 
 # ... and the whole contract as shipped: a change here is a deliberate, versioned change.
-PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "pods", "speed", "seeding"}
+PLAN_KEYS = ISSUE_PLAN | {"version", "dataCenter", "cloud", "exposure", "pods", "speed", "seeding"}
 SPEED_SETTINGS_KEYS = {"minDecodeTokensPerSecond", "rankBy", "promptTokens", "outputTokens"}
 COST_KEYS = ISSUE_COST | {"colocationSavingUsdPerHour"}
 POD_KEYS = {

@@ -30,7 +30,27 @@ def test_json_has_a_version_and_the_stack_totals() -> None:
 def test_markdown_is_a_table_with_the_notes() -> None:
     text = usage_markdown(view())
     assert text.startswith("### frutebox usage: `s`")
-    assert "| `pixtral` | vllm | 4 | $6.00 | 550 |" in text
+    # A restart lost what pixtral served since the sample before it: a lower bound.
+    assert "| `pixtral` | vllm | 4 | $6.00 | >=550 | <=$10,909.09 |" in text
+    assert (
+        "pixtral: a lower bound: 1 restart lost whatever output tokens were served since the sample"
+        " before it (vLLM counted in its process's memory" in text
+    )
+
+
+def test_json_says_when_the_output_is_a_lower_bound_and_when_counters_were_kept() -> None:
+    from tests.views.test_usage import at, compute_usage, hours, kept, plan
+
+    pix = next(m for m in usage_data(view())["models"] if m["model"] == "pixtral")
+    assert pix["outputIsLowerBound"] and pix["countsLostAtRestarts"] == 1
+    assert pix["restartsSeen"] == 1 and not pix["countersKeptOnVolume"]
+    samples = [kept("q", 1, 10, "s1"), kept("q", 2, 30, "s2")]
+    v = compute_usage(plan=plan(), hours=4, end=at(4), billed=hours("q", 2, 1.0),
+                      samples=samples, owners={"q": "qwen-3.6-27b"})  # fmt: skip
+    q = next(m for m in usage_data(v)["models"] if m["model"] == "qwen-3.6-27b")
+    assert q["outputTokens"] == 30 and not q["outputIsLowerBound"]
+    assert q["countersKeptOnVolume"] and q["restartsSeen"] == 1
+    assert "qwen-3.6-27b: 1 restart or replacement seen, nothing lost" in usage_table(v)
 
 
 def test_advice_is_rendered_with_the_window_to_set_and_the_saving() -> None:
@@ -45,3 +65,14 @@ def test_advice_is_rendered_with_the_window_to_set_and_the_saving() -> None:
     assert "set overrides.pixtral.armedWindow" in text
     (advice,) = usage_data(v)["advice"]
     assert advice["window"] == "daily 10:00-12:00 UTC" and advice["openings"] == 2
+
+
+def test_several_restarts_that_lost_counts_are_counted_in_the_note() -> None:
+    from tests.views.test_usage import at, compute_usage, hours, plan, tok
+
+    samples = [tok("a", "pixtral", 1, 10, "s1"), tok("a", "pixtral", 2, 5, "s2"),
+               tok("a", "pixtral", 3, 8, "s3")]  # fmt: skip
+    v = compute_usage(plan=plan(), hours=4, end=at(4), billed=hours("a", 3, 1.0),
+                      samples=samples, owners={"a": "pixtral"})  # fmt: skip
+    assert "pixtral: a lower bound: 2 restarts each lost whatever output tokens" in usage_table(v)
+    assert ">=23" in usage_table(v)

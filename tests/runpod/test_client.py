@@ -249,6 +249,7 @@ CALLS: list[Callable[[RunPodClient], Any]] = [
     lambda c: c.list_pods(),
     lambda c: c.get_pod("p"),
     lambda c: c.update_pod("p", {"image": "i"}),
+    lambda c: c.restart_pod("p"),
     lambda c: c.delete_pod("p"),
     lambda c: c.create_volume_once({"name": "x", "size": 10, "dataCenter": "EU-RO-1"}),
     lambda c: c.list_volumes(),

@@ -221,3 +221,32 @@ def test_the_load_format_flag_decides_which_checkpoint_a_vllm_pod_seeds(
     skipped = set(job.ignoreBesideSafetensors)
     assert set(HF_FORMAT_SHARDS) <= skipped if mistral else set(MISTRAL_NATIVE) <= skipped
     assert not set(MISTRAL_NATIVE if mistral else HF_FORMAT_SHARDS) & skipped
+
+
+def test_the_counter_directory_a_pod_names_is_made_by_its_seed() -> None:
+    where = "/workspace/frutebox/counters/pixtral/vllm-v0.31.0-cu129"
+    job = job_for("pixtral", PROMETHEUS_MULTIPROC_DIR=where)
+    assert isinstance(job, HfSnapshotJob)
+    assert job.counterDirs == ("frutebox/counters/pixtral/vllm-v0.31.0-cu129",)
+    plain = job_for("pixtral")
+    assert isinstance(plain, HfSnapshotJob) and plain.counterDirs == ()
+    # Left out when empty: an unmeasured stack's seeds keep their fingerprints (no re-seed).
+    from frutebox_infra.deploy.contract import wire_json
+
+    assert "counterDirs" not in wire_json(plain) and "counterDirs" in wire_json(job)
+    # One off the volume cannot be made by a seed: the model is not seeded, and says why.
+    off = job_for("pixtral", PROMETHEUS_MULTIPROC_DIR="/tmp/prom")
+    assert isinstance(off, Unseedable) and "PROMETHEUS_MULTIPROC_DIR" in off.reason
+
+
+def test_a_measured_seeded_vllm_plan_seeds_the_directory_its_pods_count_in() -> None:
+    from frutebox_infra.planner.plan import plan_fleet
+    from tests.factories import settings
+
+    plan = plan_fleet(real_registry(), settings(models=["pixtral"], measureUsage=True), stack="s")
+    decision = plan.seeding.of("pixtral")
+    assert decision is not None and isinstance(decision.job, HfSnapshotJob)
+    (made,) = decision.job.counterDirs
+    pod = plan.models[0].candidates[0].pod
+    assert pod.env["PROMETHEUS_MULTIPROC_DIR"] == f"{VOLUME_PATH}/{made}"
+    assert [p for p in plan.problems if p.rule == "launch-rejected"] == []

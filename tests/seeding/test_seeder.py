@@ -206,6 +206,21 @@ def test_a_start_hook_that_cannot_be_written_fails_the_model(
     assert not hub.requests_to("cdn")  # no weight moved for a pod that could not start
 
 
+def test_a_snapshot_job_makes_the_counter_directories_it_names(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    made = "frutebox/counters/qwen/vllm-v1"
+    (tmp_path / "volume" / "frutebox").mkdir(parents=True)
+    status = start(hub, [snapshot_job(counterDirs=(made,))]).wait()
+    assert status.state is SeedState.DONE
+    assert (tmp_path / "volume" / made).is_dir()
+    # Kept as it is on a second run: what an engine counted there stays.
+    (tmp_path / "volume" / made / "counter_7.db").write_bytes(b"x")
+    assert start(hub, [snapshot_job(counterDirs=(made,))]).wait().state is SeedState.DONE
+    assert (tmp_path / "volume" / made / "counter_7.db").read_bytes() == b"x"
+
+
 def test_the_offline_read_fails_without_the_seed(tmp_path: Path) -> None:
     """The check above can fail: an empty cache is not found offline."""
     with pytest.raises(Exception, match="local"):

@@ -1,5 +1,6 @@
 """The usage view: billed pod-hours beside counted output, counters summed as increases across
-restarts, idle hours, and why a model is not measured."""
+restarts (what a restart lost counted and said, unless the counters are kept on the volume),
+idle hours, and why a model is not measured."""
 
 from __future__ import annotations
 
@@ -58,9 +59,63 @@ def view(measure: bool = True, samples: list[CounterSample] = SAMPLES) -> UsageV
 def test_counters_are_summed_as_increases_across_a_restart() -> None:
     grown = increases(SAMPLES, {"a": T0})
     assert [i.output_tokens for i in grown] == [100, 150, 300, 0]
+    # What was served between the 11:00 sample and the restart went with the process.
+    assert [(i.restarted, i.lost) for i in grown] == [(False, False), (False, False),
+                                                      (True, True), (False, False)]  # fmt: skip
     # A value that fell is a restart too, even with the same start time (an unread restart).
     fell = [tok("a", "pixtral", 1, 100, "s"), tok("a", "pixtral", 2, 30, "s")]
-    assert [i.output_tokens for i in increases(fell, {})] == [100, 30]
+    assert [(i.output_tokens, i.lost) for i in increases(fell, {})] == [(100, False), (30, True)]
+    # Another pod of the model counts from zero, and the last one's tail is lost.
+    moved = [tok("a", "pixtral", 1, 100, "s"), tok("b", "pixtral", 2, 40, "t")]
+    assert [(i.output_tokens, i.lost) for i in increases(moved, {})] == [(100, False), (40, True)]
+
+
+KEPT = "/workspace/frutebox/counters/qwen-3.6-27b/sglang-v0.5.21"
+
+
+def kept(pod: str, h: float, value: float, started: str, where: str = KEPT) -> CounterSample:
+    return CounterSample(at=at(h), pod_id=pod, model_id="qwen-3.6-27b", started_at=started,
+                         output_tokens=value, counter_dir=where)  # fmt: skip
+
+
+def test_counters_kept_on_the_volume_carry_on_across_restarts_and_pods() -> None:
+    samples = [
+        kept("q", 1, 100, "s1"),
+        kept("q", 2, 250, "s1"),
+        kept("q", 3, 300, "s2"),  # restarted: 50 more, not 300
+        kept("r", 4, 420, "t1"),  # a new pod, the same directory: 120 more
+    ]
+    grown = increases(samples, {"q": T0, "r": at(3)})
+    assert [i.output_tokens for i in grown] == [100, 150, 50, 120]
+    assert [i.restarted for i in grown] == [False, False, True, True]
+    assert not any(i.lost for i in grown)
+    v = compute_usage(plan=plan(), hours=4, end=at(4), billed=hours("q", 3, 1.0) + hours(
+        "r", 1, 1.0, first=3), samples=samples, owners={"q": "qwen-3.6-27b",
+                                                         "r": "qwen-3.6-27b"})  # fmt: skip
+    row = next(m for m in v.models if m.model_id == "qwen-3.6-27b")
+    assert (row.output_tokens, row.restarts_seen, row.counts_lost) == (420, 2, 0)
+    assert row.counts_kept and row.lost_why is None
+
+
+def test_a_kept_directory_found_emptied_or_left_for_another_release_loses_the_tail() -> None:
+    emptied = [kept("q", 1, 100, "s"), kept("q", 2, 30, "s")]
+    assert [(i.output_tokens, i.lost) for i in increases(emptied, {})] == [(100, False),
+                                                                          (30, True)]  # fmt: skip
+    # A new release counts in a new directory, from zero: what the old one grew since its
+    # last sample is not read again.
+    released = [kept("q", 1, 100, "s"), kept("q", 2, 30, "s2", where=KEPT + "-next")]
+    assert [(i.output_tokens, i.lost) for i in increases(released, {})] == [(100, False),
+                                                                           (30, True)]  # fmt: skip
+    v = compute_usage(plan=plan(), hours=4, end=at(4), billed=hours("q", 2, 1.0),
+                      samples=emptied, owners={"q": "qwen-3.6-27b"})  # fmt: skip
+    row = next(m for m in v.models if m.model_id == "qwen-3.6-27b")
+    assert row.counts_lost == 1 and "emptied" in (row.lost_why or "")
+
+
+def test_counts_lost_at_restarts_are_counted_and_say_why() -> None:
+    pix = next(m for m in view().models if m.model_id == "pixtral")
+    assert (pix.restarts_seen, pix.counts_lost, pix.counts_kept) == (1, 1, False)
+    assert "vLLM counted in its process's memory" in (pix.lost_why or "")
 
 
 def test_billed_dollars_tokens_measured_cost_and_idle_hours() -> None:

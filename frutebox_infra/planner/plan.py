@@ -342,13 +342,14 @@ def exposure_problems(registry: Registry, settings: StackSettings) -> list[PlanP
 
 
 def _private_pulls(models: tuple[ModelPlan, ...]) -> list[PlanProblem]:
-    """Ollama's models are pulled and listed through the pod's published port, which a
-    private pod does not have."""
+    """An Ollama pod's tags are checked through its published port before it counts as
+    serving (the pod pulls them itself), and a private pod publishes none."""
     return [
         PlanProblem(
             rule="private-ollama-pull",
-            message=f"{m.model_id} is served by Ollama, whose model the deploy step pulls and"
-            " checks through the pod's published port; a private pod publishes none",
+            message=f"{m.model_id} is served by Ollama, whose tags the deploy step checks through"
+            " the pod's published port before it counts as serving; a private pod publishes"
+            " none",
             fix="set frutebox-infra:exposure to public, or pin another of the model's engines"
             f" (overrides.{m.model_id}.engine)",
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -59,6 +60,10 @@ def _write_program(project: Path, body: str) -> None:
         )
     )
     (project / "__main__.py").write_text(textwrap.dedent(body))
+    # Python calls a compiled module current by the source's size and whole-second mtime, so a
+    # program rewritten to the same size within a second would run its old bytecode (the test
+    # run writes bytecode): the next run compiles the program it was given.
+    shutil.rmtree(project / "__pycache__", ignore_errors=True)
 
 
 def _pulumi(

@@ -22,7 +22,7 @@ from frutebox_infra.commands.toolchain import hermetic_env
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import FruteboxError, UsageError
-from frutebox_infra.plumbing.times import parse_time
+from frutebox_infra.plumbing.times import time_or_none
 from frutebox_infra.stack.endpoints import API_KEY_ENV, STACK_API_KEY, Endpoint, resolve_endpoint
 from frutebox_infra.stack.serving_key import OUTPUT_NAME
 from frutebox_infra.stack.settings import PROJECT
@@ -163,15 +163,6 @@ def recorded_from_outputs(outputs: Mapping[str, Any]) -> Recorded:
     )
 
 
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
-
-
 def live_pod(pod: Pod) -> LivePod:
     return LivePod(
         id=pod.id,
@@ -185,7 +176,7 @@ def live_pod(pod: Pod) -> LivePod:
         usd_per_hour=pod.cost,
         data_center_id=pod.data_center_id,
         volume_id=pod.volume_id,
-        started_at=_time(pod.started_at),
+        started_at=time_or_none(pod.started_at),
         ports=tuple(pod.ports),
         networked=pod.networked,
     )

@@ -32,7 +32,7 @@ from frutebox_infra.deploy.contract import OWNER_ENV
 from frutebox_infra.deploy.requests import gated_models
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
-from frutebox_infra.plumbing.times import parse_time
+from frutebox_infra.plumbing.times import parse_time, time_or_none
 from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
@@ -310,15 +310,6 @@ def owners_of(
     return owners
 
 
-def _bucket_start(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
-
-
 def collect_usage(
     plan: FleetPlan,
     recorded: Recorded,
@@ -352,7 +343,7 @@ def collect_usage(
         raise StatusError(str(exc)) from exc
     billed = []
     for r in records:
-        start = _bucket_start(r.start_time)
+        start = time_or_none(r.start_time)
         if start is not None:
             billed.append(BilledHour(pod_id=r.pod_id, start=start, usd=r.total_amount))
     samples = read_ledger(ledger)

@@ -13,3 +13,13 @@ def parse_time(text: str) -> datetime:
     """`text` as an aware datetime (UTC when it names no zone); ValueError when it is none."""
     at = datetime.fromisoformat(text.strip())
     return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def time_or_none(text: str | None) -> datetime | None:
+    """`parse_time` for a value RunPod may leave empty or send malformed: None instead."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None

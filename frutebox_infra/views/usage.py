@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
 from frutebox_infra.planner.armed import placement_rearm_s
-from frutebox_infra.plumbing.times import parse_time
+from frutebox_infra.plumbing.times import time_or_none
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -198,13 +198,9 @@ def _fell(s: CounterSample, before: CounterSample) -> bool:
 
 def _since_start(s: CounterSample, first_billed: Mapping[str, datetime]) -> datetime:
     """Where a count from zero began: the container's start, else the pod's first billed hour."""
-    if s.started_at:
-        try:
-            started = parse_time(s.started_at)
-        except ValueError:
-            started = None
-        if started is not None and started.tzinfo is not None and started <= s.at:
-            return started
+    started = time_or_none(s.started_at)
+    if started is not None and started <= s.at:
+        return started
     return min(first_billed.get(s.pod_id, s.at - HOUR), s.at)
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from frutebox_infra.plumbing.times import parse_time
+from frutebox_infra.plumbing.times import parse_time, time_or_none
 
 BERLIN_WINTER = timezone(timedelta(hours=1))
 
@@ -30,3 +30,12 @@ def test_a_time_is_read_aware(text: str, expected: datetime) -> None:
 def test_what_is_no_time_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_time(text)
+
+
+@pytest.mark.parametrize("text", [None, "", "not a time"])
+def test_an_empty_or_malformed_value_is_no_time(text: str | None) -> None:
+    assert time_or_none(text) is None
+
+
+def test_a_value_is_read_as_parse_time_reads_it() -> None:
+    assert time_or_none("2026-12-03T18:00:00Z") == datetime(2026, 12, 3, 18, tzinfo=UTC)

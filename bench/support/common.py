@@ -214,9 +214,9 @@ def ratio(a: float, b: float) -> str:
 
 
 def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Registry:
-    """`n` clones of `templates` (in turn) with fresh ids over the real GPU inventory, CPU
-    flavors and seeder image (so the plan decides seeding as a real stack's does); a clone
-    keeps no `former_ids`, which must stay unique across the registry."""
+    """`n` clones of `templates` (in turn) with fresh ids, in an otherwise real registry (so
+    the plan decides seeding, gateways and launches as a real stack's does); a clone keeps no
+    `former_ids`, which must stay unique across the registry."""
     clones = tuple(
         replace(
             templates[i % len(templates)],
@@ -225,15 +225,4 @@ def synthetic_registry(catalog: Registry, templates: list[Model], n: int) -> Reg
         )
         for i in range(n)
     )
-    return Registry(
-        models=clones,
-        gpus=catalog.gpus,
-        images=catalog.images,
-        data_centers=catalog.data_centers,
-        network_volume=catalog.network_volume,
-        max_gpus_per_pod=catalog.max_gpus_per_pod,
-        speed=catalog.speed,
-        cpu_flavors=catalog.cpu_flavors,
-        seeder_image=catalog.seeder_image,
-        engine_options=catalog.engine_options,
-    )
+    return replace(catalog, models=clones)

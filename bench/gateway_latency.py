@@ -123,7 +123,8 @@ def hook_startups_s(binary: str, n: int, tmp: Path) -> tuple[list[float], list[f
                          volume_dir=str(tmp / "volume"), run_dir=str(tmp / "run"))  # fmt: skip
     Path(setup.volume_dir).mkdir()
     Path(setup.archive).write_bytes(archive.read_bytes())  # already on the volume
-    hook = start_hook(setup, engine_config=str(tmp / "shm" / "vllm.yaml"),
+    engine_config = tmp / "shm" / "vllm.yaml"
+    hook = start_hook(setup, engine_config=str(engine_config),
                       engine_config_text="disable-fastapi-docs: true\n")  # fmt: skip
     directory = tmp / "hook"
     directory.mkdir()
@@ -146,7 +147,7 @@ def hook_startups_s(binary: str, n: int, tmp: Path) -> tuple[list[float], list[f
             log.seek(0)
             said = log.read()
         hooked.append(time.perf_counter() - began)
-        if code != 0 or not Path(hook.engine_config).exists():
+        if code != 0 or not engine_config.exists():
             raise SystemExit(f"the start hook failed: {said}")
         found = re.search(r"pid=(\d+)", said)
         assert found, said

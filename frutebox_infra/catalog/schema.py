@@ -110,6 +110,22 @@ class EngineArchive:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Dispatch:
+    """An ENTRYPOINT that is a dispatcher script (llama.cpp's tools.sh): the first word of
+    `args` picks the program it execs with the rest."""
+
+    server_word: str
+    """The word that execs the server with the other words as its flags."""
+    server_path: str
+    """The server program's path in the image."""
+    python_word: str
+    """The word that execs the image's Python on a program of its own (which runs a start
+    hook from PYTHONPATH first)."""
+    source: str
+    """Where the dispatcher was read."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Image:
     """A serving engine's container image and how RunPod's `args` reaches its process."""
 
@@ -121,6 +137,8 @@ class Image:
     """none: args is the whole command; fixed-binary: args are flags or sub-commands of a
     fixed program."""
     entrypoint_detail: str
+    dispatch: Dispatch | None = None
+    """Where a `fixed-binary` ENTRYPOINT is a dispatcher script rather than the server."""
     cache_env: dict[str, str] = field(default_factory=dict)
     engine_version: Annotated[str, Check(pattern=r"^\d+(\.\d+)*$")] | None = None
     """The engine release the tag ships, where a model needs a minimum one."""

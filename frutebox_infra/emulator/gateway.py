@@ -76,7 +76,9 @@ def hook_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> tuple[
     hook root): whether the hook is on the volume and runs, and the line its container prints
     before it exits (None: it starts). A hook on the volume starts the gateway as a launch
     script does, or ends the process (`start_failure`); without it nothing writes the config
-    file the engine's launch names, and the engine exits reading its arguments."""
+    file the engine's launch names, and the engine exits reading its arguments, or nothing
+    execs the server, and the Python program the image's dispatcher started refuses the
+    server's flags."""
     env = body.get("env") or {}
     directory = hook_directory(env) if isinstance(env, Mapping) else None
     if directory is None:
@@ -86,7 +88,9 @@ def hook_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> tuple[
     if present:
         return True, start_failure(body)
     words = engine_words(body)
-    config = words[words.index("--config") + 1] if "--config" in words[:-1] else "its config"
+    if "--config" not in words[:-1]:
+        return False, f"error: unrecognized arguments: {shlex.join(words[1:])}"
+    config = words[words.index("--config") + 1]
     return False, (
         f"ERROR Unable to read the config file at {config}. Check path correctness"
         f" (FileNotFoundError: No such file or directory: '{config}')"

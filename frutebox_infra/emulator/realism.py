@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
+from frutebox_infra.catalog.schema import Dispatch
 from frutebox_infra.emulator.clock import Clock, SystemClock
 from frutebox_infra.emulator.errors import CAPACITY_DETAIL, ApiProblem
 from frutebox_infra.emulator.keys import Scope
@@ -65,6 +66,9 @@ class Realism:
     entrypoints: Mapping[str, str] = field(default_factory=dict)
     """Image reference -> how `args` reaches its process (registry `entrypoint`): a launch
     the image cannot run crash-loops (launch.py)."""
+    dispatchers: Mapping[str, Dispatch] = field(default_factory=dict)
+    """Image reference -> its dispatching ENTRYPOINT (registry `dispatch`): a first word it
+    does not know crash-loops (launch.py)."""
     engines: Mapping[str, EngineRoutes] = field(default_factory=dict)
     """Image reference -> the engine's routes and own auth (registry/routes.yaml): its server
     answers those routes only, guarded as the engine guards them (engines.py)."""

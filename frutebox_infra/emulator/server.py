@@ -56,6 +56,9 @@ def realistic_for(registry: Registry, **overrides: Any) -> Realism:
         "foreign_volume_names": tuple(volume_name(stack) for stack in COLLIDING_STACKS),
         "known_images": frozenset(i.reference for i in tools),
         "entrypoints": {i.reference: i.entrypoint for i in tools},
+        "dispatchers": {
+            i.reference: i.dispatch for i in registry.images.values() if i.dispatch is not None
+        },
         "engines": {
             image.reference: registry.engine_routes[runtime]
             for runtime, image in registry.images.items()

@@ -151,7 +151,7 @@ class Account:
             cuda=admitted.cuda,
             load_s=admitted.load_s,
             logs=[["container", f"pulling image {body.get('image', '')}"]],
-            crash=launch_failure(self.realism.entrypoints, body),
+            crash=launch_failure(self.realism.entrypoints, body, self.realism.dispatchers),
         )
         others = list(self.pods.values())
         self.pods[pod.id] = pod
@@ -252,7 +252,7 @@ class Account:
             volume = self._volume_of(pod)
             pod.hooked, hook_crash = hook_failure(pod.body, volume)
             pod.crash = (
-                launch_failure(self.realism.entrypoints, pod.body)
+                launch_failure(self.realism.entrypoints, pod.body, self.realism.dispatchers)
                 or hook_crash
                 or counters_failure(pod.body, volume)
             )

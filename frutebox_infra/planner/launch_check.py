@@ -23,6 +23,7 @@ from frutebox_infra.catalog.engine_options import (
     EngineOptions,
     JsonField,
 )
+from frutebox_infra.catalog.schema import Dispatch
 
 FACTS_FILE = "registry/engine_options/{engine}.json"
 
@@ -74,14 +75,16 @@ class LaunchFields(Protocol):
 
 
 def check_launch(
-    launch: LaunchFields, facts: EngineOptions, *, entrypoint: str
+    launch: LaunchFields, facts: EngineOptions, *, entrypoint: str, dispatch: Dispatch | None = None
 ) -> tuple[Refusal, ...]:
     """Every refusal the engine behind `facts` would give this launch; empty when it takes it.
 
     `entrypoint` is the image's (registry/images.yaml): `none` means `args` is the whole
     command line, `fixed-binary` that it is the arguments of the image's program. The
     launch's `words`, where it has them, are what splitting its `args` would give (a recipe's
-    args are its words joined by `shlex.join`), so they are read as they are.
+    args are its words joined by `shlex.join`), so they are read as they are. Where the
+    ENTRYPOINT is a `dispatch`er, the first word must pick the server, or the image's Python
+    when the pod's start hook execs the server from it.
     """
     if launch.words:
         words = list(launch.words)
@@ -94,6 +97,10 @@ def check_launch(
     script = ""
     if entrypoint == "none":
         words, script, problem = _server_words(words, facts)
+        if problem is not None:
+            return (problem,)
+    elif dispatch is not None:
+        words, problem = _dispatched(words, dispatch, launch.hook_source)
         if problem is not None:
             return (problem,)
     if facts.subcommands is not None:
@@ -149,6 +156,26 @@ def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], st
             accepts=f"`{facts.command}` followed by its flags",
             fix=f"start the server as `{facts.command} ...` in the recipe",
         ),
+    )
+
+
+def _dispatched(
+    words: list[str], dispatch: Dispatch, hook: str
+) -> tuple[list[str], Refusal | None]:
+    """The server's words after the dispatcher's first one, or why the dispatcher would not
+    start the server: a word it does not know (it prints its usage and exits), or its Python
+    word without a start hook that execs the server (the Python program would refuse them)."""
+    first = words[0] if words else ""
+    if first == dispatch.server_word:
+        return words[1:], None
+    if first == dispatch.python_word and f'"execs": "{dispatch.server_path}"' in hook:
+        return words[1:], None
+    return [], Refusal(
+        what=f"args starting `{shlex.join(words[:2])}`",
+        accepts=f"`{dispatch.server_word}` followed by the server's flags, or"
+        f" `{dispatch.python_word}` with a start hook that execs {dispatch.server_path}"
+        f" ({dispatch.source})",
+        fix="start the launch with the dispatcher's server word in the recipe",
     )
 
 

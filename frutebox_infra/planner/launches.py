@@ -86,7 +86,7 @@ def launch_problems(
                 found = variants.get(launch)
                 if found is None:
                     found = variants[launch] = check_launch(
-                        placement.pod, facts, entrypoint=entrypoint
+                        placement.pod, facts, entrypoint=entrypoint, dispatch=image.dispatch
                     )
                 if found:
                     _refused(problems, pod.model_ids, placement, facts, where, found)
@@ -100,7 +100,9 @@ def launch_problems(
                     refusals = found
                     break
             else:
-                refusals = check_launch(spec, facts, entrypoint=entrypoint)
+                refusals = check_launch(
+                    spec, facts, entrypoint=entrypoint, dispatch=image.dispatch
+                )
                 checked.append((spec, refusals))
             if refusals:
                 _refused(problems, pod.model_ids, placement, facts, where, refusals)

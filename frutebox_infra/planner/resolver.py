@@ -139,20 +139,18 @@ def exposure_of(recipe: Recipe, image: Image, serving: Serving) -> Exposure:
             reason="its gateway asks every request for the stack's key and forwards only the"
             " routes clients use to the engine on loopback",
         )
-    if recipe.starts_gateway:
-        return Exposure(
-            keyed=False,
-            reason=f"the registry has no gateway release (registry/images.yaml `gateway`) or"
-            f" no {recipe.runtime} routes (registry/routes.yaml)",
-        )
-    return Exposure(keyed=False, reason=recipe.open_reason(image))
+    return Exposure(
+        keyed=False,
+        reason=f"the registry has no gateway release (registry/images.yaml `gateway`) or"
+        f" no {recipe.runtime} routes (registry/routes.yaml)",
+    )
 
 
 def gateway_setup(registry: Registry, recipe: Recipe) -> GatewaySetup | None:
-    """The gateway `recipe`'s pods start in front of the engine, or None: its image cannot
-    start one, or the registry has no gateway release or no routes for the engine."""
+    """The gateway `recipe`'s pods start in front of the engine, or None: the registry has no
+    gateway release or no routes for the engine."""
     routes = registry.engine_routes.get(recipe.runtime)
-    if not recipe.starts_gateway or registry.gateway is None or routes is None:
+    if registry.gateway is None or routes is None:
         return None
     return GatewaySetup(release=registry.gateway, routes=routes)
 

@@ -186,11 +186,6 @@ class Recipe(ABC):
     loads_weights_at_start: ClassVar[bool] = True
     """The server reads every weight before it answers its health check; an engine that
     loads a model on its first request (Ollama, ComfyUI) bills no read before serving."""
-    starts_gateway: ClassVar[bool] = False
-    """Its launch can start the gateway before the engine (an image without an ENTRYPOINT,
-    whose args are a whole shell command, or a Python ENTRYPOINT that runs our start hook);
-    else RunPod, which takes no entrypoint override, can only pass the image's fixed program
-    its flags."""
     gateway_needs_seeding: ClassVar[bool] = False
     """Its gateway starts from a hook the seeding CPU pod puts on the volume (nothing of the
     pod's own can put it there): an unseeded pod of it cannot be planned."""
@@ -305,10 +300,6 @@ class Recipe(ABC):
             expected_files=expected_files,
             words=tuple(words),
         )
-
-    def open_reason(self, image: Image) -> str:
-        """Why this engine's pods serve without the gateway (anyone with the URL)."""
-        return f"{image.reference} has a fixed ENTRYPOINT, so its launch cannot start one"
 
     def behind_gateway(
         self,

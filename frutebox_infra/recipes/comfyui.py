@@ -67,7 +67,6 @@ _STREAM_PY = (
 class ComfyUI(Recipe):
     runtime = Runtime.COMFYUI
     entrypoint = "none"
-    starts_gateway = True
     default_concurrency = 1
     # One server lists every checkpoint on the volume but loads them on demand, freeing what
     # is loaded when the next one needs the room: members take turns in VRAM, never add up.

@@ -199,18 +199,23 @@ def starts_gateway(words: Sequence[str]) -> bool:
     )
 
 
-# --- The start hook: the gateway in an image whose ENTRYPOINT is a Python program -----------
+# --- The start hook: the gateway in an image whose ENTRYPOINT runs a Python program --------
 #
 # RunPod takes no entrypoint override, so an image whose ENTRYPOINT is its engine (vLLM's
-# `vllm serve`) runs no launch script of ours. Its Python does read PYTHONPATH, and CPython's
-# `site` imports the first `sitecustomize` on sys.path at every interpreter start, before the
-# program's own code (Python docs, `site` module). The hook below is that module: a file the
-# seeding CPU pod puts on the volume (seeding/manifest.py), named by its own digest, which
-# starts the gateway exactly as a launch script does (`gateway_start`'s check, fetch, unpack and
-# `caddy start`), and only then writes the engine's config file, which the engine's launch
-# names (`--config`): an engine whose hook did not run, or failed, exits at argument parsing,
-# before any weight is read — a crash loop, never an engine served open. Any failure ends the
-# process with os._exit (`site` would print an exception raised here and carry on).
+# `vllm serve`) or a dispatcher (llama.cpp's tools.sh) runs no launch script of ours. Their
+# Python does read PYTHONPATH, and CPython's `site` imports the first `sitecustomize` on
+# sys.path at every interpreter start, before the program's own code, with sys.argv already set
+# (Python docs, `site` module). The hook below is that module: a file the seeding CPU pod puts
+# on the volume (seeding/manifest.py), named by its own digest, which starts the gateway exactly
+# as a launch script does (`gateway_start`'s check, fetch, unpack and `caddy start`), and only
+# then lets the engine start, in one of two ways:
+# - it writes the engine's config file, which the engine's launch names (`--config`, vLLM): an
+#   engine whose hook did not run, or failed, exits at argument parsing, before any weight is
+#   read;
+# - or it execs the server with the interpreter's arguments (llama.cpp, whose dispatcher starts
+#   Python on its convert script): without the hook, that script refuses the server's flags.
+# Either way a missing or failed hook is a crash loop, never an engine served open. Any failure
+# ends the process with os._exit (`site` would print an exception raised here and carry on).
 # The first interpreter marks the environment, so the interpreters the engine spawns (its
 # workers, compile jobs) inherit the mark and start nothing.
 
@@ -237,10 +242,11 @@ def _frutebox_gateway():
     def fail(why):
         print("gateway: " + why + ": refusing to serve", file=sys.stderr, flush=True)
         _os._exit(1)
-    try:
-        _os.remove(p["engine_config"])
-    except OSError:
-        pass
+    if p["engine_config"]:
+        try:
+            _os.remove(p["engine_config"])
+        except OSError:
+            pass
     if len(_os.environ.get(p["key_env"], "")) < p["min_key"]:
         fail(p["key_env"] + " is not set")
     check = [sys.executable, "-c", p["check"], p["archive"], p["url"], p["sha512"], p["member"],
@@ -253,6 +259,10 @@ def _frutebox_gateway():
     start = [p["program"], "start", "--config", config, "--adapter", "caddyfile"]
     if subprocess.run(start).returncode != 0:
         fail("the gateway did not start")
+    if p["execs"]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _os.execv(p["execs"], [p["execs"]] + sys.argv[1:])
     _os.makedirs(_os.path.dirname(p["engine_config"]), exist_ok=True)
     part = p["engine_config"] + ".part"
     with open(part, "w") as f:
@@ -273,13 +283,17 @@ if _os.environ.get(%(config_env)r) and not _os.environ.get(%(mark)r):
 
 @dataclass(frozen=True, kw_only=True)
 class StartHook:
-    """A `sitecustomize` module that starts the gateway in an image whose ENTRYPOINT is a
-    Python program, and the engine config file only it writes."""
+    """A `sitecustomize` module that starts the gateway in an image whose ENTRYPOINT runs a
+    Python program, then lets the engine start: the config file only it writes, or the server
+    it execs."""
 
     text: str
     """The module's source (no key in it)."""
-    engine_config: str
+    engine_config: str | None = None
     """The file the hook writes last, once the gateway serves; the engine's launch names it."""
+    execs: str | None = None
+    """The server the hook execs last, once the gateway serves, with the interpreter's
+    arguments (the launch's words after the dispatcher's)."""
 
     @property
     def directory(self) -> str:
@@ -293,9 +307,17 @@ class StartHook:
         return f"{self.directory}/{HOOK_MODULE}"
 
 
-def start_hook(setup: GatewaySetup, *, engine_config: str, engine_config_text: str) -> StartHook:
+def start_hook(
+    setup: GatewaySetup,
+    *,
+    engine_config: str | None = None,
+    engine_config_text: str = "",
+    execs: str | None = None,
+) -> StartHook:
     """The hook for `setup`: the same check, fetch and `caddy start` as `gateway_start`, then
-    `engine_config_text` written to `engine_config`."""
+    `engine_config_text` written to `engine_config`, or `execs` run in the interpreter's place."""
+    if (engine_config is None) == (execs is None):
+        raise ValueError("a start hook either writes the engine's config or execs its server")
     release = setup.release
     params = {
         "key_env": KEY_ENV,
@@ -310,13 +332,14 @@ def start_hook(setup: GatewaySetup, *, engine_config: str, engine_config_text: s
         "run_dir": setup.run_dir,
         "engine_config": engine_config,
         "engine_config_text": engine_config_text,
+        "execs": execs,
     }
     text = _HOOK_PY % {
         "params": json.dumps(params, sort_keys=True),
         "config_env": CONFIG_ENV,
         "mark": HOOK_MARK_ENV,
     }
-    return StartHook(text=text, engine_config=engine_config)
+    return StartHook(text=text, engine_config=engine_config, execs=execs)
 
 
 def hook_env(hook: StartHook) -> dict[str, str]:

@@ -11,14 +11,18 @@ from frutebox_infra.recipes.base import (
     Recipe,
     ServeOptions,
     Serving,
+    engine_address,
     slots_problem,
     static_slots,
 )
+from frutebox_infra.recipes.gateway import start_hook
 
 
 class LlamaCpp(Recipe):
     runtime = Runtime.LLAMACPP
     entrypoint = "fixed-binary"
+    # Its gateway starts from the start hook, which the image's Python reads off the volume.
+    gateway_needs_seeding = True
     default_concurrency = 8
     # --offline as its variable: -hf REPO:QUANT then loads the snapshot refs/main names in
     # LLAMA_CACHE (the seeder writes it) instead of asking the Hub for the files.
@@ -78,17 +82,19 @@ class LlamaCpp(Recipe):
         self, model: Model, image: Image, gpu: Gpu, count: int, serving: Serving, seeded: bool
     ) -> PodSpec:
         gguf = _gguf(model)
-        assert gguf is not None
+        assert gguf is not None and image.dispatch is not None
         slots = serving.concurrency
+        gateway = serving.gateway
+        host, port = engine_address(image.port, gateway)
         # -c is the total KV size split across the slots (the cache is not unified when
         # --parallel is given), so every slot gets the model's full context only at slots x ctx.
         words = [
             "-hf",
             f"{gguf.repo}:{gguf.quant}",
             "--host",
-            "0.0.0.0",
+            host,
             "--port",
-            str(image.port),
+            str(port),
             "-ngl",
             "999",
             "-c",
@@ -100,7 +106,25 @@ class LlamaCpp(Recipe):
         ]
         if serving.metrics:
             words.append("--metrics")  # llamacpp:tokens_predicted_total on /metrics
-        return self.pod_spec(model, image, words, seeded=seeded, notes=self.pod_notes(model))
+        dispatch = image.dispatch
+        notes = self.pod_notes(model)
+        if gateway is None:
+            launch = [dispatch.server_word, *words]
+            return self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
+        # The dispatcher starts the image's Python (on a program of its own, which never runs:
+        # the hook execs the server in its place, with these words as its flags).
+        launch = [dispatch.python_word, *words]
+        spec = self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
+        return self.behind_hook(spec, gateway, start_hook(gateway, execs=dispatch.server_path))
+
+    def image_problem(self, model: Model, image: Image) -> str | None:
+        if image.dispatch is None:
+            return (
+                f"needs an image whose ENTRYPOINT dispatches on its first word (llama.cpp's"
+                f" full image, tools.sh), but registry/images.yaml gives {image.reference}"
+                " no `dispatch`"
+            )
+        return super().image_problem(model, image)
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:
         gguf = _gguf(model)

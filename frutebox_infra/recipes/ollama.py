@@ -63,7 +63,6 @@ def launch_script(install: ArchiveInstall) -> str:
 class Ollama(Recipe):
     runtime = Runtime.OLLAMA
     entrypoint = "none"
-    starts_gateway = True
     default_concurrency = 4
     # Each loaded model keeps its own runner (weights + KV for OLLAMA_NUM_PARALLEL slots);
     # with OLLAMA_MAX_LOADED_MODELS >= members and OLLAMA_KEEP_ALIVE=-1 they stay resident.

@@ -21,7 +21,6 @@ from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 class SGLang(TensorParallelRecipe):
     runtime = Runtime.SGLANG
     entrypoint = "none"
-    starts_gateway = True
     memory_model = MemoryModel.SGLANG
 
     def kv_dtype_bytes(self, gpu: Gpu) -> int:

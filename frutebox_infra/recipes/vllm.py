@@ -23,8 +23,6 @@ takes the unguarded /docs and /openapi.json off the engine behind the gateway.""
 class VLLM(TensorParallelRecipe):
     runtime = Runtime.VLLM
     entrypoint = "fixed-binary"
-    # The ENTRYPOINT is vLLM's Python program, which runs the start hook on the volume.
-    starts_gateway = True
     gateway_needs_seeding = True
     memory_model = MemoryModel.VLLM
 
@@ -84,8 +82,3 @@ class VLLM(TensorParallelRecipe):
         )
         return self.behind_hook(spec, gateway, hook)
 
-    def open_reason(self, image: Image) -> str:
-        return (
-            f"{image.reference} has a fixed ENTRYPOINT and its gateway starts from a hook the"
-            " seeding CPU pod puts on the volume"
-        )

@@ -70,7 +70,7 @@ def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedab
         if runtime in (Runtime.SGLANG, Runtime.VLLM):
             return _hf_engine_job(model, runtime, pod)
         if runtime is Runtime.LLAMACPP:
-            return _gguf_job(model, pod.env)
+            return _gguf_job(model, pod)
         if runtime is Runtime.OLLAMA:
             return _ollama_job(model, pod.env)
         if runtime is Runtime.COMFYUI:
@@ -127,12 +127,12 @@ def _hook_texts(pod: PodSpec) -> tuple[PlacedText, ...]:
     return (PlacedText(path=_on_volume("its gateway's start hook", hook.path), text=hook.text),)
 
 
-def _gguf_job(model: Model, env: Mapping[str, str]) -> SeedJob:
+def _gguf_job(model: Model, pod: PodSpec) -> SeedJob:
     assert model.source is not None
     gguf = model.source.gguf
     if gguf is None:
         raise _NotSeedable("the registry records no source.gguf for it")
-    relative = _env_path(env, "LLAMA_CACHE")
+    relative = _env_path(pod.env, "LLAMA_CACHE")
     revision = gguf.revision or "main"
     refs = ["main"]
     if not COMMIT.match(revision) and revision != "main":
@@ -146,6 +146,7 @@ def _gguf_job(model: Model, env: Mapping[str, str]) -> SeedJob:
         cacheDir=relative,
         refs=tuple(refs),
         quant=gguf.quant,
+        texts=_hook_texts(pod),
     )
 
 

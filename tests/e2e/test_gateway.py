@@ -1,6 +1,7 @@
 """Who can reach a served model, on a real `pulumi up` against the emulator: an SGLang, a vLLM,
-an Ollama and a ComfyUI pod behind their gateways (the vLLM one started by the hook its seeding
-pod put on the volume, the Ollama one run from its pinned release) ask for the stack's key on
+a llama.cpp, an Ollama and a ComfyUI pod behind their gateways (the vLLM and llama.cpp ones
+started by the hook their seeding pods put on the volume, the Ollama one run from its pinned
+release) ask for the stack's key on
 every route, forward only the routes their clients use, and take a rotated key in place; the
 key is never in the state's plain text, the outputs of up, preview and status, or the pods'
 logs."""
@@ -23,11 +24,18 @@ from tests.factories import real_registry
 pytestmark = pytest.mark.engine
 
 SGLANG, COMFY, VLLM, OLLAMA = "qwen-3.6-27b", "sdxl-1.0", "pixtral", "qwen3-8b"
-STACK = {**SEEDED, "models": [SGLANG, COMFY, VLLM, OLLAMA], "budgetUsdPerHour": 40}
+LLAMACPP = "qwen3-235b-a22b"  # its GGUF quant, by override
+STACK = {
+    **SEEDED,
+    "models": [SGLANG, COMFY, VLLM, LLAMACPP, OLLAMA],
+    "budgetUsdPerHour": 40,
+    "overrides": {LLAMACPP: {"engine": "llamacpp"}},
+}
 ENGINE_OF = {
     SGLANG: Runtime.SGLANG,
     COMFY: Runtime.COMFYUI,
     VLLM: Runtime.VLLM,
+    LLAMACPP: Runtime.LLAMACPP,
     OLLAMA: Runtime.OLLAMA,
 }
 NEW_KEY = "rotated-" + "r" * 40
@@ -64,6 +72,8 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     deployment: Deployment,
 ) -> None:
     project = deployment.project
+    # The llama.cpp quant's 134 GB load from the volume outlasts the suite's 4 s health wait.
+    project.extra_env["FRUTEBOX_HEALTH_TIMEOUT_S"] = "60"
     project.write_stack("small", STACK)
     preview = project.preview("small")
     assert preview.code == 0, preview.diagnostics
@@ -74,7 +84,7 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     urls = {model: outputs["pods"][model]["url"] for model in ENGINE_OF}
     for model, url in urls.items():
         assert_guarded(url, ENGINE_OF[model], key)
-    for model in (SGLANG, VLLM):
+    for model in (SGLANG, VLLM, LLAMACPP):
         chat = ask(urls[model], "POST", "/v1/chat/completions", key,
                    {"model": model, "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
         assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"]
@@ -91,14 +101,19 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     prompt = ask(urls[COMFY], "POST", "/prompt", key, {"prompt": {"1": {"class_type": "x"}}})
     assert prompt.status_code == 200 and prompt.json()["prompt_id"]
     # The engines listen on loopback behind the gateway, which holds the published port; the
-    # vLLM pod's gateway starts from the hook its seeding pod wrote on the volume.
+    # vLLM and llama.cpp pods' gateways start from the hooks their seeding pods wrote on the
+    # volume.
     for body in deployment.created_bodies():
         bind = body["args"] + body["env"].get("OLLAMA_HOST", "")  # Ollama's is a variable
         assert "127.0.0.1" in bind and "FRUTEBOX_SERVING_KEY" in body["env"]
-    vllm_body = next(b for b in deployment.created_bodies() if b["image"].startswith("vllm/"))
     volumes = [v for v in deployment.state()["volumes"] if not v["deleted"] and not v["foreign"]]
-    hook_dir = vllm_body["env"]["PYTHONPATH"].removeprefix("/workspace/")
-    assert [f"{hook_dir}/sitecustomize.py" in v["refs"] for v in volumes] == [True]
+    hooked = [b for b in deployment.created_bodies() if "PYTHONPATH" in b["env"]]
+    assert sorted(b["image"].split(":")[0] for b in hooked) == [
+        "ghcr.io/ggml-org/llama.cpp", "vllm/vllm-openai"
+    ]
+    for body in hooked:
+        hook_dir = body["env"]["PYTHONPATH"].removeprefix("/workspace/")
+        assert [f"{hook_dir}/sitecustomize.py" in v["refs"] for v in volumes] == [True]
 
     # Rotating: the stack secret set, then `up`: the same pods, patched in place.
     created = len(deployment.created_bodies())

@@ -25,7 +25,7 @@ from tests.factories import real_registry
 
 SGLANG = "lmsysorg/sglang:v0.5.21"
 VLLM = "vllm/vllm-openai:v0.31.0-cu129"
-LLAMACPP = "ghcr.io/ggml-org/llama.cpp:server-cuda-b11382"
+LLAMACPP = "ghcr.io/ggml-org/llama.cpp:full-cuda-b11382"
 
 
 def running(account: Account, **body: Any) -> PodRecord:

@@ -1,28 +1,36 @@
-"""A vLLM pod's gateway as the emulator runs it: the seeding pod writes the start hook onto the
-volume; a GPU pod whose image's Python finds it starts the gateway (or crash-loops without its
-key); one that does not find it crash-loops, as vLLM exits reading the config file only the
-hook writes; an engine on loopback with no gateway answers nothing on the published port."""
+"""A vLLM or llama.cpp pod's gateway as the emulator runs it: the seeding pod writes the start
+hook onto the volume; a GPU pod whose image's Python finds it starts the gateway (or crash-loops
+without its key); one that does not find it crash-loops, as vLLM exits reading the config file
+only the hook writes, and llama.cpp's dispatcher's Python program refuses the server's flags;
+an engine on loopback with no gateway answers nothing on the published port."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.gateway import hook_failure
+from frutebox_infra.emulator.launch import launch_failure
 from frutebox_infra.emulator.records import PodRecord
 from frutebox_infra.emulator.state import Account
 from frutebox_infra.recipes.gateway import HOOK_ROOT, KEY_ENV
 from tests.emulator.test_seeder_pod import running, seeding_body
 from tests.emulator.test_storage import account, gpu_body
+from tests.factories import real_registry
 
 PIXTRAL = "pixtral"
+GGUF = "qwen3-235b-a22b"
+AS_LLAMACPP = {"overrides": {GGUF: {"engine": "llamacpp"}}}
 KEY = "emulated-" + "k" * 40
 
 
-def seeded_account(clock: ManualClock) -> Account:
+def seeded_account(clock: ManualClock, model_id: str = PIXTRAL, **config: Any) -> Account:
     acct = account(clock, time_scale=1000.0)
-    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
-    seed = running(acct, seeding_body(acct, vol, PIXTRAL))
+    vol = acct.create_volume({"name": "w", "size": 400, "dataCenter": "EU-RO-1"})
+    seed = running(acct, seeding_body(acct, vol, model_id, **config))
     clock.advance(100)
     acct.storage.answer(seed, vol, 8080, "GET", "/status", clock.now())  # its jobs settle
     acct.terminate_pod(seed.id)
@@ -103,3 +111,41 @@ def test_an_engine_on_loopback_without_a_gateway_answers_nothing(clock: ManualCl
 def test_a_pod_without_a_hook_in_its_env_is_none_of_this(clock: ManualClock) -> None:
     assert hook_failure({"env": {"PYTHONPATH": "/opt/lib"}}, None) == (False, None)
     assert hook_failure({"env": {}}, None) == (False, None)
+
+
+def test_llamacpp_s_hook_execs_its_server_behind_the_gateway_or_its_python_refuses_the_flags(
+    clock: ManualClock,
+) -> None:
+    acct = seeded_account(clock, GGUF, **AS_LLAMACPP)
+    body = keyed(gpu_body(acct, GGUF, seeding=True, **AS_LLAMACPP))
+    assert body["args"].startswith("--convert -hf ") and "--host 127.0.0.1" in body["args"]
+    pod = serving(acct, clock, body)
+    assert pod.hooked and pod.crash is None, pod.lines()
+    bearer = {"authorization": f"Bearer {KEY}"}
+    assert acct.proxy(pod.id, 8080, "GET", "/v1/models", None)[0] == 401
+    assert acct.proxy(pod.id, 8080, "GET", "/slots", None, bearer)[0] == 403
+    assert acct.proxy(pod.id, 8080, "GET", "/v1/models", None, bearer)[0] == 200
+    assert "18080/http" not in body["ports"]
+    # Without the hook on the volume the dispatcher's Python runs its own program.
+    vol = next(iter(acct.volumes.values()))
+    acct.write_text(vol.id, hook_path(acct), None)
+    gone = serving(acct, clock, body)
+    assert not gone.hooked
+    assert gone.crash is not None and "unrecognized arguments: -hf" in gone.crash
+    assert acct.proxy(gone.id, 8080, "GET", "/v1/models", None, bearer)[0] == 502
+
+
+@pytest.mark.parametrize(
+    ("args", "crash"),
+    [
+        pytest.param("--server -hf r:q", None, id="server-word"),
+        pytest.param("-hf r:q", "Unknown command: -hf", id="no-word"),
+        pytest.param("", "Unknown command: ", id="empty"),
+    ],
+)
+def test_llamacpp_s_dispatcher_runs_only_the_words_it_knows(args: str, crash: str | None) -> None:
+    image = real_registry().images[Runtime.LLAMACPP]
+    assert image.dispatch is not None
+    found = launch_failure({}, {"image": image.reference, "args": args},
+                           {image.reference: image.dispatch})  # fmt: skip
+    assert found == crash

@@ -21,8 +21,8 @@ from tests.emulator.conftest import OPENAPI, network, pod_body
 SCALE = 1000.0  # a minute window lasts 60 ms of the clock, a 20 s restart 20 ms
 
 
-FIXED = "ghcr.io/ggml-org/llama.cpp:server-cuda-b11382"
-"""An image the registry pins whose ENTRYPOINT is its server: args are only its flags."""
+FIXED = "vllm/vllm-openai:v0.31.0-cu129"
+"""An image the registry pins whose ENTRYPOINT is its server: args are only its arguments."""
 
 
 def app_with(clock: ManualClock, **overrides: Any) -> App:

@@ -41,9 +41,11 @@ def account(clock: ManualClock, time_scale: float = 1.0) -> Account:
     return Account(Catalog.builtin(), realism=realism, clock=clock, storage=Storage(HUB))
 
 
-def gpu_body(acct: Account, model_id: str, *, seeding: bool) -> dict[str, Any]:
+def gpu_body(acct: Account, model_id: str, *, seeding: bool, **config: Any) -> dict[str, Any]:
     vol = next(iter(acct.volumes.values()))
-    plan = plan_fleet(real_registry(), settings(models=[model_id], seeding=seeding), stack="t")
+    plan = plan_fleet(
+        real_registry(), settings(models=[model_id], seeding=seeding, **config), stack="t"
+    )
     m = plan.model(model_id)
     assert m is not None and m.placement is not None
     return pod_body(m, m.placement, plan.settings, stack="t", volume_id=vol.id, owner="o" * 16)

@@ -1,8 +1,8 @@
 """Who can reach each model: every launch of every catalog model, on every placement and
-fallback, co-located or not, seeded or not, either starts the gateway in front of its engine
-on loopback (from its launch script, or from the start hook the seeding pod puts on the volume,
-and then an unseeded one refuses to plan, naming why), or is planned open with the reason, and
-the plan warns about it."""
+fallback, co-located or not, seeded or not, starts the gateway in front of its engine on
+loopback (from its launch script, or from the start hook the seeding pod puts on the volume,
+and then an unseeded one refuses to plan, naming why); only a registry without a gateway
+release plans a model open, with the reason, and the plan warns about it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.planner.launches import pod_specs
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
-from frutebox_infra.recipes import RECIPES
 from frutebox_infra.recipes.gateway import (
     CONFIG_ENV,
     HOOK_ROOT,
@@ -31,6 +30,7 @@ HOST_FLAG = {
     Runtime.SGLANG: "--host",
     Runtime.COMFYUI: "--listen",
     Runtime.VLLM: "--host",
+    Runtime.LLAMACPP: "--host",
     Runtime.OLLAMA: "OLLAMA_HOST",  # Ollama's server binds where this variable says
 }
 """The flag that binds each gateway engine's server (checked against its engine_options)."""
@@ -47,7 +47,7 @@ def catalog_plan(*, colocate: bool, seeding: bool) -> FleetPlan:
 
 @pytest.mark.parametrize("seeding", [True, False], ids=["seeded", "unseeded"])
 @pytest.mark.parametrize("colocate", [False, True], ids=["alone", "colocated"])
-def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_planned_open(
+def test_every_launch_starts_the_gateway_with_its_engine_on_loopback(
     colocate: bool, seeding: bool
 ) -> None:
     plan = catalog_plan(colocate=colocate, seeding=seeding)
@@ -77,18 +77,27 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             assert runtime in HOST_FLAG, runtime
             server = server_words(spec.args)
             if spec.start_hook is not None:
-                # An ENTRYPOINT that is the engine: the image's Python runs the hook the seeding
-                # pod put on the volume, and the engine names the file only the hook writes.
+                # An ENTRYPOINT that runs the image's Python: it runs the hook the seeding pod
+                # put on the volume, and then the engine reads the file only the hook writes
+                # (vLLM), or the hook execs the server (llama.cpp's dispatcher).
                 hook = spec.start_hook
                 hooked.add(anchor.model_id)
-                assert not starts_gateway(launch) and launch == server
+                assert not starts_gateway(launch)
                 assert hook.directory.startswith(HOOK_ROOT + "/")
                 assert spec.env["PYTHONPATH"] == hook.directory
-                assert server[server.index("--config") + 1] == ENGINE_CONFIG
-                assert hook.engine_config == ENGINE_CONFIG
                 assert " start --config " not in hook.text  # the words are a list there
                 assert '"start", "--config", config, "--adapter", "caddyfile"' in hook.text
-                assert hook.text.index("caddyfile") < hook.text.index('engine_config_text"])')
+                if hook.execs is not None:
+                    assert image.dispatch is not None and hook.execs == image.dispatch.server_path
+                    assert launch[0] == image.dispatch.python_word and launch == server
+                    assert hook.text.index("caddyfile") < hook.text.index("_os.execv(")
+                else:
+                    assert launch == server
+                    assert server[server.index("--config") + 1] == ENGINE_CONFIG
+                    assert hook.engine_config == ENGINE_CONFIG
+                    assert hook.text.index("caddyfile") < hook.text.index(
+                        'engine_config_text"])'
+                    )
             else:
                 assert starts_gateway(launch)
             host = HOST_FLAG[runtime]
@@ -108,11 +117,13 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
             # The gateway starts (or the script exits) before the engine's exec.
             assert script.index(" start --config ") < script.rindex("\nexec ")
             assert "|| exit 1" in script.split(" start --config ")[1].splitlines()[0]
-    # Both kinds are in the catalog, so neither branch is vacuous; vLLM's and Ollama's models
-    # are behind the gateway now, and only the engine not yet moved is open.
-    assert checked[True] and checked[False], checked
-    assert hooked, "no vLLM model in the catalog"
-    assert open_engines == {Runtime.LLAMACPP}, open_engines
+    # Every engine of the catalog is behind the gateway: none is open.
+    assert checked[True] and not checked[False], checked
+    assert {Runtime.VLLM, Runtime.LLAMACPP} <= {
+        m.resolution.recipe.runtime for m in plan.models
+        if m.model_id in hooked and m.resolution.recipe
+    }, hooked
+    assert open_engines == set(), open_engines
     # A hooked model that is not seeded refuses to plan, naming why; a seeded one does not.
     refused = {p.message.split(":")[0] for p in plan.problems if p.rule == "gateway-needs-seeding"}
     assert refused == (set() if seeding else hooked), refused
@@ -125,14 +136,6 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback_or_is_plann
         assert bool(named) != exposure.keyed, (m.model_id, named)
         if named:
             assert exposure.reason in named[0]
-
-
-@pytest.mark.parametrize("runtime", [Runtime.LLAMACPP], ids=str)
-def test_a_fixed_entrypoint_engine_is_open_and_says_why(runtime: Runtime) -> None:
-    recipe, image = RECIPES[runtime], real_registry().images[runtime]
-    assert not recipe.starts_gateway
-    reason = recipe.open_reason(image)
-    assert image.reference in reason and "fixed ENTRYPOINT" in reason
 
 
 def test_without_a_gateway_release_a_gateway_engine_is_planned_open_naming_the_fix() -> None:

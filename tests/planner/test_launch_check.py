@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -41,7 +42,8 @@ def check(
 ) -> tuple[Refusal, ...]:
     options = facts(engine)
     launch = Launch(args=args, env=env or {}, health_path=health or options.health_path)
-    return check_launch(launch, options, entrypoint=entrypoint(engine))
+    image = real_registry().images[Runtime(engine)]
+    return check_launch(launch, options, entrypoint=image.entrypoint, dispatch=image.dispatch)
 
 
 def server_words(engine: str, args: str) -> list[str]:
@@ -265,61 +267,61 @@ REFUSED = [
     # --- llama.cpp b11382 ---
     pytest.param(
         "llamacpp",
-        "-hf r:q --ctx 4096",
+        "--server -hf r:q --ctx 4096",
         {},
         "flag --ctx",
         "its flags",
-        "-hf r:q --ctx-size 4096",
+        "--server -hf r:q --ctx-size 4096",
         {},
         id="llamacpp-flag",
     ),
     pytest.param(
         "llamacpp",
-        "-hf r:q --cache-type-k fp8",
+        "--server -hf r:q --cache-type-k fp8",
         {},
         "--cache-type-k fp8",
         "q8_0",
-        "-hf r:q --cache-type-k q8_0",
+        "--server -hf r:q --cache-type-k q8_0",
         {},
         id="llamacpp-choice",
     ),
     pytest.param(
         "llamacpp",
-        "-hf r:q --flash-attn yes",
+        "--server -hf r:q --flash-attn yes",
         {},
         "--flash-attn yes",
         "auto",
-        "-hf r:q --flash-attn auto",
+        "--server -hf r:q --flash-attn auto",
         {},
         id="llamacpp-on-off-auto",
     ),
     pytest.param(
         "llamacpp",
-        "-hf r:q --parallel many",
+        "--server -hf r:q --parallel many",
         {},
         "--parallel many",
         "whole number",
-        "-hf r:q --parallel 8",
+        "--server -hf r:q --parallel 8",
         {},
         id="llamacpp-int",
     ),
     pytest.param(
         "llamacpp",
-        "-hf r:q",
+        "--server -hf r:q",
         {"LLAMA_ARG_CTXSIZE": "8"},
         "environment variable LLAMA_ARG_CTXSIZE",
         "LLAMA_ARG_CTX_SIZE",
-        "-hf r:q",
+        "--server -hf r:q",
         {"LLAMA_ARG_CTX_SIZE": "8", "LLAMA_CACHE": "/w"},
         id="llamacpp-env",
     ),
     pytest.param(
         "llamacpp",
-        "-hf r:q",
+        "--server -hf r:q",
         {"LLAMA_ARG_CTX_SIZE": "8k"},
         "LLAMA_ARG_CTX_SIZE=8k",
         "int",
-        "-hf r:q",
+        "--server -hf r:q",
         {"LLAMA_ARG_CTX_SIZE": "8192"},
         id="llamacpp-env-type",
     ),
@@ -442,7 +444,7 @@ def test_a_health_path_the_engine_does_not_serve_is_refused(engine: str) -> None
     args = {
         "sglang": SGLANG,
         "vllm": "org/m",
-        "llamacpp": "-hf r:q",
+        "llamacpp": "--server -hf r:q",
         "ollama": ollama_script("serve"),
         "comfyui": comfy_script("--port 8188"),
     }[engine]
@@ -485,7 +487,8 @@ def refusals_of(reg: Registry, model_id: str, options: ServeOptions) -> tuple[in
         found += [
             f"{placement.label}: {r.what}"
             for r in check_launch(
-                launch, reg.engine_options[engine], entrypoint=placement.image.entrypoint
+                launch, reg.engine_options[engine], entrypoint=placement.image.entrypoint,
+                dispatch=placement.image.dispatch,
             )
         ]
     return len(resolution.placements), found
@@ -693,8 +696,38 @@ def test_measure_usage_turns_the_engines_counters_on_and_the_check_accepts_it(
     assert flag in engine_line(args_on) and flag not in engine_line(args_off)
     assert [p for p in on.problems if p.rule == "launch-rejected"] == []
     # The flag is checked like any other: a misspelt one would be refused by the same facts.
-    (refusal,) = check(engine, args_on.replace(flag, flag + "-typo"))
+    pod = on.models[0].candidates[0].pod
+    typo = replace(pod, args=args_on.replace(flag, flag + "-typo"), words=())
+    image = real_registry().images[Runtime(engine)]
+    (refusal,) = check_launch(
+        typo, facts(engine), entrypoint=image.entrypoint, dispatch=image.dispatch
+    )
     assert flag + "-typo" in refusal.what
+
+
+def test_a_dispatcher_entrypoint_takes_its_server_word_or_its_python_word_with_a_hook() -> None:
+    image = real_registry().images[Runtime.LLAMACPP]
+    dispatch = image.dispatch
+    assert dispatch is not None
+    options = facts("llamacpp")
+
+    def refused(args: str, hook: str = "") -> list[str]:
+        launch = Launch(args=args, env={}, health_path=options.health_path, hook_source=hook)
+        found = check_launch(launch, options, entrypoint=image.entrypoint, dispatch=dispatch)
+        return [r.what for r in found]
+
+    flags = "-hf r:q --port 18080"
+    execs = f'{{"execs": "{dispatch.server_path}"}}'
+    assert refused(f"{dispatch.server_word} {flags}") == []
+    assert refused(f"{dispatch.python_word} {flags}", hook=execs) == []
+    # The server's flags with no dispatcher word: tools.sh prints its usage and exits.
+    assert refused(flags) == ["args starting `-hf r:q`"]
+    # Its Python without a hook that execs the server runs the convert script on the flags.
+    unhooked = refused(f"{dispatch.python_word} {flags}")
+    assert unhooked == [f"args starting `{dispatch.python_word} -hf`"]
+    assert refused(f"{dispatch.python_word} {flags}", hook='{"execs": null}') != []
+    # The words after the dispatcher's are checked as the server's flags.
+    assert refused(f"{dispatch.server_word} {flags} --ctx 4") == ["flag --ctx"]
 
 
 def test_sglangs_counter_directory_is_a_variable_it_reads_and_made_before_it_starts() -> None:

@@ -34,7 +34,7 @@ def row(p: FleetPlan, rate: float) -> dict[str, object]:
     assert placement is not None
     return {"model": MODEL, "engine": "llamacpp", "gpu": placement.gpu.id,
             "gpu_count": placement.count, "decode_tok_s_per_stream": rate, "pod": "pod-1",
-            "engine_version": "server-cuda-b11382", "date": "2026-12-03",
+            "engine_version": "full-cuda-b11382", "date": "2026-12-03",
             "source": "test"}  # fmt: skip
 
 
@@ -87,7 +87,7 @@ def test_usage_learn_writes_rows_with_provenance_and_plans_use_them(tmp_path: Pa
                          samples=samples, owners={"pod-9": MODEL})  # fmt: skip
     (learned,) = learned_rows(view, p, "2026-12-03")
     assert learned["decode_tok_s_per_stream"] == 8.0 and learned["pod"] == "pod-9"
-    assert learned["engine_version"] == "server-cuda-b11382" and learned["date"] == "2026-12-03"
+    assert learned["engine_version"] == "full-cuda-b11382" and learned["date"] == "2026-12-03"
     write_learned(registry_dir, [learned])
     registry = load_registry(registry_dir)
     assert registry.speed is not None and registry.speed.measured[-1].pod == "pod-9"

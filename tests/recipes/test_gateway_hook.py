@@ -212,3 +212,62 @@ def test_the_hook_does_nothing_in_a_process_without_the_gateway_config(tmp_path:
                           text=True, timeout=30, check=False)  # fmt: skip
     assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
     assert not Path(setup.run_dir).exists()
+
+
+# llama.cpp's full image: its dispatcher (tools.sh) starts `python3 ./convert_hf_to_gguf.py`
+# on the launch's words; the hook execs the server in that interpreter's place. The stand-ins:
+# a convert script that refuses the server's flags, as argparse does, and a server that says
+# what it was started with.
+CONVERT = """import sys
+print("the-convert-script-runs", flush=True)
+sys.exit("convert_hf_to_gguf.py: error: unrecognized arguments: " + " ".join(sys.argv[1:]))
+"""
+SERVER = """#!/bin/sh
+echo "the-server-starts $*"
+"""
+
+
+@pytest.mark.parametrize("hooked", [True, False], ids=["hook", "no-hook"])
+def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launch_s_flags(
+    hooked: bool,
+    archive: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    server = tmp_path / "llama-server"
+    server.write_text(SERVER)
+    server.chmod(0o755)
+    convert = tmp_path / "convert_hf_to_gguf.py"
+    convert.write_text(CONVERT)
+    flags = ["-hf", "org/m-GGUF:Q4", "--host", "127.0.0.1", "--port", str(engine_port(port))]
+    with release_server(archive.parent) as url:
+        setup = replace(setup_for(archive, url, tmp_path),
+                        routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
+        hook = start_hook(setup, execs=str(server))
+        directory = tmp_path / "hook"
+        directory.mkdir()
+        if hooked:
+            (directory / HOOK_MODULE).write_text(hook.text)
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **gateway_env(setup, port),
+               **hook_env(hook), "PYTHONPATH": str(directory), KEY_ENV: KEY}  # fmt: skip
+        with (tmp_path / "out").open("w+") as out:
+            code = subprocess.run([sys.executable, str(convert), *flags], env=env, stdout=out,
+                                  stderr=out, timeout=60, check=False).returncode  # fmt: skip
+            out.seek(0)
+            said = out.read()
+    done = subprocess.CompletedProcess([], code, said, "")
+    with stopped_after(done), engine_on(engine_port(port)) as seen:
+        assert KEY not in said
+        if not hooked:
+            # No gateway: the convert script ran and refused the server's flags.
+            assert code == 1 and "unrecognized arguments: -hf" in said, said
+            assert "the-server-starts" not in said
+            return
+        assert code == 0, said
+        assert "the-convert-script-runs" not in said
+        assert f"the-server-starts {' '.join(flags)}" in said
+        keyed = {"Authorization": f"Bearer {KEY}"}
+        assert status(port, "/v1/models") == 401
+        assert status(port, "/slots", keyed) == 403
+        assert status(port, "/v1/models", keyed) == 200
+        assert [(m, p) for m, p, _ in seen.requests] == [("GET", "/v1/models")]

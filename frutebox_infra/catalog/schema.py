@@ -556,6 +556,9 @@ class GatewayRelease:
     member: Annotated[str, Check(pattern=r"^[A-Za-z0-9._-]+$")]
     """The program's file name inside the archive."""
     source: str
+    archive_mb: Annotated[float, Check(gt=0)]
+    """About how large the archive is, MB: what its seeding adds to a seed's download."""
+    archive_mb_source: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.catalog.schema import GatewayRelease
+from frutebox_infra.recipes.archives import KeptArchive
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
@@ -136,6 +137,13 @@ class GatewaySetup:
         """The archive's path on the volume."""
         return f"{self.volume_dir}/{self.release.name}-{self.release.version}.tar.gz"
 
+    @property
+    def kept_archive(self) -> KeptArchive:
+        """What the seeding CPU pod places for a seeded pod's gateway."""
+        release = self.release
+        return KeptArchive(path=self.archive, url=release.url, algorithm="sha512",
+                           digest=release.sha512, size_gb=release.archive_mb / 1000)  # fmt: skip
+
 
 # Check the archive on the volume against the pinned SHA-512 on every start (never trust a
 # file because it is there); when missing or wrong and fetching is allowed, download it to a
@@ -167,10 +175,14 @@ with tarfile.open(tgz) as t, open(dest, "wb") as out:
     shutil.copyfileobj(src, out)
 os.chmod(dest, 0o755)"""
 
+GATEWAY_CHECK_MARKER = _GATEWAY_PY.splitlines()[0]
+"""The first line of the release check's program text, which marks it in a launch script."""
+
 
 def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]:
     """Shell lines that start the gateway before the engine, or exit 1: the key must be set,
-    the release checked (fetched first when `fetch`: no CPU pod put it on the volume), and
+    the release checked (fetched first when `fetch`: no CPU pod put it on the volume;
+    recipes/archives.py `fetches` says when), and
     `caddy start` returns only once the gateway serves, non-zero when it cannot."""
     release = setup.release
     program = f"{setup.run_dir}/{release.name}"

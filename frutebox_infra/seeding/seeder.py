@@ -10,7 +10,9 @@ exits by itself: it seeds, then serves the result until the pod is terminated.
 Per file it skips what is complete, resumes a partial download (HTTP Range), checks the size
 and the hash the source publishes (sha256 for LFS files and Ollama blobs, the git blob sha1
 otherwise), and sends the Hugging Face token to the hub's own host only, never to the CDN a
-redirect leads to. A model fails alone, with the reason and the fix.
+redirect leads to. Before a model's weights it places the release archives its GPU pod's
+launch checks (the gateway's, an engine's), each checked against its pinned SHA-512 or SHA-256
+before it is renamed into place. A model fails alone, with the reason and the fix.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ def hook_startups_s(binary: str, n: int, tmp: Path) -> tuple[list[float], list[f
     Path(setup.archive).write_bytes(archive.read_bytes())  # already on the volume
     engine_config = tmp / "shm" / "vllm.yaml"
     hook = start_hook(setup, engine_config=str(engine_config),
-                      engine_config_text="disable-fastapi-docs: true\n")  # fmt: skip
+                      engine_config_text="disable-fastapi-docs: true\n", fetch=False)  # fmt: skip
     directory = tmp / "hook"
     directory.mkdir()
     (directory / HOOK_MODULE).write_text(hook.text)

@@ -6,7 +6,9 @@ from typing import Any
 
 import httpx
 
+from frutebox_infra.emulator import layout, volume_files
 from frutebox_infra.emulator.server import RunningEmulator
+from frutebox_infra.recipes.base import PodSpec
 from frutebox_infra.runpod.tls import tls_context
 
 TIMEOUT_S = 10
@@ -40,6 +42,18 @@ def hub(emulator: RunningEmulator, change: dict[str, Any]) -> dict[str, Any]:
     response.raise_for_status()
     result: dict[str, Any] = response.json()
     return result
+
+
+def place_releases(emulator: RunningEmulator, volume_id: str, pod: PodSpec) -> None:
+    """`pod`'s release archives on its emulated volume, as its seeding CPU pod places them:
+    for a test that creates a seeded pod without running its seed (its launch only checks
+    them, and crash-loops without them)."""
+    volume = emulator.app.account.volumes[volume_id]
+    for kept in pod.archives:
+        path = layout.below_mount(kept.path)
+        assert path is not None, kept.path
+        size = int(kept.size_gb * 1e9)
+        volume_files.write(volume, path, size, size)
 
 
 def live_pods(emulator: RunningEmulator) -> list[dict[str, Any]]:

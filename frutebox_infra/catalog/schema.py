@@ -153,8 +153,9 @@ class Image:
     """Disk (GB) the engine itself installs onto the weights volume, once per stack (e.g. a
     ComfyUI release and its venv): the volume is sized for it like for the weights."""
     engine_archive: EngineArchive | None = None
-    """The engine's release archive the pod checks (and fetches once per volume) and unpacks
-    at every start, where the image ships none (Ollama's)."""
+    """The engine's release archive the pod checks and unpacks at every start, where the image
+    ships none (Ollama's): placed by the model's seed, or fetched once per volume by an
+    unseeded pod."""
 
     def drives(self, gpu: Gpu) -> bool:
         """Can this image's kernels run on `gpu`? Unknown on either side is not a refusal."""
@@ -574,6 +575,9 @@ class GatewayRelease:
     member: Annotated[str, Check(pattern=r"^[A-Za-z0-9._-]+$")]
     """The program's file name inside the archive."""
     source: str
+    archive_mb: Annotated[float, Check(gt=0)]
+    """About how large the archive is, MB: what its seeding adds to a seed's download."""
+    archive_mb_source: str
 
 
 @dataclass(frozen=True, kw_only=True)

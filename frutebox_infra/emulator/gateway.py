@@ -5,6 +5,8 @@ route table by tests/recipes/test_gateway_caddy.py."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shlex
 from collections.abc import Mapping
@@ -14,6 +16,7 @@ from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.records import RawBody, VolumeRecord
 from frutebox_infra.recipes.gateway import (
     CONFIG_ENV,
+    GATEWAY_CHECK_MARKER,
     HOOK_MODULE,
     KEY_ENV,
     LOOPBACK,
@@ -71,14 +74,63 @@ def start_failure(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+def gateway_archive(body: Mapping[str, Any]) -> tuple[str, str, bool] | None:
+    """The gateway release a launch script checks before its engine starts (recipes/gateway.py
+    `gateway_start`): (its path below the volume's mount, its URL, whether the launch fetches
+    it when the volume lacks it), or None."""
+    words = launch_words(body)
+    if words[:2] != ["bash", "-c"] or len(words) < 3 or GATEWAY_CHECK_MARKER not in words[2]:
+        return None
+    script = words[2]
+    # The check is one shell command whose program text spans lines: read its words from the
+    # start of its line, as the shell would.
+    start = script.rfind("\n", 0, script.index(GATEWAY_CHECK_MARKER)) + 1
+    lexer = shlex.shlex(script[start:], posix=True)
+    lexer.whitespace_split = True
+    try:
+        parts = [lexer.get_token() for _ in range(9)]
+    except ValueError:
+        return None
+    kept = layout.below_mount(str(parts[3])) if parts[3] else None
+    return (kept, str(parts[4]), parts[8] == "1") if kept is not None and parts[4] else None
+
+
+_HOOK_PARAMS = re.compile(r"^    p = json\.loads\((.+)\)$", re.M)
+"""The line of the start hook that holds its parameters (recipes/gateway.py `_HOOK_PY`)."""
+
+
+def hook_archive(
+    body: Mapping[str, Any], volume: VolumeRecord | None
+) -> tuple[str, str, bool] | None:
+    """The gateway release the start hook a pod finds on the volume checks before its engine
+    starts, read from the hook's own text: (its path below the volume's mount, its URL,
+    whether the hook fetches it when the volume lacks it), or None."""
+    env = body.get("env") or {}
+    directory = hook_directory(env) if isinstance(env, Mapping) else None
+    below = layout.below_mount(directory) if directory is not None else None
+    text = volume.refs.get(f"{below}/{HOOK_MODULE}") if volume and below else None
+    found = _HOOK_PARAMS.search(text) if text else None
+    if found is None:
+        return None
+    try:
+        params = json.loads(ast.literal_eval(found.group(1)))
+    except (ValueError, SyntaxError):
+        return None
+    kept = layout.below_mount(str(params.get("archive", "")))
+    url = params.get("url")
+    if kept is None or not isinstance(url, str):
+        return None
+    return kept, url, params.get("fetch") == "1"
+
+
 def hook_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> tuple[bool, str | None]:
     """For a pod whose env points its image's Python at a start hook (PYTHONPATH below the
     hook root): whether the hook is on the volume and runs, and the line its container prints
     before it exits (None: it starts). A hook on the volume starts the gateway as a launch
     script does, or ends the process (`start_failure`); without it nothing writes the config
     file the engine's launch names, and the engine exits reading its arguments, or nothing
-    execs the server, and the Python program the image's dispatcher started refuses the
-    server's flags."""
+    execs the server, and the Python program the image's dispatcher started (llama.cpp's
+    convert script) refuses the server's flags."""
     env = body.get("env") or {}
     directory = hook_directory(env) if isinstance(env, Mapping) else None
     if directory is None:
@@ -89,7 +141,11 @@ def hook_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> tuple[
         return True, start_failure(body)
     words = engine_words(body)
     if "--config" not in words[:-1]:
-        return False, f"error: unrecognized arguments: {shlex.join(words[1:])}"
+        if words and words[0].startswith("-"):
+            # A dispatcher's word started the image's Python on a program of its own, whose
+            # argparse reads the server's `-hf` as `-h` with an argument, and exits 2.
+            return False, "error: argument -h/--help: ignored explicit argument 'f'"
+        return False, None  # an engine that needs nothing of the hook starts (on loopback)
     config = words[words.index("--config") + 1]
     return False, (
         f"ERROR Unable to read the config file at {config}. Check path correctness"

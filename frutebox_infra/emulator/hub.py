@@ -4,9 +4,10 @@ files and tags exist, how large each file is, and what a missing or gated one an
 Built from the registry, so every armed model has its weights somewhere: a Hugging Face repo of
 `config.json` and safetensors shards adding up to the model's `weights.disk_gb`, a GGUF repo
 with the quant's (split) files beside another quant's, ComfyUI's files, an Ollama tag's blobs.
-What a pod is refused (401 for a gated repo without a token, 404 for a repo, revision or file
-that is not there) is said exactly as the seeder says it (seeding/seeder.py explains HTTP
-answers), and a GPU pod's download fails on the same rules.
+Release archives (the gateway's, an engine's) are there by their URL. What a pod is refused
+(401 for a gated repo without a token, 404 for a repo, revision or file that is not there, a
+release gone or tampered with) is said exactly as the seeder says it (seeding/seeder.py
+explains HTTP answers), and a GPU pod's download fails on the same rules.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ class Hub:
         self.repos: dict[str, HubRepo] = {}
         self.tags: dict[str, OllamaTag] = {}
         self.releases: dict[str, int] = {}
-        """Engine release archives a pod may fetch (registry/images.yaml engine_archive): URL
-        -> size in bytes (the image's volume_install_gb)."""
+        """Release archives a pod may fetch (registry/images.yaml: an image's engine_archive,
+        the gateway's release): URL -> size in bytes (the image's volume_install_gb, the
+        gateway's archive_mb). Each serves the bytes its pin names, unless tampered with."""
+        self.tampered: set[str] = set()
+        """Release URLs whose bytes no longer match the registry's pin (a release replaced
+        upstream, or a wrong pin): every check of them fails, the seeder's and a launch's."""
 
     @classmethod
     def from_registry(cls, registry: Registry) -> Hub:
@@ -85,6 +90,8 @@ class Hub:
             if image.engine_archive is not None:
                 size = int(max(image.volume_install_gb, 0.1) * 1e9)
                 hub.releases[image.engine_archive.url] = size
+        if registry.gateway is not None:
+            hub.releases[registry.gateway.url] = int(registry.gateway.archive_mb * 1e6)
         return hub
 
     # --- content -------------------------------------------------------------------------
@@ -145,8 +152,12 @@ class Hub:
             self.tags.pop(full_tag(str(body["ollamaTag"])), None)
             return {"ollamaTag": body["ollamaTag"], "removed": True}
         if "releaseUrl" in body:
-            self.releases.pop(str(body["releaseUrl"]), None)
-            return {"releaseUrl": body["releaseUrl"], "removed": True}
+            url = str(body["releaseUrl"])
+            if body.get("tamper") is True:
+                self.tampered.add(url)
+                return {"releaseUrl": url, "tampered": True}
+            self.releases.pop(url, None)
+            return {"releaseUrl": url, "removed": True}
         repo_id = body.get("repo")
         if not isinstance(repo_id, str) or repo_id not in self.repos:
             raise ApiProblem(400, f"no emulated repo {repo_id!r}")
@@ -175,6 +186,17 @@ class Hub:
         if path not in files:
             raise self._refused(404, repo_id, revision, path, "EntryNotFound", token=token)
         return commit, files[path]
+
+    def release(self, url: str, kind: str, pinned: str) -> int:
+        """The size of the release archive at `url`, fetched and checked against `pinned` (a
+        `kind` hex digest) as the seeder checks it; raises seeder.Failed as it fails."""
+        size = self.releases.get(url)
+        if size is None:
+            raise seeder.release_refused(url, 404)
+        if url in self.tampered:
+            got = hashlib.new(kind, f"{url} tampered".encode()).hexdigest()
+            raise seeder.release_mismatch(url, kind, got, pinned)
+        return size
 
     def ollama(self, tag: str) -> OllamaTag:
         found = self.tags.get(full_tag(tag))

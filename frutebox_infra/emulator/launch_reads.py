@@ -86,9 +86,10 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
                      ignored=ignored)  # fmt: skip
 
 
-def engine_archive(body: Mapping[str, object]) -> tuple[str, str] | None:
+def engine_archive(body: Mapping[str, object]) -> tuple[str, str, bool] | None:
     """The engine release archive a launch script checks and unpacks (recipes/archives.py):
-    (its path below the volume's mount, its URL), or None."""
+    (its path below the volume's mount, its URL, whether the launch fetches it when the volume
+    lacks it), or None."""
     try:
         words = shlex.split(str(body.get("args") or ""))
     except ValueError:
@@ -102,11 +103,11 @@ def engine_archive(body: Mapping[str, object]) -> tuple[str, str] | None:
     lexer = shlex.shlex(script[start:], posix=True)
     lexer.whitespace_split = True
     try:
-        parts = [lexer.get_token() for _ in range(5)]
+        parts = [lexer.get_token() for _ in range(8)]
     except ValueError:
         return None
     kept = layout.below_mount(str(parts[3])) if parts[3] else None
-    return (kept, str(parts[4])) if kept is not None and parts[4] else None
+    return (kept, str(parts[4]), parts[7] == "1") if kept is not None and parts[4] else None
 
 
 def launch_pulls(env: Mapping[str, object]) -> list[str]:

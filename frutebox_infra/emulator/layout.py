@@ -14,6 +14,11 @@ def below_mount(path: str) -> str | None:
     return clean.removeprefix(prefix) if clean.startswith(prefix) else None
 
 
+def on_mount(path: str) -> str:
+    """A path below the volume's mount as a pod sees it."""
+    return f"{VOLUME_PATH.rstrip('/')}/{path}"
+
+
 def repo_dir(cache_dir: str, repo: str) -> str:
     """huggingface_hub's folder of a repo in a hub cache (`models--org--name`)."""
     return f"{cache_dir}/models--{repo.replace('/', '--')}"

@@ -6,7 +6,9 @@ volume at the account's download speed, and `GET /status` answered as the seeder
 Jobs download one after another over the pod's one link; the real seeder runs them side by
 side, which shares the same link and ends at the same time. Files already complete are
 skipped, a partial one resumes, refs are written once a job's files are all in place, and
-so are the directories it makes for an engine's counters.
+so are the directories it makes for an engine's counters. A job's release archives come
+first, checked as the seeder checks them: one whose URL is gone or whose bytes do not match
+its pin fails the job.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from frutebox_infra.seeding.protocol import (
     JobState,
     JobStatus,
     OllamaJob,
+    PlacedArchive,
     SeedJob,
     SeedPlan,
     SeedState,
@@ -69,7 +72,11 @@ def start(
     for job in plan.jobs:
         record: dict[str, Any] = {"modelId": job.modelId, "first": len(pieces), "count": 0}
         try:
+            # Its release archives first, as the seeder places them: one gone or tampered
+            # with fails the job before any weight moves.
+            archives = [Piece(a.path, hub.release(a.url, *_pin(a))) for a in job.archives]
             commit, wanted, refs = _files_of(job, hub, token=token)
+            wanted = [*archives, *wanted]
             need = _missing_bytes(volume, wanted)
             if volume is None or need > free:
                 raise seeder.no_room(job.modelId, free, need)
@@ -159,6 +166,14 @@ def _job(
         filesTotal=count,
         commit=record.get("commit"),
     )
+
+
+def _pin(archive: PlacedArchive) -> tuple[str, str]:
+    """(the checksum's kind, its hex) of a placed archive."""
+    if archive.sha512 is not None:
+        return "sha512", archive.sha512
+    assert archive.sha256 is not None
+    return "sha256", archive.sha256
 
 
 def _missing_bytes(volume: VolumeRecord | None, wanted: list[Piece]) -> int:

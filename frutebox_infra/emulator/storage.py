@@ -16,7 +16,7 @@ from typing import Any
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, seeder_pod, volume_files
-from frutebox_infra.emulator.gateway import hook_failure
+from frutebox_infra.emulator.gateway import gateway_archive, hook_archive, hook_failure
 from frutebox_infra.emulator.hub import Hub, full_tag
 from frutebox_infra.emulator.launch_reads import Reads, engine_archive, launch_pulls, reads_of
 from frutebox_infra.emulator.realism import Realism
@@ -58,6 +58,10 @@ class Storage:
         pod.hooked, hook_crash = hook_failure(pod.body, volume)
         if hook_crash is not None:
             self._broken(pod, hook_crash, realism.real_s(speeds.gpu_start_s))
+            return
+        release_crash = self.gateway_release(pod, volume)
+        if release_crash is not None:
+            self._broken(pod, release_crash, realism.real_s(speeds.gpu_start_s))
             return
         reads = reads_of(pod.body, self.hub, volume) if volume is not None else None
         if reads is None or volume is None:
@@ -151,8 +155,10 @@ class Storage:
         volume_files.write(volume, manifest, seeder_pod.MANIFEST_BYTES, seeder_pod.MANIFEST_BYTES)
 
     def on_restart(self, pod: PodRecord, volume: VolumeRecord | None) -> None:
-        """A GPU pod's container started anew with new settings (a PATCH): an Ollama launch
-        that pulls and prunes its own store does so again, and its server lists the store."""
+        """A GPU pod's container started anew with new settings (a PATCH): its launch checks
+        the gateway's release again, an Ollama launch that pulls and prunes its own store does
+        so again, and its server lists the store."""
+        pod.crash = pod.crash or self.gateway_release(pod, volume)
         env = pod.body.get("env") or {}
         if volume is None or not isinstance(env, dict) or PULLS_ENV not in env:
             return
@@ -173,15 +179,10 @@ class Storage:
         fetched = 0
         archive = engine_archive(pod.body)
         if archive is not None:
-            kept, url = archive
-            size = volume.files.get(kept, [0, 0])
-            if not (size[0] and volume_files.complete(volume, kept, size[0])):
-                release = self.hub.releases.get(url)
-                if release is None:
-                    pod.crash = pod.crash or f"engine: {url} could not be fetched: HTTP Error 404"
-                    return None
-                volume_files.write(volume, kept, release, release)
-                fetched += release
+            fetched, crash = self._kept_release(volume, *archive, who="engine", kind="SHA-256")
+            if crash is not None:
+                pod.crash = pod.crash or crash
+                return None
         env = pod.body.get("env") or {}
         pulls = launch_pulls(env if isinstance(env, dict) else {})
         have = {full_tag(t) for t in found}
@@ -206,6 +207,41 @@ class Storage:
             )
             pod.pulled = sorted({*pod.pulled, tag if ":" in tag else f"{tag}:latest"})
         return fetched
+
+    def gateway_release(self, pod: PodRecord, volume: VolumeRecord | None) -> str | None:
+        """What a launch (or the start hook it runs) that starts the gateway does with its
+        release before anything else (recipes/gateway.py `gateway_start`, `start_hook`): the
+        line it prints before it exits, or None when the release is on the volume (or fetched
+        there, by a launch that fetches)."""
+        found = gateway_archive(pod.body) or hook_archive(pod.body, volume)
+        if found is None or volume is None:
+            return None
+        return self._kept_release(volume, *found, who="gateway", kind="SHA-512")[1]
+
+    def _kept_release(
+        self, volume: VolumeRecord, kept: str, url: str, fetch: bool, *, who: str, kind: str
+    ) -> tuple[int, str | None]:
+        """A release archive a launch checks on the volume (`kept`, below the mount): there,
+        nothing to do; missing, a launch that only checks it (a seeded pod's, whose seeding pod
+        placed it) exits, and one that fetches it (an unseeded pod's) fetches it from `url`,
+        exiting when that is gone or does not match its pin. (Bytes fetched, the line it
+        prints before it exits or None.)"""
+        size = volume.files.get(kept, [0, 0])
+        if size[0] and volume_files.complete(volume, kept, size[0]):
+            return 0, None
+        if not fetch:
+            return 0, f"{who}: {layout.on_mount(kept)} is missing or fails its {kind} check"
+        release = self.hub.releases.get(url)
+        if release is None:
+            # The engine's install says why; the gateway's check ends in urllib's traceback.
+            gone = "HTTP Error 404: Not Found"
+            if who == "engine":
+                return 0, f"engine: {url} could not be fetched: {gone}"
+            return 0, f"urllib.error.HTTPError: {gone}"
+        if url in self.hub.tampered:
+            return 0, f"{who}: {url} does not match its pinned {kind}"
+        volume_files.write(volume, kept, release, release)
+        return release, None
 
     @staticmethod
     def _broken(pod: PodRecord, why: str, started: float) -> None:

@@ -122,8 +122,11 @@ def done_at(pod: PodRecord) -> float | None:
 
 
 def settle(pod: PodRecord, volume: VolumeRecord | None, now: float) -> None:
-    """Write what the pod's download has delivered by `now` onto its volume."""
+    """Write what the pod's download has delivered by `now` onto its volume; a stopped pod's
+    was written when it stopped (`end`), and a file removed since stays removed."""
     if pod.transfer is None or volume is None or volume.id != pod.transfer["volumeId"]:
+        return
+    if pod.transfer["endedAt"] is not None:
         return
     pieces = pod.transfer["pieces"]
     arrived = progress(pod, now)

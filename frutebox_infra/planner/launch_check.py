@@ -50,6 +50,8 @@ class Launch:
     """The words `args` joins, where known (empty: `args` is split into them)."""
     hook_source: str = ""
     """The start hook the image's Python runs at every start (recipes/gateway.py), or ""."""
+    hook_execs: str | None = None
+    """The server that start hook execs in the interpreter's place, if it does."""
 
 
 HOOK_PATH_ENV = "PYTHONPATH"
@@ -72,6 +74,8 @@ class LaunchFields(Protocol):
     def words(self) -> tuple[str, ...]: ...
     @property
     def hook_source(self) -> str: ...
+    @property
+    def hook_execs(self) -> str | None: ...
 
 
 def check_launch(
@@ -100,7 +104,7 @@ def check_launch(
         if problem is not None:
             return (problem,)
     elif dispatch is not None:
-        words, problem = _dispatched(words, dispatch, launch.hook_source)
+        words, problem = _dispatched(words, dispatch, launch.hook_execs)
         if problem is not None:
             return (problem,)
     if facts.subcommands is not None:
@@ -160,7 +164,7 @@ def _server_words(words: list[str], facts: EngineOptions) -> tuple[list[str], st
 
 
 def _dispatched(
-    words: list[str], dispatch: Dispatch, hook: str
+    words: list[str], dispatch: Dispatch, hook_execs: str | None
 ) -> tuple[list[str], Refusal | None]:
     """The server's words after the dispatcher's first one, or why the dispatcher would not
     start the server: a word it does not know (it prints its usage and exits), or its Python
@@ -168,7 +172,7 @@ def _dispatched(
     first = words[0] if words else ""
     if first == dispatch.server_word:
         return words[1:], None
-    if first == dispatch.python_word and f'"execs": "{dispatch.server_path}"' in hook:
+    if first == dispatch.python_word and hook_execs == dispatch.server_path:
         return words[1:], None
     return [], Refusal(
         what=f"args starting `{shlex.join(words[:2])}`",

@@ -100,9 +100,7 @@ def launch_problems(
                     refusals = found
                     break
             else:
-                refusals = check_launch(
-                    spec, facts, entrypoint=entrypoint, dispatch=image.dispatch
-                )
+                refusals = check_launch(spec, facts, entrypoint=entrypoint, dispatch=image.dispatch)
                 checked.append((spec, refusals))
             if refusals:
                 _refused(problems, pod.model_ids, placement, facts, where, refusals)

@@ -423,8 +423,9 @@ def _seeding(
 
 def _unhooked(models: Sequence[ModelPlan], seeding: Seeding) -> list[PlanProblem]:
     """A model whose gateway starts from a hook the seeding CPU pod puts on the volume (an
-    image whose ENTRYPOINT is the engine) cannot be planned unseeded: its pod would start no
-    gateway, and its engine, which needs the hook's config file, would exit at every start."""
+    image whose ENTRYPOINT runs the engine or a dispatcher, not our command) cannot be planned
+    unseeded: its pod would start no gateway, and its engine, which needs the hook (its
+    config file, or its exec of the server), would exit at every start."""
     problems = []
     for m in models:
         recipe, image, serving = m.resolution.recipe, m.resolution.image, m.resolution.serving
@@ -439,9 +440,9 @@ def _unhooked(models: Sequence[ModelPlan], seeding: Seeding) -> list[PlanProblem
         problems.append(
             PlanProblem(
                 rule="gateway-needs-seeding",
-                message=f"{m.model_id}: {image.reference} has a fixed ENTRYPOINT, so its gateway"
-                " starts from a hook that only the seeding CPU pod can put on the volume, and"
-                f" this model is not seeded ({why})",
+                message=f"{m.model_id}: {image.reference} runs its own ENTRYPOINT, so its"
+                " gateway starts from a hook that only the seeding CPU pod can put on the"
+                f" volume, and this model is not seeded ({why})",
                 fix="set frutebox-infra:seeding to true in a data centre where a CPU flavor of"
                 " registry/gpus.yaml is offered (or serve the model with another engine)",
             )

@@ -202,6 +202,8 @@ def _decision(
     """`spec`: the pod that reads the model's weights, None when the stack seeds nothing
     (`why_not` says why)."""
     weights_gb = placement.serving.weights_disk_gb or 0.0
+    # The release archives its pod's launch checks: fetched by the seed, else by the GPU pod.
+    releases_gb = sum([kept.size_gb for kept in (spec or placement.pod).archives])
     job = None
     if spec is not None:
         found = seed_job(placement.model, placement.recipe.runtime, spec)
@@ -210,11 +212,11 @@ def _decision(
         else:
             job = found
     bringup = rates.of(model_id, weights_gb, placement.usd_per_hour, job is not None,
-                       placement.recipe.loads_weights_at_start)  # fmt: skip
+                       placement.recipe.loads_weights_at_start, releases_gb)  # fmt: skip
     return ModelSeeding(
         model_id=model_id,
         job=job,
         why_not=why_not,
         bringup=bringup,
-        timeout_s=rates.timeout_s(weights_gb),
+        timeout_s=rates.timeout_s(weights_gb, releases_gb),
     )

@@ -1,12 +1,14 @@
 """An engine delivered as its published release archive (where no image we can launch ships
-it): kept on the volume, checked against its pinned SHA-256 at every start (fetched once per
-volume, to a private name that is checked before it is renamed into place), and unpacked onto
-the container disk; any failure exits 1 before the engine starts."""
+it): kept on the volume, checked against its pinned SHA-256 at every start (placed by the
+seeding CPU pod, or fetched once per volume by an unseeded pod, to a private name that is
+checked before it is renamed into place), and unpacked onto the container disk; any failure
+exits 1 before the engine starts."""
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import Literal
 
 from frutebox_infra.catalog.schema import EngineArchive
 
@@ -18,7 +20,7 @@ ARCHIVE_DIR = "/workspace/frutebox/engines"
 # device files. The unpacked tree goes to a fresh temporary directory renamed into place, so a
 # half-unpacked engine is never run.
 _ARCHIVE_PY = """import hashlib, os, shutil, sys, tarfile, tempfile, urllib.request as u
-archive, url, want, dest = sys.argv[1:5]
+archive, url, want, dest, fetch = sys.argv[1:6]
 def ok(path):
     h = hashlib.sha256()
     try:
@@ -27,6 +29,7 @@ def ok(path):
     except OSError: return False
     return h.hexdigest() == want
 if not ok(archive):
+    if fetch != "1": sys.exit("engine: " + archive + " is missing or fails its SHA-256 check")
     os.makedirs(os.path.dirname(archive), exist_ok=True)
     part = archive + ".part" + str(os.getpid())
     try:
@@ -47,6 +50,21 @@ os.rename(tmp, dest)"""
 
 
 @dataclass(frozen=True, kw_only=True)
+class KeptArchive:
+    """A release archive a pod's launch checks on the volume before its engine starts: where
+    it is kept, where it is published, the checksum it is pinned by (registry/images.yaml) and
+    about how large it is. The seeding CPU pod places every one a seeded pod names
+    (seeding/manifest.py), so that pod's GPU bills no fetch."""
+
+    path: str
+    """On the pod, below the volume's mount."""
+    url: str
+    algorithm: Literal["sha256", "sha512"]
+    digest: str
+    size_gb: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class ArchiveInstall:
     """One engine release: its pinned archive, where it is kept and where it is unpacked."""
 
@@ -54,6 +72,10 @@ class ArchiveInstall:
     version: str
     home: str
     """Where the archive is unpacked on the container disk (fresh at every start)."""
+    size_gb: float = 0.0
+    """About how large the archive is (registry/images.yaml `volume_install_gb`)."""
+    fetch: bool = True
+    """Whether the launch fetches the archive when the volume lacks it (see `fetches`)."""
     volume_dir: str = ARCHIVE_DIR
 
     @property
@@ -61,11 +83,30 @@ class ArchiveInstall:
         """The archive's path on the volume."""
         return f"{self.volume_dir}/{self.version}-{self.archive.file_name}"
 
+    @property
+    def kept_archive(self) -> KeptArchive:
+        """What the seeding CPU pod places for a seeded pod's launch."""
+        return KeptArchive(path=self.kept, url=self.archive.url, algorithm="sha256",
+                           digest=self.archive.sha256, size_gb=self.size_gb)  # fmt: skip
+
     def line(self, *, python: str) -> str:
-        """The launch line that checks (or fetches) and unpacks it, or exits 1."""
+        """The launch line that checks (or, when `fetch`, fetches) and unpacks it, or exits 1."""
         check = [python, "-c", _ARCHIVE_PY, self.kept, self.archive.url, self.archive.sha256,
-                 self.home]  # fmt: skip
+                 self.home, "1" if self.fetch else "0"]  # fmt: skip
         return f"{shlex.join(check)} || exit 1"
+
+
+def fetches(*, seeded: bool) -> bool:
+    """Whether a pod's launch fetches a missing release archive itself: only an unseeded pod's.
+
+    A seeded pod is created only once its seeding CPU pod placed and checked every archive its
+    launch names (the pod depends on the seed, and a failed seed stops the deploy before any
+    GPU pod is created), so a seeded launch only checks: an archive missing or wrong there
+    means something removed or damaged it after the seed, and fetching it again on the GPU
+    would bill GPU time and hide that; the launch exits 1 instead, a crash loop the deploy step
+    fails fast on. An unseeded pod (seeding off, no CPU flavor in the data centre, a model
+    without a seeding rule) has nothing else to put it there, so it fetches it itself."""
+    return not seeded
 
 
 ARCHIVE_MARKER = _ARCHIVE_PY.splitlines()[0]

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
+from frutebox_infra.recipes.archives import KeptArchive, fetches
 from frutebox_infra.recipes.gateway import (
     KEY_ENV,
     LOOPBACK,
@@ -104,6 +105,9 @@ class PodSpec:
     """The gateway's start hook the image's Python runs (an image whose ENTRYPOINT is the
     engine); the seeding CPU pod puts it on the volume before the pod starts. None: the pod's
     args start the gateway themselves, or it runs none."""
+    archives: tuple[KeptArchive, ...] = ()
+    """The release archives its launch checks on the volume before the engine starts (the
+    gateway's, an engine's): the seeding CPU pod places them for a seeded pod."""
 
     @property
     def ports(self) -> list[str]:
@@ -113,6 +117,11 @@ class PodSpec:
     def hook_source(self) -> str:
         """The start hook's source, which reads some of the pod's variables ("": none)."""
         return self.start_hook.text if self.start_hook is not None else ""
+
+    @property
+    def hook_execs(self) -> str | None:
+        """The server the start hook execs in its interpreter's place, if it does."""
+        return self.start_hook.execs if self.start_hook is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,12 +317,14 @@ class Recipe(ABC):
         script: str,
         *,
         python: str,
+        seeded: bool = False,
     ) -> PodSpec:
         """`spec` with its command made `script` preceded by the gateway's start: the gateway
         on the published port, the key filled by the deploy step, the release checked on
-        every start and fetched by the pod when the volume does not hold it yet (the first
-        gateway pod of a volume bills those few seconds)."""
-        lines = gateway_start(gateway, python=python, fetch=True)
+        every start. A `seeded` pod's seeding CPU pod places the release first, so its launch
+        only checks it; an unseeded pod fetches it when the volume does not hold it yet (the
+        first such pod of a volume bills those few seconds): `fetches` says why."""
+        lines = gateway_start(gateway, python=python, fetch=fetches(seeded=seeded))
         whole = "\n".join(["set -eo pipefail", *lines, script])
         words = ("bash", "-c", whole)
         return replace(
@@ -322,6 +333,7 @@ class Recipe(ABC):
             env={**spec.env, **gateway_env(gateway, spec.port)},
             serving_key_env=(KEY_ENV,),
             words=words,
+            archives=(gateway.kept_archive, *spec.archives),
         )
 
     def behind_hook(self, spec: PodSpec, gateway: GatewaySetup, hook: StartHook) -> PodSpec:
@@ -333,6 +345,7 @@ class Recipe(ABC):
             env={**spec.env, **gateway_env(gateway, spec.port), **hook_env(hook)},
             serving_key_env=(KEY_ENV,),
             start_hook=hook,
+            archives=(gateway.kept_archive, *spec.archives),
         )
 
     def pod_notes(self, model: Model) -> tuple[str, ...]:

@@ -175,7 +175,7 @@ class ComfyUI(Recipe):
         if serving.gateway is None:
             return spec
         # The gateway starts first: a pod that cannot start it never installs or fetches.
-        return self.behind_gateway(spec, serving.gateway, script, python="python")
+        return self.behind_gateway(spec, serving.gateway, script, python="python", seeded=seeded)
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # One server (the anchor's launch, its output folder) fetches every member's files

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.catalog.schema import GatewayRelease
+from frutebox_infra.recipes.archives import KeptArchive
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
@@ -136,6 +137,13 @@ class GatewaySetup:
         """The archive's path on the volume."""
         return f"{self.volume_dir}/{self.release.name}-{self.release.version}.tar.gz"
 
+    @property
+    def kept_archive(self) -> KeptArchive:
+        """What the seeding CPU pod places for a seeded pod's gateway."""
+        release = self.release
+        return KeptArchive(path=self.archive, url=release.url, algorithm="sha512",
+                           digest=release.sha512, size_gb=release.archive_mb / 1000)  # fmt: skip
+
 
 # Check the archive on the volume against the pinned SHA-512 on every start (never trust a
 # file because it is there); when missing or wrong and fetching is allowed, download it to a
@@ -167,10 +175,14 @@ with tarfile.open(tgz) as t, open(dest, "wb") as out:
     shutil.copyfileobj(src, out)
 os.chmod(dest, 0o755)"""
 
+GATEWAY_CHECK_MARKER = _GATEWAY_PY.splitlines()[0]
+"""The first line of the release check's program text, which marks it in a launch script."""
+
 
 def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]:
     """Shell lines that start the gateway before the engine, or exit 1: the key must be set,
-    the release checked (fetched first when `fetch`: no CPU pod put it on the volume), and
+    the release checked (fetched first when `fetch`: no CPU pod put it on the volume;
+    recipes/archives.py `fetches` says when), and
     `caddy start` returns only once the gateway serves, non-zero when it cannot."""
     release = setup.release
     program = f"{setup.run_dir}/{release.name}"
@@ -250,7 +262,7 @@ def _frutebox_gateway():
     if len(_os.environ.get(p["key_env"], "")) < p["min_key"]:
         fail(p["key_env"] + " is not set")
     check = [sys.executable, "-c", p["check"], p["archive"], p["url"], p["sha512"], p["member"],
-             p["program"], "1"]
+             p["program"], p["fetch"]]
     if subprocess.run(check).returncode != 0:
         fail("the release " + p["archive"] + " could not be checked")
     config = p["run_dir"] + "/Caddyfile"
@@ -313,9 +325,11 @@ def start_hook(
     engine_config: str | None = None,
     engine_config_text: str = "",
     execs: str | None = None,
+    fetch: bool,
 ) -> StartHook:
-    """The hook for `setup`: the same check, fetch and `caddy start` as `gateway_start`, then
-    `engine_config_text` written to `engine_config`, or `execs` run in the interpreter's place."""
+    """The hook for `setup`: the same check (and, when `fetch`, fetch) and `caddy start` as
+    `gateway_start`, then `engine_config_text` written to `engine_config`, or `execs` run in
+    the interpreter's place."""
     if (engine_config is None) == (execs is None):
         raise ValueError("a start hook either writes the engine's config or execs its server")
     release = setup.release
@@ -333,6 +347,7 @@ def start_hook(
         "engine_config": engine_config,
         "engine_config_text": engine_config_text,
         "execs": execs,
+        "fetch": "1" if fetch else "0",
     }
     text = _HOOK_PY % {
         "params": json.dumps(params, sort_keys=True),

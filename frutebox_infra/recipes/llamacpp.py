@@ -6,6 +6,7 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
+from frutebox_infra.recipes.archives import fetches
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
@@ -115,14 +116,14 @@ class LlamaCpp(Recipe):
         # the hook execs the server in its place, with these words as its flags).
         launch = [dispatch.python_word, *words]
         spec = self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
-        return self.behind_hook(spec, gateway, start_hook(gateway, execs=dispatch.server_path))
+        hook = start_hook(gateway, execs=dispatch.server_path, fetch=fetches(seeded=seeded))
+        return self.behind_hook(spec, gateway, hook)
 
     def image_problem(self, model: Model, image: Image) -> str | None:
         if image.dispatch is None:
             return (
-                f"needs an image whose ENTRYPOINT dispatches on its first word (llama.cpp's"
-                f" full image, tools.sh), but registry/images.yaml gives {image.reference}"
-                " no `dispatch`"
+                "needs an image whose ENTRYPOINT dispatches on its first word, but"
+                f" registry/images.yaml gives {image.reference} no `dispatch`"
             )
         return super().image_problem(model, image)
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
-from frutebox_infra.recipes.archives import ArchiveInstall
+from frutebox_infra.recipes.archives import ArchiveInstall, fetches
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
@@ -124,7 +124,7 @@ class Ollama(Recipe):
         host, port = engine_address(image.port, serving.gateway)
         install = ArchiveInstall(
             archive=image.engine_archive, version=f"ollama-{image.engine_version}",
-            home=OLLAMA_HOME,
+            home=OLLAMA_HOME, size_gb=image.volume_install_gb, fetch=fetches(seeded=seeded),
         )  # fmt: skip
         script = launch_script(install)
         env = {
@@ -144,9 +144,10 @@ class Ollama(Recipe):
         env[PULLS_ENV] = " ".join(pulls)
         words = ("bash", "-c", f"set -eo pipefail\n{script}")
         spec = self.pod_spec(model, image, words, seeded=seeded, env=env, ollama_pulls=pulls)
+        spec = replace(spec, archives=(install.kept_archive,))
         if serving.gateway is None:
             return spec
-        return self.behind_gateway(spec, serving.gateway, script, python="python3")
+        return self.behind_gateway(spec, serving.gateway, script, python="python3", seeded=seeded)
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # Members agree on context and slots (the planner groups only those), so the anchor's

@@ -63,7 +63,11 @@ class SGLang(TensorParallelRecipe):
             if serving.gateway is None:
                 return spec
             return self.behind_gateway(
-                spec, serving.gateway, f"exec {shlex.join(words)}", python="python3"
+                spec,
+                serving.gateway,
+                f"exec {shlex.join(words)}",
+                python="python3",
+                seeded=seeded,
             )
         # sglang:generation_tokens_total on /metrics, kept in prometheus_client's multiprocess
         # files in a directory of the volume, so the count carries on across restarts: SGLang
@@ -76,4 +80,4 @@ class SGLang(TensorParallelRecipe):
         if serving.gateway is None:
             whole = ("bash", "-c", f"set -eo pipefail\n{script}")
             return replace(spec, args=shlex.join(whole), words=whole)
-        return self.behind_gateway(spec, serving.gateway, script, python="python3")
+        return self.behind_gateway(spec, serving.gateway, script, python="python3", seeded=seeded)

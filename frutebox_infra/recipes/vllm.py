@@ -6,6 +6,7 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
+from frutebox_infra.recipes.archives import fetches
 from frutebox_infra.recipes.base import COUNTERS_ENV, PodSpec, Serving, counters_dir, engine_address
 from frutebox_infra.recipes.gateway import ENGINE_CONFIG_DIR, start_hook
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
@@ -77,8 +78,7 @@ class VLLM(TensorParallelRecipe):
         spec = self.pod_spec(model, image, words, seeded=seeded, env=env if kept else None)
         if gateway is None:
             return spec
-        hook = start_hook(
-            gateway, engine_config=ENGINE_CONFIG, engine_config_text=ENGINE_CONFIG_TEXT
-        )
+        hook = start_hook(gateway, engine_config=ENGINE_CONFIG,
+                          engine_config_text=ENGINE_CONFIG_TEXT,
+                          fetch=fetches(seeded=seeded))  # fmt: skip
         return self.behind_hook(spec, gateway, hook)
-

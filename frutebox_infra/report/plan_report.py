@@ -206,8 +206,8 @@ def reach_lines(plan: FleetPlan) -> list[str]:
             for model_id, e in placed
         ),
         *(
-            ["  a gateway pod checks the pinned gateway at every start; the first one on the",
-             "  volume fetches it (a few seconds of GPU time)"]
+            ["  a gateway pod checks the pinned gateway at every start; its seeding pod places",
+             "  it first (an unseeded pod fetches it: a few seconds of GPU time)"]
             if any(e.keyed for _, e in placed)
             else []
         ),

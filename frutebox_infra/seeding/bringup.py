@@ -137,12 +137,14 @@ class Bringup:
     model_id: str
     weights_gb: float
     seed_s: float
-    """Its download on its CPU pod at the stated speed (0 when it is not seeded)."""
+    """Its download on its CPU pod at the stated speed, the release archives its GPU pod
+    checks included (0 when it is not seeded)."""
     seed_usd: float
     """Its CPU pod's $/h over the pod's start and that download."""
     gpu_before_serving_s: float
     """GPU time billed before it serves: start, plus the weights read off the volume where
-    the engine loads them at start, plus the download when no CPU pod seeded it."""
+    the engine loads them at start, plus the download (weights and release archives) when no
+    CPU pod seeded it."""
     gpu_before_serving_usd: float
     gpu_without_seeding_s: float
     gpu_without_seeding_usd: float
@@ -186,9 +188,12 @@ class BringupRates:
         gpu_usd_per_hour: float,
         seeded: bool,
         loads_at_start: bool,
+        releases_gb: float = 0.0,
     ) -> Bringup:
-        """One model's bring-up; `seeded`: the stack's CPU pod seeds it."""
-        download_s = download_seconds(weights_gb, self.download_mb_per_s)
+        """One model's bring-up; `seeded`: the stack's CPU pod seeds it. `releases_gb`: the
+        release archives its pod's launch checks on the volume (the gateway's, an engine's),
+        downloaded with the weights by whichever pod fetches them, and never read at load."""
+        download_s = download_seconds(weights_gb + releases_gb, self.download_mb_per_s)
         load_s = read_seconds(weights_gb, self.volume_type) if loads_at_start else 0.0
         without = GPU_POD_START_S + download_s + load_s
         without_usd = round(without / 3600 * gpu_usd_per_hour, 4)
@@ -220,9 +225,12 @@ class BringupRates:
             seeded=True,
         )
 
-    def timeout_s(self, weights_gb: float) -> int:
-        """`seed_timeout_s` at the stack's download speed and fixed timeout."""
-        return seed_timeout_s(weights_gb, self.download_mb_per_s, self.fixed_timeout_s)
+    def timeout_s(self, weights_gb: float, releases_gb: float = 0.0) -> int:
+        """`seed_timeout_s` at the stack's download speed and fixed timeout, for the weights
+        and the release archives a seed fetches."""
+        return seed_timeout_s(
+            weights_gb + releases_gb, self.download_mb_per_s, self.fixed_timeout_s
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -17,6 +17,7 @@ from frutebox_infra.seeding.protocol import (
     FileSpec,
     HfSnapshotJob,
     OllamaJob,
+    PlacedArchive,
     PlacedText,
     SeedJob,
     SeedPlan,
@@ -65,19 +66,41 @@ def seed_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob | Unseedab
     """The job that puts `model`'s weights where `pod` (its engine's pod, or the shared pod
     it is a member of) reads them."""
     try:
-        if model.source is None:
-            raise _NotSeedable("the registry records no source for it")
-        if runtime in (Runtime.SGLANG, Runtime.VLLM):
-            return _hf_engine_job(model, runtime, pod)
-        if runtime is Runtime.LLAMACPP:
-            return _gguf_job(model, pod)
-        if runtime is Runtime.OLLAMA:
-            return _ollama_job(model, pod.env)
-        if runtime is Runtime.COMFYUI:
-            return _comfy_job(model)
-        raise _NotSeedable(f"no seeding rule for the {runtime} engine")
+        job = _weights_job(model, runtime, pod)
+        # The release archives the pod's launch checks, so its GPU bills no fetch of them.
+        archives = _archives(pod)
+        return replace(job, archives=archives) if archives else job
     except _NotSeedable as exc:
         return Unseedable(model_id=model.id, reason=str(exc))
+
+
+def _weights_job(model: Model, runtime: Runtime, pod: PodSpec) -> SeedJob:
+    if model.source is None:
+        raise _NotSeedable("the registry records no source for it")
+    if runtime in (Runtime.SGLANG, Runtime.VLLM):
+        return _hf_engine_job(model, runtime, pod)
+    if runtime is Runtime.LLAMACPP:
+        return _gguf_job(model, pod)
+    if runtime is Runtime.OLLAMA:
+        return _ollama_job(model, pod.env)
+    if runtime is Runtime.COMFYUI:
+        return _comfy_job(model)
+    raise _NotSeedable(f"no seeding rule for the {runtime} engine")
+
+
+def _archives(pod: PodSpec) -> tuple[PlacedArchive, ...]:
+    """The release archives the pod's launch checks on the volume (`PodSpec.archives`, read
+    off registry/images.yaml by its recipe)."""
+    return tuple(
+        [
+            PlacedArchive(
+                url=kept.url,
+                path=_on_volume("its release archive", kept.path),
+                **{kept.algorithm: kept.digest},
+            )
+            for kept in pod.archives
+        ]
+    )
 
 
 def needs_token(job: SeedJob) -> bool:

@@ -59,6 +59,28 @@ class PlacedText:
     text: str
 
 
+Sha256 = Annotated[str, Check(pattern=r"^[0-9a-f]{64}$")]
+Sha512 = Annotated[str, Check(pattern=r"^[0-9a-f]{128}$")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlacedArchive:
+    """A published release archive the GPU pod's launch checks on the volume before its engine
+    starts (the gateway's, pinned by SHA-512; an engine's, by SHA-256: registry/images.yaml):
+    fetched to a temporary name, checked against its pin and only then renamed into place. One
+    already there that matches its pin is left alone; a download that does not fails the job,
+    so no GPU pod is created. Exactly one of the checksums."""
+
+    url: Annotated[str, Check(pattern=r"^https?://")]
+    path: RelativePath
+    sha256: Sha256 | None = None
+    sha512: Sha512 | None = None
+
+    def __post_init__(self) -> None:
+        if (self.sha256 is None) == (self.sha512 is None):
+            raise ValueError(f"{self.path}: give exactly one of sha256 and sha512")
+
+
 @dataclass(frozen=True, kw_only=True)
 class HfSnapshotJob:
     """A repo at a revision, stored as huggingface_hub stores it under `cacheDir`:
@@ -82,6 +104,9 @@ class HfSnapshotJob:
     quant: str | None = None
     """For llama.cpp: seed only the GGUF files `-hf REPO:QUANT` loads (the quant's first
     shard and its siblings), chosen by llama.cpp's own rule."""
+    archives: tuple[PlacedArchive, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Release archives the model's GPU pod checks at start (its gateway's), placed first: a
+    mismatch fails the job before any weight moves. Left out of the job's JSON when empty."""
     texts: tuple[PlacedText, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Files of ours the model's GPU pod reads at start (its gateway's start hook), written
     before the weights: a job is done only with them in place. Left out of the job's JSON when
@@ -104,7 +129,7 @@ class FileSpec:
     destination: RelativePath
     gated: bool = False
     size: Annotated[int, Check(ge=0)] | None = None
-    sha256: Annotated[str, Check(pattern=r"^[0-9a-f]{64}$")] | None = None
+    sha256: Sha256 | None = None
     """Where the registry knows them; otherwise the Hub's tree at the revision says."""
 
 
@@ -115,6 +140,8 @@ class FilesJob:
     kind: Literal["files"] = "files"
     modelId: str
     files: Annotated[tuple[FileSpec, ...], Check(min_length=1)]
+    archives: tuple[PlacedArchive, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """As `HfSnapshotJob.archives`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +153,8 @@ class OllamaJob:
     modelId: str
     tag: OllamaTag
     store: RelativePath
+    archives: tuple[PlacedArchive, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """As `HfSnapshotJob.archives` (the gateway's and Ollama's own release)."""
 
 
 SeedJob = Annotated[HfSnapshotJob | FilesJob | OllamaJob, Check(discriminator="kind")]

@@ -10,7 +10,9 @@ exits by itself: it seeds, then serves the result until the pod is terminated.
 Per file it skips what is complete, resumes a partial download (HTTP Range), checks the size
 and the hash the source publishes (sha256 for LFS files and Ollama blobs, the git blob sha1
 otherwise), and sends the Hugging Face token to the hub's own host only, never to the CDN a
-redirect leads to. A model fails alone, with the reason and the fix.
+redirect leads to. Before a model's weights it places the release archives its GPU pod's
+launch checks (the gateway's, an engine's), each checked against its pinned SHA-512 or SHA-256
+before it is renamed into place. A model fails alone, with the reason and the fix.
 """
 
 from __future__ import annotations
@@ -194,6 +196,24 @@ def no_room(model_id: str, free: int, missing: int) -> Failed:
     )
 
 
+def release_refused(url: str, code: int) -> Failed:
+    """A release archive's URL answered an error (not a transient one)."""
+    return Failed(
+        f"the release {url} could not be fetched: HTTP {code}",
+        "correct the url in registry/images.yaml (with its checksum), then deploy again",
+    )
+
+
+def release_mismatch(url: str, kind: str, got: str, want: str) -> Failed:
+    """A fetched release archive is not the one its pin names: nothing is placed."""
+    return Failed(
+        f"the release {url} does not match its pinned {kind} (got {got}, registry/images.yaml"
+        f" pins {want}); the download was discarded",
+        "check the pin in registry/images.yaml against the checksum the release publishes,"
+        " then deploy again",
+    )
+
+
 def refused(exc: urllib.error.HTTPError, where: Where | OllamaWhere, client: Client) -> Exception:
     """An HTTP error answer, explained for what was asked; the CDN a redirect led to speaks
     for the file's storage, not for the repo or the token."""
@@ -291,6 +311,7 @@ class Seeder:
         with self.lock:
             job.state = "running"
         try:
+            self.place_archives(spec, job)
             self.place_texts(spec)
             {"hf-snapshot": self.seed_snapshot, "files": self.seed_files,
              "ollama": self.seed_ollama}[spec["kind"]](spec, job)  # fmt: skip
@@ -305,6 +326,65 @@ class Seeder:
             f"{job.model_id}: {state}"
             + (f": {reason}" + (f" Fix: {fix}" if fix else "") if reason else "")
         )
+
+    def place_archives(self, spec: dict[str, Any], job: Job) -> None:
+        """Release archives the GPU pod's launch checks at start (its gateway's, an engine's),
+        before anything else: one already there that matches its pin is left alone; otherwise
+        it is fetched to a private name, checked against its pin and only then renamed into
+        place. One that cannot be fetched, or does not match, fails the job before any weight
+        moves (and so before any GPU pod is created)."""
+        for archive in spec.get("archives", ()):
+            path = archive["path"]
+            if not safe_relative(path):
+                raise Failed(f"the seed plan names an unsafe path {path!r}", "report it")
+            kind = "sha512" if archive.get("sha512") else "sha256"
+            url, want = archive["url"], str(archive[kind]).lower()
+            final = os.path.join(self.root, path)
+            with self.lock:
+                file_lock = self.file_locks.setdefault(final, threading.Lock())
+            with file_lock:
+                if os.path.isfile(final) and hash_of(final, kind) == want:
+                    job.finished_file(os.path.getsize(final), skipped=True)
+                    continue
+                part = f"{final}.{os.getpid()}.{threading.get_ident()}.part"
+                try:
+                    got = self.fetch_release(url, part, kind, job.model_id)
+                    if got != want:
+                        raise release_mismatch(url, kind, got, want)
+                    size = os.path.getsize(part)
+                    os.replace(part, final)
+                except OSError as exc:
+                    raise Failed(f"{path} could not be written on the volume: {exc}") from None
+                finally:
+                    if os.path.exists(part):
+                        os.remove(part)
+                log(f"{job.model_id}: placed {path} ({kind} checked)")
+                job.finished_file(size, skipped=False)
+
+    def fetch_release(self, url: str, part: str, kind: str, model_id: str) -> str:
+        """`url` written to `part` whole (a release archive is small: a broken download starts
+        over); its `kind` hex digest."""
+        client = Client(url, None, self.stall_s)
+        os.makedirs(os.path.dirname(part), exist_ok=True)
+
+        def once() -> str:
+            h = hashlib.new(kind)
+            try:
+                with client.open(url) as response, open(part, "wb") as out:
+                    while chunk := receive(response):
+                        write(out, chunk, model_id)
+                        h.update(chunk)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                if exc.code == 429 or exc.code >= 500:
+                    raise Transient(f"HTTP {exc.code}") from None
+                raise release_refused(url, exc.code) from None
+            except TimeoutError as exc:
+                raise Transient(f"no byte within {self.stall_s:g} s") from exc
+            return str(h.hexdigest())
+
+        got: str = retrying(once, f"fetching the release {url}")
+        return got
 
     def place_texts(self, spec: dict[str, Any]) -> None:
         """Files of ours the GPU pod reads at start (its gateway's start hook), each written
@@ -465,7 +545,8 @@ class Seeder:
             if not (os.path.exists(final) and os.path.getsize(final) == size)
         )
         with self.lock:
-            job.total, job.files_total = total, len(files)
+            # What the job placed before its weights (its release archives) counts as well.
+            job.total, job.files_total = job.done + total, job.files_done + len(files)
         free = shutil.disk_usage(existing_parent(where)).free
         if missing > free:
             raise no_room(job.model_id, free, missing)
@@ -674,6 +755,14 @@ def complete(root: str, final: str, digest: Digest, *, mark: bool) -> bool:
         return False
     write_marker(root, final, digest)
     return True
+
+
+def hash_of(path: str, kind: str) -> str:
+    h = hashlib.new(kind)
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return str(h.hexdigest())
 
 
 def marker_path(root: str, final: str) -> str:

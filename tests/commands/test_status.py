@@ -29,7 +29,7 @@ from frutebox_infra.runpod.tls import tls_context
 from frutebox_infra.stack.endpoints import Endpoint, resolve_endpoint
 from frutebox_infra.views.drift import HEALTH_PROBES, with_health
 from frutebox_infra.views.status_view import DriftKind, Probe, StatusView
-from tests.emulator_client import LOOPBACK, fault, requests
+from tests.emulator_client import LOOPBACK, fault, place_releases, requests
 from tests.factories import real_registry, settings
 
 STACK = "s"
@@ -56,6 +56,7 @@ def deploy(emulator: RunningEmulator) -> dict[str, Any]:
     body = pod_body(
         model, model.placement, p.settings, stack=STACK, volume_id=volume["id"], owner=OWNER
     )
+    place_releases(emulator, volume["id"], model.placement.pod)
     for name in model.placement.pod.serving_key_env:
         body["env"][name] = KEY  # as the deploy step fills it
     pod = api.post("/v2/pods", json=body).json()
@@ -285,6 +286,7 @@ def test_the_serving_key_goes_to_a_gateway_pod_s_probe_only(emulator: RunningEmu
         assert model.placement is not None
         body = pod_body(model, model.placement, both.settings, stack=STACK,
                         volume_id=volume["id"], owner=OWNER)  # fmt: skip
+        place_releases(emulator, volume["id"], model.placement.pod)
         for name in model.placement.pod.serving_key_env:
             body["env"][name] = key  # as the deploy step fills it
         pod = api.post("/v2/pods", json=body).json()

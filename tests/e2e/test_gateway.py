@@ -109,7 +109,8 @@ def test_gateway_pods_ask_for_the_key_on_every_route_and_take_a_rotated_one_in_p
     volumes = [v for v in deployment.state()["volumes"] if not v["deleted"] and not v["foreign"]]
     hooked = [b for b in deployment.created_bodies() if "PYTHONPATH" in b["env"]]
     assert sorted(b["image"].split(":")[0] for b in hooked) == [
-        "ghcr.io/ggml-org/llama.cpp", "vllm/vllm-openai"
+        "ghcr.io/ggml-org/llama.cpp",
+        "vllm/vllm-openai",
     ]
     for body in hooked:
         hook_dir = body["env"]["PYTHONPATH"].removeprefix("/workspace/")

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.deploy.requests import pod_name, seed_pod_name
 from frutebox_infra.emulator.transfers import Transfers
 from tests.e2e.deployment import HF_TOKEN, SEEDED, TRANSFERS, Deployment
 from tests.e2e.processes import gone_within, new_marker, wait_for
 from tests.emulator_client import requests
-from tests.factories import SECRET_SIG, SECRET_SIG_VALUE
+from tests.factories import SECRET_SIG, SECRET_SIG_VALUE, real_registry
 
 pytestmark = pytest.mark.engine
 
@@ -23,6 +24,13 @@ MODELS = ["qwen3-8b", "sdxl-1.0", "qwen-3.6-27b"]
 """Ollama, ComfyUI and SGLang: a model store, a models folder and a Hugging Face cache."""
 SDXL_REPO = "stabilityai/stable-diffusion-xl-base-1.0"
 SDXL_FILE = "sd_xl_base_1.0.safetensors"
+_GATEWAY = real_registry().gateway
+_OLLAMA = real_registry().images[Runtime.OLLAMA]
+assert _GATEWAY is not None and _OLLAMA.engine_archive is not None
+GATEWAY_ARCHIVE = f"frutebox/gateway/{_GATEWAY.name}-{_GATEWAY.version}.tar.gz"
+OLLAMA_ARCHIVE = (
+    f"frutebox/engines/ollama-{_OLLAMA.engine_version}-{_OLLAMA.engine_archive.file_name}"
+)
 
 
 def _pods(deployment: Deployment) -> dict[str, dict[str, Any]]:
@@ -59,6 +67,9 @@ def test_up_seeds_from_cpu_pods_and_the_gpu_pods_find_their_weights(
     [volume] = [v for v in deployment.state()["volumes"] if not v["foreign"]]
     assert any("models--Qwen--Qwen3.6-27B-FP8/snapshots/" in f for f in volume["files"])
     assert any(f.endswith(f"checkpoints/{SDXL_FILE}") for f in volume["files"])
+    # And the releases the GPU pods' launches check, placed by the seeds: those launches only
+    # check them (a missing one would be a crash loop), and every GPU pod serves.
+    assert {GATEWAY_ARCHIVE, OLLAMA_ARCHIVE} <= set(volume["files"])
     # The seeding pods billed as CPU, at the flavor's price, only while they lived.
     billing = deployment.state()["pods"]
     cpu_rates = {p["emulator"]["billed"][0][2] for p in billing if "cpu" in p}
@@ -103,6 +114,25 @@ def test_a_missing_file_fails_its_model_before_any_gpu_pod_and_nothing_bills(
     assert "Fix: correct the file in the model's source in registry/models.yaml" in output
     assert deployment.created_bodies() == []  # no GPU pod, ever
     assert [b["name"] for b in deployment.seed_bodies()] == [seed_pod_name("small", "sdxl-1.0")]
+    assert deployment.live_pods() == []
+    assert "Traceback" not in output
+
+
+def test_a_release_that_does_not_match_its_pin_fails_the_seed_before_any_gpu_pod(
+    deployment: Deployment,
+) -> None:
+    gateway = real_registry().gateway
+    assert gateway is not None
+    deployment.hub(releaseUrl=gateway.url, tamper=True)
+    deployment.project.write_stack("small", {**SEEDED, "models": ["qwen3-8b"]})
+    proc = deployment.project.up("small", check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert (
+        f"Seeding qwen3-8b failed: the release {gateway.url} does not match its pinned sha512"
+    ) in output
+    assert "registry/images.yaml" in output
+    assert deployment.created_bodies() == []  # no GPU pod, ever
     assert deployment.live_pods() == []
     assert "Traceback" not in output
 

@@ -131,7 +131,7 @@ def test_llamacpp_s_hook_execs_its_server_behind_the_gateway_or_its_python_refus
     acct.write_text(vol.id, hook_path(acct), None)
     gone = serving(acct, clock, body)
     assert not gone.hooked
-    assert gone.crash is not None and "unrecognized arguments: -hf" in gone.crash
+    assert gone.crash is not None and "ignored explicit argument 'f'" in gone.crash
     assert acct.proxy(gone.id, 8080, "GET", "/v1/models", None, bearer)[0] == 502
 
 
@@ -149,3 +149,24 @@ def test_llamacpp_s_dispatcher_runs_only_the_words_it_knows(args: str, crash: st
     found = launch_failure({}, {"image": image.reference, "args": args},
                            {image.reference: image.dispatch})  # fmt: skip
     assert found == crash
+
+
+@pytest.mark.parametrize(
+    ("model_id", "config"), [(PIXTRAL, {}), (GGUF, AS_LLAMACPP)], ids=["vllm", "llamacpp"]
+)
+def test_a_seeded_pod_s_hook_only_checks_the_release_its_seed_placed(
+    clock: ManualClock, model_id: str, config: dict[str, Any]
+) -> None:
+    acct = seeded_account(clock, model_id, **config)
+    vol = next(iter(acct.volumes.values()))
+    gateway = real_registry().gateway
+    assert gateway is not None
+    kept = f"frutebox/gateway/caddy-{gateway.version}.tar.gz"
+    assert kept in vol.files  # the seed placed it
+    body = keyed(gpu_body(acct, model_id, seeding=True, **config))
+    assert serving(acct, clock, body).crash is None
+    del vol.files[kept]  # gone after the seed: the hook does not fetch it on the GPU
+    pod = serving(acct, clock, body)
+    assert pod.hooked
+    assert pod.crash == f"gateway: /workspace/{kept} is missing or fails its SHA-512 check"
+    assert kept not in vol.files

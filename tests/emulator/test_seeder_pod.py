@@ -30,6 +30,10 @@ from frutebox_infra.seeding.protocol import (
 )
 from tests.factories import real_registry, settings
 
+_GATEWAY = real_registry().gateway
+assert _GATEWAY is not None
+GATEWAY_ARCHIVE = f"frutebox/gateway/{_GATEWAY.name}-{_GATEWAY.version}.tar.gz"
+"""Where a gateway pod's launch checks the gateway's release, below the volume's mount."""
 OWNER = "0123456789abcdef"
 QWEN = "qwen-3.6-27b"
 QWEN_GB = 31.01
@@ -91,9 +95,9 @@ def test_the_status_follows_the_download_at_the_accounts_speed(clock: ManualCloc
     assert qwen.filesDone == qwen.filesTotal and qwen.bytesSkipped == 0
     assert qwen.commit == "c79abb8dddf284f31fd5a44fed917f261c72948b"
     snapshot = f"huggingface/hub/models--Qwen--Qwen3.6-27B-FP8/snapshots/{qwen.commit}/"
-    assert sum(size for p, (size, _) in vol.files.items() if p.startswith(snapshot)) == (
-        qwen.bytesTotal
-    )
+    weights = sum(size for p, (size, _) in vol.files.items() if p.startswith(snapshot))
+    # The gateway's release is part of the job, placed before the weights.
+    assert weights + vol.files[GATEWAY_ARCHIVE][0] == qwen.bytesTotal
     assert status(acct, pod)[0] == 200 and acct.proxy(pod.id, 8080, "GET", "/x", None)[0] == 404
 
 
@@ -136,6 +140,62 @@ def test_files_already_on_the_volume_are_skipped_and_a_partial_one_resumes(
     clock.advance(90)
     seen, qwen = job(acct, third)
     assert seen.state is SeedState.DONE and qwen.bytesSkipped == qwen.bytesTotal
+
+
+@pytest.mark.parametrize(
+    ("model_id", "archives"),
+    [
+        pytest.param(QWEN, 1, id="sglang-the-gateway-s"),
+        pytest.param("qwen3-8b", 2, id="ollama-the-gateway-s-and-ollama-s"),
+    ],
+)
+def test_a_seed_places_the_releases_its_gpu_pod_checks_before_the_weights(
+    clock: ManualClock, model_id: str, archives: int
+) -> None:
+    acct = account(clock)
+    vol = volume(acct)
+    pod = running(acct, seeding_body(acct, vol, model_id))
+    clock.advance(90 + 0.2)  # 17 MB at 100 MB/s: the gateway's archive, first
+    seen, only = job(acct, pod)  # written as far as the download has got when looked at
+    assert seen.state is SeedState.RUNNING
+    assert vol.files[GATEWAY_ARCHIVE][1] == vol.files[GATEWAY_ARCHIVE][0]
+    clock.advance(3600)
+    seen, only = job(acct, pod)
+    assert seen.state is SeedState.DONE
+    placed = [p for p in vol.files if p.startswith("frutebox/gateway/")]
+    placed += [p for p in vol.files if p.startswith("frutebox/engines/")]
+    assert len(placed) == archives and GATEWAY_ARCHIVE in placed
+    assert all(vol.files[p][1] == vol.files[p][0] > 0 for p in placed)
+
+    # One already there is left alone (skipped, as the seeder skips a matching one).
+    again = running(acct, seeding_body(acct, vol, model_id))
+    clock.advance(90)
+    seen, only = job(acct, again)
+    assert seen.state is SeedState.DONE and only.bytesSkipped == only.bytesTotal
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        pytest.param({"tamper": True}, "does not match its pinned sha512", id="tampered"),
+        pytest.param({}, "could not be fetched: HTTP 404", id="gone"),
+    ],
+)
+def test_a_release_gone_or_not_matching_its_pin_fails_the_seed_before_a_byte_moves(
+    clock: ManualClock, change: dict[str, Any], reason: str
+) -> None:
+    gateway = real_registry().gateway
+    assert gateway is not None
+    acct = account(clock)
+    acct.storage.hub.change({"releaseUrl": gateway.url, **change})
+    vol = volume(acct)
+    pod = running(acct, seeding_body(acct, vol))
+    clock.advance(3600)
+    seen, qwen = job(acct, pod)
+    assert seen.state is SeedState.FAILED and qwen.state is JobState.FAILED
+    assert f"the release {gateway.url} {reason}" in (qwen.reason or "")
+    assert "registry/images.yaml" in (qwen.fix or "")
+    assert vol.files == {}
 
 
 def test_a_missing_file_fails_its_job_at_once_with_the_seeders_reason(clock: ManualClock) -> None:

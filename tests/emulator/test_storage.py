@@ -11,6 +11,7 @@ import pytest
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.deploy.requests import pod_body
+from frutebox_infra.emulator import volume_files
 from frutebox_infra.emulator.catalog import Catalog
 from frutebox_infra.emulator.clock import ManualClock
 from frutebox_infra.emulator.hub import Hub
@@ -27,7 +28,7 @@ from frutebox_infra.seeding.bringup import (
     GPU_POD_START_S,
     VOLUME_READ_MB_PER_S,
 )
-from tests.emulator.test_seeder_pod import running, seeding_body
+from tests.emulator.test_seeder_pod import GATEWAY_ARCHIVE, running, seeding_body
 from tests.factories import real_registry, settings
 
 HUB = Hub.from_registry(real_registry())
@@ -61,8 +62,9 @@ def seeded(clock: ManualClock, model_id: str, time_scale: float = 1.0) -> Accoun
 
 
 def weights_bytes(pod: PodRecord, acct: Account) -> int:
+    """The weights on the volume (not the release archives the seed placed beside them)."""
     vol = next(iter(acct.volumes.values()))
-    return sum(size for size, _ in vol.files.values())
+    return sum(size for path, (size, _) in vol.files.items() if not path.startswith("frutebox/"))
 
 
 @pytest.mark.parametrize("time_scale", [1.0, 100.0])
@@ -95,7 +97,8 @@ def test_an_unseeded_model_downloads_first_and_leaves_the_files_for_the_next_pod
 
 def test_offline_without_its_files_the_engine_exits_at_every_start(clock: ManualClock) -> None:
     acct = account(clock)
-    acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    volume_files.write(vol, GATEWAY_ARCHIVE, 17_000_000, 17_000_000)  # its gateway starts
     pod = running(acct, gpu_body(acct, "qwen-3.6-27b", seeding=True))
     clock.advance(10_000)
     assert pod.crash is not None and pod.crash.startswith("offline mode (HF_HUB_OFFLINE=1)")
@@ -116,8 +119,8 @@ def test_ollama_lists_what_its_store_holds_and_its_launch_pulls_what_the_store_l
     bearer = {"authorization": f"Bearer {KEY}"}
     acct = seeded(clock, "qwen3-8b")
     pod = running(acct, keyed(gpu_body(acct, "qwen3-8b", seeding=True)))
-    # Its start fetches the release archive (the first on the volume), then serves.
-    assert pod.load_s == GPU_POD_START_S + (1.6e9 / 1e6) / DOWNLOAD_MB_PER_S
+    # Its seeding pod placed Ollama's release (and the gateway's): its start fetches nothing.
+    assert pod.crash is None and pod.load_s == GPU_POD_START_S
     clock.advance(pod.load_s)
     tags = acct.proxy(pod.id, 11434, "GET", "/api/tags", None, bearer)[1]
     assert [m["name"] for m in tags["models"]] == ["qwen3:8b"]
@@ -157,6 +160,45 @@ def test_an_ollama_launch_whose_release_or_tag_cannot_be_fetched_exits_at_every_
     acct.storage.hub.change({"ollamaTag": "qwen3:8b"})
     missing = acct.create_pod(body)
     assert missing.crash is not None and "file does not exist (qwen3:8b)" in missing.crash
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [pytest.param("qwen-3.6-27b", id="sglang"), pytest.param("qwen3-8b", id="ollama")],
+)
+def test_a_seeded_gateway_pod_whose_release_is_missing_exits_at_every_start(
+    clock: ManualClock, model_id: str
+) -> None:
+    acct = account(clock)
+    acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    pod = running(acct, keyed(gpu_body(acct, model_id, seeding=True)))  # no seed ran
+    clock.advance(10_000)
+    line = f"gateway: /workspace/{GATEWAY_ARCHIVE} is missing or fails its SHA-512 check"
+    assert pod.crash == line  # it only checks: nothing is fetched on the GPU
+    assert GATEWAY_ARCHIVE not in next(iter(acct.volumes.values())).files
+    lines = [line for _, line in acct.logs(pod.id, 200, None)]
+    assert lines.count(pod.crash) > 1  # a crash loop, which the deploy step fails fast on
+
+
+def test_an_unseeded_gateway_pod_fetches_its_release_and_fails_when_it_is_gone(
+    clock: ManualClock,
+) -> None:
+    acct = account(clock)
+    vol = acct.create_volume({"name": "w", "size": 100, "dataCenter": "EU-RO-1"})
+    body = keyed(gpu_body(acct, "qwen-3.6-27b", seeding=False))
+    gateway = real_registry().gateway
+    assert gateway is not None
+    acct.storage.hub.change({"releaseUrl": gateway.url, "tamper": True})
+    tampered = acct.create_pod(body)
+    assert tampered.crash == f"gateway: {gateway.url} does not match its pinned SHA-512"
+    acct.storage.reset()
+    acct.storage.hub.change({"releaseUrl": gateway.url})
+    gone = acct.create_pod(body)
+    assert gone.crash == "urllib.error.HTTPError: HTTP Error 404: Not Found"
+    assert GATEWAY_ARCHIVE not in vol.files
+    acct.storage.reset()
+    fetched = acct.create_pod(body)
+    assert fetched.crash is None and vol.files[GATEWAY_ARCHIVE][1] == 17_000_000
 
 
 # ---- the starts and speeds -------------------------------------------------------------------

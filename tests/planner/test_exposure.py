@@ -95,9 +95,7 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback(
                     assert launch == server
                     assert server[server.index("--config") + 1] == ENGINE_CONFIG
                     assert hook.engine_config == ENGINE_CONFIG
-                    assert hook.text.index("caddyfile") < hook.text.index(
-                        'engine_config_text"])'
-                    )
+                    assert hook.text.index("caddyfile") < hook.text.index('engine_config_text"])')
             else:
                 assert starts_gateway(launch)
             host = HOST_FLAG[runtime]
@@ -120,7 +118,8 @@ def test_every_launch_starts_the_gateway_with_its_engine_on_loopback(
     # Every engine of the catalog is behind the gateway: none is open.
     assert checked[True] and not checked[False], checked
     assert {Runtime.VLLM, Runtime.LLAMACPP} <= {
-        m.resolution.recipe.runtime for m in plan.models
+        m.resolution.recipe.runtime
+        for m in plan.models
         if m.model_id in hooked and m.resolution.recipe
     }, hooked
     assert open_engines == set(), open_engines

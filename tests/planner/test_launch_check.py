@@ -482,12 +482,14 @@ def refusals_of(reg: Registry, model_id: str, options: ServeOptions) -> tuple[in
         engine = placement.recipe.runtime
         launch = Launch(
             args=pod.args, env=pod.env, health_path=pod.health_path, secret_env=pod.secret_env,
-            hook_source=pod.hook_source,
+            hook_source=pod.hook_source, hook_execs=pod.hook_execs,
         )  # fmt: skip
         found += [
             f"{placement.label}: {r.what}"
             for r in check_launch(
-                launch, reg.engine_options[engine], entrypoint=placement.image.entrypoint,
+                launch,
+                reg.engine_options[engine],
+                entrypoint=placement.image.entrypoint,
                 dispatch=placement.image.dispatch,
             )
         ]
@@ -711,13 +713,13 @@ def test_a_dispatcher_entrypoint_takes_its_server_word_or_its_python_word_with_a
     assert dispatch is not None
     options = facts("llamacpp")
 
-    def refused(args: str, hook: str = "") -> list[str]:
-        launch = Launch(args=args, env={}, health_path=options.health_path, hook_source=hook)
+    def refused(args: str, hook: str | None = None) -> list[str]:
+        launch = Launch(args=args, env={}, health_path=options.health_path, hook_execs=hook)
         found = check_launch(launch, options, entrypoint=image.entrypoint, dispatch=dispatch)
         return [r.what for r in found]
 
     flags = "-hf r:q --port 18080"
-    execs = f'{{"execs": "{dispatch.server_path}"}}'
+    execs = dispatch.server_path
     assert refused(f"{dispatch.server_word} {flags}") == []
     assert refused(f"{dispatch.python_word} {flags}", hook=execs) == []
     # The server's flags with no dispatcher word: tools.sh prints its usage and exits.
@@ -725,7 +727,7 @@ def test_a_dispatcher_entrypoint_takes_its_server_word_or_its_python_word_with_a
     # Its Python without a hook that execs the server runs the convert script on the flags.
     unhooked = refused(f"{dispatch.python_word} {flags}")
     assert unhooked == [f"args starting `{dispatch.python_word} -hf`"]
-    assert refused(f"{dispatch.python_word} {flags}", hook='{"execs": null}') != []
+    assert refused(f"{dispatch.python_word} {flags}", hook="/usr/bin/other") != []
     # The words after the dispatcher's are checked as the server's flags.
     assert refused(f"{dispatch.server_word} {flags} --ctx 4") == ["flag --ctx"]
 

@@ -72,11 +72,12 @@ def setup_for(release: Path, url: str, tmp: Path, *, sha512: str | None = None) 
     return replace(setup, routes=real_registry().engine_routes[Runtime.VLLM])
 
 
-def hook_for(setup: GatewaySetup, tmp: Path) -> tuple[StartHook, Path]:
+def hook_for(setup: GatewaySetup, tmp: Path, *, fetch: bool = True) -> tuple[StartHook, Path]:
     """The hook for `setup` with its engine config under `tmp`, and its file written where
-    the seeding pod writes it (here below `tmp`)."""
+    the seeding pod writes it (here below `tmp`); `fetch`: an unseeded pod's, which fetches a
+    missing release (a seeded pod's only checks the one its seed placed)."""
     hook = start_hook(setup, engine_config=str(tmp / "shm" / "vllm.yaml"),
-                      engine_config_text=ENGINE_CONFIG_TEXT)  # fmt: skip
+                      engine_config_text=ENGINE_CONFIG_TEXT, fetch=fetch)  # fmt: skip
     directory = tmp / "hook"
     directory.mkdir(exist_ok=True)
     (directory / HOOK_MODULE).write_text(hook.text)
@@ -151,7 +152,7 @@ def test_the_hook_starts_the_gateway_before_the_engine_and_once_per_container(
 
 @pytest.mark.parametrize(
     "spoil", ["no-key", "short-key", "wrong-checksum", "tampered-no-release", "port-taken",
-              "no-hook"]
+              "no-hook", "seeded-release-missing"]
 )  # fmt: skip
 def test_a_gateway_that_cannot_start_ends_the_process_before_the_engine(
     spoil: str,
@@ -168,7 +169,8 @@ def test_a_gateway_that_cannot_start_ends_the_process_before_the_engine(
         sha512 = hashlib.sha512(b"another release").hexdigest()
     with release_server(archive.parent) as url:
         setup = setup_for(archive, url, tmp_path, sha512=sha512)
-        hook, directory = hook_for(setup, tmp_path)
+        # A seeded pod's hook only checks: the release its seed placed is gone from the volume.
+        hook, directory = hook_for(setup, tmp_path, fetch=spoil != "seeded-release-missing")
         # A config file left by an earlier start never lets the engine through.
         Path(hook.engine_config).parent.mkdir(parents=True)
         Path(hook.engine_config).write_text(ENGINE_CONFIG_TEXT)
@@ -200,6 +202,9 @@ def test_a_gateway_that_cannot_start_ends_the_process_before_the_engine(
         assert not Path(setup.run_dir, "caddy").exists()  # nothing unpacked from it
     if spoil == "wrong-checksum":
         assert not Path(setup.archive).exists()  # a file that fails its check is never kept
+    if spoil == "seeded-release-missing":
+        assert "is missing or fails its SHA-512 check" in done.stderr
+        assert not Path(setup.archive).exists()  # not fetched on the GPU
 
 
 def test_the_hook_does_nothing_in_a_process_without_the_gateway_config(tmp_path: Path) -> None:
@@ -216,11 +221,16 @@ def test_the_hook_does_nothing_in_a_process_without_the_gateway_config(tmp_path:
 
 # llama.cpp's full image: its dispatcher (tools.sh) starts `python3 ./convert_hf_to_gguf.py`
 # on the launch's words; the hook execs the server in that interpreter's place. The stand-ins:
-# a convert script that refuses the server's flags, as argparse does, and a server that says
-# what it was started with.
-CONVERT = """import sys
+# a convert script that parses its arguments with argparse before anything else (its model
+# directory and options; argparse adds -h/--help, which reads `-hf` as `-h` with an argument),
+# and a server that says what it was started with.
+CONVERT = """import argparse
+parser = argparse.ArgumentParser(prog="convert_hf_to_gguf.py")
+parser.add_argument("--outfile")
+parser.add_argument("--outtype")
+parser.add_argument("model", nargs="?")
+parser.parse_args()
 print("the-convert-script-runs", flush=True)
-sys.exit("convert_hf_to_gguf.py: error: unrecognized arguments: " + " ".join(sys.argv[1:]))
 """
 SERVER = """#!/bin/sh
 echo "the-server-starts $*"
@@ -243,7 +253,7 @@ def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launc
     with release_server(archive.parent) as url:
         setup = replace(setup_for(archive, url, tmp_path),
                         routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
-        hook = start_hook(setup, execs=str(server))
+        hook = start_hook(setup, execs=str(server), fetch=True)
         directory = tmp_path / "hook"
         directory.mkdir()
         if hooked:
@@ -259,8 +269,9 @@ def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launc
     with stopped_after(done), engine_on(engine_port(port)) as seen:
         assert KEY not in said
         if not hooked:
-            # No gateway: the convert script ran and refused the server's flags.
-            assert code == 1 and "unrecognized arguments: -hf" in said, said
+            # No gateway: the convert script's argparse refused the server's flags.
+            assert code == 2 and "ignored explicit argument 'f'" in said, said
+            assert "the-convert-script-runs" not in said
             assert "the-server-starts" not in said
             return
         assert code == 0, said

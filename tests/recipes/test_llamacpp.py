@@ -54,7 +54,7 @@ def test_the_entrypoint_dispatches_so_args_are_its_server_word_then_flags(
     split = words(build_pod("kimi-k2.6", Runtime.LLAMACPP, A100, 8).args)
     dispatch = catalog.images[Runtime.LLAMACPP].dispatch
     assert dispatch is not None and split[0] == dispatch.server_word
-    assert all(w.startswith("-") for w in split[1::2])
+    assert split[1] == "-hf" and flag(split, "--host") == "0.0.0.0"
     assert not any("llama-server" in w for w in split)
 
 

@@ -157,3 +157,19 @@ def test_a_launch_that_cannot_install_or_pull_exits_before_the_server(
     if spoil == "failed-pull":
         # The first server was stopped; no second one started.
         assert (tmp_path / "log").read_text().count("serve on") == 1
+
+
+def test_a_seeded_launch_only_checks_the_release_and_exits_without_it(tmp_path: Path) -> None:
+    archive = release(tmp_path)
+    with release_server(archive.parent) as url:
+        install = replace(install_for(archive, url, tmp_path), fetch=False)
+        done = run(install, tmp_path, "qwen3:8b")  # its seed never placed the release
+        assert done.returncode != 0 and "the-server-serves" not in done.stdout
+        assert f"engine: {install.kept} is missing or fails its SHA-256 check" in done.stderr
+        assert not Path(install.kept).exists()  # nothing fetched on the GPU
+
+        Path(install.kept).parent.mkdir(parents=True)
+        Path(install.kept).write_bytes(archive.read_bytes())  # as the seed places it
+        placed = run(install, tmp_path, "qwen3:8b")
+    assert placed.returncode == 0, placed.stderr
+    assert placed.stdout.strip() == "the-server-serves"

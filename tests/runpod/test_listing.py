@@ -11,7 +11,7 @@ from frutebox_infra.deploy.requests import pod_request
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.runpod.listing import missing_files
-from tests.emulator_client import live_pods
+from tests.emulator_client import live_pods, place_releases
 from tests.factories import real_registry, settings
 from tests.runpod.command import env_for, run, volume
 from tests.runpod.conftest import OWNER
@@ -61,9 +61,9 @@ def comfy_request(emulator: RunningEmulator, model_id: str) -> dict[str, Any]:
     )
     model_plan = plan.model(model_id)
     assert model_plan is not None and model_plan.placement is not None, plan.problems
-    request = pod_request(
-        model_plan, plan.settings, stack="dev", volume_id=volume(emulator), owner=OWNER
-    )
+    volume_id = volume(emulator)
+    place_releases(emulator, volume_id, model_plan.placement.pod)
+    request = pod_request(model_plan, plan.settings, stack="dev", volume_id=volume_id, owner=OWNER)
     data: dict[str, Any] = json.loads(request.to_json())
     return data
 

@@ -79,6 +79,8 @@ class FakeHub:
         self.ollama: dict[str, tuple[bytes, dict[str, bytes]]] = {}
         """`name:tag` -> (manifest bytes, blobs by sha256)."""
         self.blobs: dict[str, bytes] = {}
+        self.releases: dict[str, str] = {}
+        """Release assets (`<hub>/releases/<name>`) -> the sha256 of their bytes on the CDN."""
         self.seen: list[Seen] = []
         self.unkind = Unkindness()
         self.page_size = 2
@@ -113,6 +115,13 @@ class FakeHub:
         self.ollama[tag] = (manifest, blobs)
         return manifest
 
+    def add_release(self, name: str, data: bytes) -> str:
+        """A release asset served as a release host serves one (a redirect to its storage);
+        its URL."""
+        self.releases[name] = sha256(data)
+        self.blobs[sha256(data)] = data
+        return f"{self.hub_url}/releases/{name}"
+
     def requests_to(self, host: str, prefix: str = "") -> list[Seen]:
         with self._lock:
             return [s for s in self.seen if s.host == host and s.path.startswith(prefix)]
@@ -128,6 +137,12 @@ class FakeHub:
             handler.reply(429, b"slow down", {"Retry-After": "0"})
         elif parts[:1] == ["v2"]:
             self.registry_answer(handler, parts[1:])
+        elif parts[:1] == ["releases"]:
+            digest = self.releases.get("/".join(parts[1:]))
+            if digest is None:
+                handler.reply(404, b"Not Found")
+            else:
+                handler.reply(302, b"", {"Location": f"{self.cdn_url}/blob/{digest}"})
         elif parts[:2] == ["api", "models"] and len(parts) >= 6:
             repo_id, verb, rest = "/".join(parts[2:4]), parts[4], parts[5:]
             repo = self.allowed(handler, repo_id)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from frutebox_infra.catalog.schema import CpuFlavor
+from frutebox_infra.catalog.schema import CpuFlavor, Runtime
+from frutebox_infra.planner.plan import plan_fleet
 from frutebox_infra.plumbing.validation import validate
 from frutebox_infra.seeding.bringup import (
     CPU_POD_START_S,
@@ -23,7 +24,7 @@ from frutebox_infra.seeding.bringup import (
     read_seconds,
     seed_timeout_s,
 )
-from tests.factories import real_registry
+from tests.factories import real_registry, settings
 
 
 def flavor(flavor_id: str, usd: float, **kwargs: object) -> CpuFlavor:
@@ -225,3 +226,27 @@ def test_the_stacks_rates_give_the_seed_timeout_of_its_keys(gb: float, fixed: in
 
     assert rates.timeout_s(gb) == seed_timeout_s(gb, 87.5, fixed)
     assert (rates.timeout_s(gb) == fixed) is (fixed is not None)
+
+
+@pytest.mark.parametrize("seeding", [True, False])
+def test_the_release_archives_a_pod_checks_are_downloaded_with_its_weights(seeding: bool) -> None:
+    registry = real_registry()
+    plan = plan_fleet(registry, settings(models=["qwen3-8b"], seeding=seeding), stack="t")
+    decision = plan.seeding.of("qwen3-8b") if plan.seeding else None
+    gateway, ollama = registry.gateway, registry.images[Runtime.OLLAMA]
+    assert decision is not None and gateway is not None
+    releases_gb = gateway.archive_mb / 1000 + ollama.volume_install_gb
+    b = decision.bringup
+    fetched_s = download_seconds(b.weights_gb + releases_gb, plan.settings.download_mb_per_s)
+
+    # Ollama loads a model on its first request: its GPU bills its start, and the download
+    # when no CPU pod placed the weights and releases first.
+    assert b.gpu_without_seeding_s == pytest.approx(GPU_POD_START_S + fetched_s)
+    if seeding:
+        assert b.seeded and b.seed_s == pytest.approx(fetched_s)
+        assert b.gpu_before_serving_s == GPU_POD_START_S
+        assert decision.timeout_s == seed_timeout_s(
+            b.weights_gb + releases_gb, plan.settings.download_mb_per_s
+        )
+    else:
+        assert not b.seeded and b.gpu_before_serving_s == b.gpu_without_seeding_s

@@ -8,7 +8,12 @@ import dataclasses
 import pytest
 
 from frutebox_infra.catalog.schema import Model, Runtime
+from frutebox_infra.deploy.contract import wire_json
+from frutebox_infra.emulator.gateway import gateway_archive
+from frutebox_infra.emulator.launch_reads import engine_archive
+from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.planner.resolver import resolve
+from frutebox_infra.plumbing.validation import validate_json
 from frutebox_infra.recipes.base import VOLUME_PATH, ServeOptions
 from frutebox_infra.recipes.comfyui import MODELS_DIR
 from frutebox_infra.seeding.manifest import (
@@ -19,8 +24,14 @@ from frutebox_infra.seeding.manifest import (
     seed_job,
     seed_plan,
 )
-from frutebox_infra.seeding.protocol import FilesJob, HfSnapshotJob, OllamaJob, SeedJob
-from tests.factories import real_registry
+from frutebox_infra.seeding.protocol import (
+    FilesJob,
+    HfSnapshotJob,
+    OllamaJob,
+    PlacedArchive,
+    SeedJob,
+)
+from tests.factories import real_registry, settings
 
 TOKEN = ServeOptions(hf_token_configured=True)
 
@@ -96,10 +107,103 @@ def test_llama_cpp_seeds_its_quant_into_llama_cache_with_main_pointing_at_it() -
     assert (job.revision, job.refs) == ("main", ("main",))
 
 
-def test_ollama_seeds_the_pods_own_store() -> None:
+def test_ollama_seeds_the_pods_own_store_and_the_releases_its_launch_checks() -> None:
     job = job_for("qwen3-8b")
+    gateway, ollama = real_registry().gateway, real_registry().images[Runtime.OLLAMA]
+    assert gateway is not None and ollama.engine_archive is not None
 
-    assert job == OllamaJob(modelId="qwen3-8b", tag="qwen3:8b", store="ollama/models/qwen3-8b")
+    assert job == OllamaJob(
+        modelId="qwen3-8b",
+        tag="qwen3:8b",
+        store="ollama/models/qwen3-8b",
+        archives=(
+            PlacedArchive(
+                url=gateway.url,
+                path=f"frutebox/gateway/caddy-{gateway.version}.tar.gz",
+                sha512=gateway.sha512,
+            ),
+            PlacedArchive(
+                url=ollama.engine_archive.url,
+                path=f"frutebox/engines/ollama-{ollama.engine_version}-ollama-linux-amd64.tar.zst",
+                sha256=ollama.engine_archive.sha256,
+            ),
+        ),
+    )
+
+
+GATEWAY_MODELS = [
+    pytest.param("qwen-3.6-27b", id="sglang"),
+    pytest.param("apertus-70b", id="vllm"),
+    pytest.param("kimi-k2.6", id="llamacpp"),
+    pytest.param("qwen3-8b", id="ollama"),
+    pytest.param("sdxl-1.0", id="comfyui"),
+]
+
+
+def seeded_plan(model_id: str, *, seeding: bool) -> FleetPlan:
+    return plan_fleet(real_registry(), settings(models=[model_id], seeding=seeding), stack="t")
+
+
+@pytest.mark.parametrize("model_id", GATEWAY_MODELS)
+def test_a_seeded_gateway_pod_s_job_places_its_release_and_its_launch_only_checks_it(
+    model_id: str,
+) -> None:
+    plan = seeded_plan(model_id, seeding=True)
+    decision = plan.seeding.of(model_id) if plan.seeding else None
+    m = plan.model(model_id)
+    assert decision is not None and decision.job is not None
+    assert m is not None and m.placement is not None
+    gateway = real_registry().gateway
+    assert gateway is not None
+
+    [placed] = [a for a in decision.job.archives if a.sha512 is not None]
+    assert (placed.url, placed.sha512) == (gateway.url, gateway.sha512)
+    assert placed.sha256 is None
+    # Where the pod's launch (or start hook) checks it: the same file below the mount.
+    assert f"{VOLUME_PATH}/{placed.path}" in m.placement.pod.args + m.placement.pod.hook_source
+    # The job goes on the wire with it, and reads back as it was sent.
+    assert validate_json(type(decision.job), wire_json(decision.job)) == decision.job
+    hook = m.placement.pod.start_hook
+    if hook is None:
+        found = gateway_archive({"args": m.placement.pod.args})
+        assert found == (placed.path, gateway.url, False)  # only checks: the seed placed it
+    else:  # vLLM's and llama.cpp's start hook checks it (recipes/gateway.py)
+        assert '"fetch": "0"' in hook.text and '"fetch": "1"' not in hook.text
+
+
+@pytest.mark.parametrize(
+    "model_id", [p for p in GATEWAY_MODELS if p.id not in ("vllm", "llamacpp")]
+)  # hooked engines refuse to plan unseeded
+def test_an_unseeded_gateway_pod_places_nothing_and_its_launch_fetches_its_release(
+    model_id: str,
+) -> None:
+    plan = seeded_plan(model_id, seeding=False)
+    m = plan.model(model_id)
+    gateway = real_registry().gateway
+    assert m is not None and m.placement is not None and gateway is not None
+    assert plan.seeding is not None and not plan.seeding.seeded_ids
+
+    found = gateway_archive({"args": m.placement.pod.args})
+    assert found == (f"frutebox/gateway/caddy-{gateway.version}.tar.gz", gateway.url, True)
+
+
+def test_the_ollama_engine_release_is_checked_only_on_a_seeded_pod() -> None:
+    for seeding in (True, False):
+        m = seeded_plan("qwen3-8b", seeding=seeding).model("qwen3-8b")
+        assert m is not None and m.placement is not None
+        found = engine_archive({"args": m.placement.pod.args})
+        assert found is not None and found[2] is not seeding
+
+
+def test_a_pod_without_a_gateway_or_release_places_no_archive() -> None:
+    registry = dataclasses.replace(real_registry(), gateway=None)  # every pod served open
+    resolution = resolve(registry, "qwen-3.6-27b", TOKEN)
+    assert resolution.placements and resolution.recipe is not None and resolution.model
+    pod = resolution.placements[0].pod
+    job = seed_job(resolution.model, resolution.recipe.runtime, pod)
+
+    assert isinstance(job, HfSnapshotJob) and job.archives == ()
+    assert '"archives"' not in wire_json(job)  # its job and fingerprint read as before
 
 
 @pytest.mark.parametrize(

@@ -138,3 +138,26 @@ def test_a_repo_is_org_and_name(repo: str, ok: bool) -> None:
     else:
         with pytest.raises(ValidationError):
             validate(HfSnapshotJob, {**SNAPSHOT, "repo": repo})
+
+
+@pytest.mark.parametrize(
+    ("pins", "ok"),
+    [
+        pytest.param({"sha512": "a" * 128}, True, id="sha512"),
+        pytest.param({"sha256": "b" * 64}, True, id="sha256"),
+        pytest.param({}, False, id="no-pin"),
+        pytest.param({"sha512": "a" * 128, "sha256": "b" * 64}, False, id="two-pins"),
+        pytest.param({"sha512": "a" * 64}, False, id="sha512-too-short"),
+        pytest.param({"sha256": "B" * 64}, False, id="upper-case"),
+    ],
+)
+def test_a_placed_archive_is_pinned_by_exactly_one_checksum(pins: dict[str, str], ok: bool) -> None:
+    archive = {"url": "https://example.invalid/caddy.tar.gz", "path": "frutebox/gateway/c.tgz"}
+    job = {**SNAPSHOT, "kind": "hf-snapshot", "archives": [{**archive, **pins}]}
+    if ok:
+        read = validate(HfSnapshotJob, job)
+        assert validate_json(HfSnapshotJob, json.dumps(job)) == read
+        assert len(read.archives) == 1
+    else:
+        with pytest.raises(ValidationError):
+            validate(HfSnapshotJob, job)

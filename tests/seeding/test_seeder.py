@@ -3,6 +3,7 @@ loopback; what it leaves on the "volume" is read back with huggingface_hub itsel
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -26,6 +27,7 @@ from frutebox_infra.seeding.protocol import (
     HfSnapshotJob,
     JobState,
     OllamaJob,
+    PlacedArchive,
     PlacedText,
     SeedJob,
     SeedPlan,
@@ -178,6 +180,94 @@ def test_a_snapshot_is_what_huggingface_hub_reads_offline(
     pointer = cache / "models--org--qwen" / "snapshots" / COMMIT / SEEDED[2]
     assert os.readlink(pointer) == f"../../blobs/{sha256(SHARD_1)}"
     assert (cache / "models--org--qwen" / "refs" / "main").read_text() == COMMIT
+
+
+GATEWAY_TGZ = os.urandom(MB + 3)
+ENGINE_ZST = os.urandom(2 * MB + 7)
+GATEWAY_PATH = "frutebox/gateway/caddy-v2.11.4.tar.gz"
+ENGINE_PATH = "frutebox/engines/ollama-0.35.1-ollama-linux-amd64.tar.zst"
+
+
+def sha512(data: bytes) -> str:
+    return hashlib.sha512(data).hexdigest()
+
+
+def releases(hub: FakeHub, *, gateway_pin: str | None = None) -> tuple[PlacedArchive, ...]:
+    """The gateway's release (SHA-512) and an engine's (SHA-256), served on loopback."""
+    gateway = PlacedArchive(url=hub.add_release("caddy.tar.gz", GATEWAY_TGZ), path=GATEWAY_PATH,
+                            sha512=gateway_pin or sha512(GATEWAY_TGZ))  # fmt: skip
+    engine = PlacedArchive(url=hub.add_release("ollama.tar.zst", ENGINE_ZST), path=ENGINE_PATH,
+                           sha256=sha256(ENGINE_ZST))  # fmt: skip
+    return gateway, engine
+
+
+def test_release_archives_are_placed_checked_first_and_counted(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    archives = releases(hub)
+    status = start(hub, [snapshot_job(archives=archives)]).wait()
+
+    job = status.job("qwen")
+    assert job is not None and job.state is JobState.DONE, job
+    volume = tmp_path / "volume"
+    assert (volume / GATEWAY_PATH).read_bytes() == GATEWAY_TGZ
+    assert (volume / ENGINE_PATH).read_bytes() == ENGINE_ZST
+    for folder in ("frutebox/gateway", "frutebox/engines"):  # no temporary name left behind
+        assert len(list((volume / folder).iterdir())) == 1
+    weights = sum(len(qwen_repo().files[p]) for p in SEEDED)
+    assert job.bytesDone == job.bytesTotal == weights + len(GATEWAY_TGZ) + len(ENGINE_ZST)
+    assert job.filesDone == job.filesTotal == len(SEEDED) + 2
+    # Fetched before any weight: the first requests are the releases'.
+    paths = [s.path for s in hub.requests_to("hub")]
+    assert paths[:2] == ["/releases/caddy.tar.gz", "/releases/ollama.tar.zst"]
+
+
+def test_a_release_already_there_and_matching_is_left_alone_and_a_wrong_one_replaced(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    archives = releases(hub)
+    volume = tmp_path / "volume"
+    (volume / GATEWAY_PATH).parent.mkdir(parents=True)
+    (volume / GATEWAY_PATH).write_bytes(GATEWAY_TGZ)
+    (volume / ENGINE_PATH).parent.mkdir(parents=True)
+    (volume / ENGINE_PATH).write_bytes(b"a damaged copy")
+    job = start(hub, [snapshot_job(archives=archives)]).wait().job("qwen")
+
+    assert job is not None and job.state is JobState.DONE, job
+    assert job.bytesSkipped == len(GATEWAY_TGZ)
+    assert [s.path for s in hub.requests_to("hub", "/releases/")] == ["/releases/ollama.tar.zst"]
+    assert (volume / ENGINE_PATH).read_bytes() == ENGINE_ZST
+
+
+@pytest.mark.parametrize(
+    ("unkind", "reason"),
+    [
+        pytest.param("pin", "does not match its pinned sha512", id="wrong-pin"),
+        pytest.param("corrupt", "does not match its pinned sha512", id="corrupt-download"),
+        pytest.param("gone", "could not be fetched: HTTP 404", id="gone"),
+    ],
+)
+def test_a_release_that_does_not_match_its_pin_or_is_gone_fails_the_job_before_the_weights(
+    hub: FakeHub, start: Callable[..., Run], tmp_path: Path, unkind: str, reason: str
+) -> None:
+    hub.add_repo("org/qwen", qwen_repo())
+    gateway, engine = releases(hub, gateway_pin="0" * 128 if unkind == "pin" else None)
+    if unkind == "corrupt":
+        hub.unkind.corrupt.add(sha256(GATEWAY_TGZ))
+    if unkind == "gone":
+        del hub.releases["caddy.tar.gz"]
+    job = start(hub, [snapshot_job(archives=(gateway, engine))]).wait().job("qwen")
+
+    assert job is not None and job.state is JobState.FAILED
+    assert f"the release {gateway.url} {reason}" in (job.reason or "")
+    assert "registry/images.yaml" in (job.fix or "")
+    volume = tmp_path / "volume"
+    assert not (volume / GATEWAY_PATH).exists() and not (volume / ENGINE_PATH).exists()
+    gateway_dir = volume / "frutebox" / "gateway"
+    assert not gateway_dir.exists() or list(gateway_dir.iterdir()) == []  # nothing half-placed
+    assert hub.requests_to("hub", "/api/") == []  # no weight was asked for
 
 
 def test_a_start_hook_is_written_whole_with_the_weights(

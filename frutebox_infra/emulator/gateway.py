@@ -16,7 +16,6 @@ from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.records import RawBody, VolumeRecord
 from frutebox_infra.recipes.gateway import (
     CONFIG_ENV,
-    GATEWAY_CHECK_MARKER,
     HOOK_MODULE,
     KEY_ENV,
     LOOPBACK,
@@ -72,27 +71,6 @@ def start_failure(body: Mapping[str, Any]) -> str | None:
     if not isinstance(env, Mapping) or not env.get(CONFIG_ENV):
         return f"Error: adapting config using caddyfile: {CONFIG_ENV} is empty"
     return None
-
-
-def gateway_archive(body: Mapping[str, Any]) -> tuple[str, str, bool] | None:
-    """The gateway release a launch script checks before its engine starts (recipes/gateway.py
-    `gateway_start`): (its path below the volume's mount, its URL, whether the launch fetches
-    it when the volume lacks it), or None."""
-    words = launch_words(body)
-    if words[:2] != ["bash", "-c"] or len(words) < 3 or GATEWAY_CHECK_MARKER not in words[2]:
-        return None
-    script = words[2]
-    # The check is one shell command whose program text spans lines: read its words from the
-    # start of its line, as the shell would.
-    start = script.rfind("\n", 0, script.index(GATEWAY_CHECK_MARKER)) + 1
-    lexer = shlex.shlex(script[start:], posix=True)
-    lexer.whitespace_split = True
-    try:
-        parts = [lexer.get_token() for _ in range(9)]
-    except ValueError:
-        return None
-    kept = layout.below_mount(str(parts[3])) if parts[3] else None
-    return (kept, str(parts[4]), parts[8] == "1") if kept is not None and parts[4] else None
 
 
 _HOOK_PARAMS = re.compile(r"^    p = json\.loads\((.+)\)$", re.M)

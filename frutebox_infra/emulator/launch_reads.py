@@ -19,7 +19,7 @@ from frutebox_infra.emulator.hub import COMMIT, Hub
 from frutebox_infra.emulator.records import VolumeRecord
 from frutebox_infra.emulator.volume_files import Piece
 from frutebox_infra.recipes import RECIPES
-from frutebox_infra.recipes.archives import ARCHIVE_MARKER, installs_archive
+from frutebox_infra.recipes.archives import RELEASE_MARKER
 from frutebox_infra.recipes.ollama import PULLS_ENV
 from frutebox_infra.seeding import seeder
 from frutebox_infra.seeding.manifest import HUB_SUBDIR, ignored_beside_safetensors
@@ -86,28 +86,41 @@ def reads_of(body: Mapping[str, object], hub: Hub, volume: VolumeRecord) -> Read
                      ignored=ignored)  # fmt: skip
 
 
-def engine_archive(body: Mapping[str, object]) -> tuple[str, str, bool] | None:
-    """The engine release archive a launch script checks and unpacks (recipes/archives.py):
-    (its path below the volume's mount, its URL, whether the launch fetches it when the volume
-    lacks it), or None."""
+def release_checks(body: Mapping[str, object]) -> list[tuple[str, str, str, bool]]:
+    """The release archives a launch script checks before its engine starts, in its order
+    (recipes/archives.py `release_check`): (who: `gateway` or `engine`, its path below the
+    volume's mount, its URL, whether the launch fetches it when the volume lacks it)."""
     try:
         words = shlex.split(str(body.get("args") or ""))
     except ValueError:
-        return None
-    if words[:2] != ["bash", "-c"] or len(words) < 3 or not installs_archive(words[2]):
-        return None
-    script = words[2]
-    # The install is one shell command whose program text spans lines: read its words from
-    # the start of its line, as the shell would.
-    start = script.rfind("\n", 0, script.index(ARCHIVE_MARKER)) + 1
-    lexer = shlex.shlex(script[start:], posix=True)
-    lexer.whitespace_split = True
-    try:
-        parts = [lexer.get_token() for _ in range(8)]
-    except ValueError:
-        return None
-    kept = layout.below_mount(str(parts[3])) if parts[3] else None
-    return (kept, str(parts[4]), parts[7] == "1") if kept is not None and parts[4] else None
+        return []
+    if words[:2] != ["bash", "-c"] or len(words) < 3 or RELEASE_MARKER not in words[2]:
+        return []
+    script, found, at = words[2], [], 0
+    while (at := script.find(RELEASE_MARKER, at)) >= 0:
+        # Each check is one shell command whose program text spans lines: read its words from
+        # the start of its line, as the shell would.
+        start = script.rfind("\n", 0, at) + 1
+        at += len(RELEASE_MARKER)
+        lexer = shlex.shlex(script[start:], posix=True)
+        lexer.whitespace_split = True
+        try:
+            parts = [lexer.get_token() for _ in range(9)]
+        except ValueError:
+            continue
+        kept = layout.below_mount(str(parts[4])) if parts[4] else None
+        if kept is not None and parts[5]:
+            found.append((str(parts[3]), kept, str(parts[5]), parts[8] == "1"))
+    return found
+
+
+def release_checked(body: Mapping[str, object], who: str) -> tuple[str, str, bool] | None:
+    """The release `who` (`gateway`, `engine`) a launch script checks: (its path below the
+    volume's mount, its URL, whether the launch fetches it), or None."""
+    for name, kept, url, fetch in release_checks(body):
+        if name == who:
+            return kept, url, fetch
+    return None
 
 
 def launch_pulls(env: Mapping[str, object]) -> list[str]:

@@ -16,9 +16,14 @@ from typing import Any
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator import layout, seeder_pod, volume_files
-from frutebox_infra.emulator.gateway import gateway_archive, hook_archive, hook_failure
+from frutebox_infra.emulator.gateway import hook_archive, hook_failure
 from frutebox_infra.emulator.hub import Hub, full_tag
-from frutebox_infra.emulator.launch_reads import Reads, engine_archive, launch_pulls, reads_of
+from frutebox_infra.emulator.launch_reads import (
+    Reads,
+    launch_pulls,
+    reads_of,
+    release_checked,
+)
 from frutebox_infra.emulator.realism import Realism
 from frutebox_infra.emulator.records import PodRecord, VolumeRecord
 from frutebox_infra.recipes.ollama import PULLS_ENV
@@ -177,7 +182,7 @@ class Storage:
         written to the volume). The bytes fetched; None when the launch exits at start (the
         release or a tag cannot be fetched), which is then the pod's crash."""
         fetched = 0
-        archive = engine_archive(pod.body)
+        archive = release_checked(pod.body, "engine")
         if archive is not None:
             fetched, crash = self._kept_release(volume, *archive, who="engine", kind="SHA-256")
             if crash is not None:
@@ -213,7 +218,7 @@ class Storage:
         release before anything else (recipes/gateway.py `gateway_start`, `start_hook`): the
         line it prints before it exits, or None when the release is on the volume (or fetched
         there, by a launch that fetches)."""
-        found = gateway_archive(pod.body) or hook_archive(pod.body, volume)
+        found = release_checked(pod.body, "gateway") or hook_archive(pod.body, volume)
         if found is None or volume is None:
             return None
         return self._kept_release(volume, *found, who="gateway", kind="SHA-512")[1]
@@ -233,11 +238,7 @@ class Storage:
             return 0, f"{who}: {layout.on_mount(kept)} is missing or fails its {kind} check"
         release = self.hub.releases.get(url)
         if release is None:
-            # The engine's install says why; the gateway's check ends in urllib's traceback.
-            gone = "HTTP Error 404: Not Found"
-            if who == "engine":
-                return 0, f"engine: {url} could not be fetched: {gone}"
-            return 0, f"urllib.error.HTTPError: {gone}"
+            return 0, f"{who}: {url} could not be fetched: HTTP Error 404: Not Found"
         if url in self.hub.tampered:
             return 0, f"{who}: {url} does not match its pinned {kind}"
         volume_files.write(volume, kept, release, release)

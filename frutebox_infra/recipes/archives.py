@@ -1,8 +1,8 @@
-"""An engine delivered as its published release archive (where no image we can launch ships
-it): kept on the volume, checked against its pinned SHA-256 at every start (placed by the
-seeding CPU pod, or fetched once per volume by an unseeded pod, to a private name that is
-checked before it is renamed into place), and unpacked onto the container disk; any failure
-exits 1 before the engine starts."""
+"""Published release archives a pod runs from (the gateway's, and an engine's where no image we
+can launch ships it): kept on the volume, checked against their pinned checksums at every start
+(placed by the seeding CPU pod, or fetched once per volume by an unseeded pod, to a private name
+that is checked before it is renamed into place), and unpacked onto the container disk; any
+failure exits 1 before the engine starts."""
 
 from __future__ import annotations
 
@@ -15,38 +15,56 @@ from frutebox_infra.catalog.schema import EngineArchive
 ARCHIVE_DIR = "/workspace/frutebox/engines"
 """Where checked release archives live on the stack's volume, one file per release."""
 
-# tarfile's "r:*" reads what the archive is (gzip, and zstd from Python 3.14 on: PEP 784), and
-# its "data" filter refuses members that would land outside the directory, links out of it and
-# device files. The unpacked tree goes to a fresh temporary directory renamed into place, so a
-# half-unpacked engine is never run.
-_ARCHIVE_PY = """import hashlib, os, shutil, sys, tarfile, tempfile, urllib.request as u
-archive, url, want, dest, fetch = sys.argv[1:6]
+# One program checks every release archive a launch keeps on the volume (the gateway's, an
+# engine's) against its pinned checksum at every start, never trusting a file because it is
+# there; when it is missing or wrong and fetching is allowed (`fetches`), it downloads it to a
+# private temporary name, checks that, and only then renames it into place. It then unpacks
+# onto the container disk either one program (`member`, made executable) or the whole tree:
+# tarfile's "r:*" reads what the archive is (gzip, and zstd from Python 3.14 on: PEP 784), its
+# "data" filter refuses members that would land outside the directory, links out of it and
+# device files, and the tree goes to a fresh temporary directory renamed into place, so a
+# half-unpacked engine is never run. Any failure exits 1, naming `who`, before the engine
+# starts: the container restarts, a crash loop, never an engine served open.
+RELEASE_PY = """import hashlib, os, shutil, sys, tarfile, tempfile, urllib.request as u
+who, archive, url, algorithm, want, fetch, dest, member = sys.argv[1:9]
+kind = algorithm.upper().replace("SHA", "SHA-")
 def ok(path):
-    h = hashlib.sha256()
+    h = hashlib.new(algorithm)
     try:
         with open(path, "rb") as f:
             for b in iter(lambda: f.read(1 << 20), b""): h.update(b)
     except OSError: return False
     return h.hexdigest() == want
 if not ok(archive):
-    if fetch != "1": sys.exit("engine: " + archive + " is missing or fails its SHA-256 check")
+    if fetch != "1": sys.exit(who + ": " + archive + " is missing or fails its " + kind + " check")
     os.makedirs(os.path.dirname(archive), exist_ok=True)
     part = archive + ".part" + str(os.getpid())
     try:
         with u.urlopen(url, timeout=60) as src, open(part, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 24)
     except OSError as e:
-        sys.exit("engine: " + url + " could not be fetched: " + str(e))
+        sys.exit(who + ": " + url + " could not be fetched: " + str(e))
     if not ok(part):
         os.remove(part)
-        sys.exit("engine: " + url + " does not match its pinned SHA-256")
+        sys.exit(who + ": " + url + " does not match its pinned " + kind)
     os.replace(part, archive)
-shutil.rmtree(dest, ignore_errors=True)
 os.makedirs(os.path.dirname(dest), exist_ok=True)
-tmp = tempfile.mkdtemp(dir=os.path.dirname(dest))
-with tarfile.open(archive, "r:*") as t:
-    t.extractall(tmp, filter="data")
-os.rename(tmp, dest)"""
+if member:
+    with tarfile.open(archive) as t:
+        try: src = t.extractfile(member)
+        except KeyError: src = None
+        if src is None: sys.exit(who + ": " + member + " is not in " + archive)
+        with open(dest, "wb") as out: shutil.copyfileobj(src, out)
+    os.chmod(dest, 0o755)
+else:
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(dest))
+    with tarfile.open(archive, "r:*") as t:
+        t.extractall(tmp, filter="data")
+    os.rename(tmp, dest)"""
+
+RELEASE_MARKER = RELEASE_PY.splitlines()[0]
+"""The first line of the release check's program text, which marks it in a launch script."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,8 +109,8 @@ class ArchiveInstall:
 
     def line(self, *, python: str) -> str:
         """The launch line that checks (or, when `fetch`, fetches) and unpacks it, or exits 1."""
-        check = [python, "-c", _ARCHIVE_PY, self.kept, self.archive.url, self.archive.sha256,
-                 self.home, "1" if self.fetch else "0"]  # fmt: skip
+        check = release_check(self.kept_archive, who="engine", python=python, fetch=self.fetch,
+                              dest=self.home)  # fmt: skip
         return f"{shlex.join(check)} || exit 1"
 
 
@@ -109,10 +127,11 @@ def fetches(*, seeded: bool) -> bool:
     return not seeded
 
 
-ARCHIVE_MARKER = _ARCHIVE_PY.splitlines()[0]
-"""The first line of the install's program text, which marks it in a launch script."""
+def release_check(
+    kept: KeptArchive, *, who: str, python: str, fetch: bool, dest: str, member: str = ""
+) -> list[str]:
+    """The command words that check `kept` on the volume (fetching it first when `fetch`) and
+    unpack it to `dest`: its `member` alone, or the whole tree; they exit 1 naming `who`."""
+    return [python, "-c", RELEASE_PY, who, kept.path, kept.url, kept.algorithm, kept.digest,
+            "1" if fetch else "0", dest, member]  # fmt: skip
 
-
-def installs_archive(script: str) -> bool:
-    """Whether a launch script checks and unpacks an engine archive (`ArchiveInstall.line`)."""
-    return ARCHIVE_MARKER in script

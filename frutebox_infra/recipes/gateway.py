@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from frutebox_infra.catalog.engine_routes import EngineRoutes
 from frutebox_infra.catalog.schema import GatewayRelease
-from frutebox_infra.recipes.archives import KeptArchive
+from frutebox_infra.recipes.archives import RELEASE_PY, KeptArchive, release_check
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
@@ -145,40 +145,6 @@ class GatewaySetup:
                            digest=release.sha512, size_gb=release.archive_mb / 1000)  # fmt: skip
 
 
-# Check the archive on the volume against the pinned SHA-512 on every start (never trust a
-# file because it is there); when missing or wrong and fetching is allowed, download it to a
-# private temporary name, check that, and only then rename it into place. The program is
-# unpacked onto the container disk. Any failure exits 1: the pod's command stops before the
-# engine starts, and the container restarts — a crash loop, never an engine served open.
-_GATEWAY_PY = """import hashlib, os, shutil, sys, tarfile, urllib.request as u
-tgz, url, want, member, dest, fetch = sys.argv[1:7]
-def ok(path):
-    h = hashlib.sha512()
-    try:
-        with open(path, "rb") as f:
-            for b in iter(lambda: f.read(1 << 20), b""): h.update(b)
-    except OSError: return False
-    return h.hexdigest() == want
-if not ok(tgz):
-    if fetch != "1": sys.exit("gateway: " + tgz + " is missing or fails its SHA-512 check")
-    os.makedirs(os.path.dirname(tgz), exist_ok=True)
-    part = tgz + ".part" + str(os.getpid())
-    with u.urlopen(url, timeout=60) as src, open(part, "wb") as dst: shutil.copyfileobj(src, dst)
-    if not ok(part):
-        os.remove(part)
-        sys.exit("gateway: " + url + " does not match its pinned SHA-512")
-    os.replace(part, tgz)
-os.makedirs(os.path.dirname(dest), exist_ok=True)
-with tarfile.open(tgz) as t, open(dest, "wb") as out:
-    src = t.extractfile(member)
-    if src is None: sys.exit("gateway: " + member + " is not in " + tgz)
-    shutil.copyfileobj(src, out)
-os.chmod(dest, 0o755)"""
-
-GATEWAY_CHECK_MARKER = _GATEWAY_PY.splitlines()[0]
-"""The first line of the release check's program text, which marks it in a launch script."""
-
-
 def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]:
     """Shell lines that start the gateway before the engine, or exit 1: the key must be set,
     the release checked (fetched first when `fetch`: no CPU pod put it on the volume;
@@ -187,8 +153,8 @@ def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]
     release = setup.release
     program = f"{setup.run_dir}/{release.name}"
     config = f"{setup.run_dir}/Caddyfile"
-    check = [python, "-c", _GATEWAY_PY, setup.archive, release.url, release.sha512,
-             release.member, program, "1" if fetch else "0"]  # fmt: skip
+    check = release_check(setup.kept_archive, who="gateway", python=python, fetch=fetch,
+                          dest=program, member=release.member)  # fmt: skip
     return [
         f'if [ "${{#{KEY_ENV}}}" -lt {MIN_KEY_LENGTH} ]; then'
         f' echo "gateway: {KEY_ENV} is not set: refusing to serve" >&2; exit 1; fi',
@@ -261,8 +227,8 @@ def _frutebox_gateway():
             pass
     if len(_os.environ.get(p["key_env"], "")) < p["min_key"]:
         fail(p["key_env"] + " is not set")
-    check = [sys.executable, "-c", p["check"], p["archive"], p["url"], p["sha512"], p["member"],
-             p["program"], p["fetch"]]
+    check = [sys.executable, "-c", p["check"], "gateway", p["archive"], p["url"], "sha512",
+             p["sha512"], p["fetch"], p["program"], p["member"]]
     if subprocess.run(check).returncode != 0:
         fail("the release " + p["archive"] + " could not be checked")
     config = p["run_dir"] + "/Caddyfile"
@@ -337,7 +303,7 @@ def start_hook(
         "key_env": KEY_ENV,
         "min_key": MIN_KEY_LENGTH,
         "config_env": CONFIG_ENV,
-        "check": _GATEWAY_PY,
+        "check": RELEASE_PY,
         "archive": setup.archive,
         "url": release.url,
         "sha512": release.sha512,

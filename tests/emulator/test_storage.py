@@ -194,7 +194,7 @@ def test_an_unseeded_gateway_pod_fetches_its_release_and_fails_when_it_is_gone(
     acct.storage.reset()
     acct.storage.hub.change({"releaseUrl": gateway.url})
     gone = acct.create_pod(body)
-    assert gone.crash == "urllib.error.HTTPError: HTTP Error 404: Not Found"
+    assert gone.crash == f"gateway: {gateway.url} could not be fetched: HTTP Error 404: Not Found"
     assert GATEWAY_ARCHIVE not in vol.files
     acct.storage.reset()
     fetched = acct.create_pod(body)

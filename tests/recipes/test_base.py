@@ -106,7 +106,7 @@ def test_a_seeded_pod_reads_offline_where_its_engine_would_download(
     # --revision and -hf stay: they name what is read. Ollama's launch only checks its release
     # when seeded (the seeding pod placed it), and fetches it otherwise.
     checks = (
-        (f"{OLLAMA_HOME} 1 ||", f"{OLLAMA_HOME} 0 ||") if runtime is Runtime.OLLAMA else ("", "")
+        (f" 1 {OLLAMA_HOME} ", f" 0 {OLLAMA_HOME} ") if runtime is Runtime.OLLAMA else ("", "")
     )
     assert seeded.args == pod.args.replace(*checks)
     assert seeded.words == tuple(word.replace(*checks) for word in pod.words)

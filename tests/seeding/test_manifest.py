@@ -9,8 +9,7 @@ import pytest
 
 from frutebox_infra.catalog.schema import Model, Runtime
 from frutebox_infra.deploy.contract import wire_json
-from frutebox_infra.emulator.gateway import gateway_archive
-from frutebox_infra.emulator.launch_reads import engine_archive
+from frutebox_infra.emulator.launch_reads import release_checked
 from frutebox_infra.planner.plan import FleetPlan, plan_fleet
 from frutebox_infra.planner.resolver import resolve
 from frutebox_infra.plumbing.validation import validate_json
@@ -165,7 +164,7 @@ def test_a_seeded_gateway_pod_s_job_places_its_release_and_its_launch_only_check
     assert validate_json(type(decision.job), wire_json(decision.job)) == decision.job
     hook = m.placement.pod.start_hook
     if hook is None:
-        found = gateway_archive({"args": m.placement.pod.args})
+        found = release_checked({"args": m.placement.pod.args}, "gateway")
         assert found == (placed.path, gateway.url, False)  # only checks: the seed placed it
     else:  # vLLM's and llama.cpp's start hook checks it (recipes/gateway.py)
         assert '"fetch": "0"' in hook.text and '"fetch": "1"' not in hook.text
@@ -183,7 +182,7 @@ def test_an_unseeded_gateway_pod_places_nothing_and_its_launch_fetches_its_relea
     assert m is not None and m.placement is not None and gateway is not None
     assert plan.seeding is not None and not plan.seeding.seeded_ids
 
-    found = gateway_archive({"args": m.placement.pod.args})
+    found = release_checked({"args": m.placement.pod.args}, "gateway")
     assert found == (f"frutebox/gateway/caddy-{gateway.version}.tar.gz", gateway.url, True)
 
 
@@ -191,7 +190,7 @@ def test_the_ollama_engine_release_is_checked_only_on_a_seeded_pod() -> None:
     for seeding in (True, False):
         m = seeded_plan("qwen3-8b", seeding=seeding).model("qwen3-8b")
         assert m is not None and m.placement is not None
-        found = engine_archive({"args": m.placement.pod.args})
+        found = release_checked({"args": m.placement.pod.args}, "engine")
         assert found is not None and found[2] is not seeding
 
 

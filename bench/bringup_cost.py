@@ -20,6 +20,7 @@ off and on; it exits non-zero when a deploy fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from support.common import Results
-from support.deploy import step_env, up
+from support.deploy import place_start_hooks, step_env, up
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.deploy.requests import pod_name
@@ -55,7 +56,10 @@ def deploy(plan: FleetPlan, emulator: RunningEmulator, scale: float) -> None:
     models' seeds, then the pod; then the sweep. Generous bounds: a bring-up is measured, not
     cut."""
     hours = 6 * 3600.0
-    done = up(plan, step_env(emulator, scale, healthy_s=hours, seed_s=hours))
+    hooks = None
+    if not plan.settings.seeding:
+        hooks = functools.partial(place_start_hooks, emulator, plan=plan)
+    done = up(plan, step_env(emulator, scale, healthy_s=hours, seed_s=hours), on_volume=hooks)
     if done.failed or done.sweep is None or done.sweep.code != 0:
         failed = done.failed or [s for s in [done.sweep] if s is not None]
         raise SystemExit(f"the deploy failed: {failed[0].err[-2000:] if failed else '?'}")

@@ -35,7 +35,14 @@ from datetime import datetime
 from typing import Any
 
 from support.common import Results
-from support.deploy import BENCH_SERVING_KEY, command, in_parallel, run_step, step_env
+from support.deploy import (
+    BENCH_SERVING_KEY,
+    command,
+    in_parallel,
+    place_start_hooks,
+    run_step,
+    step_env,
+)
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.status import collect
@@ -125,8 +132,10 @@ def with_emulator(work: Callable[[RunningEmulator, Prod], dict[str, Any]]) -> di
 
 
 def volume(emulator: RunningEmulator, prod: Prod) -> dict[str, Any]:
-    return command("volume create", volume_request(prod.plan).to_json(),
-                   step_env(emulator, SCALE))  # fmt: skip
+    created = command("volume create", volume_request(prod.plan).to_json(),
+                      step_env(emulator, SCALE))  # fmt: skip
+    place_start_hooks(emulator, str(created["volumeId"]), prod.plan)
+    return created
 
 
 def crash_loop(models: Sequence[str]) -> dict[str, Any]:

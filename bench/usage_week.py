@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 from support.common import Results
-from support.deploy import BENCH_SERVING_KEY
+from support.deploy import BENCH_SERVING_KEY, place_start_hooks
 
 from frutebox_infra.catalog.files import load_registry
 from frutebox_infra.commands.usage import collect_usage, keyed_for_gateways
@@ -100,6 +100,8 @@ class Week:
             },
         ).json()
         self.volume_id = str(volume["id"])
+        # Seeding off: a vLLM or llama.cpp pod still finds the start hook its seed would write.
+        place_start_hooks(self.emulator, self.volume_id, plan)
         self.pods: dict[str, str] = {}
         self.endpoint: Endpoint = resolve_endpoint(
             {

@@ -25,6 +25,7 @@ from frutebox_infra.deploy.requests import (
     sweep_request,
     volume_request,
 )
+from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.server import RunningEmulator
 from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.runpod.__main__ import main
@@ -123,11 +124,35 @@ class Up:
         return [s for s in [*self.seeds, *self.pods] if s.code != 0]
 
 
-def up(plan: FleetPlan, env: Mapping[str, str]) -> Up:
+def place_start_hooks(emulator: RunningEmulator, volume_id: str, plan: FleetPlan) -> None:
+    """Every planned pod's gateway start hook written on the volume, as its seeding CPU pod
+    writes it with the weights. For a bench that deploys with seeding off, so that each pod
+    fetches its own weights as in the figures it compares with: a vLLM or llama.cpp pod starts
+    its gateway only from that hook (the plan says `gateway-needs-seeding`, which such a bench
+    sets aside), and everything else of the pod is as unseeded as the bench means it."""
+    account = emulator.app.account
+    for m in plan.models:
+        hook = m.placement.pod.start_hook if m.placement is not None else None
+        if hook is None:
+            continue
+        path = layout.below_mount(hook.path)
+        assert path is not None, hook.path
+        account.write_text(volume_id, path, hook.text)
+
+
+def up(
+    plan: FleetPlan,
+    env: Mapping[str, str],
+    *,
+    on_volume: Callable[[str], None] | None = None,
+) -> Up:
     """The stack's first `pulumi up` as program/fleet.py declares it: the volume; then per pod,
     side by side, its seeded models' seeds side by side and, once they are done, the pod
-    (a failed seed stops its pod only); then, when every pod serves, the sweep."""
+    (a failed seed stops its pod only); then, when every pod serves, the sweep. `on_volume`
+    gets the volume's id before any seed or pod is created."""
     volume = command("volume create", volume_request(plan).to_json(), env)
+    if on_volume is not None:
+        on_volume(str(volume["volumeId"]))
     ids = {"volume_id": volume["volumeId"], "owner": volume["owner"]}
     seeded = seeded_ids(plan)
     seeds: list[Step] = []

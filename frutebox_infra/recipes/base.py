@@ -145,8 +145,8 @@ class Serving:
     metrics: bool = False
     """The engine's token counters are switched on at launch (where a flag does that)."""
     gateway: GatewaySetup | None = None
-    """The gateway its pods start in front of the engine (None: the pod serves the engine
-    itself, open; `Recipe.open_reason` says why)."""
+    """The gateway its pods start in front of the engine (None: the registry has no gateway
+    release or no routes for the engine, and the pod serves the engine itself, open)."""
 
     @property
     def token_context(self) -> bool:

@@ -308,13 +308,13 @@ def plan_fleet(
     warnings += [
         f"{m.model_id}: any of the account's own pods can use it without a key (no gateway"
         f" yet: {e.reason})"
-        if settings.exposure == "private"
+        if fleet.private
         else f"{m.model_id}: anyone who has its URL can use it, on the stack's GPU time (no"
         f" gateway yet: {e.reason})"
         for m in models
         if m.placement is not None and (e := m.resolution.exposure) and not e.keyed
     ]
-    if settings.exposure == "private":
+    if fleet.private:
         problems += _private_pulls(models)
     return replace(fleet, problems=tuple(problems), warnings=tuple(warnings))
 

@@ -74,9 +74,9 @@ class Resolution:
     @property
     def exposure(self) -> Exposure | None:
         """Who can reach its pods; None where it has no engine to serve it."""
-        if self.recipe is None or self.image is None or self.serving is None:
+        if self.recipe is None or self.serving is None:
             return None
-        return exposure_of(self.recipe, self.image, self.serving)
+        return exposure_of(self.recipe, self.serving)
 
     @property
     def engine(self) -> str | None:
@@ -131,7 +131,7 @@ def internal_address(port: int, pod_id: str | None = None) -> str:
     return f"{host}:{port}"
 
 
-def exposure_of(recipe: Recipe, image: Image, serving: Serving) -> Exposure:
+def exposure_of(recipe: Recipe, serving: Serving) -> Exposure:
     """Who can reach the pods `recipe` renders with `serving`, and why."""
     if serving.gateway is not None:
         return Exposure(

@@ -23,6 +23,7 @@ from frutebox_infra.recipes.gateway import (
     gateway_env,
     gateway_start,
     hook_env,
+    start_hook,
 )
 
 VOLUME_PATH = "/workspace"
@@ -317,7 +318,7 @@ class Recipe(ABC):
         script: str,
         *,
         python: str,
-        seeded: bool = False,
+        seeded: bool,
     ) -> PodSpec:
         """`spec` with its command made `script` preceded by the gateway's start: the gateway
         on the published port, the key filled by the deploy step, the release checked on
@@ -336,10 +337,24 @@ class Recipe(ABC):
             archives=(gateway.kept_archive, *spec.archives),
         )
 
-    def behind_hook(self, spec: PodSpec, gateway: GatewaySetup, hook: StartHook) -> PodSpec:
-        """`spec` (the engine's own flags, bound to loopback, naming `hook.engine_config`)
-        with the gateway started by `hook` in the image's Python: the hook's directory on
-        PYTHONPATH, the gateway's configuration, the key filled by the deploy step."""
+    def behind_hook(
+        self,
+        spec: PodSpec,
+        gateway: GatewaySetup,
+        *,
+        seeded: bool,
+        engine_config: str | None = None,
+        engine_config_text: str = "",
+        execs: str | None = None,
+    ) -> PodSpec:
+        """`spec` (the engine's own flags, bound to loopback) with the gateway started by a
+        start hook in the image's Python (`start_hook`: it then writes `engine_config`, which
+        the flags name, or execs the server `execs`): the hook's directory on PYTHONPATH, the
+        gateway's configuration, the key filled by the deploy step. A `seeded` pod's hook only
+        checks the release its seeding CPU pod placed (`fetches` says why)."""
+        hook = start_hook(gateway, engine_config=engine_config,
+                          engine_config_text=engine_config_text, execs=execs,
+                          fetch=fetches(seeded=seeded))  # fmt: skip
         return replace(
             spec,
             env={**spec.env, **gateway_env(gateway, spec.port), **hook_env(hook)},

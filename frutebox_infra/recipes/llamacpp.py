@@ -6,7 +6,6 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import GgufSource, Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
-from frutebox_infra.recipes.archives import fetches
 from frutebox_infra.recipes.base import (
     PodSpec,
     Recipe,
@@ -16,7 +15,6 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.recipes.gateway import start_hook
 
 
 class LlamaCpp(Recipe):
@@ -116,8 +114,7 @@ class LlamaCpp(Recipe):
         # the hook execs the server in its place, with these words as its flags).
         launch = [dispatch.python_word, *words]
         spec = self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
-        hook = start_hook(gateway, execs=dispatch.server_path, fetch=fetches(seeded=seeded))
-        return self.behind_hook(spec, gateway, hook)
+        return self.behind_hook(spec, gateway, seeded=seeded, execs=dispatch.server_path)
 
     def image_problem(self, model: Model, image: Image) -> str | None:
         if image.dispatch is None:

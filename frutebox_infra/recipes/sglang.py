@@ -58,26 +58,24 @@ class SGLang(TensorParallelRecipe):
             "--enable-hierarchical-cache",
         ]  # fmt: skip
         words += serving.spec_flags
-        if not serving.metrics:
-            spec = self.pod_spec(model, image, words, seeded=seeded)
-            if serving.gateway is None:
-                return spec
-            return self.behind_gateway(
-                spec,
-                serving.gateway,
-                f"exec {shlex.join(words)}",
-                python="python3",
-                seeded=seeded,
-            )
-        # sglang:generation_tokens_total on /metrics, kept in prometheus_client's multiprocess
-        # files in a directory of the volume, so the count carries on across restarts: SGLang
-        # keeps a directory set in the environment (it only makes a temporary directory inside
-        # it) and fails at start when it is missing, so the launch makes it first.
-        words.append("--enable-metrics")
-        script = f'mkdir -p "${COUNTERS_ENV}"\nexec {shlex.join(words)}'
-        env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)}
+        env = None
+        if serving.metrics:
+            # sglang:generation_tokens_total on /metrics, kept in prometheus_client's
+            # multiprocess files in a directory of the volume, so the count carries on across
+            # restarts: SGLang keeps a directory set in the environment (it only makes a
+            # temporary directory inside it) and fails at start when it is missing, so the
+            # launch makes it first.
+            words.append("--enable-metrics")
+            env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)}
+        script = f"exec {shlex.join(words)}"
+        if env is not None:
+            script = f'mkdir -p "${COUNTERS_ENV}"\n{script}'
         spec = self.pod_spec(model, image, words, seeded=seeded, env=env)
-        if serving.gateway is None:
-            whole = ("bash", "-c", f"set -eo pipefail\n{script}")
-            return replace(spec, args=shlex.join(whole), words=whole)
-        return self.behind_gateway(spec, serving.gateway, script, python="python3", seeded=seeded)
+        if serving.gateway is not None:
+            return self.behind_gateway(
+                spec, serving.gateway, script, python="python3", seeded=seeded
+            )
+        if env is None:
+            return spec  # the server's own command line
+        whole = ("bash", "-c", f"set -eo pipefail\n{script}")
+        return replace(spec, args=shlex.join(whole), words=whole)

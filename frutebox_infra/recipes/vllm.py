@@ -6,9 +6,8 @@ from collections.abc import Hashable
 
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime
 from frutebox_infra.estimates.fit import VLLM_GPU_MEMORY_UTILIZATION, MemoryModel
-from frutebox_infra.recipes.archives import fetches
 from frutebox_infra.recipes.base import COUNTERS_ENV, PodSpec, Serving, counters_dir, engine_address
-from frutebox_infra.recipes.gateway import ENGINE_CONFIG_DIR, start_hook
+from frutebox_infra.recipes.gateway import ENGINE_CONFIG_DIR
 from frutebox_infra.recipes.tensor_parallel import TensorParallelRecipe
 
 ENGINE_CONFIG = f"{ENGINE_CONFIG_DIR}/vllm.yaml"
@@ -73,12 +72,10 @@ class VLLM(TensorParallelRecipe):
         # (vLLM keeps a directory set so and never wipes it, vllm `v1/metrics/prometheus.py`).
         # It fails at start without it, and its fixed ENTRYPOINT runs no command of ours to
         # make it, so only a measured pod of seeded weights names it: the seeding pod makes it.
-        env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)}
         kept = serving.metrics and seeded
-        spec = self.pod_spec(model, image, words, seeded=seeded, env=env if kept else None)
+        env = {COUNTERS_ENV: counters_dir(model.id, self.runtime, image)} if kept else None
+        spec = self.pod_spec(model, image, words, seeded=seeded, env=env)
         if gateway is None:
             return spec
-        hook = start_hook(gateway, engine_config=ENGINE_CONFIG,
-                          engine_config_text=ENGINE_CONFIG_TEXT,
-                          fetch=fetches(seeded=seeded))  # fmt: skip
-        return self.behind_hook(spec, gateway, hook)
+        return self.behind_hook(spec, gateway, seeded=seeded, engine_config=ENGINE_CONFIG,
+                                engine_config_text=ENGINE_CONFIG_TEXT)  # fmt: skip

@@ -138,6 +138,16 @@ class GatewaySetup:
         return f"{self.volume_dir}/{self.release.name}-{self.release.version}.tar.gz"
 
     @property
+    def program(self) -> str:
+        """The gateway's program, unpacked from the checked archive onto the container disk."""
+        return f"{self.run_dir}/{self.release.name}"
+
+    @property
+    def config(self) -> str:
+        """Its configuration file, written from the pod's env at every start."""
+        return f"{self.run_dir}/Caddyfile"
+
+    @property
     def kept_archive(self) -> KeptArchive:
         """What the seeding CPU pod places for a seeded pod's gateway."""
         release = self.release
@@ -150,11 +160,9 @@ def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]
     the release checked (fetched first when `fetch`: no CPU pod put it on the volume;
     recipes/archives.py `fetches` says when), and
     `caddy start` returns only once the gateway serves, non-zero when it cannot."""
-    release = setup.release
-    program = f"{setup.run_dir}/{release.name}"
-    config = f"{setup.run_dir}/Caddyfile"
+    program, config = setup.program, setup.config
     check = release_check(setup.kept_archive, who="gateway", python=python, fetch=fetch,
-                          dest=program, member=release.member)  # fmt: skip
+                          dest=program, member=setup.release.member)  # fmt: skip
     return [
         f'if [ "${{#{KEY_ENV}}}" -lt {MIN_KEY_LENGTH} ]; then'
         f' echo "gateway: {KEY_ENV} is not set: refusing to serve" >&2; exit 1; fi',
@@ -231,7 +239,7 @@ def _frutebox_gateway():
              p["sha512"], p["fetch"], p["program"], p["member"]]
     if subprocess.run(check).returncode != 0:
         fail("the release " + p["archive"] + " could not be checked")
-    config = p["run_dir"] + "/Caddyfile"
+    config = p["config"]
     with open(config, "w") as f:
         f.write(_os.environ.get(p["config_env"], ""))
     start = [p["program"], "start", "--config", config, "--adapter", "caddyfile"]
@@ -308,8 +316,8 @@ def start_hook(
         "url": release.url,
         "sha512": release.sha512,
         "member": release.member,
-        "program": f"{setup.run_dir}/{release.name}",
-        "run_dir": setup.run_dir,
+        "program": setup.program,
+        "config": setup.config,
         "engine_config": engine_config,
         "engine_config_text": engine_config_text,
         "execs": execs,

@@ -242,14 +242,15 @@ def retrying(attempt: Callable[[], _T], what: str) -> _T:
 
 
 class Digest:
-    """The hash a source publishes for a file: sha256 (LFS, Ollama) or a git blob sha1."""
+    """The hash a source publishes for a file: sha256 (LFS, Ollama), a git blob sha1, or the
+    sha512 or sha256 a release archive is pinned by (its size then unknown: 0)."""
 
     def __init__(self, kind: str, expected: str, size: int) -> None:
         self.kind, self.expected, self.size = kind, expected.lower(), size
 
     def new(self) -> Any:
-        if self.kind == "sha256":
-            return hashlib.sha256()
+        if self.kind != "git-sha1":
+            return hashlib.new(self.kind)
         h = hashlib.sha1(usedforsecurity=False)
         h.update(b"blob %d\0" % self.size)
         return h
@@ -338,19 +339,19 @@ class Seeder:
             if not safe_relative(path):
                 raise Failed(f"the seed plan names an unsafe path {path!r}", "report it")
             kind = "sha512" if archive.get("sha512") else "sha256"
-            url, want = archive["url"], str(archive[kind]).lower()
+            url, digest = archive["url"], Digest(kind, str(archive[kind]), 0)
             final = os.path.join(self.root, path)
             with self.lock:
                 file_lock = self.file_locks.setdefault(final, threading.Lock())
             with file_lock:
-                if os.path.isfile(final) and hash_of(final, kind) == want:
+                if os.path.isfile(final) and digest.of_file(final) == digest.expected:
                     job.finished_file(os.path.getsize(final), skipped=True)
                     continue
                 part = f"{final}.{os.getpid()}.{threading.get_ident()}.part"
                 try:
-                    got = self.fetch_release(url, part, kind, job.model_id)
-                    if got != want:
-                        raise release_mismatch(url, kind, got, want)
+                    got = self.fetch_release(url, part, digest, job.model_id)
+                    if got != digest.expected:
+                        raise release_mismatch(url, kind, got, digest.expected)
                     size = os.path.getsize(part)
                     os.replace(part, final)
                 except OSError as exc:
@@ -361,14 +362,14 @@ class Seeder:
                 log(f"{job.model_id}: placed {path} ({kind} checked)")
                 job.finished_file(size, skipped=False)
 
-    def fetch_release(self, url: str, part: str, kind: str, model_id: str) -> str:
+    def fetch_release(self, url: str, part: str, digest: Digest, model_id: str) -> str:
         """`url` written to `part` whole (a release archive is small: a broken download starts
-        over); its `kind` hex digest."""
+        over); its hex digest of `digest`'s kind."""
         client = Client(url, None, self.stall_s)
         os.makedirs(os.path.dirname(part), exist_ok=True)
 
         def once() -> str:
-            h = hashlib.new(kind)
+            h = digest.new()
             try:
                 with client.open(url) as response, open(part, "wb") as out:
                     while chunk := receive(response):
@@ -755,14 +756,6 @@ def complete(root: str, final: str, digest: Digest, *, mark: bool) -> bool:
         return False
     write_marker(root, final, digest)
     return True
-
-
-def hash_of(path: str, kind: str) -> str:
-    h = hashlib.new(kind)
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return str(h.hexdigest())
 
 
 def marker_path(root: str, final: str) -> str:

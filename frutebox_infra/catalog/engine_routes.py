@@ -109,6 +109,11 @@ class EngineRoutes:
         """The routes the gateway forwards to the engine (with the key), in file order."""
         return tuple(r for r in self.routes if r.use is not RouteUse.REFUSED)
 
+    @property
+    def metrics_path(self) -> str | None:
+        """The route the engine's counters are read on, if it has one."""
+        return next((r.path for r in self.routes if r.use is RouteUse.METRICS), None)
+
     @cached_property
     def refused(self) -> tuple[Route, ...]:
         return tuple(r for r in self.routes if r.use is RouteUse.REFUSED)

@@ -6,8 +6,9 @@ llama.cpp, ComfyUI's `/history`) read through the RunPod proxy, never with the R
 with whatever headers `auth_headers` gives (the seam for the stack's serving key: an engine
 behind a key answers its counters only to it). A read is a *sample*, appended to the stack's
 ledger (`.frutebox/usage-<stack>.jsonl`, or `--ledger`), with the directory on the volume the
-engine keeps its counters in when the pod's launch names one (SGLang measured: its
-`PROMETHEUS_MULTIPROC_DIR`): those carry on across restarts and pods. Counters in an engine's
+engine keeps its counters in when the pod's launch names one (SGLang and vLLM measured: their
+`PROMETHEUS_MULTIPROC_DIR`; llama.cpp measured: its start hook's `FRUTEBOX_COUNTS_DIR`): those
+carry on across restarts and pods. Counters in an engine's
 memory reset when its container starts, so the view sums each pod's increases between samples
 and says how many restarts lost what was served since the sample before. `frutebox usage
 --record` only samples: the `usage.yml` workflow runs it hourly. Reading is bounded (one pod
@@ -34,6 +35,7 @@ from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.plumbing.times import parse_time, time_or_none
 from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
+from frutebox_infra.recipes.gateway import COUNTS_ENV
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
 from frutebox_infra.views.usage import BilledHour, CounterSample, UsageView, compute_usage
@@ -94,16 +96,19 @@ class Target:
     """The directory on the volume the pod's engine keeps its counters in (None: memory)."""
 
 
-KEEPS_COUNTERS = ("sglang", "vllm")
-"""Engines that count through prometheus_client, which keeps them in `COUNTERS_ENV`'s directory."""
+KEPT_IN = {"sglang": COUNTERS_ENV, "vllm": COUNTERS_ENV, "llamacpp": COUNTS_ENV}
+"""Engine -> the pod variable naming the directory its counters are kept in outside the
+engine's memory: prometheus_client's multiprocess directory (SGLang, vLLM), or the start
+hook's counts keeper's (llama.cpp, recipes/gateway.py `CountsKeeper`)."""
 
 
 def counter_dir(engine: str, env: Mapping[str, str]) -> str | None:
-    """Where the live pod's engine keeps its counters across restarts: the multiprocess
-    directory its environment names, when that lies on the volume (one in the container's own
-    disk is gone with it)."""
-    path = env.get(COUNTERS_ENV)
-    if engine not in KEEPS_COUNTERS or not path:
+    """Where the live pod's counters are kept across restarts: the directory its environment
+    names (`KEPT_IN`), when that lies on the volume (one in the container's own disk is gone
+    with it)."""
+    name = KEPT_IN.get(engine)
+    path = env.get(name) if name else None
+    if not path:
         return None
     return path if path.startswith(VOLUME_PATH.rstrip("/") + "/") else None
 

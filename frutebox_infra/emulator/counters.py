@@ -19,7 +19,9 @@ when it does not exist. A directory on the pod's network volume therefore carrie
 on across restarts and pods (the volume's `counter_dirs`); one in the container's own disk is
 gone with the container. `served` keeps every request the emulator served, with its time, and
 is never reset: it is what tests compare `frutebox usage` against (the account's truth, not the
-engines').
+engines'). A measured llama.cpp pod's start hook keeps its server's counters in a directory on
+the volume the same way (recipes/gateway.py `CountsKeeper`): its gateway sends the metrics
+route to the hook, which answers every container start's counts summed.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from typing import Any
 
 from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.engines import served
-from frutebox_infra.emulator.gateway import engine_words, launch_words
+from frutebox_infra.emulator.gateway import counted_paths, engine_words, hook_params, launch_words
 from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
 from frutebox_infra.recipes.base import COUNTERS_ENV
+from frutebox_infra.recipes.gateway import COUNTS_ENV
 
 DECODE_TOK_S = 40.0
 """The decode rate per stream an emulated engine reports (tokens per second of decoding)."""
@@ -101,11 +104,35 @@ def multiproc_dir(body: Mapping[str, Any]) -> str | None:
     return path if "vllm" in str(body.get("image", "")) else None
 
 
+def keeper_dir(body: Mapping[str, Any], volume: VolumeRecord | None) -> str | None:
+    """The directory a pod's start hook keeps its server's counters in (recipes/gateway.py
+    `CountsKeeper`: llama.cpp), or None: the hook on the volume keeps counts and the pod's
+    env names a directory (else the hook execs the server, which counts in its memory)."""
+    env = body.get("env") or {}
+    path = env.get(COUNTS_ENV) if isinstance(env, Mapping) else None
+    if not isinstance(path, str) or not path:
+        return None
+    params = hook_params(body, volume)
+    return path if params is not None and params.get("counts") and params.get("execs") else None
+
+
+def kept_dir(body: Mapping[str, Any], volume: VolumeRecord | None) -> str | None:
+    """Where the pod's counters are kept outside the engine's memory, if anywhere."""
+    return multiproc_dir(body) or keeper_dir(body, volume)
+
+
 def counters_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> str | None:
     """The line the engine prints as it exits at start for want of its multiprocess directory,
     or None. A launch script that makes it (`mkdir -p "$PROMETHEUS_MULTIPROC_DIR"`) puts it on
     the volume when it lies there; else it must be there already (SGLang's TemporaryDirectory
-    inside it and prometheus_client's first file in it both fail without it)."""
+    inside it and prometheus_client's first file in it both fail without it). A counts keeper
+    makes its directory itself."""
+    kept = keeper_dir(body, volume)
+    if kept is not None:
+        below = layout.below_mount(kept)
+        if below is not None and volume is not None:
+            volume.counter_dirs.setdefault(below, dict.fromkeys(COUNTERS, 0.0))
+        return None
     path = multiproc_dir(body)
     if path is None:
         return None
@@ -124,7 +151,7 @@ def counters_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> st
 def store(pod: PodRecord, volume: VolumeRecord | None) -> dict[str, float]:
     """Where the pod's engine keeps its counters: in a multiprocess directory on the volume
     (they outlive the container), else the container's own (zeroed at each start)."""
-    path = multiproc_dir(pod.body)
+    path = kept_dir(pod.body, volume)
     below = layout.below_mount(path) if path else None
     if below is not None and volume is not None and below in volume.counter_dirs:
         return volume.counter_dirs[below]
@@ -185,6 +212,26 @@ def _metrics_text(pod: PodRecord, volume: VolumeRecord | None) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _kept_answer(pod: PodRecord, volume: VolumeRecord | None) -> tuple[int, Any]:
+    """What the gateway answers on a route it sends to the start hook's counts keeper: Caddy's
+    502 when no keeper listens (the hook execs the server), the keeper's 503 when the server
+    does not count (no `--metrics`: llama-server answers its read 501), else the sum of every
+    container start's counters, as the keeper writes it."""
+    if keeper_dir(pod.body, volume) is None:
+        return 502, RawBody("text/plain; charset=utf-8", b"")
+    if not metrics_on(pod):
+        why = "the engine's counters cannot be read: HTTP Error 501: Not Implemented\n"
+        return 503, RawBody("text/plain; version=0.0.4", why.encode())
+    c = store(pod, volume)
+    kept = {
+        "llamacpp:prompt_tokens_total": c["prompt_tokens"],
+        "llamacpp:tokens_predicted_seconds_total": c["decode_s"],
+        "llamacpp:tokens_predicted_total": c["tokens"],
+    }
+    lines = [f"# TYPE {name} counter\n{name} {float(value)!r}" for name, value in kept.items()]
+    return 200, RawBody("text/plain; version=0.0.4", ("\n".join(lines) + "\n").encode())
+
+
 def _int(body: Any, *keys: str) -> int:
     value: Any = body
     for key in keys:
@@ -203,6 +250,8 @@ def answer(
 ) -> tuple[int, Any] | None:
     """The engine's counting routes on a serving pod; None for any other path."""
     engine = engine_of(pod)
+    if method == "GET" and path in counted_paths(pod.body):
+        return _kept_answer(pod, volume)
     if method == "GET" and path == "/metrics" and engine in ("sglang", "vllm", "llamacpp"):
         if not metrics_on(pod):
             if engine == "llamacpp":

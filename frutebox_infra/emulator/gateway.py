@@ -77,12 +77,9 @@ _HOOK_PARAMS = re.compile(r"^    p = json\.loads\((.+)\)$", re.M)
 """The line of the start hook that holds its parameters (recipes/gateway.py `_HOOK_PY`)."""
 
 
-def hook_archive(
-    body: Mapping[str, Any], volume: VolumeRecord | None
-) -> tuple[str, str, bool] | None:
-    """The gateway release the start hook a pod finds on the volume checks before its engine
-    starts, read from the hook's own text: (its path below the volume's mount, its URL,
-    whether the hook fetches it when the volume lacks it), or None."""
+def hook_params(body: Mapping[str, Any], volume: VolumeRecord | None) -> dict[str, Any] | None:
+    """The parameters of the start hook a pod finds on the volume, read from the hook's own
+    text, or None (no hook there)."""
     env = body.get("env") or {}
     directory = hook_directory(env) if isinstance(env, Mapping) else None
     below = layout.below_mount(directory) if directory is not None else None
@@ -93,6 +90,18 @@ def hook_archive(
     try:
         params = json.loads(ast.literal_eval(found.group(1)))
     except (ValueError, SyntaxError):
+        return None
+    return params if isinstance(params, dict) else None
+
+
+def hook_archive(
+    body: Mapping[str, Any], volume: VolumeRecord | None
+) -> tuple[str, str, bool] | None:
+    """The gateway release the start hook a pod finds on the volume checks before its engine
+    starts: (its path below the volume's mount, its URL, whether the hook fetches it when the
+    volume lacks it), or None."""
+    params = hook_params(body, volume)
+    if params is None:
         return None
     kept = layout.below_mount(str(params.get("archive", "")))
     url = params.get("url")
@@ -163,6 +172,21 @@ def _forwards(routes: list[tuple[frozenset[str], str]], method: str, path: str) 
         if (pattern.endswith("*") and path.startswith(pattern[:-1])) or path == pattern:
             return True
     return False
+
+
+_COUNTED = re.compile(r"\thandle @route(\d+) \{\n\t\timport counts\n\t\}")
+
+
+def counted_paths(body: Mapping[str, Any]) -> set[str]:
+    """The paths the pod's gateway configuration sends to a counts keeper (recipes/gateway.py
+    `CountsKeeper`) rather than to the engine."""
+    env = body.get("env") or {}
+    config = env.get(CONFIG_ENV) if isinstance(env, Mapping) else None
+    if not isinstance(config, str):
+        return set()
+    routes = configured_routes(body)
+    return {routes[int(m.group(1))][1] for m in _COUNTED.finditer(config)
+            if int(m.group(1)) < len(routes)}  # fmt: skip
 
 
 def gateway_answer(

@@ -17,6 +17,7 @@ from frutebox_infra.recipes.archives import KeptArchive, fetches
 from frutebox_infra.recipes.gateway import (
     KEY_ENV,
     LOOPBACK,
+    CountsKeeper,
     GatewaySetup,
     StartHook,
     engine_port,
@@ -346,18 +347,21 @@ class Recipe(ABC):
         engine_config: str | None = None,
         engine_config_text: str = "",
         execs: str | None = None,
+        counts: CountsKeeper | None = None,
     ) -> PodSpec:
         """`spec` (the engine's own flags, bound to loopback) with the gateway started by a
         start hook in the image's Python (`start_hook`: it then writes `engine_config`, which
-        the flags name, or execs the server `execs`): the hook's directory on PYTHONPATH, the
-        gateway's configuration, the key filled by the deploy step. A `seeded` pod's hook only
-        checks the release its seeding CPU pod placed (`fetches` says why)."""
+        the flags name, or execs the server `execs`, or runs it as its child while it keeps
+        its `counts`): the hook's directory on PYTHONPATH, the gateway's configuration, the
+        key filled by the deploy step. A `seeded` pod's hook only checks the release its
+        seeding CPU pod placed (`fetches` says why)."""
         hook = start_hook(gateway, engine_config=engine_config,
-                          engine_config_text=engine_config_text, execs=execs,
+                          engine_config_text=engine_config_text, execs=execs, counts=counts,
                           fetch=fetches(seeded=seeded))  # fmt: skip
+        routed = gateway_env(gateway, spec.port, keeps_counts=counts is not None)
         return replace(
             spec,
-            env={**spec.env, **gateway_env(gateway, spec.port), **hook_env(hook)},
+            env={**spec.env, **routed, **hook_env(hook)},
             serving_key_env=(KEY_ENV,),
             start_hook=hook,
             archives=(gateway.kept_archive, *spec.archives),

@@ -11,10 +11,12 @@ from frutebox_infra.recipes.base import (
     Recipe,
     ServeOptions,
     Serving,
+    counters_dir,
     engine_address,
     slots_problem,
     static_slots,
 )
+from frutebox_infra.recipes.gateway import COUNTS_ENV, CountsKeeper, keeper_port
 
 
 class LlamaCpp(Recipe):
@@ -113,8 +115,15 @@ class LlamaCpp(Recipe):
         # The dispatcher starts the image's Python (on a program of its own, which never runs:
         # the hook execs the server in its place, with these words as its flags).
         launch = [dispatch.python_word, *words]
-        spec = self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
-        return self.behind_hook(spec, gateway, seeded=seeded, execs=dispatch.server_path)
+        # llama-server counts in its memory only, so a measured pod's hook keeps its counters
+        # on the volume (CountsKeeper) and the gateway reads them there, across restarts.
+        counts, env, path = None, None, gateway.routes.metrics_path
+        if serving.metrics and path is not None:
+            counts = CountsKeeper(engine_port=port, port=keeper_port(image.port), path=path)
+            env = {COUNTS_ENV: counters_dir(model.id, self.runtime, image)}
+        spec = self.pod_spec(model, image, launch, seeded=seeded, env=env, notes=notes)
+        return self.behind_hook(spec, gateway, seeded=seeded, execs=dispatch.server_path,
+                                counts=counts)  # fmt: skip
 
     def image_problem(self, model: Model, image: Image) -> str | None:
         if image.dispatch is None:

@@ -286,8 +286,8 @@ IN_MEMORY = {
     " keep its counters on the volume",
     "vllm": "vLLM counted in its process's memory; with frutebox-infra:measureUsage: true and"
     " seeding on, its counters are kept on the volume",
-    "llamacpp": "llama.cpp keeps its counters in the server's memory, and nothing on the pod can"
-    " keep them: sample more often to lose less",
+    "llamacpp": "llama.cpp counted in its server's memory; behind the gateway, with"
+    " frutebox-infra:measureUsage: true, its start hook keeps its counters on the volume",
     "comfyui": "ComfyUI keeps /history in the server's memory, and nothing on the pod can keep"
     " it: sample more often to lose less",
 }

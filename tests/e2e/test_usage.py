@@ -1,11 +1,11 @@
-"""`frutebox usage` on the real engine against the emulator: `pulumi up` of three measured,
+"""`frutebox usage` on the real engine against the emulator: `pulumi up` of four measured,
 seeded models, a simulated day of traffic (the emulator's clock stepped an hour at a time), one
 model idle from noon, hourly `usage --record`, and mid-morning traffic served after a sample and
 before every container restarts: the report then says exactly what the emulator billed and
-served, to the token for the vLLM and SGLang models (their counters are kept on the volume, in a
-directory the seed or the launch made), and for the ComfyUI model (its /history dies with its
-process) the count less what the restart took, marked as a lower bound with the restart and
-why."""
+served, to the token for the vLLM, SGLang and llama.cpp models (their counters are kept on the
+volume, in a directory the seed, the launch or the start hook made), and for the ComfyUI model
+(its /history dies with its process) the count less what the restart took, marked as a lower
+bound with the restart and why."""
 
 from __future__ import annotations
 
@@ -26,9 +26,12 @@ from tests.e2e.project import PulumiProject
 pytestmark = pytest.mark.engine
 
 STACK = "small"
-# Seeded: a vLLM model's gateway starts from the hook its seeding pod puts on the volume.
-MODELS = ["pixtral", "qwen-3.6-27b", "sdxl-1.0"]
-CONFIG = {**SEEDED, "budgetUsdPerHour": 40, "models": MODELS, "measureUsage": True}
+# Seeded: a vLLM or llama.cpp model's gateway starts from the hook its seeding pod puts on the
+# volume. qwen3-235b-a22b is served by llama.cpp, whose counters its hook keeps.
+MODELS = ["pixtral", "qwen-3.6-27b", "sdxl-1.0", "qwen3-235b-a22b"]
+AS_LLAMACPP = {"qwen3-235b-a22b": {"engine": "llamacpp"}}
+CONFIG = {**SEEDED, "budgetUsdPerHour": 40, "models": MODELS, "measureUsage": True,
+          "overrides": AS_LLAMACPP}  # fmt: skip
 
 
 @pytest.fixture
@@ -75,13 +78,13 @@ def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int, key: 
     assert answer.json()["served"] == requests, answer.text
 
 
-def test_a_day_of_traffic_at_three_models_is_reported_exactly(
+def test_a_day_of_traffic_at_four_models_is_reported_exactly(
     deployed: Deployment, project: PulumiProject, clock: SteppedClock
 ) -> None:
     outputs = project.outputs(STACK)
     key = str(outputs["servingKey"])  # the clients of a gateway pod hold it
-    pix, qwen, sdxl = (outputs["pods"][m]["podId"] for m in MODELS)
-    pods = (pix, qwen, sdxl)
+    pix, qwen, sdxl, gguf = (outputs["pods"][m]["podId"] for m in MODELS)
+    pods = (pix, qwen, sdxl, gguf)
     # Start the day at the top of an hour, so the day is 24 whole billing buckets after it.
     clock.advance(3600 - clock.utc().minute * 60 - clock.utc().second + 30)
     for hour in range(24):
@@ -91,6 +94,7 @@ def test_a_day_of_traffic_at_three_models_is_reported_exactly(
             drive(deployed, pix, 1, 7, key)
             drive(deployed, qwen, 1, 9, key)
             drive(deployed, sdxl, 2, 1, key)
+            drive(deployed, gguf, 1, 5, key)
             for pod_id in pods:
                 api(deployed).post(f"/v2/pods/{pod_id}/action", json={"action": "restart"})
             clock.advance(60)
@@ -99,11 +103,12 @@ def test_a_day_of_traffic_at_three_models_is_reported_exactly(
         clock.advance(600)
         drive(deployed, pix, 3, 100, key)
         drive(deployed, sdxl, 1, 1, key)
+        drive(deployed, gguf, 2, 40, key)
         if hour < 12:
             drive(deployed, qwen, 2, 50, key)  # idle from noon
         clock.advance(2400 if hour != 9 else 2340)
         code, _, err = usage(project, clock, "--record")
-        assert code == 0 and "recorded 3 counter sample(s)" in err, err
+        assert code == 0 and "recorded 4 counter sample(s)" in err, err
     clock.advance(60)
     for pod_id in pods:
         # Terminated (by hand): billing stops moving, so the figures compared are final; a pod
@@ -129,13 +134,15 @@ def test_a_day_of_traffic_at_three_models_is_reported_exactly(
         assert row["idleHours"] == len(idle)
         assert row["idleUsd"] == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
     rows = {m["model"]: m for m in view["models"]}
-    pix_row, qwen_row, sdxl_row = (rows[m] for m in MODELS)
-    # vLLM (pixtral) and SGLang (qwen) kept their counters on the volume: every token the
-    # emulator served in the window, those served between the sample and the restart included.
-    # The window is the last 24 buckets: the first hour of traffic fell just outside it.
+    pix_row, qwen_row, sdxl_row, gguf_row = (rows[m] for m in MODELS)
+    # vLLM (pixtral), SGLang (qwen) and llama.cpp's start hook kept their counters on the
+    # volume: every token the emulator served in the window, those served between the sample
+    # and the restart included. The window is the last 24 buckets: the first hour of traffic
+    # fell just outside it.
     assert pix_row["outputTokens"] == tokens_in[pix] == 23 * 300 + 7
     assert qwen_row["outputTokens"] == tokens_in[qwen] == 11 * 100 + 9
-    for row in (pix_row, qwen_row):
+    assert gguf_row["outputTokens"] == tokens_in[gguf] == 23 * 80 + 5
+    for row in (pix_row, qwen_row, gguf_row):
         assert not row["outputIsLowerBound"] and row["countersKeptOnVolume"]
         assert row["restartsSeen"] == 1 and row["countsLostAtRestarts"] == 0
     # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
@@ -147,12 +154,14 @@ def test_a_day_of_traffic_at_three_models_is_reported_exactly(
     assert "ComfyUI keeps /history in the server's memory" in sdxl_row["countsLostWhy"]
     assert any(n.startswith("sdxl-1.0: a lower bound") for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
-        sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row)), abs=1e-6
+        sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row, gguf_row)), abs=1e-6
     )
     # On the volume: a counter directory per counted model and engine release, the vLLM one
-    # made by its seed (its launch cannot), the SGLang one by its launch.
+    # made by its seed (its launch cannot), the SGLang one by its launch, the llama.cpp one by
+    # its start hook.
     (volume,) = [v for v in state["volumes"] if not v.get("foreign")]
     assert sorted(volume["counterDirs"]) == [
         "frutebox/counters/pixtral/vllm-v0.31.0-cu129",
         "frutebox/counters/qwen-3.6-27b/sglang-v0.5.21",
+        "frutebox/counters/qwen3-235b-a22b/llamacpp-full-cuda-b11382",
     ]

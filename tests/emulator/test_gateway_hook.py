@@ -6,17 +6,19 @@ an engine on loopback with no gateway answers nothing on the published port."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.emulator.clock import ManualClock
+from frutebox_infra.emulator.control import out_of_band
 from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.launch import launch_failure
-from frutebox_infra.emulator.records import PodRecord
+from frutebox_infra.emulator.records import PodRecord, RawBody
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.recipes.gateway import HOOK_ROOT, KEY_ENV
+from frutebox_infra.recipes.gateway import COUNTS_ENV, HOOK_ROOT, KEY_ENV
 from tests.emulator.test_seeder_pod import running, seeding_body
 from tests.emulator.test_storage import account, gpu_body
 from tests.factories import real_registry
@@ -170,3 +172,51 @@ def test_a_seeded_pod_s_hook_only_checks_the_release_its_seed_placed(
     assert pod.hooked
     assert pod.crash == f"gateway: /workspace/{kept} is missing or fails its SHA-512 check"
     assert kept not in vol.files
+
+
+def drive(acct: Account, pod: PodRecord, requests: int, tokens: int) -> None:
+    """`requests` of `tokens` output tokens each, sent with the key as the stack's clients do."""
+    traffic = {"requests": requests, "outputTokens": tokens, "key": KEY}
+    answered = out_of_band(acct, "POST", f"/_emulator/pods/{pod.id}/traffic", traffic)
+    assert answered is not None and answered[1]["served"] == requests, answered
+
+
+def counted(acct: Account, pod: PodRecord) -> tuple[int, float | None]:
+    """The status and output-token count the gateway answers on llama.cpp's metrics route."""
+    status, body = acct.proxy(
+        pod.id, 8080, "GET", "/metrics", None, {"authorization": f"Bearer {KEY}"}
+    )
+    text = body.data.decode() if isinstance(body, RawBody) else ""
+    found = re.search(r"^llamacpp:tokens_predicted_total (\S+)$", text, re.M)
+    return status, float(found.group(1)) if found else None
+
+
+def test_a_measured_llamacpp_pod_s_hook_keeps_its_counters_on_the_volume(
+    clock: ManualClock,
+) -> None:
+    config = {**AS_LLAMACPP, "measureUsage": True}
+    acct = seeded_account(clock, GGUF, **config)
+    body = keyed(gpu_body(acct, GGUF, seeding=True, **config))
+    kept = body["env"][COUNTS_ENV]
+    assert kept.startswith("/workspace/frutebox/counters/") and "--metrics" in body["args"]
+    pod = serving(acct, clock, body)
+    assert pod.hooked and pod.crash is None, pod.lines()
+    drive(acct, pod, 3, 100)
+    assert counted(acct, pod) == (200, 300.0)
+    # A restart zeroes llama-server's own counters; the keeper's files on the volume stay.
+    acct.pod_action(pod.id, "restart")
+    acct.read_pod(pod.id)
+    clock.advance(100)
+    acct.read_pod(pod.id)
+    assert pod.counters["tokens"] == 0  # the server's own
+    drive(acct, pod, 1, 50)
+    assert counted(acct, pod) == (200, 350.0)
+    # So does a new pod of the same model (an armed window's re-arm).
+    acct.terminate_pod(pod.id)
+    again = serving(acct, clock, body)
+    assert counted(acct, again) == (200, 350.0)
+    # A pod whose env names no directory: its hook execs the server, so nothing answers where
+    # the gateway sends the metrics route (Caddy's 502), and llama-server counts in memory.
+    bare = {**body, "env": {k: v for k, v in body["env"].items() if k != COUNTS_ENV}}
+    plain = serving(acct, clock, bare)
+    assert counted(acct, plain) == (502, None)

@@ -6,13 +6,18 @@ not start it again; and every failure ends the process before the engine's own c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.client
+import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,9 +29,12 @@ import pytest
 
 from frutebox_infra.catalog.schema import Runtime
 from frutebox_infra.recipes.gateway import (
+    COUNTS_ENV,
     HOOK_MARK_ENV,
     HOOK_MODULE,
+    KEEPER_PORT_OFFSET,
     KEY_ENV,
+    CountsKeeper,
     GatewaySetup,
     StartHook,
     engine_port,
@@ -282,3 +290,172 @@ def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launc
         assert status(port, "/slots", keyed) == 403
         assert status(port, "/v1/models", keyed) == 200
         assert [(m, p) for m, p, _ in seen.requests] == [("GET", "/v1/models")]
+
+
+# llama-server's stand-in for the counts keeper: its counters in its memory, on `/metrics` in
+# llama.cpp's text format (a gauge beside them), advanced by each completion; SIGTERM ends it.
+COUNTING_SERVER = """#!PYTHON
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port = int(sys.argv[sys.argv.index("--port") + 1])
+tokens = 0
+print("the-server-starts", os.getpid(), flush=True)
+
+class Server(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path != "/metrics":
+            self.send_error(404)
+            return
+        body = (
+            "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.\\n"
+            "# TYPE llamacpp:tokens_predicted_total counter\\n"
+            "llamacpp:tokens_predicted_total " + str(tokens) + "\\n"
+            "# TYPE llamacpp:requests_processing gauge\\n"
+            "llamacpp:requests_processing 1\\n"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        global tokens
+        asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        tokens += asked["max_tokens"]
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+HTTPServer(("127.0.0.1", port), Server).serve_forever()
+""".replace("PYTHON", sys.executable)
+
+
+def stop_gateway(said: str) -> None:
+    """Stops the gateway `caddy start` left running (a container's end would)."""
+    with stopped_after(subprocess.CompletedProcess([], 0, said, "")):
+        pass
+
+
+def keeper_free_port() -> int:
+    """A free port whose engine and keeper ports (+10000, +20000) are ports too."""
+    while (port := free_port()) + KEEPER_PORT_OFFSET > 65_535:
+        pass
+    return port
+
+
+def keyed_call(
+    port: int, method: str, path: str, body: dict[str, Any] | None = None
+) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers={"Authorization": f"Bearer {KEY}"})
+        answer = conn.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        conn.close()
+
+
+def predicted(port: int) -> float | None:
+    """The output-token count the gateway answers on the metrics route, once it answers 200."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            code, text = keyed_call(port, "GET", "/metrics")
+            if code == 200:
+                assert "requests_processing" not in text  # only counters are kept
+                found = re.search(r"^llamacpp:tokens_predicted_total (\S+)$", text, re.M)
+                return float(found.group(1)) if found else None
+        time.sleep(0.1)
+    raise AssertionError("the gateway never answered the counters")
+
+
+def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_container_starts(
+    archive: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    port = keeper_free_port()
+    server = tmp_path / "llama-server"
+    server.write_text(COUNTING_SERVER)
+    server.chmod(0o755)
+    convert = tmp_path / "convert_hf_to_gguf.py"
+    convert.write_text(CONVERT)
+    kept = tmp_path / "volume" / "counters" / "kimi" / "llamacpp-b1"
+    flags = ["-hf", "org/m-GGUF:Q4", "--host", "127.0.0.1", "--port", str(engine_port(port)),
+             "--metrics"]  # fmt: skip
+    with release_server(archive.parent) as url:
+        setup = replace(setup_for(archive, url, tmp_path),
+                        routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
+        keeper = CountsKeeper(engine_port=engine_port(port), port=port + KEEPER_PORT_OFFSET,
+                              path="/metrics")  # fmt: skip
+        hook = start_hook(setup, execs=str(server), counts=keeper, fetch=True)
+        directory = tmp_path / "hook"
+        directory.mkdir()
+        (directory / HOOK_MODULE).write_text(hook.text)
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+               **gateway_env(setup, port, keeps_counts=True), **hook_env(hook),
+               "PYTHONPATH": str(directory), KEY_ENV: KEY, COUNTS_ENV: str(kept)}  # fmt: skip
+
+        def container(
+            served: list[int], then: signal.Signals, unread: tuple[int, ...] = ()
+        ) -> tuple[int, float | None, str]:
+            """One container start: serve `served`, read the count, serve `unread`, end the
+            server."""
+            out = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}"
+            with out.open("w") as said:
+                proc = subprocess.Popen([sys.executable, str(convert), *flags], env=env,
+                                        stdout=said, stderr=said)  # fmt: skip
+                try:
+                    assert predicted(port) is not None
+                    for tokens in served:
+                        assert (
+                            keyed_call(port, "POST", "/v1/completions", {"max_tokens": tokens})[0]
+                            == 200
+                        )
+                    count = predicted(port)
+                    for tokens in unread:
+                        asked = {"max_tokens": tokens}
+                        assert keyed_call(port, "POST", "/v1/completions", asked)[0] == 200
+                    if then is signal.SIGKILL:  # the server dies on its own
+                        pid = re.search(r"the-server-starts (\d+)", out.read_text())
+                        assert pid is not None
+                        os.kill(int(pid.group(1)), signal.SIGKILL)
+                    else:
+                        proc.send_signal(then)  # the container is stopped
+                    code = proc.wait(timeout=30)
+                finally:
+                    proc.kill()
+                    stop_gateway(out.read_text())
+            return code, count, out.read_text()
+
+        code, count, said = container([7, 7, 7], signal.SIGTERM)
+        assert count == 21.0 and code == 128 + signal.SIGTERM, said
+        assert KEY not in said and "the-convert-script-runs" not in said
+        # The next start's server counts from zero; the keeper adds what the last one counted.
+        # What it served after the last read is written down when the stop signal comes.
+        code, count, said = container([5], signal.SIGTERM, unread=(4,))
+        assert count == 26.0 and code == 128 + signal.SIGTERM, said
+        assert len(list(kept.glob("start-*.json"))) == 2
+        # A server that dies on its own ends the container with its status (a crash loop).
+        code, count, said = container([], signal.SIGKILL)
+        assert count == 30.0 and code == 128 + signal.SIGKILL, said
+        # Without the directory the hook execs the server in its place: the gateway finds no
+        # keeper where it sends the counters route.
+        del env[COUNTS_ENV]
+        out = tmp_path / "out-plain"
+        with out.open("w") as said_file:
+            proc = subprocess.Popen([sys.executable, str(convert), *flags], env=env,
+                                    stdout=said_file, stderr=said_file)  # fmt: skip
+            try:
+                deadline = time.monotonic() + 30
+                while "the-server-starts" not in out.read_text() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert keyed_call(port, "GET", "/metrics")[0] == 502
+            finally:
+                proc.kill()
+                proc.wait()
+                stop_gateway(out.read_text())

@@ -7,8 +7,9 @@ with whatever headers `auth_headers` gives (the seam for the stack's serving key
 behind a key answers its counters only to it). A read is a *sample*, appended to the stack's
 ledger (`.frutebox/usage-<stack>.jsonl`, or `--ledger`), with the directory on the volume the
 engine keeps its counters in when the pod's launch names one (SGLang and vLLM measured: their
-`PROMETHEUS_MULTIPROC_DIR`; llama.cpp measured: its start hook's `FRUTEBOX_COUNTS_DIR`): those
-carry on across restarts and pods. Counters in an engine's
+`PROMETHEUS_MULTIPROC_DIR`; llama.cpp and ComfyUI measured: the counts keeper's
+`FRUTEBOX_COUNTS_DIR`, read on the keeper's `/metrics`): those carry on across restarts and
+pods. Counters in an engine's
 memory reset when its container starts, so the view sums each pod's increases between samples
 and says how many restarts lost what was served since the sample before. `frutebox usage
 --record` only samples: the `usage.yml` workflow runs it hourly. Reading is bounded (one pod
@@ -35,7 +36,7 @@ from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.plumbing.times import parse_time, time_or_none
 from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
-from frutebox_infra.recipes.gateway import COUNTS_ENV
+from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_PATH
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
 from frutebox_infra.views.usage import BilledHour, CounterSample, UsageView, compute_usage
@@ -96,10 +97,15 @@ class Target:
     """The directory on the volume the pod's engine keeps its counters in (None: memory)."""
 
 
-KEPT_IN = {"sglang": COUNTERS_ENV, "vllm": COUNTERS_ENV, "llamacpp": COUNTS_ENV}
+KEPT_IN = {
+    "sglang": COUNTERS_ENV,
+    "vllm": COUNTERS_ENV,
+    "llamacpp": COUNTS_ENV,
+    "comfyui": COUNTS_ENV,
+}
 """Engine -> the pod variable naming the directory its counters are kept in outside the
-engine's memory: prometheus_client's multiprocess directory (SGLang, vLLM), or the start
-hook's counts keeper's (llama.cpp, recipes/gateway.py `CountsKeeper`)."""
+engine's memory: prometheus_client's multiprocess directory (SGLang, vLLM), or the counts
+keeper's (llama.cpp, ComfyUI: recipes/counts.py)."""
 
 
 def counter_dir(engine: str, env: Mapping[str, str]) -> str | None:
@@ -243,6 +249,20 @@ def read_counters(
     """One pod's counters now, or None when they could not be read."""
     headers = auth_headers(target.model_id)
     base = proxy.url(target.pod_id, target.port)
+    if target.engine == "comfyui" and target.counter_dir is not None:
+        # The counts keeper's count of prompts executed, every container start's summed.
+        kept = proxy.get_text(base + KEEPER_PATH, headers)
+        prompts = prometheus_value(kept[1], COMFYUI_COUNTER) if kept and kept[0] == 200 else None
+        if prompts is None:
+            return None
+        return CounterSample(
+            at=at,
+            pod_id=target.pod_id,
+            model_id=target.model_id,
+            started_at=target.started_at,
+            prompts=prompts,
+            counter_dir=target.counter_dir,
+        )
     if target.engine == "comfyui":
         answer = proxy.get_text(base + "/history", headers)
         if answer is None or answer[0] != 200:

@@ -20,8 +20,9 @@ on across restarts and pods (the volume's `counter_dirs`); one in the container'
 gone with the container. `served` keeps every request the emulator served, with its time, and
 is never reset: it is what tests compare `frutebox usage` against (the account's truth, not the
 engines'). A measured llama.cpp pod's start hook keeps its server's counters in a directory on
-the volume the same way (recipes/gateway.py `CountsKeeper`): its gateway sends the metrics
-route to the hook, which answers every container start's counts summed.
+the volume the same way, and so does a measured ComfyUI pod's launch with its history's count
+(recipes/counts.py): their gateway sends the counters route to the keeper, which answers every
+container start's counts summed.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from typing import Any
 
 from frutebox_infra.emulator import layout
 from frutebox_infra.emulator.engines import served
-from frutebox_infra.emulator.gateway import counted_paths, engine_words, hook_params, launch_words
+from frutebox_infra.emulator.gateway import engine_words, hook_params, launch_words
 from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
 from frutebox_infra.recipes.base import COUNTERS_ENV
-from frutebox_infra.recipes.gateway import COUNTS_ENV
+from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_ENV
 
 DECODE_TOK_S = 40.0
 """The decode rate per stream an emulated engine reports (tokens per second of decoding)."""
@@ -105,13 +106,19 @@ def multiproc_dir(body: Mapping[str, Any]) -> str | None:
 
 
 def keeper_dir(body: Mapping[str, Any], volume: VolumeRecord | None) -> str | None:
-    """The directory a pod's start hook keeps its server's counters in (recipes/gateway.py
-    `CountsKeeper`: llama.cpp), or None: the hook on the volume keeps counts and the pod's
-    env names a directory (else the hook execs the server, which counts in its memory)."""
+    """The directory the counts keeper keeps the pod's engine's counters in
+    (recipes/counts.py), or None: the pod's env holds the keeper's program and names a
+    directory, and its launch script execs the keeper (ComfyUI), or the start hook on the
+    volume does (llama.cpp); else the engine runs in the keeper's place and counts in its
+    memory."""
     env = body.get("env") or {}
-    path = env.get(COUNTS_ENV) if isinstance(env, Mapping) else None
+    if not isinstance(env, Mapping) or not env.get(KEEPER_ENV):
+        return None
+    path = env.get(COUNTS_ENV)
     if not isinstance(path, str) or not path:
         return None
+    if f"${KEEPER_ENV}" in engine_words(body):
+        return path
     params = hook_params(body, volume)
     return path if params is not None and params.get("counts") and params.get("execs") else None
 
@@ -126,7 +133,11 @@ def counters_failure(body: Mapping[str, Any], volume: VolumeRecord | None) -> st
     or None. A launch script that makes it (`mkdir -p "$PROMETHEUS_MULTIPROC_DIR"`) puts it on
     the volume when it lies there; else it must be there already (SGLang's TemporaryDirectory
     inside it and prometheus_client's first file in it both fail without it). A counts keeper
-    makes its directory itself."""
+    makes its directory itself; a launch that runs the keeper from an env without its program
+    runs `python -c ""`, which exits at once."""
+    env = body.get("env") or {}
+    if f"${KEEPER_ENV}" in engine_words(body) and not env.get(KEEPER_ENV):
+        return f"the launch runs the counts keeper, but the pod's env has no {KEEPER_ENV}"
     kept = keeper_dir(body, volume)
     if kept is not None:
         below = layout.below_mount(kept)
@@ -178,11 +189,9 @@ def serve(
     return {"output": output_tokens, "prompt": prompt_tokens, "decode_s": decode_s}
 
 
-def serve_prompt(pod: PodRecord, *, now_stamp: str) -> str:
+def serve_prompt(pod: PodRecord, *, now_stamp: str, volume: VolumeRecord | None = None) -> str:
     """A ComfyUI prompt queued and (here, at once) executed: its history grows by one."""
-    counters = pod.counters or dict.fromkeys(COUNTERS, 0.0)
-    counters["prompts"] += 1
-    pod.counters = counters
+    store(pod, volume)["prompts"] += 1
     prompt_id = str(uuid.uuid4())
     pod.history.append(prompt_id)
     pod.served.append([now_stamp, 0, 0, 1])
@@ -212,22 +221,25 @@ def _metrics_text(pod: PodRecord, volume: VolumeRecord | None) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _kept_answer(pod: PodRecord, volume: VolumeRecord | None) -> tuple[int, Any]:
+def kept_answer(pod: PodRecord, volume: VolumeRecord | None) -> tuple[int, Any]:
     """What the gateway answers on a route it sends to the start hook's counts keeper: Caddy's
     502 when no keeper listens (the hook execs the server), the keeper's 503 when the server
     does not count (no `--metrics`: llama-server answers its read 501), else the sum of every
     container start's counters, as the keeper writes it."""
     if keeper_dir(pod.body, volume) is None:
         return 502, RawBody("text/plain; charset=utf-8", b"")
-    if not metrics_on(pod):
+    c = store(pod, volume)
+    if engine_of(pod) == "comfyui":
+        kept = {COMFYUI_COUNTER: c["prompts"]}
+    elif not metrics_on(pod):
         why = "the engine's counters cannot be read: HTTP Error 501: Not Implemented\n"
         return 503, RawBody("text/plain; version=0.0.4", why.encode())
-    c = store(pod, volume)
-    kept = {
-        "llamacpp:prompt_tokens_total": c["prompt_tokens"],
-        "llamacpp:tokens_predicted_seconds_total": c["decode_s"],
-        "llamacpp:tokens_predicted_total": c["tokens"],
-    }
+    else:
+        kept = {
+            "llamacpp:prompt_tokens_total": c["prompt_tokens"],
+            "llamacpp:tokens_predicted_seconds_total": c["decode_s"],
+            "llamacpp:tokens_predicted_total": c["tokens"],
+        }
     lines = [f"# TYPE {name} counter\n{name} {float(value)!r}" for name, value in kept.items()]
     return 200, RawBody("text/plain; version=0.0.4", ("\n".join(lines) + "\n").encode())
 
@@ -250,8 +262,6 @@ def answer(
 ) -> tuple[int, Any] | None:
     """The engine's counting routes on a serving pod; None for any other path."""
     engine = engine_of(pod)
-    if method == "GET" and path in counted_paths(pod.body):
-        return _kept_answer(pod, volume)
     if method == "GET" and path == "/metrics" and engine in ("sglang", "vllm", "llamacpp"):
         if not metrics_on(pod):
             if engine == "llamacpp":
@@ -266,7 +276,7 @@ def answer(
         reply = dict(answered[1]) if answered is not None else {"object": "text_completion"}
         return 200, reply | {"usage": usage}
     if engine == "comfyui" and method == "POST" and path == "/prompt":
-        prompt_id = serve_prompt(pod, now_stamp=now_stamp)
+        prompt_id = serve_prompt(pod, now_stamp=now_stamp, volume=volume)
         return 200, {"prompt_id": prompt_id, "number": len(pod.history) - 1}
     if engine == "comfyui" and method == "GET" and path == "/history":
         return 200, {p: {"status": {"completed": True}} for p in pod.history}

@@ -13,6 +13,7 @@ from frutebox_infra.emulator import counters
 from frutebox_infra.emulator.comfy import models_listing
 from frutebox_infra.emulator.engines import refusal, served
 from frutebox_infra.emulator.gateway import (
+    counted_paths,
     engine_on_loopback,
     forwarded_headers,
     gateway_answer,
@@ -55,6 +56,9 @@ def serve_port(
         if gated is not None:
             return gated
         headers = forwarded_headers(headers)
+        if method == "GET" and path in counted_paths(pod.body):
+            # Forwarded to the counts keeper, not the engine.
+            return counters.kept_answer(pod, volume)
     elif engine_on_loopback(pod.body):
         # An engine on loopback with no gateway in front: nothing listens on the port.
         return 502, {"error": "the pod's server is not answering"}

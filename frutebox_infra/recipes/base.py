@@ -14,10 +14,10 @@ from typing import ClassVar
 from frutebox_infra.catalog.schema import Gpu, Image, Model, Runtime, WeightFormat
 from frutebox_infra.estimates.fit import MemoryModel
 from frutebox_infra.recipes.archives import KeptArchive, fetches
+from frutebox_infra.recipes.counts import CountsKeeper
 from frutebox_infra.recipes.gateway import (
     KEY_ENV,
     LOOPBACK,
-    CountsKeeper,
     GatewaySetup,
     StartHook,
     engine_port,
@@ -320,19 +320,21 @@ class Recipe(ABC):
         *,
         python: str,
         seeded: bool,
+        counts: CountsKeeper | None = None,
     ) -> PodSpec:
         """`spec` with its command made `script` preceded by the gateway's start: the gateway
         on the published port, the key filled by the deploy step, the release checked on
-        every start. A `seeded` pod's seeding CPU pod places the release first, so its launch
-        only checks it; an unseeded pod fetches it when the volume does not hold it yet (the
-        first such pod of a volume bills those few seconds): `fetches` says why."""
+        every start; with `counts`, the route to the counts keeper `script` runs. A `seeded`
+        pod's seeding CPU pod places the release first, so its launch only checks it; an
+        unseeded pod fetches it when the volume does not hold it yet (the first such pod of a
+        volume bills those few seconds): `fetches` says why."""
         lines = gateway_start(gateway, python=python, fetch=fetches(seeded=seeded))
         whole = "\n".join(["set -eo pipefail", *lines, script])
         words = ("bash", "-c", whole)
         return replace(
             spec,
             args=shlex.join(words),
-            env={**spec.env, **gateway_env(gateway, spec.port)},
+            env={**spec.env, **gateway_env(gateway, spec.port, counts=counts)},
             serving_key_env=(KEY_ENV,),
             words=words,
             archives=(gateway.kept_archive, *spec.archives),
@@ -358,7 +360,7 @@ class Recipe(ABC):
         hook = start_hook(gateway, engine_config=engine_config,
                           engine_config_text=engine_config_text, execs=execs, counts=counts,
                           fetch=fetches(seeded=seeded))  # fmt: skip
-        routed = gateway_env(gateway, spec.port, keeps_counts=counts is not None)
+        routed = gateway_env(gateway, spec.port, counts=counts)
         return replace(
             spec,
             env={**spec.env, **routed, **hook_env(hook)},

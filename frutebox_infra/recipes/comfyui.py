@@ -17,9 +17,11 @@ from frutebox_infra.recipes.base import (
     ServeOptions,
     Serving,
     Sharing,
+    counters_dir,
     engine_address,
     version_tuple,
 )
+from frutebox_infra.recipes.counts import COUNTS_ENV, KEEPER_ENV, CountsKeeper, keeper_port
 from frutebox_infra.recipes.gateway import GatewaySetup
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
@@ -94,6 +96,7 @@ class ComfyUI(Recipe):
             concurrency=1,
             require_fp8=False,
             memory_model=MemoryModel.DIFFUSION,
+            metrics=options.metrics,
         )
 
     def count_problem(self, model: Model, count: int) -> str | None:
@@ -162,20 +165,28 @@ class ComfyUI(Recipe):
         # No ENTRYPOINT: args is the whole command. It installs ComfyUI (once per release on
         # the volume), fetches the weights (FRUTEBOX_PROVISION, skipped when present), then
         # becomes the server; any failed step exits non-zero, so no pod serves without them.
-        script, args = launch(image, model.id, gateway=serving.gateway)
+        gateway = serving.gateway
+        # ComfyUI's history is in its memory only, so a measured pod behind the gateway runs
+        # the server under the counts keeper, which keeps the count on the volume.
+        counts = _keeper(image, gateway) if serving.metrics and gateway is not None else None
+        script, args = launch(image, model.id, gateway=gateway, counts=counts)
+        env = {"FRUTEBOX_PROVISION": provisioning_script(model)}
+        if counts is not None:
+            env[COUNTS_ENV] = counters_dir(model.id, self.runtime, image)
         spec = self.pod_spec(
             model,
             image,
             ("bash", "-c", script),
             seeded=seeded,
             args=args,
-            env={"FRUTEBOX_PROVISION": provisioning_script(model)},
+            env=env,
             expected_files=expected_files(model),
         )
-        if serving.gateway is None:
+        if gateway is None:
             return spec
         # The gateway starts first: a pod that cannot start it never installs or fetches.
-        return self.behind_gateway(spec, serving.gateway, script, python="python", seeded=seeded)
+        return self.behind_gateway(spec, gateway, script, python="python", seeded=seeded,
+                                   counts=counts)  # fmt: skip
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # One server (the anchor's launch, its output folder) fetches every member's files
@@ -198,7 +209,20 @@ class ComfyLaunch(NamedTuple):
     args: str
 
 
-def launch(image: Image, model_id: str, *, gateway: GatewaySetup | None = None) -> ComfyLaunch:
+def _keeper(image: Image, gateway: GatewaySetup) -> CountsKeeper:
+    """The counts keeper of a measured pod: it counts the prompt ids new in ComfyUI's history
+    and answers GET /metrics (a route ComfyUI has not) with the count."""
+    return CountsKeeper(kind="comfyui-history", engine_port=engine_address(image.port, gateway)[1],
+                        read_path="/history", port=keeper_port(image.port))  # fmt: skip
+
+
+def launch(
+    image: Image,
+    model_id: str,
+    *,
+    gateway: GatewaySetup | None = None,
+    counts: CountsKeeper | None = None,
+) -> ComfyLaunch:
     """Install the pinned ComfyUI release, fetch the weights, exec the server.
 
     The release is unpacked and its requirements installed into a venv inside a fresh
@@ -215,11 +239,12 @@ def launch(image: Image, model_id: str, *, gateway: GatewaySetup | None = None) 
     """
     assert image.engine_version is not None, "the comfyui image needs engine_version"
     host, port = engine_address(image.port, gateway)
-    script = f"{_install_script(image.engine_version)}\n{_exec_server(host, port, model_id)}"
+    server = _exec_server(host, port, model_id, counts)
+    script = f"{_install_script(image.engine_version)}\n{server}"
     return ComfyLaunch(script, shlex.join(["bash", "-c", script]))
 
 
-def _exec_server(host: str, port: int, model_id: str) -> str:
+def _exec_server(host: str, port: int, model_id: str, counts: CountsKeeper | None) -> str:
     server = [
         *("main.py", "--listen", host, "--port", str(port)),
         *("--base-directory", COMFY_BASE),
@@ -227,7 +252,12 @@ def _exec_server(host: str, port: int, model_id: str) -> str:
         *("--temp-directory", "/tmp/comfyui"),
         *("--database-url", "sqlite:///:memory:"),
     ]
-    return f'exec "$home/venv/bin/python" {shlex.join(server)}'
+    python = '"$home/venv/bin/python"'
+    if counts is None:
+        return f"exec {python} {shlex.join(server)}"
+    # The keeper's program and directory come from the pod's env, its parameters from here.
+    keeper = f'-c "${KEEPER_ENV}" "${COUNTS_ENV}" {shlex.quote(counts.params)}'
+    return f"exec {python} {keeper} {python} {shlex.join(server)}"
 
 
 @lru_cache(maxsize=8)

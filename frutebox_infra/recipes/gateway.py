@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from frutebox_infra.catalog.engine_routes import EngineRoutes, Route, RouteUse
 from frutebox_infra.catalog.schema import GatewayRelease
 from frutebox_infra.recipes.archives import RELEASE_PY, KeptArchive, release_check
+from frutebox_infra.recipes.counts import COUNTS_ENV, KEEPER_ENV, CountsKeeper, keeper_env
 
 KEY_ENV = "FRUTEBOX_SERVING_KEY"
 """The pod variable that carries the stack's serving key to the gateway (never stored)."""
@@ -35,27 +36,18 @@ UNKEYED_STATUS = 401
 REFUSED_STATUS = 403
 
 
-KEEPER_PORT_OFFSET = 20_000
-"""The start hook's counts keeper (`CountsKeeper`) answers the engine's metrics route on
-loopback at the image's port plus this."""
-
-
 def engine_port(port: int) -> int:
     """Where the engine listens (on 127.0.0.1 only) when the gateway publishes `port`."""
     return port + ENGINE_PORT_OFFSET
 
 
-def keeper_port(port: int) -> int:
-    """Where a counts keeper answers the engine's counters when the gateway publishes `port`."""
-    return port + KEEPER_PORT_OFFSET
-
-
 def caddyfile(
-    routes: EngineRoutes, *, port: int, upstream_port: int, counts_port: int | None = None
+    routes: EngineRoutes, *, port: int, upstream_port: int, counts: CountsKeeper | None = None
 ) -> str:
     """The gateway's whole configuration for one engine: listen on `port` on every interface,
-    forward the engine's client, health and metrics routes to 127.0.0.1:`upstream_port` (the
-    metrics routes to 127.0.0.1:`counts_port` instead, when a counts keeper answers them)."""
+    forward the engine's client, health and metrics routes to 127.0.0.1:`upstream_port`, and,
+    where a counts keeper keeps the engine's counters, `GET counts.path` to the keeper."""
+    forwarded = _forwarded(routes, counts)
     key = "{$" + KEY_ENV + "}"
     lines = [
         f"# The frutebox gateway for {routes.image}: written from registry/routes.yaml by",
@@ -71,7 +63,7 @@ def caddyfile(
         "}",
         "",
         *_upstream("engine", upstream_port),
-        *(_upstream("counts", counts_port) if counts_port is not None else ()),
+        *(_upstream("counts", counts.port) if counts is not None else ()),
         f"http://:{port} {{",
         # A path that could read differently to the matcher and to the engine is refused
         # before anything else: dot segments, doubled slashes, escapes, backslashes.
@@ -86,7 +78,7 @@ def caddyfile(
     ]
     # One matcher and one handler per forwarded route (Caddy names a matcher once); the
     # handlers are tried in this order, and each sends to the same upstream (the snippet).
-    for n, route in enumerate(routes.forwarded):
+    for n, route in enumerate(forwarded):
         lines += [
             f"\t@route{n} {{",
             f"\t\tmethod {' '.join(route.methods)}",
@@ -108,8 +100,8 @@ def caddyfile(
         "\t}",
     ]
     lines += [
-        f"\thandle @route{n} {{\n\t\timport {_snippet(route, counts_port)}\n\t}}"
-        for n, route in enumerate(routes.forwarded)
+        f"\thandle @route{n} {{\n\t\timport {_snippet(route, counts)}\n\t}}"
+        for n, route in enumerate(forwarded)
     ]
     lines += [
         "\thandle {",
@@ -133,8 +125,16 @@ def _upstream(name: str, upstream_port: int) -> list[str]:
     ]
 
 
-def _snippet(route: Route, counts_port: int | None) -> str:
-    return "counts" if counts_port is not None and route.use is RouteUse.METRICS else "engine"
+def _forwarded(routes: EngineRoutes, counts: CountsKeeper | None) -> tuple[Route, ...]:
+    """The routes the gateway forwards: the engine's, and the keeper's where the engine has no
+    route of that path (ComfyUI has no /metrics)."""
+    if counts is None or any(r.path == counts.path for r in routes.forwarded):
+        return routes.forwarded
+    return (*routes.forwarded, Route(path=counts.path, methods=("GET",), use=RouteUse.METRICS))
+
+
+def _snippet(route: Route, counts: CountsKeeper | None) -> str:
+    return "counts" if counts is not None and route.path == counts.path else "engine"
 
 
 CONFIG_ENV = "FRUTEBOX_GATEWAY_CONFIG"
@@ -198,12 +198,13 @@ def gateway_start(setup: GatewaySetup, *, python: str, fetch: bool) -> list[str]
     ]
 
 
-def gateway_env(setup: GatewaySetup, port: int, *, keeps_counts: bool = False) -> dict[str, str]:
-    """The pod variables the gateway reads (its key is filled by the deploy step);
-    `keeps_counts`: the start hook's counts keeper answers the metrics routes."""
-    counts = keeper_port(port) if keeps_counts else None
-    config = caddyfile(setup.routes, port=port, upstream_port=engine_port(port), counts_port=counts)
-    return {CONFIG_ENV: config}
+def gateway_env(
+    setup: GatewaySetup, port: int, *, counts: CountsKeeper | None = None
+) -> dict[str, str]:
+    """The pod variables the gateway reads (its key is filled by the deploy step); with
+    `counts`, those of the keeper that keeps the engine's counters as well."""
+    config = caddyfile(setup.routes, port=port, upstream_port=engine_port(port), counts=counts)
+    return {CONFIG_ENV: config, **(keeper_env() if counts is not None else {})}
 
 
 def starts_gateway(words: Sequence[str]) -> bool:
@@ -246,42 +247,6 @@ ENGINE_CONFIG_DIR = "/dev/shm/frutebox-gateway"
 earlier start is never there at the next one, so only a hook that ran now can let the engine
 start."""
 
-COUNTS_ENV = "FRUTEBOX_COUNTS_DIR"
-"""The pod variable naming the directory on the volume where the start hook's counts keeper
-keeps the counters of an engine that counts only in its memory (llama.cpp)."""
-
-KEEP_EVERY_S = 5.0
-"""How often a counts keeper writes the server's counters down between reads and stops: what a
-server that dies on its own (no stop signal) had counted since is lost."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class CountsKeeper:
-    """The start hook keeping the counters of a server that counts only in its memory: the hook
-    runs the server as its child rather than in its place, reads the server's metrics route on
-    loopback every KEEP_EVERY_S, at every read of its own and before it passes a stop signal
-    on, writes them to one file per container start in the directory the pod names
-    (COUNTS_ENV), and answers the gateway's metrics route (`keeper_port`) with the sum of
-    every start's counters: what prometheus_client's multiprocess files do for SGLang and
-    vLLM."""
-
-    engine_port: int
-    """Where the server listens on loopback."""
-    port: int
-    """Where the keeper answers on loopback (the gateway forwards the metrics routes here)."""
-    path: str
-    """The server's metrics route, which the keeper answers too."""
-
-    @property
-    def params(self) -> dict[str, object]:
-        return {
-            "engine": f"http://{LOOPBACK}:{self.engine_port}{self.path}",
-            "port": self.port,
-            "path": self.path,
-            "every_s": KEEP_EVERY_S,
-        }
-
-
 _HOOK_PY = '''"""The frutebox start hook (frutebox_infra/recipes/gateway.py): starts the gateway in
 front of the engine before the engine's own code runs, or ends the process."""
 import os as _os
@@ -315,126 +280,15 @@ def _frutebox_gateway():
         sys.stdout.flush()
         sys.stderr.flush()
         kept = _os.environ.get(%(counts_env)r, "") if p["counts"] else ""
-        if not kept:
-            _os.execv(p["execs"], argv)
-        _frutebox_keep(p["counts"], kept, argv, fail)
+        keeper = _os.environ.get(%(keeper_env)r, "")
+        if kept and keeper:
+            _os.execv(sys.executable, [sys.executable, "-c", keeper, kept, p["counts"]] + argv)
+        _os.execv(p["execs"], argv)
     _os.makedirs(_os.path.dirname(p["engine_config"]), exist_ok=True)
     part = p["engine_config"] + ".part"
     with open(part, "w") as f:
         f.write(p["engine_config_text"])
     _os.replace(part, p["engine_config"])
-
-
-def _frutebox_keep(c, kept, argv, fail):
-    """Runs the server as this process's child and keeps its counters in `kept` on the volume:
-    one file per container start, rewritten every few seconds, at every read of the counters
-    and when a stop signal comes (before the server gets it), and answers the metrics route
-    with the sum of every start's file, so a restart loses nothing the server had counted."""
-    import glob, json, re, signal, subprocess, sys, threading, time, urllib.request, uuid
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    try:
-        _os.makedirs(kept, exist_ok=True)
-    except OSError as e:
-        fail("the counters directory " + kept + " cannot be made (" + str(e) + ")")
-    mine = _os.path.join(kept, "start-" + uuid.uuid4().hex + ".json")
-    series = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*(?:[{][^}]*[}])?)[ \t]+([^ \t]+)")
-    latest, lock = {}, threading.Lock()
-
-    def sample():
-        """None once the server's counters are read and written down, else why not."""
-        try:
-            with urllib.request.urlopen(c["engine"], timeout=2) as r:
-                text = r.read().decode()
-        except Exception as e:
-            return str(e)
-        kinds, read = {}, {}
-        for line in text.splitlines():
-            if line.startswith("# TYPE "):
-                words = line.split()
-                if len(words) >= 4:
-                    kinds[words[2]] = words[3]
-                continue
-            m = series.match(line)
-            if m and kinds.get(m.group(1).split("{", 1)[0]) == "counter":
-                try:
-                    read[m.group(1)] = float(m.group(2))
-                except ValueError:
-                    pass
-        with lock:
-            for k, v in read.items():
-                latest[k] = max(latest.get(k, 0.0), v)
-            try:
-                with open(mine + ".part", "w") as f:
-                    json.dump(latest, f)
-                _os.replace(mine + ".part", mine)
-            except OSError as e:
-                return "the counters could not be written to " + kept + " (" + str(e) + ")"
-        return None
-
-    def total():
-        sums = {}
-        for path in sorted(glob.glob(_os.path.join(kept, "start-*.json"))):
-            try:
-                with open(path) as f:
-                    values = json.load(f)
-            except (OSError, ValueError):
-                continue
-            for k, v in values.items():
-                sums[k] = sums.get(k, 0.0) + v
-        return sums
-
-    class Counts(BaseHTTPRequestHandler):
-        def do_GET(self):
-            if self.path.split("?", 1)[0] != c["path"]:
-                self.send_error(404)
-                return
-            why = sample()
-            if why is None:
-                lines, typed = [], set()
-                for k, v in sorted(total().items()):
-                    name = k.split("{", 1)[0]
-                    if name not in typed:
-                        typed.add(name)
-                        lines.append("# TYPE " + name + " counter")
-                    lines.append(k + " " + repr(v))
-                code, body = 200, "\\n".join(lines) + "\\n"
-            else:
-                code, body = 503, "the engine's counters cannot be read: " + why + "\\n"
-            data = body.encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    try:
-        server = ThreadingHTTPServer(("127.0.0.1", c["port"]), Counts)
-    except OSError as e:
-        fail("the counts keeper cannot listen on 127.0.0.1:" + str(c["port"]) + " (" + str(e) + ")")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    child = subprocess.Popen(argv)
-    stops = []
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, lambda signum, frame: stops.append(signum))
-    last = time.monotonic()
-    while True:
-        try:
-            code = child.wait(timeout=0.2)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        if stops:
-            sample()
-            while stops:
-                child.send_signal(stops.pop(0))
-        elif time.monotonic() - last >= c["every_s"]:
-            sample()
-            last = time.monotonic()
-    sys.stdout.flush()
-    _os._exit(code if code >= 0 else 128 - code)
 
 
 if _os.environ.get(%(config_env)r) and not _os.environ.get(%(mark)r):
@@ -462,7 +316,8 @@ class StartHook:
     """The server the hook execs last, once the gateway serves, with the interpreter's
     arguments (the launch's words after the dispatcher's)."""
     counts: CountsKeeper | None = None
-    """How it keeps the server's counters on the volume (where the pod names a directory)."""
+    """Where the pod names a counters directory, the hook execs the counts keeper (its program
+    in the pod's env) with the server as its command, instead of the server."""
 
     @property
     def directory(self) -> str:
@@ -488,7 +343,7 @@ def start_hook(
     """The hook for `setup`: the same check (and, when `fetch`, fetch) and `caddy start` as
     `gateway_start`, then `engine_config_text` written to `engine_config`, or `execs` run in
     the interpreter's place, or, with `counts` and the pod naming a directory in COUNTS_ENV,
-    run as the interpreter's child while it keeps the server's counters there."""
+    the counts keeper (recipes/counts.py) in its place, which runs `execs` as its child."""
     if (engine_config is None) == (execs is None):
         raise ValueError("a start hook either writes the engine's config or execs its server")
     if counts is not None and execs is None:
@@ -516,6 +371,7 @@ def start_hook(
         "config_env": CONFIG_ENV,
         "mark": HOOK_MARK_ENV,
         "counts_env": COUNTS_ENV,
+        "keeper_env": KEEPER_ENV,
     }
     return StartHook(text=text, engine_config=engine_config, execs=execs, counts=counts)
 

@@ -287,9 +287,9 @@ IN_MEMORY = {
     "vllm": "vLLM counted in its process's memory; with frutebox-infra:measureUsage: true and"
     " seeding on, its counters are kept on the volume",
     "llamacpp": "llama.cpp counted in its server's memory; behind the gateway, with"
-    " frutebox-infra:measureUsage: true, its start hook keeps its counters on the volume",
-    "comfyui": "ComfyUI keeps /history in the server's memory, and nothing on the pod can keep"
-    " it: sample more often to lose less",
+    " frutebox-infra:measureUsage: true, the counts keeper keeps its counters on the volume",
+    "comfyui": "ComfyUI keeps /history in the server's memory; behind the gateway, with"
+    " frutebox-infra:measureUsage: true, the counts keeper keeps its count on the volume",
 }
 """Why a restart loses an engine's counts, per engine whose counters are in its memory."""
 EMPTIED = "its counter directory on the volume was found emptied (or replaced)"

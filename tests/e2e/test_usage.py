@@ -2,10 +2,9 @@
 seeded models, a simulated day of traffic (the emulator's clock stepped an hour at a time), one
 model idle from noon, hourly `usage --record`, and mid-morning traffic served after a sample and
 before every container restarts: the report then says exactly what the emulator billed and
-served, to the token for the vLLM, SGLang and llama.cpp models (their counters are kept on the
-volume, in a directory the seed, the launch or the start hook made), and for the ComfyUI model
-(its /history dies with its process) the count less what the restart took, marked as a lower
-bound with the restart and why."""
+served, to the token for the vLLM, SGLang and llama.cpp models and to the prompt for the ComfyUI
+model: their counters are kept on the volume, in a directory the seed, the launch or the counts
+keeper made, so the restart loses nothing."""
 
 from __future__ import annotations
 
@@ -147,21 +146,22 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
         assert row["restartsSeen"] == 1 and row["countsLostAtRestarts"] == 0
     # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
     assert qwen_row["idleHours"] == 13
-    # ComfyUI keeps /history in memory: the 2 prompts run between the sample and the restart
-    # are gone, and usage says its figure is a lower bound, and why.
-    assert sdxl_row["prompts"] == prompts_in - 2 == 23
-    assert sdxl_row["outputIsLowerBound"] and sdxl_row["countsLostAtRestarts"] == 1
-    assert "ComfyUI keeps /history in the server's memory" in sdxl_row["countsLostWhy"]
-    assert any(n.startswith("sdxl-1.0: a lower bound") for n in view["notes"])
+    # ComfyUI keeps /history in memory, and the counts keeper its count on the volume: the 2
+    # prompts run between the sample and the restart are counted too.
+    assert sdxl_row["prompts"] == prompts_in == 25
+    assert not sdxl_row["outputIsLowerBound"] and sdxl_row["countersKeptOnVolume"]
+    assert sdxl_row["restartsSeen"] == 1 and sdxl_row["countsLostAtRestarts"] == 0
+    assert not any("a lower bound" in n for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
         sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row, gguf_row)), abs=1e-6
     )
     # On the volume: a counter directory per counted model and engine release, the vLLM one
-    # made by its seed (its launch cannot), the SGLang one by its launch, the llama.cpp one by
-    # its start hook.
+    # made by its seed (its launch cannot), the SGLang one by its launch, the llama.cpp and
+    # ComfyUI ones by their counts keepers.
     (volume,) = [v for v in state["volumes"] if not v.get("foreign")]
     assert sorted(volume["counterDirs"]) == [
         "frutebox/counters/pixtral/vllm-v0.31.0-cu129",
         "frutebox/counters/qwen-3.6-27b/sglang-v0.5.21",
         "frutebox/counters/qwen3-235b-a22b/llamacpp-full-cuda-b11382",
+        "frutebox/counters/sdxl-1.0/comfyui-2.9.1-cuda12.8-cudnn9-runtime",
     ]

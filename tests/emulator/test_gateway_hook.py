@@ -18,7 +18,8 @@ from frutebox_infra.emulator.gateway import hook_failure
 from frutebox_infra.emulator.launch import launch_failure
 from frutebox_infra.emulator.records import PodRecord, RawBody
 from frutebox_infra.emulator.state import Account
-from frutebox_infra.recipes.gateway import COUNTS_ENV, HOOK_ROOT, KEY_ENV
+from frutebox_infra.recipes.counts import COUNTS_ENV, KEEPER_ENV
+from frutebox_infra.recipes.gateway import HOOK_ROOT, KEY_ENV
 from tests.emulator.test_seeder_pod import running, seeding_body
 from tests.emulator.test_storage import account, gpu_body
 from tests.factories import real_registry
@@ -220,3 +221,36 @@ def test_a_measured_llamacpp_pod_s_hook_keeps_its_counters_on_the_volume(
     bare = {**body, "env": {k: v for k, v in body["env"].items() if k != COUNTS_ENV}}
     plain = serving(acct, clock, bare)
     assert counted(acct, plain) == (502, None)
+
+
+def test_a_measured_comfyui_pod_s_keeper_keeps_its_prompt_count_on_the_volume(
+    clock: ManualClock,
+) -> None:
+    acct = seeded_account(clock, "sdxl-1.0", measureUsage=True)
+    body = keyed(gpu_body(acct, "sdxl-1.0", seeding=True, measureUsage=True))
+    assert body["env"][COUNTS_ENV].startswith("/workspace/frutebox/counters/sdxl-1.0/")
+    pod = serving(acct, clock, body)
+    bearer = {"authorization": f"Bearer {KEY}"}
+
+    def prompts() -> tuple[int, bytes]:
+        status, answer = acct.proxy(pod.id, 8188, "GET", "/metrics", None, bearer)
+        return status, answer.data if isinstance(answer, RawBody) else b""
+
+    assert prompts()[0] == 200
+    drive(acct, pod, 2, 1)
+    acct.pod_action(pod.id, "restart")
+    acct.read_pod(pod.id)
+    clock.advance(100)
+    acct.read_pod(pod.id)
+    # ComfyUI's own history starts empty again; the keeper's count carries on.
+    assert acct.proxy(pod.id, 8188, "GET", "/history", None, bearer)[1] == {}
+    drive(acct, pod, 1, 1)
+    assert prompts() == (200, b"# TYPE comfyui:prompts_executed_total counter\n"
+                              b"comfyui:prompts_executed_total 3.0\n")  # fmt: skip
+    # With no directory named, the keeper runs ComfyUI in its place: the gateway's counters
+    # route finds nothing (Caddy's 502). Without the keeper's program, `python -c ""` exits.
+    plain = serving(acct, clock, {**body, "env": {**body["env"], COUNTS_ENV: ""}})
+    assert not plain.crash_looping
+    assert acct.proxy(plain.id, 8188, "GET", "/metrics", None, bearer)[0] == 502
+    bare = {**body, "env": {k: v for k, v in body["env"].items() if k != KEEPER_ENV}}
+    assert serving(acct, clock, bare).crash_looping

@@ -28,13 +28,11 @@ from typing import Any
 import pytest
 
 from frutebox_infra.catalog.schema import Runtime
+from frutebox_infra.recipes.counts import COUNTS_ENV, KEEPER_PORT_OFFSET, CountsKeeper
 from frutebox_infra.recipes.gateway import (
-    COUNTS_ENV,
     HOOK_MARK_ENV,
     HOOK_MODULE,
-    KEEPER_PORT_OFFSET,
     KEY_ENV,
-    CountsKeeper,
     GatewaySetup,
     StartHook,
     engine_port,
@@ -390,14 +388,14 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
     with release_server(archive.parent) as url:
         setup = replace(setup_for(archive, url, tmp_path),
                         routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
-        keeper = CountsKeeper(engine_port=engine_port(port), port=port + KEEPER_PORT_OFFSET,
-                              path="/metrics")  # fmt: skip
+        keeper = CountsKeeper(kind="prometheus", engine_port=engine_port(port),
+                              read_path="/metrics", port=port + KEEPER_PORT_OFFSET)  # fmt: skip
         hook = start_hook(setup, execs=str(server), counts=keeper, fetch=True)
         directory = tmp_path / "hook"
         directory.mkdir()
         (directory / HOOK_MODULE).write_text(hook.text)
         env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-               **gateway_env(setup, port, keeps_counts=True), **hook_env(hook),
+               **gateway_env(setup, port, counts=keeper), **hook_env(hook),
                "PYTHONPATH": str(directory), KEY_ENV: KEY, COUNTS_ENV: str(kept)}  # fmt: skip
 
         def container(

@@ -249,54 +249,57 @@ def read_counters(
     """One pod's counters now, or None when they could not be read."""
     headers = auth_headers(target.model_id)
     base = proxy.url(target.pod_id, target.port)
-    if target.engine == "comfyui" and target.counter_dir is not None:
-        # The counts keeper's count of prompts executed, every container start's summed.
-        kept = proxy.get_text(base + KEEPER_PATH, headers)
-        prompts = prometheus_value(kept[1], COMFYUI_COUNTER) if kept and kept[0] == 200 else None
-        if prompts is None:
-            return None
-        return CounterSample(
-            at=at,
-            pod_id=target.pod_id,
-            model_id=target.model_id,
-            started_at=target.started_at,
-            prompts=prompts,
-            counter_dir=target.counter_dir,
-        )
+    read: dict[str, float | None] | None
     if target.engine == "comfyui":
-        answer = proxy.get_text(base + "/history", headers)
-        if answer is None or answer[0] != 200:
-            return None
-        try:
-            history = json.loads(answer[1])
-        except ValueError:
-            return None
-        if not isinstance(history, dict):
-            return None
-        return CounterSample(
-            at=at,
-            pod_id=target.pod_id,
-            model_id=target.model_id,
-            started_at=target.started_at,
-            prompts=float(len(history)),
-        )
-    path, tokens, seconds = COUNTERS[target.engine]
-    answer = proxy.get_text(base + path, headers)
-    if answer is None or answer[0] != 200:
-        return None
-    text = answer[1]
-    output = prometheus_value(text, tokens)
-    if output is None:
+        prompts = (_kept_prompts if target.counter_dir else _history_prompts)(proxy, base, headers)
+        read = {"prompts": prompts} if prompts is not None else None
+    else:
+        read = _token_counters(proxy, base, headers, target.engine)
+    if read is None:
         return None
     return CounterSample(
         at=at,
         pod_id=target.pod_id,
         model_id=target.model_id,
         started_at=target.started_at,
-        output_tokens=output,
-        decode_seconds=prometheus_value(text, seconds) if seconds else None,
         counter_dir=target.counter_dir,
+        **read,
     )
+
+
+def _kept_prompts(proxy: ProxyClient, base: str, headers: Mapping[str, str]) -> float | None:
+    """The counts keeper's count of ComfyUI prompts executed, every container start's summed."""
+    answer = proxy.get_text(base + KEEPER_PATH, headers)
+    if answer is None or answer[0] != 200:
+        return None
+    return prometheus_value(answer[1], COMFYUI_COUNTER)
+
+
+def _history_prompts(proxy: ProxyClient, base: str, headers: Mapping[str, str]) -> float | None:
+    """The prompts in ComfyUI's history, which lives in its memory."""
+    answer = proxy.get_text(base + "/history", headers)
+    if answer is None or answer[0] != 200:
+        return None
+    try:
+        history = json.loads(answer[1])
+    except ValueError:
+        return None
+    return float(len(history)) if isinstance(history, dict) else None
+
+
+def _token_counters(
+    proxy: ProxyClient, base: str, headers: Mapping[str, str], engine: str
+) -> dict[str, float | None] | None:
+    """An LLM engine's output tokens and, where it counts them, decode seconds."""
+    path, tokens, seconds = COUNTERS[engine]
+    answer = proxy.get_text(base + path, headers)
+    if answer is None or answer[0] != 200:
+        return None
+    output = prometheus_value(answer[1], tokens)
+    if output is None:
+        return None
+    decode = prometheus_value(answer[1], seconds) if seconds else None
+    return {"output_tokens": output, "decode_seconds": decode}
 
 
 def sample(

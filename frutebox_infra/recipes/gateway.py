@@ -77,7 +77,8 @@ def caddyfile(
         "\t}",
     ]
     # One matcher and one handler per forwarded route (Caddy names a matcher once); the
-    # handlers are tried in this order, and each sends to the same upstream (the snippet).
+    # handlers are tried in this order, and each sends to the engine's snippet (the counts
+    # keeper's, for the keeper's route).
     for n, route in enumerate(forwarded):
         lines += [
             f"\t@route{n} {{",

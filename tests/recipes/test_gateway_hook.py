@@ -243,6 +243,22 @@ echo "the-server-starts $*"
 """
 
 
+def llamacpp_programs(tmp: Path, server_text: str) -> tuple[Path, Path]:
+    """The image's server (`server_text`, executable) and its convert script, in `tmp`."""
+    server = tmp / "llama-server"
+    server.write_text(server_text)
+    server.chmod(0o755)
+    convert = tmp / "convert_hf_to_gguf.py"
+    convert.write_text(CONVERT)
+    return server, convert
+
+
+def llamacpp_setup(release: Path, url: str, tmp: Path) -> GatewaySetup:
+    """The launch test's release stand-in, with llama.cpp's routes."""
+    return replace(setup_for(release, url, tmp),
+                   routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
+
+
 @pytest.mark.parametrize("hooked", [True, False], ids=["hook", "no-hook"])
 def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launch_s_flags(
     hooked: bool,
@@ -250,15 +266,10 @@ def test_llamacpp_s_hook_starts_the_gateway_then_execs_the_server_with_the_launc
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    server = tmp_path / "llama-server"
-    server.write_text(SERVER)
-    server.chmod(0o755)
-    convert = tmp_path / "convert_hf_to_gguf.py"
-    convert.write_text(CONVERT)
+    server, convert = llamacpp_programs(tmp_path, SERVER)
     flags = ["-hf", "org/m-GGUF:Q4", "--host", "127.0.0.1", "--port", str(engine_port(port))]
     with release_server(archive.parent) as url:
-        setup = replace(setup_for(archive, url, tmp_path),
-                        routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
+        setup = llamacpp_setup(archive, url, tmp_path)
         hook = start_hook(setup, execs=str(server), fetch=True)
         directory = tmp_path / "hook"
         directory.mkdir()
@@ -377,17 +388,12 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
     tmp_path: Path,
 ) -> None:
     port = keeper_free_port()
-    server = tmp_path / "llama-server"
-    server.write_text(COUNTING_SERVER)
-    server.chmod(0o755)
-    convert = tmp_path / "convert_hf_to_gguf.py"
-    convert.write_text(CONVERT)
+    server, convert = llamacpp_programs(tmp_path, COUNTING_SERVER)
     kept = tmp_path / "volume" / "counters" / "kimi" / "llamacpp-b1"
     flags = ["-hf", "org/m-GGUF:Q4", "--host", "127.0.0.1", "--port", str(engine_port(port)),
              "--metrics"]  # fmt: skip
     with release_server(archive.parent) as url:
-        setup = replace(setup_for(archive, url, tmp_path),
-                        routes=real_registry().engine_routes[Runtime.LLAMACPP])  # fmt: skip
+        setup = llamacpp_setup(archive, url, tmp_path)
         keeper = CountsKeeper(kind="prometheus", engine_port=engine_port(port),
                               read_path="/metrics", port=port + KEEPER_PORT_OFFSET)  # fmt: skip
         hook = start_hook(setup, execs=str(server), counts=keeper, fetch=True)

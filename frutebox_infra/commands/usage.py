@@ -36,7 +36,7 @@ from frutebox_infra.planner.plan import FleetPlan
 from frutebox_infra.plumbing.errors import UsageError
 from frutebox_infra.plumbing.times import parse_time, time_or_none
 from frutebox_infra.recipes.base import COUNTERS_ENV, VOLUME_PATH
-from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_PATH
+from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_PATH, OLLAMA_COUNTERS
 from frutebox_infra.stack.endpoints import Endpoint
 from frutebox_infra.views.status_view import LivePod, Recorded
 from frutebox_infra.views.usage import BilledHour, CounterSample, UsageView, compute_usage
@@ -52,6 +52,7 @@ MAX_READING_PODS = 16
 LEDGER_KEEP = timedelta(days=35)
 """Samples older than the longest `--since` (30 days) and a margin are dropped on write."""
 COUNTERS = {
+    "ollama": (KEEPER_PATH, OLLAMA_COUNTERS[0], OLLAMA_COUNTERS[1]),
     "sglang": ("/metrics", "sglang:generation_tokens_total", None),
     "vllm": ("/metrics", "vllm:generation_tokens_total", None),
     "llamacpp": (
@@ -60,7 +61,8 @@ COUNTERS = {
         "llamacpp:tokens_predicted_seconds_total",
     ),
 }
-"""Engine -> (path, output-token counter, decode-seconds counter or None)."""
+"""Engine -> (path, output-token counter, decode-seconds counter or None); Ollama's are the
+counts keeper's, which counts what its answers carry."""
 
 
 def no_auth(model_id: str) -> Mapping[str, str]:
@@ -102,6 +104,7 @@ KEPT_IN = {
     "vllm": COUNTERS_ENV,
     "llamacpp": COUNTS_ENV,
     "comfyui": COUNTS_ENV,
+    "ollama": COUNTS_ENV,
 }
 """Engine -> the pod variable naming the directory its counters are kept in outside the
 engine's memory: prometheus_client's multiprocess directory (SGLang, vLLM), or the counts
@@ -131,6 +134,7 @@ def _sample_data(s: CounterSample) -> dict[str, Any]:
         "outputTokens": s.output_tokens,
         "decodeSeconds": s.decode_seconds,
         "prompts": s.prompts,
+        "uncounted": s.uncounted,
         "counterDir": s.counter_dir,
     }
 
@@ -173,6 +177,7 @@ def read_ledger(path: Path) -> list[CounterSample]:
                     output_tokens=_number(row, "outputTokens"),
                     decode_seconds=_number(row, "decodeSeconds"),
                     prompts=_number(row, "prompts"),
+                    uncounted=_number(row, "uncounted"),
                     counter_dir=_text(row, "counterDir"),
                 )
             )
@@ -230,6 +235,9 @@ def targets(plan: FleetPlan, recorded: Recorded, live: Sequence[LivePod]) -> lis
         engine = str(model_plan.placement.recipe.runtime)
         if engine not in COUNTERS and engine != "comfyui":
             continue
+        kept_in = counter_dir(engine, live_pod_.env)
+        if engine == "ollama" and kept_in is None:
+            continue  # no counts keeper in front of it: nothing counts
         found.append(
             Target(
                 pod_id=pod.pod_id,
@@ -237,7 +245,7 @@ def targets(plan: FleetPlan, recorded: Recorded, live: Sequence[LivePod]) -> lis
                 engine=engine,
                 port=model_plan.placement.pod.port,
                 started_at=live_pod_.started_at.isoformat() if live_pod_.started_at else None,
-                counter_dir=counter_dir(engine, live_pod_.env),
+                counter_dir=kept_in,
             )
         )
     return found
@@ -299,7 +307,10 @@ def _token_counters(
     if output is None:
         return None
     decode = prometheus_value(answer[1], seconds) if seconds else None
-    return {"output_tokens": output, "decode_seconds": decode}
+    read: dict[str, float | None] = {"output_tokens": output, "decode_seconds": decode}
+    if engine == "ollama":
+        read["uncounted"] = prometheus_value(answer[1], OLLAMA_COUNTERS[2])
+    return read
 
 
 def sample(

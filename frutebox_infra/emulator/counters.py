@@ -37,13 +37,15 @@ from frutebox_infra.emulator.engines import served
 from frutebox_infra.emulator.gateway import engine_words, hook_params, launch_words
 from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
 from frutebox_infra.recipes.base import COUNTERS_ENV
-from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_ENV
+from frutebox_infra.recipes.counts import COMFYUI_COUNTER, COUNTS_ENV, KEEPER_ENV, OLLAMA_COUNTERS
 
 DECODE_TOK_S = 40.0
 """The decode rate per stream an emulated engine reports (tokens per second of decoding)."""
 DEFAULT_MAX_TOKENS = 16
 """What a request without max_tokens / num_predict generates here."""
-COUNTERS = ("tokens", "prompt_tokens", "decode_s", "prompts")
+COUNTERS = ("tokens", "prompt_tokens", "decode_s", "prompts", "uncounted")
+"""What a pod counts; `uncounted`: answers the counts keeper passed on for Ollama that carried
+no count (an OpenAI-style stream whose client did not ask for usage)."""
 
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions")
 
@@ -231,6 +233,9 @@ def kept_answer(pod: PodRecord, volume: VolumeRecord | None) -> tuple[int, Any]:
     c = store(pod, volume)
     if engine_of(pod) == "comfyui":
         kept = {COMFYUI_COUNTER: c["prompts"]}
+    elif engine_of(pod) == "ollama":
+        tokens, seconds, uncounted = OLLAMA_COUNTERS
+        kept = {uncounted: c.get("uncounted", 0.0), tokens: c["tokens"], seconds: c["decode_s"]}
     elif not metrics_on(pod):
         why = "the engine's counters cannot be read: HTTP Error 501: Not Implemented\n"
         return 503, RawBody("text/plain; version=0.0.4", why.encode())
@@ -268,6 +273,8 @@ def answer(
                 return 501, {"error": {"code": 501, "message": "metrics endpoint is disabled"}}
             return 404, {"detail": "Not Found"}
         return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod, volume))
+    if method == "POST" and path in OPENAI_PATHS and engine == "ollama":
+        return _ollama_openai(pod, path, body, now_stamp=now_stamp, volume=volume)
     if method == "POST" and path in OPENAI_PATHS and engine in ("sglang", "vllm", "llamacpp"):
         out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
         serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)
@@ -283,11 +290,37 @@ def answer(
     return None
 
 
-def ollama_counts(pod: PodRecord, body: Any, *, now_stamp: str) -> dict[str, int]:
-    """What an Ollama answer carries about its generation: `eval_count`, `eval_duration` (ns)."""
+def ollama_counts(
+    pod: PodRecord, body: Any, *, now_stamp: str, volume: VolumeRecord | None = None
+) -> dict[str, int]:
+    """What an Ollama answer carries about its generation: `eval_count`, `eval_duration` (ns)
+    (which a counts keeper in front counts)."""
     out = _int(body, "options", "num_predict") or DEFAULT_MAX_TOKENS
-    served = serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp)
+    served = serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)
     return {"eval_count": out, "eval_duration": int(served["decode_s"] * 1e9)}
+
+
+def _ollama_openai(
+    pod: PodRecord, path: str, body: Any, *, now_stamp: str, volume: VolumeRecord | None
+) -> tuple[int, Any]:
+    """Ollama's OpenAI-style answer: `usage.completion_tokens`, which a stream carries only
+    when its client asks (`stream_options.include_usage`); a counts keeper in front counts the
+    answers without it apart."""
+    out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
+    options = body.get("stream_options") if isinstance(body, dict) else None
+    sized = not (isinstance(body, dict) and body.get("stream") is True) or (
+        isinstance(options, dict) and options.get("include_usage") is True
+    )
+    if sized:
+        serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)
+    else:
+        kept = store(pod, volume)
+        kept["uncounted"] = kept.get("uncounted", 0.0) + 1
+        pod.served.append([now_stamp, out, 0, 0])
+    answered = served("POST", path, body, pod.id)
+    reply = dict(answered[1]) if answered is not None else {"object": "text_completion"}
+    usage = {"prompt_tokens": 0, "completion_tokens": out, "total_tokens": out}
+    return 200, reply | {"usage": usage} if sized else reply
 
 
 def request_of(engine: str | None, output_tokens: int) -> tuple[str, dict[str, Any]]:

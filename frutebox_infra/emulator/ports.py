@@ -20,6 +20,7 @@ from frutebox_infra.emulator.gateway import (
     runs_gateway,
 )
 from frutebox_infra.emulator.records import PodRecord, RawBody, VolumeRecord
+from frutebox_infra.recipes.counts import KEEPER_PATH
 
 
 def serve_port(
@@ -56,9 +57,13 @@ def serve_port(
         if gated is not None:
             return gated
         headers = forwarded_headers(headers)
-        if method == "GET" and path in counted_paths(pod.body):
-            # Forwarded to the counts keeper, not the engine.
-            return counters.kept_answer(pod, volume)
+        if path in counted_paths(pod.body):
+            # Forwarded to the counts keeper: its counters, or (Ollama) an answer it passes on
+            # from the engine and counts; Caddy's 502 when no keeper listens.
+            if method == "GET" and path == KEEPER_PATH:
+                return counters.kept_answer(pod, volume)
+            if counters.keeper_dir(pod.body, volume) is None:
+                return 502, RawBody("text/plain; charset=utf-8", b"")
     elif engine_on_loopback(pod.body):
         # An engine on loopback with no gateway in front: nothing listens on the port.
         return 502, {"error": "the pod's server is not answering"}
@@ -74,7 +79,7 @@ def serve_port(
         return counted
     ollama = _ollama(pod, method, path, body)
     if ollama is not None and ollama[0] == 200 and path in ("/api/generate", "/api/chat"):
-        return 200, ollama[1] | counters.ollama_counts(pod, body, now_stamp=stamp)
+        return 200, ollama[1] | counters.ollama_counts(pod, body, now_stamp=stamp, volume=volume)
     if ollama is not None:
         return ollama
     listing = models_listing(pod.body, path) if method == "GET" else None

@@ -21,7 +21,7 @@ from frutebox_infra.recipes.base import (
     engine_address,
     version_tuple,
 )
-from frutebox_infra.recipes.counts import COUNTS_ENV, KEEPER_ENV, CountsKeeper, keeper_port
+from frutebox_infra.recipes.counts import COUNTS_ENV, CountsKeeper, keeper_port, keeper_words
 from frutebox_infra.recipes.gateway import GatewaySetup
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
@@ -255,9 +255,7 @@ def _exec_server(host: str, port: int, model_id: str, counts: CountsKeeper | Non
     python = '"$home/venv/bin/python"'
     if counts is None:
         return f"exec {python} {shlex.join(server)}"
-    # The keeper's program and directory come from the pod's env, its parameters from here.
-    keeper = f'-c "${KEEPER_ENV}" "${COUNTS_ENV}" {shlex.quote(counts.params)}'
-    return f"exec {python} {keeper} {python} {shlex.join(server)}"
+    return f"exec {keeper_words(counts, python=python)} {python} {shlex.join(server)}"
 
 
 @lru_cache(maxsize=8)

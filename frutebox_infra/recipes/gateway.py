@@ -128,14 +128,15 @@ def _upstream(name: str, upstream_port: int) -> list[str]:
 
 def _forwarded(routes: EngineRoutes, counts: CountsKeeper | None) -> tuple[Route, ...]:
     """The routes the gateway forwards: the engine's, and the keeper's where the engine has no
-    route of that path (ComfyUI has no /metrics)."""
+    route of that path (ComfyUI and Ollama have no /metrics)."""
     if counts is None or any(r.path == counts.path for r in routes.forwarded):
         return routes.forwarded
     return (*routes.forwarded, Route(path=counts.path, methods=("GET",), use=RouteUse.METRICS))
 
 
 def _snippet(route: Route, counts: CountsKeeper | None) -> str:
-    return "counts" if counts is not None and route.path == counts.path else "engine"
+    """The keeper's routes go to the keeper (its counters, and the answers it counts)."""
+    return "counts" if counts is not None and route.path in counts.routes else "engine"
 
 
 CONFIG_ENV = "FRUTEBOX_GATEWAY_CONFIG"
@@ -283,7 +284,8 @@ def _frutebox_gateway():
         kept = _os.environ.get(%(counts_env)r, "") if p["counts"] else ""
         keeper = _os.environ.get(%(keeper_env)r, "")
         if kept and keeper:
-            _os.execv(sys.executable, [sys.executable, "-c", keeper, kept, p["counts"]] + argv)
+            _os.execv(sys.executable,
+                      [sys.executable, "-I", "-c", keeper, kept, p["counts"]] + argv)
         _os.execv(p["execs"], argv)
     _os.makedirs(_os.path.dirname(p["engine_config"]), exist_ok=True)
     part = p["engine_config"] + ".part"

@@ -16,10 +16,12 @@ from frutebox_infra.recipes.base import (
     ServeOptions,
     Serving,
     Sharing,
+    counters_dir,
     engine_address,
     slots_problem,
     static_slots,
 )
+from frutebox_infra.recipes.counts import COUNTS_ENV, CountsKeeper, keeper_port, keeper_words
 
 DEFAULT_OLLAMA_CONTEXT = 4096
 """Ollama's own default context, used only when the registry records none."""
@@ -29,18 +31,26 @@ OLLAMA_HOME = "/tmp/frutebox-ollama"
 the runners it finds beside it in lib/ollama."""
 PROGRAM = f"{OLLAMA_HOME}/bin/ollama"
 
+COUNTED_ROUTES = ("/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions")
+"""Ollama's routes whose answers say how much they generated: the native ones' final object
+carries eval_count and eval_duration, the OpenAI-style ones' usage.completion_tokens (a stream's
+only when its client asks, `stream_options.include_usage`) (ollama `api/types.go` Metrics,
+`openai/openai.go`)."""
+
 PULLS_ENV = "FRUTEBOX_OLLAMA_PULLS"
 """The tags the pod's launch makes sure its store holds before its server answers: the
 gateway refuses /api/pull, so no client of ours can pull through it."""
 
 
-def launch_script(install: ArchiveInstall) -> str:
+def launch_script(install: ArchiveInstall, counts: CountsKeeper | None = None) -> str:
     """Unpack the checked release, then, through a first server on the pod's own address
     (loopback behind the gateway), pull what the store lacks and remove what the pod no longer
     serves (a disarmed member of a shared pod: the store is the pod's own), stop it, and exec
-    the server. A tag already in the store (seeded, or pulled by an earlier pod) is not fetched
-    again; a pull that fails exits 1 before the server answers."""
+    the server (under the counts keeper, with `counts`). A tag already in the store (seeded,
+    or pulled by an earlier pod) is not fetched again; a pull that fails exits 1 before the
+    server answers."""
     program = shlex.quote(f"{install.home}/bin/ollama")
+    keeper = "" if counts is None else f"{keeper_words(counts, python='python3')} "
     return "\n".join(
         [
             install.line(python="python3"),
@@ -55,7 +65,7 @@ def launch_script(install: ArchiveInstall) -> str:
             f"for tag in $({program} list | tail -n +2 | cut -d' ' -f1); do"
             f' case "$keep" in *" $tag "*) ;; *) {program} rm "$tag" || true ;; esac; done',
             'kill "$first"; wait "$first" || true',
-            f"exec {program} serve",
+            f"exec {keeper}{program} serve",
         ]
     )
 
@@ -87,6 +97,7 @@ class Ollama(Recipe):
             require_fp8=False,
             memory_model=MemoryModel.LLAMACPP,
             static_allocation=True,
+            metrics=options.metrics,
         )
 
     def options_problem(self, model: Model, options: ServeOptions) -> tuple[str, str] | None:
@@ -121,12 +132,19 @@ class Ollama(Recipe):
         # No ENTRYPOINT: args is the whole command. It unpacks the checked Ollama release,
         # pulls what the store lacks on the pod itself, then execs the server: on loopback
         # behind the gateway, which refuses /api/pull to everyone.
-        host, port = engine_address(image.port, serving.gateway)
+        gateway = serving.gateway
+        host, port = engine_address(image.port, gateway)
+        # Ollama keeps no counters at all: a measured pod behind the gateway runs the server
+        # under the counts keeper, which counts what the answers it passes on carry.
+        counts = None
+        if serving.metrics and gateway is not None:
+            counts = CountsKeeper(kind="ollama-answers", engine_port=port, read_path="",
+                                  port=keeper_port(image.port), proxies=COUNTED_ROUTES)  # fmt: skip
         install = ArchiveInstall(
             archive=image.engine_archive, version=f"ollama-{image.engine_version}",
             home=OLLAMA_HOME, size_gb=image.volume_install_gb, fetch=fetches(seeded=seeded),
         )  # fmt: skip
-        script = launch_script(install)
+        script = launch_script(install, counts)
         env = {
             "OLLAMA_HOST": f"{host}:{port}",
             "OLLAMA_CONTEXT_LENGTH": str(serving.context_tokens),
@@ -142,12 +160,15 @@ class Ollama(Recipe):
             env["OLLAMA_MODELS"] = f"{store.rstrip('/')}/{model.id}"
         pulls = (model.source.ollama_tag,)
         env[PULLS_ENV] = " ".join(pulls)
+        if counts is not None:
+            env[COUNTS_ENV] = counters_dir(model.id, self.runtime, image)
         words = ("bash", "-c", f"set -eo pipefail\n{script}")
         spec = self.pod_spec(model, image, words, seeded=seeded, env=env, ollama_pulls=pulls)
         spec = replace(spec, archives=(install.kept_archive,))
-        if serving.gateway is None:
+        if gateway is None:
             return spec
-        return self.behind_gateway(spec, serving.gateway, script, python="python3", seeded=seeded)
+        return self.behind_gateway(spec, gateway, script, python="python3", seeded=seeded,
+                                   counts=counts)  # fmt: skip
 
     def shared_pod(self, pods: Sequence[PodSpec]) -> PodSpec:
         # Members agree on context and slots (the planner groups only those), so the anchor's

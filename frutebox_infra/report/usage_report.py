@@ -45,7 +45,7 @@ def _rate(value: float | None) -> str:
 def _output(m: ModelUsage) -> str:
     if m.unmeasured is not None:
         return "?"
-    at_least = ">=" if m.counts_lost else ""  # counts lost at restarts: a lower bound
+    at_least = ">=" if m.lower_bound else ""  # counts lost or answers without one
     if m.prompts is not None:
         return f"{at_least}{_count(m.prompts)} prompts"
     return at_least + _count(m.output_tokens or 0.0)
@@ -55,7 +55,7 @@ def _measured_cost(m: ModelUsage) -> str:
     if m.unmeasured is not None:
         return "?"
     cost = _money(m.usd_per_million_measured)
-    return f"<={cost}" if m.counts_lost and m.usd_per_million_measured is not None else cost
+    return f"<={cost}" if m.lower_bound and m.usd_per_million_measured is not None else cost
 
 
 def usage_row(m: ModelUsage) -> list[str]:
@@ -97,9 +97,25 @@ def _restarts(m: ModelUsage) -> str:
 
 
 def _counting_notes(m: ModelUsage) -> list[str]:
-    """What restarts did to the count: lost (a lower bound, and why) or kept."""
+    """What restarts did to the count: lost (a lower bound, and why) or kept; and answers that
+    carried no count."""
     if m.unmeasured is not None:
         return []
+    return _restart_notes(m) + _uncounted_notes(m)
+
+
+def _uncounted_notes(m: ModelUsage) -> list[str]:
+    if not m.answers_uncounted:
+        return []
+    n = m.answers_uncounted
+    return [
+        f"{m.model_id}: a lower bound: {n} answer{'s' if n != 1 else ''} carried no count of"
+        f" {'their' if n != 1 else 'its'} output (OpenAI-style streams whose client did not ask"
+        " for stream_options.include_usage); its $/1M is an upper bound"
+    ]
+
+
+def _restart_notes(m: ModelUsage) -> list[str]:
     if m.counts_lost:
         what = "prompts" if m.prompts is not None else "output tokens"
         lost = (
@@ -195,7 +211,8 @@ def _model_data(m: ModelUsage) -> dict[str, Any]:
         "unmeasured": m.unmeasured,
         "restartsSeen": m.restarts_seen,
         "countsLostAtRestarts": m.counts_lost,
-        "outputIsLowerBound": m.counts_lost > 0,
+        "outputIsLowerBound": m.lower_bound,
+        "answersWithoutCount": m.answers_uncounted,
         "countersKeptOnVolume": m.counts_kept,
         "countsLostWhy": m.lost_why,
     }

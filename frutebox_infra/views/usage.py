@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from frutebox_infra.planner import FleetPlan, ModelPlan, SpeedEstimate
 from frutebox_infra.planner.armed import placement_rearm_s
 from frutebox_infra.plumbing.times import time_or_none
+from frutebox_infra.recipes.counts import COUNTS_ENV
 
 HOUR = timedelta(hours=1)
 WINDOWS = {"24h": 24, "7d": 168, "30d": 720}
@@ -55,6 +56,9 @@ class CounterSample:
     output_tokens: float | None = None
     decode_seconds: float | None = None
     prompts: float | None = None
+    uncounted: float | None = None
+    """Answers that carried no count of their own (Ollama's counts keeper: an OpenAI-style
+    stream whose client did not ask for usage)."""
     counter_dir: str | None = None
     """The directory on the volume the engine keeps these counters in (prometheus_client's
     multiprocess directory): they carry on across restarts and pods of the model. None: in the
@@ -92,6 +96,14 @@ class ModelUsage:
     counts_kept: bool = False
     """Its counters are kept on the volume (they outlived every restart seen)."""
     lost_why: str | None = None
+    answers_uncounted: int = 0
+    """Answers served in the period that carried no count of their own: the output counted is
+    then a lower bound too."""
+
+    @property
+    def lower_bound(self) -> bool:
+        """Some output went uncounted (lost at a restart, or an answer without a count)."""
+        return bool(self.counts_lost or self.answers_uncounted)
 
     @property
     def speed_off(self) -> bool:
@@ -165,6 +177,7 @@ class Increase:
     output_tokens: float = 0.0
     decode_seconds: float = 0.0
     prompts: float = 0.0
+    uncounted: float = 0.0
     restarted: bool = False
     """A new container (a restart, or another pod of the model) since the sample before."""
     lost: bool = False
@@ -192,6 +205,7 @@ def _fell(s: CounterSample, before: CounterSample) -> bool:
         (s.output_tokens, before.output_tokens),
         (s.decode_seconds, before.decode_seconds),
         (s.prompts, before.prompts),
+        (s.uncounted, before.uncounted),
     )
     return any(now is not None and was is not None and now < was for now, was in pairs)
 
@@ -247,6 +261,7 @@ def increases(
                     output_tokens=_grew(s.output_tokens, base.output_tokens if base else None),
                     decode_seconds=_grew(s.decode_seconds, base.decode_seconds if base else None),
                     prompts=_grew(s.prompts, base.prompts if base else None),
+                    uncounted=_grew(s.uncounted, base.uncounted if base else None),
                     restarted=new_container,
                     # The counters grown since the sample before are gone with their container
                     # (or directory), unless they carried on in the same directory.
@@ -308,10 +323,11 @@ def unmeasured_reason(plan: ModelPlan, *, private: bool = False) -> str | None:
             f" <podId>.runpod.internal:{placement.pod.port})"
         )
     engine = str(placement.recipe.runtime)
-    if engine == "ollama":
+    if engine == "ollama" and COUNTS_ENV not in placement.pod.env:
         return (
-            "Ollama has no metrics endpoint: each answer carries eval_count, which only the"
-            " caller sees"
+            "Ollama keeps no counters: each answer carries eval_count, which only the caller"
+            " sees; set frutebox-infra:measureUsage: true and the counts keeper in front of it"
+            " counts what the answers carry"
         )
     flag = COUNTING_FLAGS.get(engine)
     # A word of the launch, or of the engine's line in a launch script (the gateway first).
@@ -486,6 +502,7 @@ def compute_usage(
                 counts_lost=len(lost),
                 counts_kept=bool(mine) and mine[-1].kept,
                 lost_why="; ".join(w for w in whys if w) or None,
+                answers_uncounted=round(sum(i.uncounted for i in mine)),
             )
         )
     ours = set(owners)

@@ -1,10 +1,10 @@
-"""`frutebox usage` on the real engine against the emulator: `pulumi up` of four measured,
+"""`frutebox usage` on the real engine against the emulator: `pulumi up` of five measured,
 seeded models, a simulated day of traffic (the emulator's clock stepped an hour at a time), one
 model idle from noon, hourly `usage --record`, and mid-morning traffic served after a sample and
 before every container restarts: the report then says exactly what the emulator billed and
-served, to the token for the vLLM, SGLang and llama.cpp models and to the prompt for the ComfyUI
-model: their counters are kept on the volume, in a directory the seed, the launch or the counts
-keeper made, so the restart loses nothing."""
+served, to the token for the vLLM, SGLang, llama.cpp and Ollama models and to the prompt for the
+ComfyUI model: their counters are kept on the volume, in a directory the seed, the launch or the
+counts keeper made, so the restart loses nothing."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.engine
 STACK = "small"
 # Seeded: a vLLM or llama.cpp model's gateway starts from the hook its seeding pod puts on the
 # volume. qwen3-235b-a22b is served by llama.cpp, whose counters its hook keeps.
-MODELS = ["pixtral", "qwen-3.6-27b", "sdxl-1.0", "qwen3-235b-a22b"]
+MODELS = ["pixtral", "qwen-3.6-27b", "sdxl-1.0", "qwen3-235b-a22b", "qwen3-8b"]
 AS_LLAMACPP = {"qwen3-235b-a22b": {"engine": "llamacpp"}}
 CONFIG = {**SEEDED, "budgetUsdPerHour": 40, "models": MODELS, "measureUsage": True,
           "overrides": AS_LLAMACPP}  # fmt: skip
@@ -77,13 +77,13 @@ def drive(deployment: Deployment, pod_id: str, requests: int, tokens: int, key: 
     assert answer.json()["served"] == requests, answer.text
 
 
-def test_a_day_of_traffic_at_four_models_is_reported_exactly(
+def test_a_day_of_traffic_at_five_models_is_reported_exactly(
     deployed: Deployment, project: PulumiProject, clock: SteppedClock
 ) -> None:
     outputs = project.outputs(STACK)
     key = str(outputs["servingKey"])  # the clients of a gateway pod hold it
-    pix, qwen, sdxl, gguf = (outputs["pods"][m]["podId"] for m in MODELS)
-    pods = (pix, qwen, sdxl, gguf)
+    pix, qwen, sdxl, gguf, small = (outputs["pods"][m]["podId"] for m in MODELS)
+    pods = (pix, qwen, sdxl, gguf, small)
     # Start the day at the top of an hour, so the day is 24 whole billing buckets after it.
     clock.advance(3600 - clock.utc().minute * 60 - clock.utc().second + 30)
     for hour in range(24):
@@ -94,6 +94,7 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
             drive(deployed, qwen, 1, 9, key)
             drive(deployed, sdxl, 2, 1, key)
             drive(deployed, gguf, 1, 5, key)
+            drive(deployed, small, 1, 3, key)
             for pod_id in pods:
                 api(deployed).post(f"/v2/pods/{pod_id}/action", json={"action": "restart"})
             clock.advance(60)
@@ -103,11 +104,12 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
         drive(deployed, pix, 3, 100, key)
         drive(deployed, sdxl, 1, 1, key)
         drive(deployed, gguf, 2, 40, key)
+        drive(deployed, small, 1, 20, key)
         if hour < 12:
             drive(deployed, qwen, 2, 50, key)  # idle from noon
         clock.advance(2400 if hour != 9 else 2340)
         code, _, err = usage(project, clock, "--record")
-        assert code == 0 and "recorded 4 counter sample(s)" in err, err
+        assert code == 0 and "recorded 5 counter sample(s)" in err, err
     clock.advance(60)
     for pod_id in pods:
         # Terminated (by hand): billing stops moving, so the figures compared are final; a pod
@@ -133,7 +135,7 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
         assert row["idleHours"] == len(idle)
         assert row["idleUsd"] == pytest.approx(sum(r["totalAmount"] for r in idle), abs=1e-6)
     rows = {m["model"]: m for m in view["models"]}
-    pix_row, qwen_row, sdxl_row, gguf_row = (rows[m] for m in MODELS)
+    pix_row, qwen_row, sdxl_row, gguf_row, small_row = (rows[m] for m in MODELS)
     # vLLM (pixtral), SGLang (qwen) and llama.cpp's start hook kept their counters on the
     # volume: every token the emulator served in the window, those served between the sample
     # and the restart included. The window is the last 24 buckets: the first hour of traffic
@@ -141,7 +143,9 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
     assert pix_row["outputTokens"] == tokens_in[pix] == 23 * 300 + 7
     assert qwen_row["outputTokens"] == tokens_in[qwen] == 11 * 100 + 9
     assert gguf_row["outputTokens"] == tokens_in[gguf] == 23 * 80 + 5
-    for row in (pix_row, qwen_row, gguf_row):
+    # Ollama keeps no counters: the counts keeper counted what its answers carried.
+    assert small_row["outputTokens"] == tokens_in[small] == 23 * 20 + 3
+    for row in (pix_row, qwen_row, gguf_row, small_row):
         assert not row["outputIsLowerBound"] and row["countersKeptOnVolume"]
         assert row["restartsSeen"] == 1 and row["countsLostAtRestarts"] == 0
     # Idle from noon: twelve hours, and the current one, billed a minute before the terminate.
@@ -153,15 +157,16 @@ def test_a_day_of_traffic_at_four_models_is_reported_exactly(
     assert sdxl_row["restartsSeen"] == 1 and sdxl_row["countsLostAtRestarts"] == 0
     assert not any("a lower bound" in n for n in view["notes"])
     assert view["total"]["usdBilled"] == pytest.approx(
-        sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row, gguf_row)), abs=1e-6
+        sum(r["usdBilled"] for r in (pix_row, qwen_row, sdxl_row, gguf_row, small_row)), abs=1e-6
     )
     # On the volume: a counter directory per counted model and engine release, the vLLM one
-    # made by its seed (its launch cannot), the SGLang one by its launch, the llama.cpp and
-    # ComfyUI ones by their counts keepers.
+    # made by its seed (its launch cannot), the SGLang one by its launch, the llama.cpp,
+    # Ollama and ComfyUI ones by their counts keepers.
     (volume,) = [v for v in state["volumes"] if not v.get("foreign")]
     assert sorted(volume["counterDirs"]) == [
         "frutebox/counters/pixtral/vllm-v0.31.0-cu129",
         "frutebox/counters/qwen-3.6-27b/sglang-v0.5.21",
         "frutebox/counters/qwen3-235b-a22b/llamacpp-full-cuda-b11382",
+        "frutebox/counters/qwen3-8b/ollama-3.14.2-slim-bookworm",
         "frutebox/counters/sdxl-1.0/comfyui-2.9.1-cuda12.8-cudnn9-runtime",
     ]

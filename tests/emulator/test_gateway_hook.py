@@ -254,3 +254,36 @@ def test_a_measured_comfyui_pod_s_keeper_keeps_its_prompt_count_on_the_volume(
     assert acct.proxy(plain.id, 8188, "GET", "/metrics", None, bearer)[0] == 502
     bare = {**body, "env": {k: v for k, v in body["env"].items() if k != KEEPER_ENV}}
     assert serving(acct, clock, bare).crash_looping
+
+
+def test_a_measured_ollama_pod_s_keeper_counts_what_its_answers_carry(clock: ManualClock) -> None:
+    acct = seeded_account(clock, "qwen3-8b", measureUsage=True)
+    body = keyed(gpu_body(acct, "qwen3-8b", seeding=True, measureUsage=True))
+    pod = serving(acct, clock, body)
+    assert pod.crash is None, pod.lines()
+    bearer = {"authorization": f"Bearer {KEY}"}
+
+    def counts() -> dict[str, float]:
+        status, answer = acct.proxy(pod.id, 11434, "GET", "/metrics", None, bearer)
+        assert status == 200 and isinstance(answer, RawBody)
+        lines = answer.data.decode().splitlines()
+        return {ln.split()[0]: float(ln.split()[1]) for ln in lines if not ln.startswith("#")}
+
+    drive(acct, pod, 2, 5)  # /api/generate: eval_count 5 each
+    unsized = {"model": "qwen3:8b", "max_tokens": 7, "stream": True}
+    assert acct.proxy(pod.id, 11434, "POST", "/v1/chat/completions", unsized, bearer)[0] == 200
+    acct.pod_action(pod.id, "restart")
+    acct.read_pod(pod.id)
+    clock.advance(100)
+    acct.read_pod(pod.id)
+    drive(acct, pod, 1, 3)
+    assert counts() == {
+        "ollama:answers_without_count_total": 1.0,
+        "ollama:eval_count_total": 13.0,
+        "ollama:eval_duration_seconds_total": 13 / 40,
+    }
+    # No directory named: the keeper execs Ollama in its place, and the routes the gateway
+    # sends to the keeper find nothing (Caddy's 502).
+    plain = serving(acct, clock, {**body, "env": {**body["env"], COUNTS_ENV: ""}})
+    answered = acct.proxy(plain.id, 11434, "POST", "/api/generate", {"model": "qwen3:8b"}, bearer)
+    assert answered[0] == 502

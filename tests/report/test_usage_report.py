@@ -4,14 +4,17 @@ why a model is not measured, and JSON with stable keys."""
 from __future__ import annotations
 
 from frutebox_infra.report.usage_report import usage_data, usage_markdown, usage_table
-from tests.views.test_usage import view
+from frutebox_infra.views.usage import CounterSample
+from tests.views.test_usage import at, view
 
 
 def test_the_table_shows_measured_cost_beside_the_estimate_and_the_reasons() -> None:
     text = usage_table(view())
     assert "$/1M PLAN" in text and "IDLE $" in text
     assert "$10,909.09" in text  # $6 over 550 tokens, per 1M
-    assert "qwen3-8b: not measured: Ollama has no metrics endpoint" in text
+    assert "qwen3-8b: not measured: no counter sample of its pods yet" in text
+    unmeasured = usage_table(view(measure=False))
+    assert "qwen3-8b: not measured: Ollama keeps no counters" in unmeasured
     assert "$5.00 billed to pods of the account that are not this stack's" in text
     assert "4 h" in text and "1 idle hours ($1.50)" in text
 
@@ -76,3 +79,20 @@ def test_several_restarts_that_lost_counts_are_counted_in_the_note() -> None:
                       samples=samples, owners={"a": "pixtral"})  # fmt: skip
     assert "pixtral: a lower bound: 2 restarts each lost whatever output tokens" in usage_table(v)
     assert ">=23" in usage_table(v)
+
+
+def test_answers_without_a_count_are_said_and_make_the_figures_bounds() -> None:
+    where = "/workspace/frutebox/counters/qwen3-8b/ollama-3.14.2-slim-bookworm"
+    samples = [
+        CounterSample(at=at(h), pod_id="c", model_id="qwen3-8b", started_at="s",
+                      output_tokens=tokens, uncounted=uncounted, counter_dir=where)
+        for h, tokens, uncounted in ((1, 10, 0), (2, 40, 1))
+    ]  # fmt: skip
+    text = usage_table(view(samples=samples))
+    assert ">=40" in text
+    assert (
+        "qwen3-8b: a lower bound: 1 answer carried no count of its output (OpenAI-style streams"
+        " whose client did not ask for stream_options.include_usage)" in text
+    )
+    data = next(m for m in usage_data(view(samples=samples))["models"] if m["model"] == "qwen3-8b")
+    assert data["outputIsLowerBound"] and data["answersWithoutCount"] == 1

@@ -130,13 +130,29 @@ def test_billed_dollars_tokens_measured_cost_and_idle_hours() -> None:
 
 
 def test_a_model_that_cannot_be_measured_says_why() -> None:
-    v = view()
-    ollama = next(m for m in v.models if m.model_id == "qwen3-8b")
+    unmeasured = view(measure=False)
+    ollama = next(m for m in unmeasured.models if m.model_id == "qwen3-8b")
     assert ollama.output_tokens is None and ollama.idle_hours is None
     assert ollama.hours_billed == 2 and "eval_count" in (ollama.unmeasured or "")
-    sglang = next(m for m in view(measure=False).models if m.model_id == "qwen-3.6-27b")
+    assert "measureUsage" in (ollama.unmeasured or "")
+    sglang = next(m for m in unmeasured.models if m.model_id == "qwen-3.6-27b")
     assert "--enable-metrics" in (sglang.unmeasured or "")
     assert "measureUsage" in (sglang.unmeasured or "")
+    # Measured, Ollama is counted by the keeper in front of it: here never sampled yet.
+    measured = next(m for m in view().models if m.model_id == "qwen3-8b")
+    assert "--record" in (measured.unmeasured or "")
+
+
+def test_answers_that_carried_no_count_make_the_output_a_lower_bound() -> None:
+    where = "/workspace/frutebox/counters/qwen3-8b/ollama-3.14.2-slim-bookworm"
+    samples = [
+        CounterSample(at=at(h), pod_id="c", model_id="qwen3-8b", started_at="s",
+                      output_tokens=tokens, uncounted=uncounted, counter_dir=where)
+        for h, tokens, uncounted in ((1, 10, 0), (2, 40, 2))
+    ]  # fmt: skip
+    ollama = next(m for m in view(samples=samples).models if m.model_id == "qwen3-8b")
+    assert ollama.unmeasured is None and ollama.output_tokens == 40
+    assert ollama.answers_uncounted == 2 and ollama.lower_bound and not ollama.counts_lost
 
 
 def test_a_measurable_pod_never_sampled_says_so() -> None:

@@ -273,6 +273,7 @@ HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfe
 
 class Counts(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms ACK wait
 
     def do_GET(self):
         if self.path.split("?", 1)[0] != c["path"]:

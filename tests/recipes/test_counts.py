@@ -36,7 +36,7 @@ from frutebox_infra.recipes.counts import (
 from frutebox_infra.recipes.gateway import GatewaySetup, engine_port
 from frutebox_infra.recipes.ollama import COUNTED_ROUTES, launch_script
 from tests.factories import real_images, real_registry
-from tests.recipes.test_gateway_hook import keeper_free_port
+from tests.recipes.test_gateway_hook import ended, keeper_free_port
 
 # ComfyUI's stand-in: its history a dict in memory, oldest first; GET /history?max_items=N the
 # last N (PromptQueue.get_history), POST /prompt runs a prompt into it at once, POST /history
@@ -127,6 +127,7 @@ def kept_count(port: int) -> float:
 def container(line: str, home: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """One container start: bash runs the pod's exec line in the release's directory."""
     return subprocess.Popen(["bash", "-c", f"home={home}\ncd \"$home\"\n{line}"], env=env,
+                            start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
@@ -165,8 +166,7 @@ def test_the_keeper_counts_comfyui_s_prompts_on_the_volume_across_starts_and_cle
             call(engine, "POST", "/prompt")
         assert kept_count(keeper) == 7.0
     finally:
-        proc.kill()
-        proc.wait()
+        ended(proc)
     assert len(list(kept.glob("start-*.json"))) == 2
     # No directory named: the keeper execs the server in its place, and nothing answers on
     # the keeper's port.
@@ -181,8 +181,7 @@ def test_the_keeper_counts_comfyui_s_prompts_on_the_volume_across_starts_and_cle
         with contextlib.suppress(ConnectionRefusedError):
             raise AssertionError(call(keeper, "GET", "/metrics"))
     finally:
-        proc.kill()
-        proc.wait()
+        ended(proc)
 
 
 # Ollama's stand-in: `serve` on OLLAMA_HOST; /api/generate streams NDJSON unless "stream":
@@ -296,8 +295,7 @@ def test_history_a_client_deletes_is_never_counted_again(tmp_path: Path) -> None
         call(engine, "POST", "/history", {"delete": newest})
         assert kept_count(keeper) == 70.0
     finally:
-        proc.kill()
-        proc.wait()
+        ended(proc)
 
 
 def test_the_keeper_counts_what_ollama_s_answers_carry_and_passes_them_on_unchanged(
@@ -318,7 +316,7 @@ def test_the_keeper_counts_what_ollama_s_answers_carry_and_passes_them_on_unchan
     kept = tmp_path / "volume" / "counters" / "qwen3-8b"
     env = {"PATH": os.environ["PATH"], KEEPER_ENV: KEEPER_PY, COUNTS_ENV: str(kept),
            "OLLAMA_HOST": f"127.0.0.1:{engine}"}  # fmt: skip
-    proc = subprocess.Popen(["bash", "-c", line], env=env)
+    proc = subprocess.Popen(["bash", "-c", line], env=env, start_new_session=True)
     try:
         assert set(ollama_counts(keeper_port).values()) == {0.0}
         listening(engine)
@@ -342,9 +340,8 @@ def test_the_keeper_counts_what_ollama_s_answers_carry_and_passes_them_on_unchan
         }
         post(keeper_port, "/api/generate", {"options": {"num_predict": 1}})  # then the stop
         assert stopped(proc) == 128 + signal.SIGTERM
-        proc = subprocess.Popen(["bash", "-c", line], env=env)
+        proc = subprocess.Popen(["bash", "-c", line], env=env, start_new_session=True)
         listening(engine)
         assert ollama_counts(keeper_port)["ollama:eval_count_total"] == 15.0
     finally:
-        proc.kill()
-        proc.wait()
+        ended(proc)

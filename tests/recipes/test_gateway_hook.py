@@ -343,6 +343,14 @@ HTTPServer(("127.0.0.1", port), Server).serve_forever()
 """.replace("PYTHON", sys.executable)
 
 
+def ended(proc: subprocess.Popen[Any]) -> None:
+    """The container gone, whatever it started (its processes are one session here, as a
+    container's are one namespace)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def stop_gateway(said: str) -> None:
     """Stops the gateway `caddy start` left running (a container's end would)."""
     with stopped_after(subprocess.CompletedProcess([], 0, said, "")):
@@ -412,7 +420,8 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
             out = tmp_path / f"out-{len(list(tmp_path.glob('out-*')))}"
             with out.open("w") as said:
                 proc = subprocess.Popen([sys.executable, str(convert), *flags], env=env,
-                                        stdout=said, stderr=said)  # fmt: skip
+                                        stdout=said, stderr=said,
+                                        start_new_session=True)  # fmt: skip
                 try:
                     assert predicted(port) is not None
                     for tokens in served:
@@ -432,8 +441,8 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
                         proc.send_signal(then)  # the container is stopped
                     code = proc.wait(timeout=30)
                 finally:
-                    proc.kill()
                     stop_gateway(out.read_text())
+                    ended(proc)
             return code, count, out.read_text()
 
         code, count, said = container([7, 7, 7], signal.SIGTERM)
@@ -453,13 +462,13 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
         out = tmp_path / "out-plain"
         with out.open("w") as said_file:
             proc = subprocess.Popen([sys.executable, str(convert), *flags], env=env,
-                                    stdout=said_file, stderr=said_file)  # fmt: skip
+                                    stdout=said_file, stderr=said_file,
+                                    start_new_session=True)  # fmt: skip
             try:
                 deadline = time.monotonic() + 30
                 while "the-server-starts" not in out.read_text() and time.monotonic() < deadline:
                     time.sleep(0.1)
                 assert keyed_call(port, "GET", "/metrics")[0] == 502
             finally:
-                proc.kill()
-                proc.wait()
                 stop_gateway(out.read_text())
+                ended(proc)

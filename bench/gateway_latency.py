@@ -168,6 +168,7 @@ def keeper(engine_port: int, tmp: Path) -> tuple[subprocess.Popen[bytes], Counts
     while (port := free_port()) + 20_000 > 65_535:
         pass
     counts = CountsKeeper(kind="ollama-answers", engine_port=engine_port, read_path="",
+                          directory=str(tmp / "counts"),
                           port=port, proxies=("/v1/chat/completions",))  # fmt: skip
     env = {"PATH": os.environ.get("PATH", ""), COUNTS_ENV: str(tmp / "counts")}
     proc = subprocess.Popen([sys.executable, "-I", "-c", KEEPER_PY, str(tmp / "counts"),

@@ -7,7 +7,7 @@ with whatever headers `auth_headers` gives (the seam for the stack's serving key
 behind a key answers its counters only to it). A read is a *sample*, appended to the stack's
 ledger (`.frutebox/usage-<stack>.jsonl`, or `--ledger`), with the directory on the volume the
 engine keeps its counters in when the pod's launch names one (SGLang and vLLM measured: their
-`PROMETHEUS_MULTIPROC_DIR`; llama.cpp and ComfyUI measured: the counts keeper's
+`PROMETHEUS_MULTIPROC_DIR`; llama.cpp, ComfyUI and Ollama measured: the counts keeper's
 `FRUTEBOX_COUNTS_DIR`, read on the keeper's `/metrics`): those carry on across restarts and
 pods. Counters in an engine's
 memory reset when its container starts, so the view sums each pod's increases between samples
@@ -108,7 +108,7 @@ KEPT_IN = {
 }
 """Engine -> the pod variable naming the directory its counters are kept in outside the
 engine's memory: prometheus_client's multiprocess directory (SGLang, vLLM), or the counts
-keeper's (llama.cpp, ComfyUI: recipes/counts.py)."""
+keeper's (llama.cpp, ComfyUI, Ollama: recipes/counts.py)."""
 
 
 def counter_dir(engine: str, env: Mapping[str, str]) -> str | None:

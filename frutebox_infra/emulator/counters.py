@@ -20,9 +20,9 @@ on across restarts and pods (the volume's `counter_dirs`); one in the container'
 gone with the container. `served` keeps every request the emulator served, with its time, and
 is never reset: it is what tests compare `frutebox usage` against (the account's truth, not the
 engines'). A measured llama.cpp pod's start hook keeps its server's counters in a directory on
-the volume the same way, and so does a measured ComfyUI pod's launch with its history's count
-(recipes/counts.py): their gateway sends the counters route to the keeper, which answers every
-container start's counts summed.
+the volume the same way, and so do a measured ComfyUI pod's launch with its history's count and
+a measured Ollama pod's with what its answers carry (recipes/counts.py): their gateway sends
+the counters route to the keeper, which answers every container start's counts summed.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ COUNTERS = ("tokens", "prompt_tokens", "decode_s", "prompts", "uncounted")
 no count (an OpenAI-style stream whose client did not ask for usage)."""
 
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions")
+LLMS = ("sglang", "vllm", "llamacpp", "ollama")
+"""The engines that answer OpenAI-style completions here."""
 
 
 def engine_of(pod: PodRecord) -> str | None:
@@ -224,27 +226,21 @@ def _metrics_text(pod: PodRecord, volume: VolumeRecord | None) -> bytes:
 
 
 def kept_answer(pod: PodRecord, volume: VolumeRecord | None) -> tuple[int, Any]:
-    """What the gateway answers on a route it sends to the start hook's counts keeper: Caddy's
-    502 when no keeper listens (the hook execs the server), the keeper's 503 when the server
-    does not count (no `--metrics`: llama-server answers its read 501), else the sum of every
-    container start's counters, as the keeper writes it."""
-    if keeper_dir(pod.body, volume) is None:
-        return 502, RawBody("text/plain; charset=utf-8", b"")
+    """What a running counts keeper answers on its counters route: the keeper's 503 when the
+    server does not count (no `--metrics`: llama-server answers its read 501), else the sum of
+    every container start's counters (llama.cpp's are the server's own, summed on the
+    volume)."""
     c = store(pod, volume)
+    if engine_of(pod) == "llamacpp":
+        if not metrics_on(pod):
+            why = "the engine's counters cannot be read: HTTP Error 501: Not Implemented\n"
+            return 503, RawBody("text/plain; version=0.0.4", why.encode())
+        return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod, volume))
     if engine_of(pod) == "comfyui":
         kept = {COMFYUI_COUNTER: c["prompts"]}
-    elif engine_of(pod) == "ollama":
+    else:
         tokens, seconds, uncounted = OLLAMA_COUNTERS
         kept = {uncounted: c.get("uncounted", 0.0), tokens: c["tokens"], seconds: c["decode_s"]}
-    elif not metrics_on(pod):
-        why = "the engine's counters cannot be read: HTTP Error 501: Not Implemented\n"
-        return 503, RawBody("text/plain; version=0.0.4", why.encode())
-    else:
-        kept = {
-            "llamacpp:prompt_tokens_total": c["prompt_tokens"],
-            "llamacpp:tokens_predicted_seconds_total": c["decode_s"],
-            "llamacpp:tokens_predicted_total": c["tokens"],
-        }
     lines = [f"# TYPE {name} counter\n{name} {float(value)!r}" for name, value in kept.items()]
     return 200, RawBody("text/plain; version=0.0.4", ("\n".join(lines) + "\n").encode())
 
@@ -273,15 +269,8 @@ def answer(
                 return 501, {"error": {"code": 501, "message": "metrics endpoint is disabled"}}
             return 404, {"detail": "Not Found"}
         return 200, RawBody("text/plain; version=0.0.4", _metrics_text(pod, volume))
-    if method == "POST" and path in OPENAI_PATHS and engine == "ollama":
-        return _ollama_openai(pod, path, body, now_stamp=now_stamp, volume=volume)
-    if method == "POST" and path in OPENAI_PATHS and engine in ("sglang", "vllm", "llamacpp"):
-        out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
-        serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)
-        usage = {"prompt_tokens": 0, "completion_tokens": out, "total_tokens": out}
-        answered = served(method, path, body, pod.id)
-        reply = dict(answered[1]) if answered is not None else {"object": "text_completion"}
-        return 200, reply | {"usage": usage}
+    if method == "POST" and path in OPENAI_PATHS and engine in LLMS:
+        return _openai_answer(pod, path, body, now_stamp=now_stamp, volume=volume)
     if engine == "comfyui" and method == "POST" and path == "/prompt":
         prompt_id = serve_prompt(pod, now_stamp=now_stamp, volume=volume)
         return 200, {"prompt_id": prompt_id, "number": len(pod.history) - 1}
@@ -300,16 +289,19 @@ def ollama_counts(
     return {"eval_count": out, "eval_duration": int(served["decode_s"] * 1e9)}
 
 
-def _ollama_openai(
+def _openai_answer(
     pod: PodRecord, path: str, body: Any, *, now_stamp: str, volume: VolumeRecord | None
 ) -> tuple[int, Any]:
-    """Ollama's OpenAI-style answer: `usage.completion_tokens`, which a stream carries only
-    when its client asks (`stream_options.include_usage`); a counts keeper in front counts the
-    answers without it apart."""
+    """An OpenAI-style completion: its `max_tokens` generated and counted, answered with
+    `usage.completion_tokens`. Ollama counts nothing itself, and a stream carries usage only
+    when its client asks (`stream_options.include_usage`): a counts keeper in front counts
+    the answers without it apart."""
     out = _int(body, "max_tokens") or DEFAULT_MAX_TOKENS
     options = body.get("stream_options") if isinstance(body, dict) else None
-    sized = not (isinstance(body, dict) and body.get("stream") is True) or (
-        isinstance(options, dict) and options.get("include_usage") is True
+    sized = (
+        engine_of(pod) != "ollama"
+        or not (isinstance(body, dict) and body.get("stream") is True)
+        or (isinstance(options, dict) and options.get("include_usage") is True)
     )
     if sized:
         serve(pod, output_tokens=out, prompt_tokens=0, now_stamp=now_stamp, volume=volume)

@@ -58,12 +58,12 @@ def serve_port(
             return gated
         headers = forwarded_headers(headers)
         if path in counted_paths(pod.body):
-            # Forwarded to the counts keeper: its counters, or (Ollama) an answer it passes on
-            # from the engine and counts; Caddy's 502 when no keeper listens.
-            if method == "GET" and path == KEEPER_PATH:
-                return counters.kept_answer(pod, volume)
+            # Forwarded to the counts keeper: Caddy's 502 when no keeper listens, else its
+            # counters, or (Ollama) an answer it passes on from the engine and counts.
             if counters.keeper_dir(pod.body, volume) is None:
                 return 502, RawBody("text/plain; charset=utf-8", b"")
+            if method == "GET" and path == KEEPER_PATH:
+                return counters.kept_answer(pod, volume)
     elif engine_on_loopback(pod.body):
         # An engine on loopback with no gateway in front: nothing listens on the port.
         return 502, {"error": "the pod's server is not answering"}

@@ -21,7 +21,7 @@ from frutebox_infra.recipes.base import (
     engine_address,
     version_tuple,
 )
-from frutebox_infra.recipes.counts import COUNTS_ENV, CountsKeeper, keeper_port, keeper_words
+from frutebox_infra.recipes.counts import CountsKeeper, keeper_port, keeper_words
 from frutebox_infra.recipes.gateway import GatewaySetup
 
 COMFY_BASE = f"{VOLUME_PATH}/ComfyUI"
@@ -168,18 +168,17 @@ class ComfyUI(Recipe):
         gateway = serving.gateway
         # ComfyUI's history is in its memory only, so a measured pod behind the gateway runs
         # the server under the counts keeper, which keeps the count on the volume.
-        counts = _keeper(image, gateway) if serving.metrics and gateway is not None else None
+        counts = None
+        if serving.metrics and gateway is not None:
+            counts = _keeper(image, gateway, counters_dir(model.id, self.runtime, image))
         script, args = launch(image, model.id, gateway=gateway, counts=counts)
-        env = {"FRUTEBOX_PROVISION": provisioning_script(model)}
-        if counts is not None:
-            env[COUNTS_ENV] = counters_dir(model.id, self.runtime, image)
         spec = self.pod_spec(
             model,
             image,
             ("bash", "-c", script),
             seeded=seeded,
             args=args,
-            env=env,
+            env={"FRUTEBOX_PROVISION": provisioning_script(model)},
             expected_files=expected_files(model),
         )
         if gateway is None:
@@ -209,11 +208,12 @@ class ComfyLaunch(NamedTuple):
     args: str
 
 
-def _keeper(image: Image, gateway: GatewaySetup) -> CountsKeeper:
+def _keeper(image: Image, gateway: GatewaySetup, directory: str) -> CountsKeeper:
     """The counts keeper of a measured pod: it counts the prompt ids new in ComfyUI's history
     and answers GET /metrics (a route ComfyUI has not) with the count."""
     return CountsKeeper(kind="comfyui-history", engine_port=engine_address(image.port, gateway)[1],
-                        read_path="/history", port=keeper_port(image.port))  # fmt: skip
+                        read_path="/history", port=keeper_port(image.port),
+                        directory=directory)  # fmt: skip
 
 
 def launch(

@@ -75,6 +75,8 @@ class CountsKeeper:
     answers (the gateway sends `GET path` to 127.0.0.1:`port`)."""
 
     kind: KeeperKind
+    directory: str
+    """Where on the volume it keeps the counters (the pod's COUNTS_ENV)."""
     engine_port: int
     """Where the engine listens on loopback."""
     read_path: str
@@ -119,9 +121,9 @@ def keeper_words(counts: CountsKeeper, *, python: str) -> str:
     return f'{python} -I -c "${KEEPER_ENV}" "${COUNTS_ENV}" {shlex.quote(counts.params)}'
 
 
-def keeper_env() -> dict[str, str]:
-    """The pod variables a kept pod's launch reads (its directory is the recipe's to name)."""
-    return {KEEPER_ENV: KEEPER_PY}
+def keeper_env(counts: CountsKeeper) -> dict[str, str]:
+    """The pod variables a kept pod's launch reads: the keeper's program and its directory."""
+    return {KEEPER_ENV: KEEPER_PY, COUNTS_ENV: counts.directory}
 
 
 KEEPER_PY = r'''"""The frutebox counts keeper (frutebox_infra/recipes/counts.py).

@@ -206,7 +206,7 @@ def gateway_env(
     """The pod variables the gateway reads (its key is filled by the deploy step); with
     `counts`, those of the keeper that keeps the engine's counters as well."""
     config = caddyfile(setup.routes, port=port, upstream_port=engine_port(port), counts=counts)
-    return {CONFIG_ENV: config, **(keeper_env() if counts is not None else {})}
+    return {CONFIG_ENV: config, **(keeper_env(counts) if counts is not None else {})}
 
 
 def starts_gateway(words: Sequence[str]) -> bool:
@@ -318,9 +318,6 @@ class StartHook:
     execs: str | None = None
     """The server the hook execs last, once the gateway serves, with the interpreter's
     arguments (the launch's words after the dispatcher's)."""
-    counts: CountsKeeper | None = None
-    """Where the pod names a counters directory, the hook execs the counts keeper (its program
-    in the pod's env) with the server as its command, instead of the server."""
 
     @property
     def directory(self) -> str:
@@ -376,7 +373,7 @@ def start_hook(
         "counts_env": COUNTS_ENV,
         "keeper_env": KEEPER_ENV,
     }
-    return StartHook(text=text, engine_config=engine_config, execs=execs, counts=counts)
+    return StartHook(text=text, engine_config=engine_config, execs=execs)
 
 
 def hook_env(hook: StartHook) -> dict[str, str]:

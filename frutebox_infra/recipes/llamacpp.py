@@ -16,7 +16,7 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.recipes.counts import COUNTS_ENV, CountsKeeper, keeper_port
+from frutebox_infra.recipes.counts import CountsKeeper, keeper_port
 
 
 class LlamaCpp(Recipe):
@@ -117,12 +117,13 @@ class LlamaCpp(Recipe):
         launch = [dispatch.python_word, *words]
         # llama-server counts in its memory only, so a measured pod's hook execs the counts
         # keeper, which keeps them on the volume and answers the metrics route in its place.
-        counts, env, path = None, None, gateway.routes.metrics_path
+        counts, path = None, gateway.routes.metrics_path
         if serving.metrics and path is not None:
+            kept = counters_dir(model.id, self.runtime, image)
             counts = CountsKeeper(kind="prometheus", engine_port=port, read_path=path,
-                                  port=keeper_port(image.port), path=path)  # fmt: skip
-            env = {COUNTS_ENV: counters_dir(model.id, self.runtime, image)}
-        spec = self.pod_spec(model, image, launch, seeded=seeded, env=env, notes=notes)
+                                  port=keeper_port(image.port), path=path,
+                                  directory=kept)  # fmt: skip
+        spec = self.pod_spec(model, image, launch, seeded=seeded, notes=notes)
         return self.behind_hook(spec, gateway, seeded=seeded, execs=dispatch.server_path,
                                 counts=counts)  # fmt: skip
 

@@ -21,7 +21,7 @@ from frutebox_infra.recipes.base import (
     slots_problem,
     static_slots,
 )
-from frutebox_infra.recipes.counts import COUNTS_ENV, CountsKeeper, keeper_port, keeper_words
+from frutebox_infra.recipes.counts import CountsKeeper, keeper_port, keeper_words
 
 DEFAULT_OLLAMA_CONTEXT = 4096
 """Ollama's own default context, used only when the registry records none."""
@@ -138,8 +138,10 @@ class Ollama(Recipe):
         # under the counts keeper, which counts what the answers it passes on carry.
         counts = None
         if serving.metrics and gateway is not None:
+            kept = counters_dir(model.id, self.runtime, image)
             counts = CountsKeeper(kind="ollama-answers", engine_port=port, read_path="",
-                                  port=keeper_port(image.port), proxies=COUNTED_ROUTES)  # fmt: skip
+                                  port=keeper_port(image.port), proxies=COUNTED_ROUTES,
+                                  directory=kept)  # fmt: skip
         install = ArchiveInstall(
             archive=image.engine_archive, version=f"ollama-{image.engine_version}",
             home=OLLAMA_HOME, size_gb=image.volume_install_gb, fetch=fetches(seeded=seeded),
@@ -160,8 +162,6 @@ class Ollama(Recipe):
             env["OLLAMA_MODELS"] = f"{store.rstrip('/')}/{model.id}"
         pulls = (model.source.ollama_tag,)
         env[PULLS_ENV] = " ".join(pulls)
-        if counts is not None:
-            env[COUNTS_ENV] = counters_dir(model.id, self.runtime, image)
         words = ("bash", "-c", f"set -eo pipefail\n{script}")
         spec = self.pod_spec(model, image, words, seeded=seeded, env=env, ollama_pulls=pulls)
         spec = replace(spec, archives=(install.kept_archive,))

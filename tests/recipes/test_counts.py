@@ -94,7 +94,7 @@ def exec_line(port: int) -> str:
     registry = real_registry()
     assert registry.gateway is not None
     setup = GatewaySetup(release=registry.gateway, routes=registry.engine_routes[Runtime.COMFYUI])
-    keeper = CountsKeeper(kind="comfyui-history", engine_port=engine_port(port),
+    keeper = CountsKeeper(kind="comfyui-history", engine_port=engine_port(port), directory="",
                           read_path="/history", port=port + KEEPER_PORT_OFFSET)  # fmt: skip
     script = launch(image, "sdxl-1.0", gateway=setup, counts=keeper).script
     (line,) = [ln for ln in script.splitlines() if ln.startswith("exec ")]
@@ -124,6 +124,15 @@ def kept_count(port: int) -> float:
     raise AssertionError("the keeper never answered")
 
 
+def comfy_home(tmp: Path) -> Path:
+    """The installed release as the launch finds it: its venv's python, its main.py."""
+    home = tmp / "comfyui"
+    (home / "venv" / "bin").mkdir(parents=True)
+    (home / "venv" / "bin" / "python").symlink_to(sys.executable)
+    (home / "main.py").write_text(COMFY)
+    return home
+
+
 def container(line: str, home: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """One container start: bash runs the pod's exec line in the release's directory."""
     return subprocess.Popen(["bash", "-c", f"home={home}\ncd \"$home\"\n{line}"], env=env,
@@ -142,10 +151,7 @@ def test_the_keeper_counts_comfyui_s_prompts_on_the_volume_across_starts_and_cle
 ) -> None:
     port = keeper_free_port()
     engine, keeper = engine_port(port), port + KEEPER_PORT_OFFSET
-    home = tmp_path / "comfyui"
-    (home / "venv" / "bin").mkdir(parents=True)
-    (home / "venv" / "bin" / "python").symlink_to(sys.executable)
-    (home / "main.py").write_text(COMFY)
+    home = comfy_home(tmp_path)
     kept = tmp_path / "volume" / "counters" / "sdxl"
     env = {"PATH": os.environ["PATH"], KEEPER_ENV: KEEPER_PY, COUNTS_ENV: str(kept)}
     line = exec_line(port)
@@ -278,10 +284,7 @@ def ollama_counts(port: int) -> dict[str, float]:
 def test_history_a_client_deletes_is_never_counted_again(tmp_path: Path) -> None:
     port = keeper_free_port()
     engine, keeper = engine_port(port), port + KEEPER_PORT_OFFSET
-    home = tmp_path / "comfyui"
-    (home / "venv" / "bin").mkdir(parents=True)
-    (home / "venv" / "bin" / "python").symlink_to(sys.executable)
-    (home / "main.py").write_text(COMFY)
+    home = comfy_home(tmp_path)
     env = {"PATH": os.environ["PATH"], KEEPER_ENV: KEEPER_PY, COUNTS_ENV: str(tmp_path / "k")}
     proc = container(exec_line(port), home, env)
     try:
@@ -306,7 +309,7 @@ def test_the_keeper_counts_what_ollama_s_answers_carry_and_passes_them_on_unchan
     program = tmp_path / "ollama"
     program.write_text(OLLAMA)
     program.chmod(0o755)
-    counts = CountsKeeper(kind="ollama-answers", engine_port=engine, read_path="",
+    counts = CountsKeeper(kind="ollama-answers", engine_port=engine, read_path="", directory="",
                           port=keeper_port, proxies=COUNTED_ROUTES)  # fmt: skip
     archive = real_images()[Runtime.OLLAMA].engine_archive
     assert archive is not None

@@ -402,7 +402,7 @@ def test_llamacpp_s_hook_keeps_the_server_s_counters_on_the_volume_across_contai
              "--metrics"]  # fmt: skip
     with release_server(archive.parent) as url:
         setup = llamacpp_setup(archive, url, tmp_path)
-        keeper = CountsKeeper(kind="prometheus", engine_port=engine_port(port),
+        keeper = CountsKeeper(kind="prometheus", engine_port=engine_port(port), directory=str(kept),
                               read_path="/metrics", port=port + KEEPER_PORT_OFFSET)  # fmt: skip
         hook = start_hook(setup, execs=str(server), counts=keeper, fetch=True)
         directory = tmp_path / "hook"

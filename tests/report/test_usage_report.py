@@ -4,8 +4,7 @@ why a model is not measured, and JSON with stable keys."""
 from __future__ import annotations
 
 from frutebox_infra.report.usage_report import usage_data, usage_markdown, usage_table
-from frutebox_infra.views.usage import CounterSample
-from tests.views.test_usage import at, view
+from tests.views.test_usage import ollama_samples, view
 
 
 def test_the_table_shows_measured_cost_beside_the_estimate_and_the_reasons() -> None:
@@ -82,12 +81,7 @@ def test_several_restarts_that_lost_counts_are_counted_in_the_note() -> None:
 
 
 def test_answers_without_a_count_are_said_and_make_the_figures_bounds() -> None:
-    where = "/workspace/frutebox/counters/qwen3-8b/ollama-3.14.2-slim-bookworm"
-    samples = [
-        CounterSample(at=at(h), pod_id="c", model_id="qwen3-8b", started_at="s",
-                      output_tokens=tokens, uncounted=uncounted, counter_dir=where)
-        for h, tokens, uncounted in ((1, 10, 0), (2, 40, 1))
-    ]  # fmt: skip
+    samples = ollama_samples(uncounted=1)
     text = usage_table(view(samples=samples))
     assert ">=40" in text
     assert (

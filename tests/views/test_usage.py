@@ -143,13 +143,18 @@ def test_a_model_that_cannot_be_measured_says_why() -> None:
     assert "--record" in (measured.unmeasured or "")
 
 
-def test_answers_that_carried_no_count_make_the_output_a_lower_bound() -> None:
+def ollama_samples(uncounted: int) -> list[CounterSample]:
+    """qwen3-8b's keeper read twice: 10 then 40 tokens, and `uncounted` answers by the second."""
     where = "/workspace/frutebox/counters/qwen3-8b/ollama-3.14.2-slim-bookworm"
-    samples = [
+    return [
         CounterSample(at=at(h), pod_id="c", model_id="qwen3-8b", started_at="s",
-                      output_tokens=tokens, uncounted=uncounted, counter_dir=where)
-        for h, tokens, uncounted in ((1, 10, 0), (2, 40, 2))
+                      output_tokens=tokens, uncounted=n, counter_dir=where)
+        for h, tokens, n in ((1, 10, 0), (2, 40, uncounted))
     ]  # fmt: skip
+
+
+def test_answers_that_carried_no_count_make_the_output_a_lower_bound() -> None:
+    samples = ollama_samples(uncounted=2)
     ollama = next(m for m in view(samples=samples).models if m.model_id == "qwen3-8b")
     assert ollama.unmeasured is None and ollama.output_tokens == 40
     assert ollama.answers_uncounted == 2 and ollama.lower_bound and not ollama.counts_lost

@@ -10,6 +10,11 @@ of backend (a throwaway local file backend each):
 One warm-up each, then RUNS rounds, programs interleaved so machine noise hits all alike;
 medians and ratios (machine speed cancels out of a ratio). Budget: prod <= 1.2x empty.
 
+Then where the time goes inside a real preview: copies of the empty program and of prod with
+a time mark before and after the program's body and one at the interpreter's exit (atexit,
+once the SDK has finished registering and the engine has let the program go), in RUNS more
+interleaved rounds, phase by phase; and, in a fresh interpreter, our imports and planning.
+
 Run: .venv/bin/python bench/preview_overhead.py [--quick | --runs N]
   --quick: one preview of each program without a warm-up, for CI (exits non-zero if a
   preview fails; the budget is judged on the full run only).
@@ -47,6 +52,25 @@ from pulumi_command import local
 
 local.Command("noop", create="true")
 """
+
+
+MARK_START = """\
+import atexit as _bench_atexit, json as _bench_json, time as _bench_time
+_bench_marks = {{"start": _bench_time.time()}}
+def _bench_write():
+    _bench_marks["sdk_done"] = _bench_time.time()
+    with open({path!r}, "a") as out:
+        out.write(_bench_json.dumps(_bench_marks) + "\\n")
+_bench_atexit.register(_bench_write)
+"""
+MARK_END = '_bench_marks["body_done"] = _bench_time.time()\n'
+"""Put around a program: when its body starts and ends, and when the interpreter exits."""
+PHASES = (
+    "the CLI, language host and interpreter up to the program",
+    "the program's body (imports, plan, declaring)",
+    "after the body: the SDK registering, the engine and provider answering",
+    "the interpreter's exit and the CLI's wrap-up",
+)
 
 
 INSIDE = """
@@ -104,6 +128,53 @@ def inside_split(runs: int) -> dict[str, float]:
             sys.exit(f"measuring the in-process split failed:\n{proc.stderr[-2000:]}")
         samples.append(json.loads(proc.stdout))
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+def marked(project: Project, marks: Path) -> Project:
+    """`project` with its program's body between time marks written to `marks`."""
+    program = project.root / "__main__.py"
+    text = program.read_text()
+    program.write_text(
+        MARK_START.format(path=str(marks)) + text + ("" if text.endswith("\n") else "\n") + MARK_END
+    )
+    return project
+
+
+def phases(project: Project, stack: str, marks: Path) -> list[float]:
+    """Seconds of each of PHASES in one preview of a `marked` project."""
+    start = time.time()
+    project.pulumi("preview", "--stack", stack, "--diff=false")
+    end = time.time()
+    mark = json.loads(marks.read_text().splitlines()[-1])
+    return [
+        mark["start"] - start,
+        mark["body_done"] - mark["start"],
+        mark["sdk_done"] - mark["body_done"],
+        end - mark["sdk_done"],
+    ]
+
+
+def phase_split(runs: int) -> dict[str, list[float]]:
+    """Median seconds of each phase, for the empty program and prod, over interleaved runs."""
+    with tempfile.TemporaryDirectory(prefix="frutebox-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        programs = {
+            "empty": (
+                marked(bare_project(tmp, "empty", EMPTY_PROGRAM), tmp / "empty.jsonl"),
+                "bench",
+            ),
+            "prod": (marked(real_project(tmp), tmp / "prod.jsonl"), "prod"),
+        }
+        for project, stack in programs.values():
+            project.init(stack)
+        samples: dict[str, list[list[float]]] = {label: [] for label in programs}
+        for _ in range(runs):
+            for label, (project, stack) in programs.items():
+                samples[label].append(phases(project, stack, tmp / f"{label}.jsonl"))
+    return {
+        label: [statistics.median(run[i] for run in runs_) for i in range(len(PHASES))]
+        for label, runs_ in samples.items()
+    }
 
 
 def preview_seconds(project: Project, stack: str) -> float:
@@ -166,6 +237,15 @@ def main() -> int:
     )
     split = inside_split(runs)
     creating = split["records"] * split["record_s"]
+    where = phase_split(runs)
+    results.heading(f"inside a `pulumi preview`, median ms of {runs} marked run(s) each")
+    results.table(
+        ["PHASE", "EMPTY MS", "PROD MS", "PROD OVER EMPTY MS"],
+        [
+            [name, f"{1000 * e:.0f}", f"{1000 * p:.0f}", f"{1000 * (p - e):+.0f}"]
+            for name, e, p in zip(PHASES, where["empty"], where["prod"], strict=True)
+        ],
+    )
     results.print(
         f"of ours, in a fresh interpreter: importing the program's modules"
         f" {1000 * split['import_s']:.0f} ms, of which defining its {split['records']:.0f} frozen"
@@ -174,6 +254,10 @@ def main() -> int:
         f" reading the stack and registry and planning prod {1000 * split['plan_s']:.0f} ms; the"
         f" rest ({1000 * (prod - floor - split['import_s'] - split['plan_s']):.0f} ms) is the SDK"
         " registering our resources, the plan's log lines and the interpreter's exit"
+    )
+    results.print(
+        f"prod / empty if our imports cost nothing: {(prod - split['import_s']) / base:.2f}x;"
+        f" if only the dataclasses' creation cost nothing: {(prod - creating) / base:.2f}x"
     )
     met = "MET" if prod / base <= BUDGET else "MISSED"
     verdict = "(judged on the full run only)" if args.quick else met

@@ -10,10 +10,10 @@ of backend (a throwaway local file backend each):
 One warm-up each, then RUNS rounds, programs interleaved so machine noise hits all alike;
 medians and ratios (machine speed cancels out of a ratio). Budget: prod <= 1.2x empty.
 
-Then where the time goes inside a real preview: copies of the empty program and of prod with
-a time mark before and after the program's body and one at the interpreter's exit (atexit,
-once the SDK has finished registering and the engine has let the program go), in RUNS more
-interleaved rounds, phase by phase; and, in a fresh interpreter, our imports and planning.
+Every program runs with a time mark before and after its body and one at the interpreter's
+exit (atexit, once the SDK has finished registering and the engine has let the program go),
+so the same runs also say where prod's time goes against the empty program's, phase by
+phase; and, in a fresh interpreter, our imports and planning.
 
 Run: .venv/bin/python bench/preview_overhead.py [--quick | --runs N]
   --quick: one preview of each program without a warm-up, for CI (exits non-zero if a
@@ -65,6 +65,8 @@ _bench_atexit.register(_bench_write)
 """
 MARK_END = '_bench_marks["body_done"] = _bench_time.time()\n'
 """Put around a program: when its body starts and ends, and when the interpreter exits."""
+MARKS = "bench-marks.jsonl"
+"""Where a marked program writes its marks, in its project directory."""
 PHASES = (
     "the CLI, language host and interpreter up to the program",
     "the program's body (imports, plan, declaring)",
@@ -130,22 +132,21 @@ def inside_split(runs: int) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
-def marked(project: Project, marks: Path) -> Project:
-    """`project` with its program's body between time marks written to `marks`."""
+def marked(project: Project) -> Project:
+    """`project` with its program's body between time marks, written to its MARKS file."""
     program = project.root / "__main__.py"
     text = program.read_text()
-    program.write_text(
-        MARK_START.format(path=str(marks)) + text + ("" if text.endswith("\n") else "\n") + MARK_END
-    )
+    start = MARK_START.format(path=str(project.root / MARKS))
+    program.write_text(start + text + ("" if text.endswith("\n") else "\n") + MARK_END)
     return project
 
 
-def phases(project: Project, stack: str, marks: Path) -> list[float]:
+def phases(project: Project, stack: str) -> list[float]:
     """Seconds of each of PHASES in one preview of a `marked` project."""
     start = time.time()
     project.pulumi("preview", "--stack", stack, "--diff=false")
     end = time.time()
-    mark = json.loads(marks.read_text().splitlines()[-1])
+    mark = json.loads((project.root / MARKS).read_text().splitlines()[-1])
     return [
         mark["start"] - start,
         mark["body_done"] - mark["start"],
@@ -154,43 +155,18 @@ def phases(project: Project, stack: str, marks: Path) -> list[float]:
     ]
 
 
-def phase_split(runs: int) -> dict[str, list[float]]:
-    """Median seconds of each phase, for the empty program and prod, over interleaved runs."""
+def previews(quick: bool, runs: int) -> dict[str, list[list[float]]]:
+    """Each program's preview, per run: the seconds of each of PHASES, whose sum is its wall
+    time (every program is `marked`, so one set of runs gives both)."""
     with tempfile.TemporaryDirectory(prefix="frutebox-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        real = marked(real_project(tmp))
         programs = {
-            "empty": (
-                marked(bare_project(tmp, "empty", EMPTY_PROGRAM), tmp / "empty.jsonl"),
+            "empty (import pulumi)": (marked(bare_project(tmp, "empty", EMPTY_PROGRAM)), "bench"),
+            "one command resource": (
+                marked(bare_project(tmp, "one-command", COMMAND_PROGRAM)),
                 "bench",
             ),
-            "prod": (marked(real_project(tmp), tmp / "prod.jsonl"), "prod"),
-        }
-        for project, stack in programs.values():
-            project.init(stack)
-        samples: dict[str, list[list[float]]] = {label: [] for label in programs}
-        for _ in range(runs):
-            for label, (project, stack) in programs.items():
-                samples[label].append(phases(project, stack, tmp / f"{label}.jsonl"))
-    return {
-        label: [statistics.median(run[i] for run in rounds) for i in range(len(PHASES))]
-        for label, rounds in samples.items()
-    }
-
-
-def preview_seconds(project: Project, stack: str) -> float:
-    start = time.perf_counter()
-    project.pulumi("preview", "--stack", stack, "--diff=false")
-    return time.perf_counter() - start
-
-
-def previews(quick: bool, runs: int) -> dict[str, list[float]]:
-    """Wall seconds of each program's preview, per run."""
-    with tempfile.TemporaryDirectory(prefix="frutebox-bench-") as tmp_name:
-        tmp = Path(tmp_name)
-        real = real_project(tmp)
-        programs = {
-            "empty (import pulumi)": (bare_project(tmp, "empty", EMPTY_PROGRAM), "bench"),
-            "one command resource": (bare_project(tmp, "one-command", COMMAND_PROGRAM), "bench"),
             "frutebox dev": (real, "dev"),
             "frutebox prod": (real, "prod"),
         }
@@ -198,12 +174,12 @@ def previews(quick: bool, runs: int) -> dict[str, list[float]]:
             project.init(stack)
         if not quick:
             for project, stack in programs.values():
-                preview_seconds(project, stack)  # warm-up: plugin discovery, OS page cache
-        times: dict[str, list[float]] = {label: [] for label in programs}
+                phases(project, stack)  # warm-up: plugin discovery, OS page cache
+        runs_by_program: dict[str, list[list[float]]] = {label: [] for label in programs}
         for _ in range(runs):
             for label, (project, stack) in programs.items():
-                times[label].append(preview_seconds(project, stack))
-    return times
+                runs_by_program[label].append(phases(project, stack))
+    return runs_by_program
 
 
 def main() -> int:
@@ -216,7 +192,8 @@ def main() -> int:
     require_toolchain()
     results = Results(__file__, quick=args.quick)
     runs = 1 if args.quick else args.runs
-    times = previews(args.quick, runs)
+    split_runs = previews(args.quick, runs)
+    times = {label: [sum(run) for run in rounds] for label, rounds in split_runs.items()}
     medians = {label: statistics.median(t) for label, t in times.items()}
     base = medians["empty (import pulumi)"]
     warm = "without a warm-up" if args.quick else "after a warm-up"
@@ -237,13 +214,18 @@ def main() -> int:
     )
     split = inside_split(runs)
     creating = split["records"] * split["record_s"]
-    where = phase_split(runs)
-    results.heading(f"inside a `pulumi preview`, median ms of {runs} marked run(s) each")
+    where = {
+        label: [statistics.median(run[i] for run in split_runs[label]) for i in range(len(PHASES))]
+        for label in ("empty (import pulumi)", "frutebox prod")
+    }
+    results.heading("inside those previews, median ms per phase")
     results.table(
         ["PHASE", "EMPTY MS", "PROD MS", "PROD OVER EMPTY MS"],
         [
             [name, f"{1000 * e:.0f}", f"{1000 * p:.0f}", f"{1000 * (p - e):+.0f}"]
-            for name, e, p in zip(PHASES, where["empty"], where["prod"], strict=True)
+            for name, e, p in zip(
+                PHASES, where["empty (import pulumi)"], where["frutebox prod"], strict=True
+            )
         ],
     )
     results.print(
